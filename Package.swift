@@ -1,0 +1,167 @@
+// swift-tools-version:6.1
+// Module boundaries follow ../shared/DESIGN.md §3.
+
+import PackageDescription
+
+let strict: [SwiftSetting] = [
+    .enableUpcomingFeature("ExistentialAny"),
+    .enableUpcomingFeature("MemberImportVisibility"),
+]
+
+let package = Package(
+    name: "uplink",
+    platforms: [.macOS(.v15)],
+    products: [
+        .executable(name: "uplink", targets: ["uplink"]),
+        .executable(name: "uplink-bench", targets: ["uplink-bench"]),
+    ],
+    dependencies: [
+        .package(url: "https://github.com/apple/swift-nio", from: "2.101.2"),
+        .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
+        .package(url: "https://github.com/apple/swift-metrics", from: "2.13.0"),
+        .package(url: "https://github.com/apple/swift-collections", from: "1.6.0"),
+        .package(url: "https://github.com/apple/swift-system", from: "1.8.1"),
+        .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
+        .package(url: "https://github.com/swift-server/swift-service-lifecycle", from: "2.13.0"),
+        .package(url: "https://github.com/swift-server/async-http-client", from: "1.37.0"),
+        .package(url: "https://github.com/hummingbird-project/hummingbird", from: "2.28.1", traits: []),
+    ],
+    targets: [
+        .target(
+            name: "UplinkCore",
+            dependencies: [
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "Metrics", package: "swift-metrics"),
+                .product(name: "DequeModule", package: "swift-collections"),
+            ],
+            swiftSettings: strict
+        ),
+        .target(
+            name: "UplinkWire",
+            dependencies: [
+                "UplinkCore",
+                .product(name: "NIOCore", package: "swift-nio"),
+            ],
+            swiftSettings: strict
+        ),
+        .target(
+            name: "UplinkSources",
+            dependencies: [
+                "UplinkCore",
+                .product(name: "SystemPackage", package: "swift-system"),
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            swiftSettings: strict
+        ),
+        .target(
+            name: "UplinkTransport",
+            dependencies: [
+                "UplinkCore",
+                "UplinkWire",
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "Metrics", package: "swift-metrics"),
+            ],
+            swiftSettings: strict
+        ),
+        .target(
+            name: "UplinkCollector",
+            dependencies: [
+                "UplinkCore",
+                "UplinkWire",
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "Metrics", package: "swift-metrics"),
+            ],
+            swiftSettings: strict
+        ),
+        .target(
+            name: "UplinkAgent",
+            dependencies: [
+                "UplinkCore",
+                "UplinkWire",
+                "UplinkSources",
+                "UplinkTransport",
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            swiftSettings: strict
+        ),
+        .executableTarget(
+            name: "uplink",
+            dependencies: [
+                "UplinkCore",
+                "UplinkAgent",
+                "UplinkCollector",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            swiftSettings: strict
+        ),
+        .executableTarget(
+            name: "uplink-bench",
+            dependencies: [
+                "UplinkCore",
+                "UplinkWire",
+                "UplinkSources",
+                "UplinkTransport",
+                "UplinkCollector",
+                "UplinkAgent",
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "NIOCore", package: "swift-nio"),
+            ],
+            swiftSettings: strict
+        ),
+        .target(
+            name: "UplinkTestSupport",
+            dependencies: [
+                "UplinkCore",
+                "UplinkWire",
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            path: "Tests/UplinkTestSupport",
+            swiftSettings: strict
+        ),
+        .testTarget(name: "UplinkCoreTests", dependencies: ["UplinkCore"], swiftSettings: strict),
+        .testTarget(name: "UplinkWireTests", dependencies: ["UplinkWire", "UplinkCore"], swiftSettings: strict),
+        .testTarget(
+            name: "UplinkSourcesTests", dependencies: ["UplinkSources", "UplinkCore"], exclude: ["Fixtures"], swiftSettings: strict
+        ),
+        .testTarget(
+            name: "UplinkTransportTests",
+            dependencies: ["UplinkTransport", "UplinkCore", "UplinkWire", "UplinkTestSupport"],
+            swiftSettings: strict
+        ),
+        .testTarget(
+            name: "UplinkCollectorTests",
+            dependencies: [
+                "UplinkCollector", "UplinkCore", "UplinkWire", "UplinkTestSupport",
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
+            ],
+            swiftSettings: strict
+        ),
+        .testTarget(
+            name: "UplinkIntegrationTests",
+            dependencies: [
+                "UplinkAgent", "UplinkCollector", "UplinkTransport", "UplinkSources", "UplinkCore", "UplinkWire",
+                "UplinkTestSupport",
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
+            ],
+            swiftSettings: strict
+        ),
+    ],
+    swiftLanguageModes: [.v6]
+)

@@ -1,0 +1,79 @@
+/// One timestamped observation produced by a source: a metric sample or a log line.
+///
+/// A record is encoded once, by the source that made it, into a wire frame (see `RecordFrameEncoder`);
+/// the ring and the uplink only ever move those bytes.
+public struct Record: Sendable, Equatable {
+    /// Wall-clock time at which the value was read, in nanoseconds since the Unix epoch (UTC).
+    public var timestamp: Int64
+    /// Name of the source that produced the record (unique within one agent).
+    public var source: String
+    /// What was observed.
+    public var payload: Payload
+
+    public init(timestamp: Int64, source: String, payload: Payload) {
+        self.timestamp = timestamp
+        self.source = source
+        self.payload = payload
+    }
+
+    /// Builds a metric record.
+    public static func metric(
+        _ name: String, value: Double, unit: String, tags: [Tag] = [], source: String, timestamp: Int64
+    ) -> Record {
+        Record(timestamp: timestamp, source: source, payload: .metric(Metric(name: name, value: value, unit: unit, tags: tags)))
+    }
+
+    /// Builds a log record.
+    public static func log(_ message: String, fields: [Tag] = [], source: String, timestamp: Int64) -> Record {
+        Record(timestamp: timestamp, source: source, payload: .log(LogLine(message: message, fields: fields)))
+    }
+}
+
+/// The body of a record.
+public enum Payload: Sendable, Equatable {
+    case metric(Metric)
+    case log(LogLine)
+}
+
+/// A numeric sample.
+public struct Metric: Sendable, Equatable {
+    /// Dotted metric name, e.g. `cpu.usage` (see docs/protocol.md for the naming convention).
+    public var name: String
+    /// The sampled value. Non-finite values are sent as JSON `null`.
+    public var value: Double
+    /// Unit of `value`, e.g. `percent`, `bytes`, `celsius`. Empty when the value has no unit.
+    public var unit: String
+    /// Dimensions of the sample, in a stable order.
+    public var tags: [Tag]
+
+    public init(name: String, value: Double, unit: String, tags: [Tag] = []) {
+        self.name = name
+        self.value = value
+        self.unit = unit
+        self.tags = tags
+    }
+}
+
+/// One line of a log.
+public struct LogLine: Sendable, Equatable {
+    /// The line's text without its line terminator.
+    public var message: String
+    /// Extra key/value context, e.g. the file path the line came from.
+    public var fields: [Tag]
+
+    public init(message: String, fields: [Tag] = []) {
+        self.message = message
+        self.fields = fields
+    }
+}
+
+/// An ordered key/value pair used for metric tags and log fields.
+public struct Tag: Sendable, Equatable, Hashable {
+    public var key: String
+    public var value: String
+
+    public init(_ key: String, _ value: String) {
+        self.key = key
+        self.value = value
+    }
+}

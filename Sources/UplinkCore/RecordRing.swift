@@ -1,0 +1,441 @@
+import Metrics
+import Synchronization
+
+/// Identifies a source registered with a `RecordRing`; frames carry it so drops can be counted per source.
+public struct SourceID: Hashable, Sendable {
+    public let rawValue: UInt32
+}
+
+/// The bounded circular buffer between the sources and the uplink.
+///
+/// It stores encoded frames back to back in one fixed allocation of `capacity` bytes (each frame behind an
+/// 8-byte header: body length and source id), numbers them with consecutive sequence numbers starting at 1,
+/// and keeps three cursors:
+///
+/// - **acknowledged**: the highest sequence the collector confirmed; frames up to it are released.
+/// - **sent**: the next frame the uplink will copy out; rewound to the oldest retained frame on reconnect.
+/// - **written**: the sequence the next append gets.
+///
+/// Frames stay until acknowledged, not merely sent. When an append does not fit, the `OverflowPolicy` drops the
+/// oldest frames (sent or not) or refuses the new one; every drop is counted per source.
+///
+/// All methods are safe to call from many threads at once. The lock is held only to copy bytes.
+public final class RecordRing: Sendable {
+    /// 64 MiB.
+    public static let defaultCapacity = 64 * 1024 * 1024
+    /// Bytes of bookkeeping stored in front of every frame.
+    public static let frameHeaderBytes = 8
+
+    /// Size of the buffer in bytes, headers included.
+    public let capacity: Int
+    /// What happens to an append that does not fit.
+    public let policy: OverflowPolicy
+
+    // Only touched with `state` locked.
+    private nonisolated(unsafe) let storage: UnsafeMutableRawPointer
+    private let state: Mutex<State>
+    private let usedBytesGauge = Gauge(label: "uplink_ring_used_bytes")
+
+    /// Creates an empty ring. `capacity` must be at least 64 bytes.
+    public init(capacity: Int = RecordRing.defaultCapacity, policy: OverflowPolicy = .dropOldest) {
+        precondition(capacity >= 64, "ring capacity must be at least 64 bytes")
+        self.capacity = capacity
+        self.policy = policy
+        self.storage = UnsafeMutableRawPointer.allocate(byteCount: capacity, alignment: 16)
+        self.state = Mutex(State())
+    }
+
+    deinit {
+        storage.deallocate()
+    }
+
+    // MARK: Sources
+
+    /// Registers a source by name and returns the id its frames are appended under.
+    /// Registering the same name twice returns the same id.
+    public func registerSource(_ name: String) -> SourceID {
+        state.withLock { state in
+            if let index = state.sources.firstIndex(where: { $0.name == name }) {
+                return SourceID(rawValue: UInt32(index))
+            }
+            state.sources.append(SourceCounters(name: name))
+            return SourceID(rawValue: UInt32(state.sources.count - 1))
+        }
+    }
+
+    // MARK: Appending
+
+    /// Appends one frame and returns its sequence number, or why it was not stored. Never blocks beyond the lock.
+    @discardableResult
+    public func append(_ frame: UnsafeRawBufferPointer, source: SourceID) -> AppendOutcome {
+        let (outcome, waiter) = state.withLock { state in
+            let outcome = appendLocked(frame, source: source, state: &state, mayDrop: true)
+            return (outcome, takeDataWaiter(outcome, &state))
+        }
+        waiter?()
+        return outcome
+    }
+
+    /// Appends one frame.
+    @discardableResult
+    public func append(_ frame: [UInt8], source: SourceID) -> AppendOutcome {
+        frame.withUnsafeBytes { append($0, source: source) }
+    }
+
+    /// Appends one frame, waiting (without dropping anything) until the ring has room for it.
+    /// Returns `.rejectedOversize` at once for a frame larger than the ring. Cancellation ends the wait and
+    /// returns `.droppedNewest`, counted as such.
+    public func appendWaitingForSpace(_ frame: [UInt8], source: SourceID) async -> AppendOutcome {
+        let needed = Self.frameHeaderBytes + frame.count
+        while true {
+            let attempt: (AppendOutcome?, (@Sendable () -> Void)?) = state.withLock { state in
+                if needed > capacity || state.used + needed <= capacity {
+                    let outcome = frame.withUnsafeBytes {
+                        appendLocked($0, source: source, state: &state, mayDrop: false)
+                    }
+                    return (outcome, takeDataWaiter(outcome, &state))
+                }
+                if Task.isCancelled {
+                    state.sources[Int(source.rawValue)].droppedNewest += 1
+                    state.sources[Int(source.rawValue)].droppedNewestCounter.increment()
+                    return (.droppedNewest, nil)
+                }
+                return (nil, nil)
+            }
+            if let outcome = attempt.0 {
+                attempt.1?()
+                return outcome
+            }
+            await waitForSpace(needed)
+        }
+    }
+
+    private func takeDataWaiter(_ outcome: AppendOutcome, _ state: inout State) -> (@Sendable () -> Void)? {
+        guard case .appended = outcome, let waiter = state.dataWaiter else { return nil }
+        state.dataWaiter = nil
+        return waiter
+    }
+
+    private func appendLocked(
+        _ frame: UnsafeRawBufferPointer, source: SourceID, state: inout State, mayDrop: Bool
+    ) -> AppendOutcome {
+        let sourceIndex = Int(source.rawValue)
+        let needed = Self.frameHeaderBytes + frame.count
+        if needed > capacity || frame.count > Int(UInt32.max) {
+            state.sources[sourceIndex].rejectedOversize += 1
+            state.sources[sourceIndex].rejectedOversizeCounter.increment()
+            return .rejectedOversize
+        }
+        if state.used + needed > capacity {
+            guard mayDrop, policy == .dropOldest else {
+                state.sources[sourceIndex].droppedNewest += 1
+                state.sources[sourceIndex].droppedNewestCounter.increment()
+                return .droppedNewest
+            }
+            while state.used + needed > capacity {
+                dropOldestLocked(&state)
+            }
+            usedBytesGauge.record(state.used + needed)
+        }
+        var header = (UInt32(frame.count).littleEndian, source.rawValue.littleEndian)
+        withUnsafeBytes(of: &header) { copyIn($0, at: state.tail) }
+        copyIn(frame, at: advance(state.tail, by: Self.frameHeaderBytes))
+        state.tail = advance(state.tail, by: needed)
+        state.used += needed
+        let sequence = state.nextSequence
+        state.nextSequence += 1
+        state.sources[sourceIndex].appended += 1
+        state.sources[sourceIndex].appendedCounter.increment()
+        if sequence & 1023 == 0 { usedBytesGauge.record(state.used) }
+        return .appended(sequence: sequence)
+    }
+
+    private func dropOldestLocked(_ state: inout State) {
+        let (length, sourceIndex) = header(at: state.head)
+        state.sources[Int(sourceIndex)].droppedOldest += 1
+        state.sources[Int(sourceIndex)].droppedOldestCounter.increment()
+        releaseHeadLocked(&state, frameBytes: Self.frameHeaderBytes + length)
+    }
+
+    private func releaseHeadLocked(_ state: inout State, frameBytes: Int) {
+        let wasNextToSend = state.sendSequence == state.headSequence
+        state.head = advance(state.head, by: frameBytes)
+        state.used -= frameBytes
+        state.headSequence += 1
+        if wasNextToSend {
+            state.send = state.head
+            state.sendSequence = state.headSequence
+        }
+    }
+
+    // MARK: Draining
+
+    /// Copies unsent frames out, oldest first, and advances the send cursor past them.
+    ///
+    /// `body` receives each frame's sequence number and its bytes in one or two parts (two when the frame wraps
+    /// around the end of the storage). It runs with the ring locked: it must only copy, and must not call back into
+    /// the ring. Frames are taken while their bodies add up to at most `maxBytes`, but always at least one.
+    /// Returns how many frames were taken.
+    @discardableResult
+    public func readUnsent(
+        maxBytes: Int,
+        _ body: (_ sequence: UInt64, _ first: UnsafeRawBufferPointer, _ second: UnsafeRawBufferPointer) -> Void
+    ) -> Int {
+        state.withLock { state in
+            var frames = 0
+            var bytes = 0
+            while state.sendSequence < state.nextSequence {
+                let (length, _) = header(at: state.send)
+                if frames > 0 && bytes + length > maxBytes { break }
+                let bodyStart = advance(state.send, by: Self.frameHeaderBytes)
+                let firstLength = min(length, capacity - bodyStart)
+                body(
+                    state.sendSequence,
+                    UnsafeRawBufferPointer(start: storage + bodyStart, count: firstLength),
+                    UnsafeRawBufferPointer(start: storage, count: length - firstLength)
+                )
+                state.send = advance(bodyStart, by: length)
+                state.sendSequence += 1
+                bytes += length
+                frames += 1
+            }
+            return frames
+        }
+    }
+
+    /// Whether frames are waiting to be sent.
+    public var hasUnsentFrames: Bool {
+        state.withLock { $0.sendSequence < $0.nextSequence }
+    }
+
+    /// Asks to be told once when an unsent frame exists.
+    ///
+    /// Returns `false` without storing `handler` when unsent frames exist already (read them now). Otherwise stores
+    /// it and returns `true`; the next append calls it once, outside the lock, and forgets it. A later call replaces
+    /// an earlier handler that has not fired.
+    public func notifyWhenDataAvailable(_ handler: @escaping @Sendable () -> Void) -> Bool {
+        state.withLock { state in
+            if state.sendSequence < state.nextSequence { return false }
+            state.dataWaiter = handler
+            return true
+        }
+    }
+
+    /// Forgets a handler stored by `notifyWhenDataAvailable`.
+    public func cancelDataNotification() {
+        state.withLock { $0.dataWaiter = nil }
+    }
+
+    // MARK: Acknowledgement and resume
+
+    /// Releases every frame up to and including `sequence`; the collector has stored them.
+    /// Moves the send cursor forward if it pointed into the released frames.
+    public func acknowledge(through sequence: UInt64) {
+        let waiters = state.withLock { state -> [SpaceWaiter] in
+            if sequence > state.acknowledged { state.acknowledged = sequence }
+            while state.headSequence <= sequence && state.headSequence < state.nextSequence {
+                let (length, _) = header(at: state.head)
+                releaseHeadLocked(&state, frameBytes: Self.frameHeaderBytes + length)
+            }
+            usedBytesGauge.record(state.used)
+            return takeSatisfiedSpaceWaiters(&state)
+        }
+        for waiter in waiters { waiter.continuation.resume() }
+    }
+
+    /// Starts a new connection at the collector's resume point: releases everything up to `collectorHas` and
+    /// rewinds the send cursor to the oldest retained frame. If the collector already holds sequences this ring
+    /// has not assigned yet (only possible if an epoch was reused), numbering continues above them so new
+    /// frames are not discarded as duplicates.
+    /// Returns the sequence number that will be sent first.
+    @discardableResult
+    public func resume(collectorHas: UInt64) -> UInt64 {
+        acknowledge(through: collectorHas)
+        return state.withLock { state in
+            if collectorHas >= state.nextSequence {
+                state.nextSequence = collectorHas + 1
+                state.headSequence = state.nextSequence
+            }
+            state.send = state.head
+            state.sendSequence = state.headSequence
+            return state.sendSequence
+        }
+    }
+
+    /// Rewinds the send cursor to the oldest retained frame, so everything not yet acknowledged is sent again.
+    public func rewindToAcknowledged() {
+        state.withLock { state in
+            state.send = state.head
+            state.sendSequence = state.headSequence
+        }
+    }
+
+    // MARK: Observation
+
+    /// A consistent snapshot of the cursors and counters.
+    public func statistics() -> RingStatistics {
+        state.withLock { state in
+            RingStatistics(
+                capacity: capacity,
+                usedBytes: state.used,
+                retainedFrames: Int(state.nextSequence - state.headSequence),
+                unsentFrames: Int(state.nextSequence - state.sendSequence),
+                acknowledged: state.acknowledged,
+                oldestRetained: state.headSequence,
+                nextToSend: state.sendSequence,
+                nextToWrite: state.nextSequence,
+                sources: state.sources.map {
+                    RingStatistics.SourceCounts(
+                        name: $0.name, appended: $0.appended, droppedOldest: $0.droppedOldest,
+                        droppedNewest: $0.droppedNewest, rejectedOversize: $0.rejectedOversize
+                    )
+                }
+            )
+        }
+    }
+
+    // MARK: Waiting for space
+
+    private func waitForSpace(_ needed: Int) async {
+        let id = WaiterID.next()
+        await withTaskCancellationHandler {
+            await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+                let resumeNow = state.withLock { state -> Bool in
+                    if state.used + needed <= capacity || Task.isCancelled { return true }
+                    state.spaceWaiters.append(SpaceWaiter(id: id, needed: needed, continuation: continuation))
+                    return false
+                }
+                if resumeNow { continuation.resume() }
+            }
+        } onCancel: {
+            let waiter = state.withLock { state -> SpaceWaiter? in
+                guard let index = state.spaceWaiters.firstIndex(where: { $0.id == id }) else { return nil }
+                return state.spaceWaiters.remove(at: index)
+            }
+            waiter?.continuation.resume()
+        }
+    }
+
+    private func takeSatisfiedSpaceWaiters(_ state: inout State) -> [SpaceWaiter] {
+        guard !state.spaceWaiters.isEmpty else { return [] }
+        // Wake every waiter that would fit on its own; they race for the space and re-check under the lock.
+        let free = capacity - state.used
+        var woken: [SpaceWaiter] = []
+        state.spaceWaiters.removeAll { waiter in
+            guard waiter.needed <= free else { return false }
+            woken.append(waiter)
+            return true
+        }
+        return woken
+    }
+
+    // MARK: Storage access (callers hold the lock)
+
+    @inline(__always)
+    private func advance(_ offset: Int, by bytes: Int) -> Int {
+        let next = offset + bytes
+        return next >= capacity ? next - capacity : next
+    }
+
+    private func copyIn(_ bytes: UnsafeRawBufferPointer, at offset: Int) {
+        guard let base = bytes.baseAddress, bytes.count > 0 else { return }
+        let first = min(bytes.count, capacity - offset)
+        (storage + offset).copyMemory(from: base, byteCount: first)
+        if first < bytes.count {
+            storage.copyMemory(from: base + first, byteCount: bytes.count - first)
+        }
+    }
+
+    private func header(at offset: Int) -> (length: Int, source: UInt32) {
+        var header: (UInt32, UInt32) = (0, 0)
+        withUnsafeMutableBytes(of: &header) { destination in
+            let first = min(Self.frameHeaderBytes, capacity - offset)
+            destination.baseAddress!.copyMemory(from: storage + offset, byteCount: first)
+            if first < Self.frameHeaderBytes {
+                (destination.baseAddress! + first).copyMemory(from: storage, byteCount: Self.frameHeaderBytes - first)
+            }
+        }
+        return (Int(UInt32(littleEndian: header.0)), UInt32(littleEndian: header.1))
+    }
+}
+
+extension RecordRing {
+    fileprivate struct State {
+        var head = 0
+        var tail = 0
+        var send = 0
+        var used = 0
+        var headSequence: UInt64 = 1
+        var sendSequence: UInt64 = 1
+        var nextSequence: UInt64 = 1
+        var acknowledged: UInt64 = 0
+        var sources: [SourceCounters] = []
+        var dataWaiter: (@Sendable () -> Void)?
+        var spaceWaiters: [SpaceWaiter] = []
+    }
+
+    fileprivate struct SourceCounters {
+        let name: String
+        var appended = 0
+        var droppedOldest = 0
+        var droppedNewest = 0
+        var rejectedOversize = 0
+        let appendedCounter: Counter
+        let droppedOldestCounter: Counter
+        let droppedNewestCounter: Counter
+        let rejectedOversizeCounter: Counter
+
+        init(name: String) {
+            self.name = name
+            let source = [("source", name)]
+            appendedCounter = Counter(label: "uplink_records_appended_total", dimensions: source)
+            droppedOldestCounter = Counter(
+                label: "uplink_records_dropped_total", dimensions: source + [("reason", "buffer_full_drop_oldest")])
+            droppedNewestCounter = Counter(
+                label: "uplink_records_dropped_total", dimensions: source + [("reason", "buffer_full_drop_newest")])
+            rejectedOversizeCounter = Counter(
+                label: "uplink_records_dropped_total", dimensions: source + [("reason", "larger_than_buffer")])
+        }
+    }
+
+    fileprivate struct SpaceWaiter {
+        let id: UInt64
+        let needed: Int
+        let continuation: CheckedContinuation<Void, Never>
+    }
+
+    fileprivate enum WaiterID {
+        private static let counter = Atomic<UInt64>(0)
+        static func next() -> UInt64 { counter.add(1, ordering: .relaxed).newValue }
+    }
+}
+
+/// A snapshot of a ring's cursors and per-source counters.
+public struct RingStatistics: Sendable, Equatable {
+    public struct SourceCounts: Sendable, Equatable {
+        public var name: String
+        /// Frames stored.
+        public var appended: Int
+        /// Frames evicted unacknowledged to make room (`drop_oldest`).
+        public var droppedOldest: Int
+        /// Frames refused because the ring was full (`drop_newest`, or a cancelled wait).
+        public var droppedNewest: Int
+        /// Frames refused because they were larger than the whole ring.
+        public var rejectedOversize: Int
+    }
+
+    public var capacity: Int
+    public var usedBytes: Int
+    public var retainedFrames: Int
+    public var unsentFrames: Int
+    /// Highest sequence acknowledged by the collector (0: none).
+    public var acknowledged: UInt64
+    /// Sequence of the oldest frame still stored (equals `nextToWrite` when empty).
+    public var oldestRetained: UInt64
+    public var nextToSend: UInt64
+    public var nextToWrite: UInt64
+    public var sources: [SourceCounts]
+
+    /// Counters of the named source, if registered.
+    public func source(_ name: String) -> SourceCounts? { sources.first { $0.name == name } }
+}

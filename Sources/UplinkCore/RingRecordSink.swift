@@ -1,0 +1,31 @@
+/// The agent's `RecordSink`: encodes each record into its wire frame (outside any lock) and appends the frame to
+/// the circular buffer under the source's id.
+public struct RingRecordSink: RecordSink {
+    public let ring: RecordRing
+    public let sourceID: SourceID
+    public let encoder: any RecordFrameEncoder
+
+    /// Registers `sourceName` with `ring` and returns a sink for it.
+    public init(ring: RecordRing, sourceName: String, encoder: any RecordFrameEncoder) {
+        self.ring = ring
+        self.sourceID = ring.registerSource(sourceName)
+        self.encoder = encoder
+    }
+
+    @discardableResult
+    public func emit(_ record: Record) -> AppendOutcome {
+        ring.append(encode(record), source: sourceID)
+    }
+
+    @discardableResult
+    public func emitWaitingForSpace(_ record: Record) async -> AppendOutcome {
+        await ring.appendWaitingForSpace(encode(record), source: sourceID)
+    }
+
+    private func encode(_ record: Record) -> [UInt8] {
+        var frame: [UInt8] = []
+        frame.reserveCapacity(160)
+        encoder.encodeFrame(record, into: &frame)
+        return frame
+    }
+}

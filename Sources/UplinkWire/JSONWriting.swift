@@ -1,0 +1,128 @@
+import UplinkCore
+
+/// Byte-level JSON output: strings escaped and repaired, integers and doubles written without `JSONEncoder`
+/// or intermediate `String`s where avoidable.
+enum JSONWriting {
+    private static let hexDigits: [UInt8] = Array("0123456789abcdef".utf8)
+    private static let replacementCharacter: [UInt8] = [0xEF, 0xBF, 0xBD]
+
+    /// Appends `string` as a quoted JSON string.
+    @inline(__always)
+    static func appendString(_ string: String, to output: inout [UInt8]) {
+        var string = string
+        string.withUTF8 { appendString(bytes: UnsafeRawBufferPointer($0), to: &output) }
+    }
+
+    /// Appends arbitrary bytes as a quoted JSON string: quotes, backslashes and control characters escaped,
+    /// ill-formed UTF-8 replaced by U+FFFD, so the result is always valid JSON.
+    static func appendString(bytes: UnsafeRawBufferPointer, to output: inout [UInt8]) {
+        output.append(UInt8(ascii: "\""))
+        var runStart = 0
+        var index = 0
+        let count = bytes.count
+        while index < count {
+            let byte = bytes[index]
+            if byte >= 0x20 && byte < 0x80 && byte != UInt8(ascii: "\"") && byte != UInt8(ascii: "\\") {
+                index += 1
+                continue
+            }
+            if byte >= 0x80 {
+                let (length, valid) = UTF8Validation.sequence(in: bytes, at: index)
+                if valid {
+                    index += length
+                    continue
+                }
+                flush(bytes, from: runStart, to: index, into: &output)
+                output.append(contentsOf: replacementCharacter)
+                index += length
+                runStart = index
+                continue
+            }
+            flush(bytes, from: runStart, to: index, into: &output)
+            switch byte {
+            case UInt8(ascii: "\""): output.append(contentsOf: [UInt8(ascii: "\\"), UInt8(ascii: "\"")])
+            case UInt8(ascii: "\\"): output.append(contentsOf: [UInt8(ascii: "\\"), UInt8(ascii: "\\")])
+            case UInt8(ascii: "\n"): output.append(contentsOf: [UInt8(ascii: "\\"), UInt8(ascii: "n")])
+            case UInt8(ascii: "\r"): output.append(contentsOf: [UInt8(ascii: "\\"), UInt8(ascii: "r")])
+            case UInt8(ascii: "\t"): output.append(contentsOf: [UInt8(ascii: "\\"), UInt8(ascii: "t")])
+            default:
+                output.append(contentsOf: [
+                    UInt8(ascii: "\\"), UInt8(ascii: "u"), UInt8(ascii: "0"), UInt8(ascii: "0"),
+                    hexDigits[Int(byte >> 4)], hexDigits[Int(byte & 0x0F)],
+                ])
+            }
+            index += 1
+            runStart = index
+        }
+        flush(bytes, from: runStart, to: count, into: &output)
+        output.append(UInt8(ascii: "\""))
+    }
+
+    @inline(__always)
+    private static func flush(_ bytes: UnsafeRawBufferPointer, from start: Int, to end: Int, into output: inout [UInt8]) {
+        if end > start { output.append(contentsOf: UnsafeRawBufferPointer(rebasing: bytes[start..<end])) }
+    }
+
+    /// Appends a signed integer in decimal.
+    @inline(__always)
+    static func appendInteger(_ value: Int64, to output: inout [UInt8]) {
+        if value < 0 {
+            output.append(UInt8(ascii: "-"))
+            appendInteger(UInt64(bitPattern: 0 &- value), to: &output)  // magnitude, also right for Int64.min
+        } else {
+            appendInteger(UInt64(value), to: &output)
+        }
+    }
+
+    /// Appends an unsigned integer in decimal.
+    @inline(__always)
+    static func appendInteger(_ value: UInt64, to output: inout [UInt8]) {
+        withDecimalDigits(of: value) { output.append(contentsOf: $0) }
+    }
+
+    /// Calls `body` with the decimal digits of `value` (no allocation).
+    @inline(__always)
+    static func withDecimalDigits<Result>(of value: UInt64, _ body: (UnsafeRawBufferPointer) -> Result) -> Result {
+        withUnsafeTemporaryAllocation(of: UInt8.self, capacity: 20) { digits in
+            var value = value
+            var position = 20
+            repeat {
+                position -= 1
+                digits[position] = UInt8(ascii: "0") &+ UInt8(truncatingIfNeeded: value % 10)
+                value /= 10
+            } while value != 0
+            return body(UnsafeRawBufferPointer(rebasing: UnsafeRawBufferPointer(digits)[position..<20]))
+        }
+    }
+
+    /// Appends a number; integral values below 2^53 are written without a fraction, non-finite ones as `null`.
+    static func appendNumber(_ value: Double, to output: inout [UInt8]) {
+        guard value.isFinite else {
+            output.append(contentsOf: "null".utf8)
+            return
+        }
+        if value == value.rounded(.towardZero) && abs(value) < 9_007_199_254_740_992 {
+            if value == 0 && value.sign == .minus {
+                output.append(UInt8(ascii: "0"))
+            } else {
+                appendInteger(Int64(value), to: &output)
+            }
+            return
+        }
+        // Swift prints the shortest representation that reads back exactly, e.g. "0.1", "1e-07", "1.5e+300",
+        // all of which are valid JSON numbers.
+        output.append(contentsOf: value.description.utf8)
+    }
+
+    /// Appends `{"key":"value",...}` for the tags.
+    static func appendObject(_ tags: [Tag], to output: inout [UInt8]) {
+        output.append(UInt8(ascii: "{"))
+        for (index, tag) in tags.enumerated() {
+            if index > 0 { output.append(UInt8(ascii: ",")) }
+            appendString(tag.key, to: &output)
+            output.append(UInt8(ascii: ":"))
+            appendString(tag.value, to: &output)
+        }
+        output.append(UInt8(ascii: "}"))
+    }
+}

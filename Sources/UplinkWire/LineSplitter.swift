@@ -1,0 +1,102 @@
+import NIOCore
+
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+/// Splits a byte stream that arrives in chunks cut at arbitrary places into `\n`-terminated lines.
+///
+/// Memory stays bounded by `maxLineBytes` plus one chunk: a line that grows past the limit is discarded as it
+/// arrives and reported once, with its full length, when its newline comes.
+public struct LineSplitter: Sendable {
+    /// One result of `nextLine()`.
+    public enum Piece: Equatable, Sendable {
+        /// A complete line without its `\n` (and without a `\r` before it).
+        case line(ByteBuffer)
+        /// A line longer than `maxLineBytes` was skipped; `length` counts its bytes without the terminator.
+        case tooLong(length: Int)
+    }
+
+    /// Longest line accepted, in bytes, without its terminator.
+    public let maxLineBytes: Int
+    private var pending: ByteBuffer
+    /// Bytes of pending already searched for a newline (so a long partial line is not rescanned per chunk).
+    private var scannedBytes = 0
+    /// Length so far of a too-long line being discarded, nil when not discarding.
+    private var discarding: Int?
+
+    public init(maxLineBytes: Int = 1 << 20) {
+        precondition(maxLineBytes > 0)
+        self.maxLineBytes = maxLineBytes
+        self.pending = ByteBufferAllocator().buffer(capacity: 0)
+    }
+
+    /// Bytes held for a line whose newline has not arrived yet.
+    public var bufferedBytes: Int { pending.readableBytes }
+
+    /// Adds the next chunk of the stream.
+    public mutating func append(_ chunk: ByteBuffer) {
+        var chunk = chunk
+        if pending.readableBytes == 0 && discarding == nil {
+            pending = chunk  // common case: no copy
+            scannedBytes = 0
+            return
+        }
+        if pending.readerIndex > 0 && pending.readerIndex >= pending.readableBytes {
+            pending.discardReadBytes()
+        }
+        pending.writeBuffer(&chunk)
+    }
+
+    /// The next complete line or too-long report, or nil when more bytes are needed.
+    public mutating func nextLine() -> Piece? {
+        let newline = pending.withUnsafeReadableBytes { bytes -> Int? in
+            guard bytes.count > scannedBytes, let base = bytes.baseAddress else { return nil }
+            guard let found = memchr(base + scannedBytes, Int32(UInt8(ascii: "\n")), bytes.count - scannedBytes) else {
+                return nil
+            }
+            return base.distance(to: UnsafeRawPointer(found))
+        }
+        guard let newline else {
+            scannedBytes = pending.readableBytes
+            if let discarded = discarding {
+                discarding = discarded + pending.readableBytes
+                pending.moveReaderIndex(forwardBy: pending.readableBytes)
+                scannedBytes = 0
+            } else if pending.readableBytes > maxLineBytes {
+                discarding = pending.readableBytes
+                pending.moveReaderIndex(forwardBy: pending.readableBytes)
+                scannedBytes = 0
+            }
+            return nil
+        }
+        scannedBytes = 0
+        var line = pending.readSlice(length: newline)!
+        pending.moveReaderIndex(forwardBy: 1)
+        if let discarded = discarding {
+            discarding = nil
+            return .tooLong(length: discarded + newline)
+        }
+        if line.readableBytes > 0, line.getInteger(at: line.writerIndex - 1, as: UInt8.self) == UInt8(ascii: "\r") {
+            line.moveWriterIndex(to: line.writerIndex - 1)
+        }
+        if line.readableBytes > maxLineBytes { return .tooLong(length: line.readableBytes) }
+        return .line(line)
+    }
+
+    /// At the end of the stream: the length of an unterminated last line that was cut off, if any. Such a line
+    /// is incomplete and must not be treated as a record.
+    public mutating func finish() -> Int? {
+        defer {
+            pending.clear()
+            discarding = nil
+            scannedBytes = 0
+        }
+        let leftover = (discarding ?? 0) + pending.readableBytes
+        return leftover > 0 ? leftover : nil
+    }
+}

@@ -1,0 +1,101 @@
+import NIOCore
+import UplinkCore
+
+/// Writes whole wire lines (docs/protocol.md) into outgoing buffers.
+public enum WireLineWriter {
+    /// Appends `{"seq":<sequence>,` followed by a frame made by `NDJSONFrameEncoder`, which may come in two parts
+    /// (as `RecordRing.readUnsent` hands it out). Returns the number of bytes written.
+    @inline(__always)
+    @discardableResult
+    public static func appendRecordLine(
+        sequence: UInt64, frame first: UnsafeRawBufferPointer, _ second: UnsafeRawBufferPointer = .init(start: nil, count: 0),
+        to buffer: inout ByteBuffer
+    ) -> Int {
+        var written = buffer.writeStaticString(#"{"seq":"#)
+        written += JSONWriting.withDecimalDigits(of: sequence) { buffer.writeBytes($0) }
+        written += buffer.writeInteger(UInt8(ascii: ","))
+        written += buffer.writeBytes(first)
+        if second.count > 0 { written += buffer.writeBytes(second) }
+        return written
+    }
+
+    /// Appends a heartbeat line: `{"heartbeat":<ns since epoch>}`.
+    @discardableResult
+    public static func appendHeartbeat(timestamp: Int64, to buffer: inout ByteBuffer) -> Int {
+        var line: [UInt8] = Array(#"{"heartbeat":"#.utf8)
+        JSONWriting.appendInteger(timestamp, to: &line)
+        line.append(contentsOf: "}\n".utf8)
+        return buffer.writeBytes(line)
+    }
+
+    /// Appends a response line: `{"resume":N}` or `{"ack":N}`.
+    @discardableResult
+    public static func appendAckLine(_ line: AckLine, to buffer: inout ByteBuffer) -> Int {
+        var bytes: [UInt8] = []
+        bytes.reserveCapacity(32)
+        switch line {
+        case .resume(let sequence):
+            bytes.append(contentsOf: #"{"resume":"#.utf8)
+            JSONWriting.appendInteger(sequence, to: &bytes)
+        case .ack(let sequence):
+            bytes.append(contentsOf: #"{"ack":"#.utf8)
+            JSONWriting.appendInteger(sequence, to: &bytes)
+        }
+        bytes.append(contentsOf: "}\n".utf8)
+        return buffer.writeBytes(bytes)
+    }
+}
+
+/// A line of the collector's response.
+public enum AckLine: Sendable, Equatable {
+    /// The highest sequence the collector already stores for this agent and epoch; sent first, once.
+    case resume(UInt64)
+    /// The highest sequence stored so far; cumulative.
+    case ack(UInt64)
+}
+
+extension AckLine {
+    /// Reads a response line. Returns nil for lines that are neither `resume` nor `ack` (later protocol versions
+    /// may add other lines; they are ignored) and for malformed numbers.
+    public static func parse(_ line: ByteBuffer) -> AckLine? {
+        line.withUnsafeReadableBytes { parse($0) }
+    }
+
+    /// Reads a response line from raw bytes; see `parse(_:)`.
+    public static func parse(_ bytes: UnsafeRawBufferPointer) -> AckLine? {
+        var index = 0
+        func skipSpaces() {
+            while index < bytes.count, bytes[index] == UInt8(ascii: " ") || bytes[index] == UInt8(ascii: "\t") { index += 1 }
+        }
+        func consume(_ literal: StaticString) -> Bool {
+            let count = literal.utf8CodeUnitCount
+            guard index + count <= bytes.count else { return false }
+            for offset in 0..<count where bytes[index + offset] != literal.utf8Start[offset] { return false }
+            index += count
+            return true
+        }
+        skipSpaces()
+        guard consume("{") else { return nil }
+        skipSpaces()
+        let isResume: Bool
+        if consume(#""resume""#) { isResume = true } else if consume(#""ack""#) { isResume = false } else { return nil }
+        skipSpaces()
+        guard consume(":") else { return nil }
+        skipSpaces()
+        var value: UInt64 = 0
+        let digitsStart = index
+        while index < bytes.count, bytes[index] >= UInt8(ascii: "0"), bytes[index] <= UInt8(ascii: "9") {
+            let (times10, overflow1) = value.multipliedReportingOverflow(by: 10)
+            let (sum, overflow2) = times10.addingReportingOverflow(UInt64(bytes[index] - UInt8(ascii: "0")))
+            guard !overflow1 && !overflow2 else { return nil }
+            value = sum
+            index += 1
+        }
+        guard index > digitsStart else { return nil }
+        skipSpaces()
+        guard consume("}") else { return nil }
+        skipSpaces()
+        guard index == bytes.count else { return nil }
+        return isResume ? .resume(value) : .ack(value)
+    }
+}

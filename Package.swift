@@ -5,7 +5,6 @@ import PackageDescription
 
 let strict: [SwiftSetting] = [
     .enableUpcomingFeature("ExistentialAny"),
-    .enableUpcomingFeature("MemberImportVisibility"),
 ]
 
 let package = Package(

@@ -35,7 +35,8 @@ public struct Backoff: Sendable, Equatable {
         let initialSeconds = initial.seconds
         let maximumSeconds = maximum.seconds
         var ceiling = initialSeconds
-        var remaining = max(0, attempt)
+        // Bounded: a multiplier near 1 would otherwise loop `attempt` times before reaching the cap.
+        var remaining = min(max(0, attempt), 4096)
         while remaining > 0 && ceiling < maximumSeconds {
             ceiling *= multiplier
             remaining -= 1

@@ -203,6 +203,11 @@ public final class RecordRing: Sendable {
         }
     }
 
+    /// Whether the ring holds no frames at all (everything written was acknowledged or dropped).
+    public var isEmpty: Bool {
+        state.withLock { $0.headSequence == $0.nextSequence }
+    }
+
     /// Whether frames are waiting to be sent.
     public var hasUnsentFrames: Bool {
         state.withLock { $0.sendSequence < $0.nextSequence }

@@ -1,0 +1,33 @@
+/// Why a stream was given up. Every case leads to a reconnect after a backoff; `isConfigurationProblem` ones back
+/// off at the longest delay and are logged as errors, since retrying sooner cannot help.
+public enum StreamFailure: Sendable, Equatable, CustomStringConvertible {
+    /// Connect failed, the connection was reset or closed, or the HTTP exchange broke; the text says how.
+    case transport(String)
+    /// The collector answered with a status other than 200.
+    case status(Int)
+    /// The collector ended its response.
+    case responseEnded
+    /// No response head or resume line within the stall timeout after connecting.
+    case noResume
+    /// Records were outstanding and no ack came within the stall timeout.
+    case ackStall
+    /// The stream had no room for the stall timeout.
+    case writeStall
+
+    /// 4xx answers: wrong URL, token or headers. Retrying soon cannot succeed.
+    public var isConfigurationProblem: Bool {
+        if case .status(let code) = self { return (400..<500).contains(code) }
+        return false
+    }
+
+    public var description: String {
+        switch self {
+        case .transport(let text): "connection failed: \(text)"
+        case .status(let code): "collector answered HTTP \(code)"
+        case .responseEnded: "collector ended the stream"
+        case .noResume: "no response from the collector within the stall timeout"
+        case .ackStall: "no acknowledgement within the stall timeout while records were outstanding"
+        case .writeStall: "stream accepted no data within the stall timeout"
+        }
+    }
+}

@@ -1,0 +1,200 @@
+import AsyncHTTPClient
+import Logging
+import NIOCore
+import UplinkCore
+import UplinkWire
+
+/// Performs `UplinkStateMachine`'s actions. Owned by the task running `Uplink.run`; never shared.
+final class UplinkDriver {
+    typealias ConnectionID = UplinkStateMachine.ConnectionID
+    typealias Action = UplinkStateMachine.Action
+
+    let uplink: Uplink
+    let client: HTTPClient
+    let events: AsyncStream<UplinkEvent>.Continuation
+    var machine: UplinkStateMachine
+    var ring: RecordRing { uplink.ring }
+    var logger: Logger { uplink.logger }
+
+    var pair: BoundStreamPair?
+    var connectionTask: Task<Void, Never>?
+    /// Bytes taken from the ring that the pair has not accepted yet (at most one fill).
+    var pending = ByteBuffer()
+    private var timerTask: Task<Void, Never>?
+    private var timerDeadline: ContinuousClock.Instant?
+    private var backoffTask: Task<Void, Never>?
+    private var finished = false
+    private var endedCleanly = false
+
+    init(uplink: Uplink, client: HTTPClient, events: AsyncStream<UplinkEvent>.Continuation) {
+        self.uplink = uplink
+        self.client = client
+        self.events = events
+        let configuration = uplink.configuration
+        self.machine = UplinkStateMachine(
+            backoff: configuration.backoff,
+            heartbeatInterval: configuration.heartbeatInterval,
+            stallTimeout: configuration.stallTimeout,
+            drainTimeout: configuration.drainTimeout,
+            seed: configuration.jitterSeed ?? UInt64.random(in: .min ... .max)
+        )
+    }
+
+    func run(_ stream: AsyncStream<UplinkEvent>) async {
+        perform(machine.start(now: .now))
+        scheduleTimer()
+        for await event in stream {
+            handle(event)
+            if finished { break }
+            scheduleTimer()
+        }
+        await stop()
+    }
+
+    private func handle(_ event: UplinkEvent) {
+        let now = ContinuousClock.now
+        switch event {
+        case .responseHead(let connection, let status):
+            perform(machine.responseHead(connection, status: status, now: now))
+        case .ackLine(let connection, .resume(let sequence)):
+            perform(machine.resumeReceived(connection, collectorHas: sequence, now: now))
+        case .ackLine(let connection, .ack(let sequence)):
+            // The collector stored these, whichever stream carried them: release them in any case.
+            ring.acknowledge(through: sequence)
+            uplink.statisticsBox.withLock { $0.acknowledged = max($0.acknowledged, sequence) }
+            uplink.metrics.acknowledgedSequence.record(Int64(clamping: sequence))
+            perform(machine.acknowledged(connection, through: sequence, everythingAcknowledged: ring.isEmpty, now: now))
+        case .streamFailed(let connection, let failure):
+            perform(machine.failed(connection, failure, now: now))
+        case .spaceAvailable(let connection):
+            uplink.statisticsBox.withLock { $0.spaceAvailableEvents += 1 }
+            perform(machine.spaceAvailable(connection, now: now))
+        case .dataAvailable:
+            uplink.statisticsBox.withLock { $0.dataAvailableEvents += 1 }
+            perform(machine.dataAvailable(now: now))
+        case .deadline:
+            timerDeadline = nil
+            perform(machine.deadlinePassed(now: now))
+        case .backoffElapsed:
+            backoffTask = nil
+            perform(machine.backoffElapsed(now: now))
+        case .shutdown:
+            logger.info("uplink draining before shutdown", metadata: ["deadline": "\(uplink.configuration.drainTimeout)"])
+            perform(machine.shutdown(everythingAcknowledged: ring.isEmpty, now: now))
+        }
+    }
+
+    private func perform(_ actions: [Action]) {
+        for action in actions { perform(action) }
+    }
+
+    private func perform(_ action: Action) {
+        switch action {
+        case .connect(let connection):
+            uplink.statisticsBox.withLock { $0.connectionAttempts += 1 }
+            uplink.metrics.connectionAttempts.increment()
+            openStream(connection)
+        case .resume(let collectorHas):
+            let first = ring.resume(collectorHas: collectorHas)
+            uplink.statisticsBox.withLock { $0.streamsOpened += 1 }
+            logger.info("stream open", metadata: ["collector_has": "\(collectorHas)", "sending_from": "\(first)"])
+        case .write:
+            writeAvailable()
+        case .sendHeartbeat:
+            sendHeartbeat()
+        case .failStream(let connection, let failure, let delay):
+            closeStream(failing: failure)
+            record(failure, delay: delay)
+            if let delay {
+                let sleep = uplink.backoffSleep
+                let events = events
+                backoffTask = Task {
+                    do {
+                        try await sleep(delay)
+                        events.yield(.backoffElapsed)
+                    } catch {}
+                }
+            }
+            _ = connection
+        case .endStream:
+            pair?.close()
+            endedCleanly = true
+        case .finish:
+            finished = true
+        }
+    }
+
+    private func record(_ failure: StreamFailure, delay: Duration?) {
+        uplink.metrics.failure(failure)
+        uplink.statisticsBox.withLock { statistics in
+            statistics.failures += 1
+            statistics.lastFailure = failure
+            if let delay {
+                statistics.backoffDelays.append(delay)
+                if statistics.backoffDelays.count > 128 { statistics.backoffDelays.removeFirst() }
+            }
+        }
+        var metadata: Logger.Metadata = ["url": "\(uplink.configuration.streamURL)"]
+        if let delay { metadata["retry_in"] = "\(delay)" }
+        if failure.isConfigurationProblem {
+            logger.error("collector rejected the stream: \(failure); check uplink.url and the token", metadata: metadata)
+        } else {
+            logger.warning("stream broken: \(failure)", metadata: metadata)
+        }
+    }
+
+    // MARK: Stream lifecycle
+
+    private func closeStream(failing failure: StreamFailure) {
+        pair?.fail(UplinkStreamClosed(failure: failure))
+        pair = nil
+        connectionTask?.cancel()
+        connectionTask = nil
+        pending = ByteBuffer()
+        ring.cancelDataNotification()
+        ring.rewindToAcknowledged()
+    }
+
+    private func stop() async {
+        timerTask?.cancel()
+        backoffTask?.cancel()
+        ring.cancelDataNotification()
+        if endedCleanly, let connectionTask {
+            // Let the collector see the end of the body and close its response; do not wait for long.
+            await withTaskGroup(of: Void.self) { group in
+                group.addTask { await connectionTask.value }
+                group.addTask { try? await Task.sleep(for: .seconds(2)) }
+                await group.next()
+                group.cancelAll()
+            }
+        }
+        connectionTask?.cancel()
+        await connectionTask?.value
+        pair?.fail(UplinkStreamClosed(failure: nil))
+        pair = nil
+    }
+
+    // MARK: Timer
+
+    /// Keeps one sleeping task for the machine's earliest deadline. A deadline that moved later is handled when
+    /// the timer fires early and finds nothing due; only an earlier deadline replaces the task.
+    private func scheduleTimer() {
+        guard let deadline = machine.nextDeadline else { return }
+        if let current = timerDeadline, current <= deadline { return }
+        timerTask?.cancel()
+        timerDeadline = deadline
+        let events = events
+        timerTask = Task {
+            do {
+                try await Task.sleep(until: deadline, clock: .continuous)
+                events.yield(.deadline)
+            } catch {}
+        }
+    }
+}
+
+/// The error a stream pair is failed with when the uplink gives the stream up.
+struct UplinkStreamClosed: Error, CustomStringConvertible {
+    let failure: StreamFailure?
+    var description: String { failure.map { "stream closed: \($0)" } ?? "uplink stopped" }
+}

@@ -1,0 +1,66 @@
+import NIOCore
+import UplinkCore
+import UplinkWire
+
+extension UplinkDriver {
+    /// Copies frames from the ring into the pair until the pair turns bytes away (it will signal space later) or
+    /// the ring has nothing unsent (then the ring is asked to signal new data). Runs only while the uplink holds a
+    /// space-available signal.
+    func writeAvailable() {
+        guard let pair, let connection = machine.currentStream?.connection else { return }
+        while true {
+            var lastSequence: UInt64?
+            var bytesWritten = 0
+            var recordsWritten = 0
+            var pairFull = false
+            while true {
+                if pending.readableBytes == 0 {
+                    let room = max(pair.availableSpace, 1)
+                    var fill = ByteBufferAllocator().buffer(capacity: room + room / 4 + 64)
+                    recordsWritten += ring.readUnsent(maxBytes: room) { sequence, first, second in
+                        WireLineWriter.appendRecordLine(sequence: sequence, frame: first, second, to: &fill)
+                        lastSequence = sequence
+                    }
+                    if fill.readableBytes == 0 { break }
+                    pending = fill
+                }
+                bytesWritten += pair.write(&pending)
+                if pending.readableBytes > 0 {
+                    pairFull = true
+                    break
+                }
+            }
+            note(bytes: bytesWritten, records: recordsWritten)
+            _ = machine.wrote(
+                connection, lastSequence: lastSequence, wroteBytes: bytesWritten > 0, pairFull: pairFull, now: .now)
+            if pairFull { return }
+            // The ring ran dry. Ask to be woken by the next append; if one slipped in meanwhile, write it now.
+            let events = events
+            if ring.notifyWhenDataAvailable({ events.yield(.dataAvailable) }) { return }
+        }
+    }
+
+    /// Writes a heartbeat line. Only called while the uplink can write, so no partial frame is pending.
+    func sendHeartbeat() {
+        guard let pair, let connection = machine.currentStream?.connection, pending.readableBytes == 0 else { return }
+        var line = ByteBufferAllocator().buffer(capacity: 40)
+        WireLineWriter.appendHeartbeat(timestamp: WallClock.nowNanoseconds(), to: &line)
+        pending = line
+        let written = pair.write(&pending)
+        note(bytes: written, records: 0)
+        uplink.statisticsBox.withLock { $0.heartbeatsSent += 1 }
+        uplink.metrics.heartbeats.increment()
+        _ = machine.wrote(
+            connection, lastSequence: nil, wroteBytes: written > 0, pairFull: pending.readableBytes > 0, now: .now)
+    }
+
+    private func note(bytes: Int, records: Int) {
+        uplink.statisticsBox.withLock {
+            $0.writePasses += 1
+            $0.bytesWritten += bytes
+            $0.recordsWritten += records
+        }
+        if bytes > 0 { uplink.metrics.bytesSent.increment(by: Int64(bytes)) }
+        if records > 0 { uplink.metrics.recordsSent.increment(by: Int64(records)) }
+    }
+}

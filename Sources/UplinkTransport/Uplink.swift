@@ -1,0 +1,81 @@
+import AsyncHTTPClient
+import Logging
+import NIOCore
+import ServiceLifecycle
+import Synchronization
+import UplinkCore
+import UplinkWire
+
+/// The agent's side of the stream: one long-lived HTTP upload to the collector, fed from the circular buffer
+/// through a bound stream pair, with acknowledgements, resume, heartbeats, stall detection, reconnects with
+/// backoff, and a drain on shutdown.
+///
+/// The decisions live in `UplinkStateMachine`; this type performs them. It writes into the pair only when the pair
+/// signalled space (or when the ring signals new data while such a signal is held): no timers, no polling.
+/// Timers exist only for the heartbeat, stall detection and the drain deadline.
+public final class Uplink: Service {
+    public let configuration: UplinkConfiguration
+    public let ring: RecordRing
+    let logger: Logger
+    let backoffSleep: @Sendable (Duration) async throws -> Void
+    private let suppliedClient: HTTPClient?
+    let statisticsBox = Mutex(UplinkStatistics())
+    let metrics = UplinkMetrics()
+
+    /// - Parameters:
+    ///   - httpClient: the client to use; by default the uplink creates and shuts down its own.
+    ///   - backoffSleep: waits out a backoff delay; tests substitute it to observe the schedule.
+    public init(
+        configuration: UplinkConfiguration,
+        ring: RecordRing,
+        logger: Logger,
+        httpClient: HTTPClient? = nil,
+        backoffSleep: @escaping @Sendable (Duration) async throws -> Void = { try await Task.sleep(for: $0) }
+    ) {
+        self.configuration = configuration
+        self.ring = ring
+        self.logger = logger
+        self.suppliedClient = httpClient
+        self.backoffSleep = backoffSleep
+    }
+
+    /// A snapshot of the counters.
+    public func statistics() -> UplinkStatistics {
+        statisticsBox.withLock { $0 }
+    }
+
+    /// Streams until graceful shutdown (then drains, bounded by `drainTimeout`) or cancellation (then stops at once).
+    public func run() async throws {
+        let client = suppliedClient ?? HTTPClient(eventLoopGroupProvider: .singleton, configuration: Self.clientConfiguration())
+        let (events, continuation) = AsyncStream.makeStream(of: UplinkEvent.self)
+        let driver = UplinkDriver(uplink: self, client: client, events: continuation)
+        await withGracefulShutdownHandler {
+            await driver.run(events)
+        } onGracefulShutdown: {
+            continuation.yield(.shutdown)
+        }
+        continuation.finish()
+        if suppliedClient == nil { try await client.shutdown() }
+    }
+
+    static func clientConfiguration() -> HTTPClient.Configuration {
+        var configuration = HTTPClient.Configuration()
+        // No read timeout: an idle stream legitimately receives nothing; stalls are detected by the uplink itself.
+        configuration.timeout = .init(connect: .seconds(10), read: nil)
+        configuration.decompression = .disabled
+        return configuration
+    }
+}
+
+/// Everything that wakes the uplink, funnelled into one stream so one task owns all state.
+enum UplinkEvent: Sendable {
+    typealias ConnectionID = UplinkStateMachine.ConnectionID
+    case responseHead(ConnectionID, status: Int)
+    case ackLine(ConnectionID, AckLine)
+    case streamFailed(ConnectionID, StreamFailure)
+    case spaceAvailable(ConnectionID)
+    case dataAvailable
+    case deadline
+    case backoffElapsed
+    case shutdown
+}

@@ -1,0 +1,57 @@
+import UplinkCore
+
+/// How the uplink reaches its collector and keeps the stream healthy.
+public struct UplinkConfiguration: Sendable {
+    /// Base URL of the collector, e.g. `http://127.0.0.1:4318`; the stream goes to `<url>/v1/stream`.
+    public var url: String
+    /// This agent's id (`Uplink-Agent` header). Default: the host name.
+    public var agentID: String
+    /// Stream epoch (`Uplink-Epoch` header); a fresh random value per agent start by default.
+    public var epoch: UInt64
+    /// Bearer token sent to the collector. Default: none.
+    public var token: String?
+    /// Reconnect delays. Defaults: 250 ms initial, ×2, 30 s cap, reset after 30 s healthy.
+    public var backoff: Backoff
+    /// A heartbeat line is sent after this long without any other line. Default 15 s.
+    public var heartbeatInterval: Duration
+    /// The stream counts as broken when records are outstanding and no ack came for this long, or when the pair had
+    /// no room for this long, or when no response/resume line came this long after connecting. Default 30 s.
+    public var stallTimeout: Duration
+    /// Capacity of the bound stream pair feeding the HTTP body, in bytes. Default 64 KiB.
+    public var streamBufferBytes: Int
+    /// On shutdown, how long to keep streaming until everything is acknowledged. Default 5 s.
+    public var drainTimeout: Duration
+    /// Seed for the backoff jitter; nil (default) seeds from the system's random source.
+    public var jitterSeed: UInt64?
+
+    public init(
+        url: String,
+        agentID: String,
+        epoch: UInt64 = UInt64.random(in: 1...UInt64(Int64.max)),
+        token: String? = nil,
+        backoff: Backoff = Backoff(),
+        heartbeatInterval: Duration = .seconds(15),
+        stallTimeout: Duration = .seconds(30),
+        streamBufferBytes: Int = BoundStreamPair.defaultCapacity,
+        drainTimeout: Duration = .seconds(5),
+        jitterSeed: UInt64? = nil
+    ) {
+        self.url = url
+        self.agentID = agentID
+        self.epoch = epoch
+        self.token = token
+        self.backoff = backoff
+        self.heartbeatInterval = heartbeatInterval
+        self.stallTimeout = stallTimeout
+        self.streamBufferBytes = streamBufferBytes
+        self.drainTimeout = drainTimeout
+        self.jitterSeed = jitterSeed
+    }
+
+    /// `url` with the stream path appended.
+    public var streamURL: String {
+        var base = url
+        while base.hasSuffix("/") { base.removeLast() }
+        return base + "/v1/stream"
+    }
+}

@@ -1,0 +1,23 @@
+import Metrics
+
+/// The uplink's swift-metrics instruments.
+struct UplinkMetrics: Sendable {
+    let connectionAttempts = Counter(label: "uplink_connection_attempts_total")
+    let bytesSent = Counter(label: "uplink_bytes_sent_total")
+    let recordsSent = Counter(label: "uplink_records_sent_total")
+    let heartbeats = Counter(label: "uplink_heartbeats_total")
+    let acknowledgedSequence = Gauge(label: "uplink_acknowledged_sequence")
+
+    func failure(_ failure: StreamFailure) {
+        let reason: String
+        switch failure {
+        case .transport: reason = "transport"
+        case .status(let code): reason = "status_\(code)"
+        case .responseEnded: reason = "response_ended"
+        case .noResume: reason = "no_resume"
+        case .ackStall: reason = "ack_stall"
+        case .writeStall: reason = "write_stall"
+        }
+        Counter(label: "uplink_stream_failures_total", dimensions: [("reason", reason)]).increment()
+    }
+}

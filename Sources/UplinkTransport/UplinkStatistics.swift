@@ -1,0 +1,28 @@
+/// Counters of one `Uplink`, for tests, benchmarks and the status view. Operators get the same numbers as
+/// swift-metrics counters (`uplink_*`).
+public struct UplinkStatistics: Sendable, Equatable {
+    /// Streams the uplink started to open.
+    public var connectionAttempts = 0
+    /// Streams that got as far as the collector's resume line.
+    public var streamsOpened = 0
+    /// Streams given up (each is followed by a backoff, except during shutdown).
+    public var failures = 0
+    /// Why the last stream was given up.
+    public var lastFailure: StreamFailure?
+    /// The backoff delays chosen, oldest first (the last 128).
+    public var backoffDelays: [Duration] = []
+    /// Body bytes handed to the HTTP client.
+    public var bytesWritten = 0
+    /// Record lines handed to the HTTP client (resent ones count again).
+    public var recordsWritten = 0
+    /// Times the uplink copied from the ring into the stream pair.
+    public var writePasses = 0
+    /// `hasSpaceAvailable` events received from the pair.
+    public var spaceAvailableEvents = 0
+    /// Wake-ups by the ring because new frames arrived while the uplink could write.
+    public var dataAvailableEvents = 0
+    /// Heartbeat lines sent.
+    public var heartbeatsSent = 0
+    /// Highest sequence the collector acknowledged.
+    public var acknowledged: UInt64 = 0
+}

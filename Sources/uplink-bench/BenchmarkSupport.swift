@@ -1,0 +1,52 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// One benchmark's report.
+struct BenchmarkResult {
+    let name: String
+    let lines: [String]
+
+    func print() {
+        Swift.print("== \(name)")
+        for line in lines { Swift.print("   \(line)") }
+    }
+}
+
+/// CPU time and peak memory of this process (getrusage).
+struct ResourceUsage {
+    let cpuSeconds: Double
+    let maxResidentBytes: Int
+
+    static func now() -> ResourceUsage {
+        var usage = rusage()
+        getrusage(RUSAGE_SELF, &usage)
+        let cpu = Double(usage.ru_utime.tv_sec) + Double(usage.ru_utime.tv_usec) / 1e6
+            + Double(usage.ru_stime.tv_sec) + Double(usage.ru_stime.tv_usec) / 1e6
+        return ResourceUsage(cpuSeconds: cpu, maxResidentBytes: Int(usage.ru_maxrss) * 1024)
+    }
+}
+
+/// Current resident set size, from /proc/self/statm.
+func residentBytes() -> Int {
+    guard let file = fopen("/proc/self/statm", "r") else { return 0 }
+    defer { fclose(file) }
+    var buffer = [CChar](repeating: 0, count: 128)
+    guard fgets(&buffer, Int32(buffer.count), file) != nil else { return 0 }
+    let fields = String(cString: buffer).split(separator: " ")
+    guard fields.count >= 2, let pages = Int(fields[1]) else { return 0 }
+    return pages * Int(sysconf(Int32(_SC_PAGESIZE)))
+}
+
+/// Two decimals.
+func format(_ value: Double) -> String {
+    let scaled = (value * 100).rounded() / 100
+    return "\(scaled)"
+}
+
+/// The p-th percentile (0...100) of sorted values.
+func percentile(_ sorted: [Double], _ p: Double) -> Double {
+    guard !sorted.isEmpty else { return .nan }
+    let index = min(sorted.count - 1, max(0, Int((p / 100 * Double(sorted.count)).rounded(.up)) - 1))
+    return sorted[index]
+}

@@ -1,0 +1,72 @@
+import ArgumentParser
+import Logging
+import ServiceLifecycle
+import UplinkCollector
+
+/// `uplink collector`: the receiving server.
+struct CollectorCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "collector",
+        abstract: "Receive agent streams, acknowledge, de-duplicate and store the records.",
+        discussion: """
+            Records go to <data-dir>/records.jsonl (one JSON object per line, with agent and epoch) and, unless \
+            --no-stdout, to stdout in a readable form. Per-agent marks survive restarts, so a restarted collector \
+            neither stores duplicates nor asks agents for data it already has.
+            """
+    )
+
+    @Option(help: "Address to listen on.")
+    var host: String = "127.0.0.1"
+
+    @Option(help: "Port to listen on (0: any free port, printed at start).")
+    var port: Int = 4318
+
+    @Option(help: "Directory for records.jsonl, marks.log and rejects.jsonl.")
+    var dataDir: String = "./collector-data"
+
+    @Option(help: "Require 'Authorization: Bearer <token>' from agents.")
+    var token: String?
+
+    @Option(help: "Longest accepted record line in bytes; longer lines are counted and skipped.")
+    var maxLineBytes: Int = 1 << 20
+
+    @Flag(inversion: .prefixedNo, help: "Print received records to stdout.")
+    var stdout: Bool = true
+
+    @Flag(inversion: .prefixedNo, help: "Store received records in <data-dir>/records.jsonl.")
+    var jsonl: Bool = true
+
+    @Flag(help: "fsync records.jsonl before acknowledging (survives power loss, not only crashes).")
+    var fsync: Bool = false
+
+    @OptionGroup var logging: LoggingOptions
+
+    func validate() throws {
+        guard (0...65535).contains(port) else { throw ValidationError("--port must be 0...65535") }
+        guard maxLineBytes >= 1024 else { throw ValidationError("--max-line-bytes must be at least 1024") }
+    }
+
+    func run() async throws {
+        logging.bootstrap()
+        let logger = Logger(label: "uplink.collector")
+        var configuration = CollectorConfiguration()
+        configuration.host = host
+        configuration.port = port
+        configuration.dataDirectory = dataDir
+        configuration.token = token
+        configuration.maxLineBytes = maxLineBytes
+        configuration.stdoutSink = stdout
+        configuration.jsonlSink = jsonl
+        configuration.fsync = fsync
+        let collector = Collector(configuration: configuration, logger: logger)
+        let group = ServiceGroup(
+            configuration: ServiceGroupConfiguration(
+                services: [collector], gracefulShutdownSignals: [.sigterm, .sigint], logger: logger))
+        Task {
+            if let bound = try? await collector.waitUntilListening() {
+                logger.info("collector listening", metadata: ["host": "\(host)", "port": "\(bound)", "data_dir": "\(dataDir)"])
+            }
+        }
+        try await group.run()
+    }
+}

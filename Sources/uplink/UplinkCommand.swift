@@ -1,0 +1,41 @@
+import ArgumentParser
+import Logging
+
+/// The `uplink` command line: a thin layer over the agent and collector modules.
+@main
+struct UplinkCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "uplink",
+        abstract: "Stream sensor readings and log lines from an edge box to a collector, without losing any.",
+        discussion: """
+            Examples:
+              uplink run                                  # cpu and memory to an embedded collector, printed here
+              uplink run --url http://collector:4318      # to a remote collector
+              uplink collector --port 4318 --data-dir /var/lib/uplink-collector
+            """,
+        version: UplinkVersion.current,
+        subcommands: [RunCommand.self, CollectorCommand.self]
+    )
+}
+
+/// The version printed by `uplink --version`.
+enum UplinkVersion {
+    static let current = "0.1.0"
+}
+
+/// Options every subcommand shares.
+struct LoggingOptions: ParsableArguments {
+    @Option(name: .long, help: "Log level: trace, debug, info, notice, warning, error or critical. Logs go to stderr.")
+    var logLevel: Logger.Level = .info
+
+    func bootstrap() {
+        let level = logLevel
+        LoggingSystem.bootstrap { label in
+            var handler = StreamLogHandler.standardError(label: label)
+            handler.logLevel = level
+            return handler
+        }
+    }
+}
+
+extension Logger.Level: @retroactive ExpressibleByArgument {}

@@ -1,0 +1,146 @@
+import Foundation
+import Testing
+import UplinkAgent
+import UplinkCore
+
+@Suite("Collector killed and restarted", .serialized, .timeLimit(.minutes(5)))
+struct CollectorRestartTests {
+    @Test("SIGKILL and restart 20 times while an agent streams 5,000 records/s: every record stored exactly once")
+    func killAndRestartTwentyTimes() async throws {
+        let binary = try UplinkBinary.path()
+        let dataDirectory = try Harness.temporaryDirectory("restarts")
+        let port = try FreePort.pick()
+        var collector = try CollectorProcess(binary: binary, port: port, dataDirectory: dataDirectory)
+        try await collector.waitUntilHealthy()
+
+        let total = 60_000
+        let agent = RunningAgent(
+            url: "http://127.0.0.1:\(port)", sources: [.generator(rate: 5_000, count: total)], bufferBytes: 32 << 20
+        )
+        for round in 0..<20 {
+            // Let some records through on the fresh collector before the next kill.
+            let acknowledgedBefore = agent.ring.statistics().acknowledged
+            let progressed = await Harness.eventually(timeout: .seconds(20)) {
+                agent.ring.statistics().acknowledged > acknowledgedBefore + 200
+            }
+            #expect(progressed, "round \(round): no progress after restart")
+            collector.kill()
+            collector = try CollectorProcess(binary: binary, port: port, dataDirectory: dataDirectory)
+            try await collector.waitUntilHealthy()
+        }
+        #expect(await agent.waitUntilAllAcknowledged(timeout: .seconds(60)))
+        try await agent.stop()
+        collector.terminate()
+
+        let stored = try Harness.storedRecords(in: dataDirectory)
+        let counters = stored.compactMap { Harness.generatorCounter($0.record) }
+        #expect(stored.count == total, "stored \(stored.count) of \(total)")
+        #expect(Set(stored.map(\.sequence)).count == stored.count, "duplicates stored")
+        #expect(counters.sorted() == Array(0..<total))
+        #expect(agent.ring.statistics().sources.allSatisfy { $0.droppedOldest == 0 && $0.droppedNewest == 0 })
+        #expect(agent.uplink.statistics().failures >= 20)
+    }
+}
+
+/// The `uplink` executable built next to this test bundle.
+enum UplinkBinary {
+    static func path() throws -> String {
+        let executable = URL(fileURLWithPath: "/proc/self/exe").resolvingSymlinksInPath()
+        var directory = executable.deletingLastPathComponent()
+        // The test runner may live inside the .xctest bundle or next to it.
+        for _ in 0..<3 {
+            let candidate = directory.appendingPathComponent("uplink").path
+            if FileManager.default.isExecutableFile(atPath: candidate) { return candidate }
+            directory = directory.deletingLastPathComponent()
+        }
+        struct Missing: Error, CustomStringConvertible {
+            let description = "the uplink executable was not built next to the tests; run `swift build` first"
+        }
+        throw Missing()
+    }
+}
+
+/// A free loopback port (bind to 0, read it, release it).
+enum FreePort {
+    static func pick() throws -> Int {
+        let socketFD = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        defer { close(socketFD) }
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        address.sin_port = 0
+        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+        let bound = withUnsafeMutablePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(socketFD, $0, length) == 0 && getsockname(socketFD, $0, &length) == 0 }
+        }
+        guard bound else { throw POSIXError(.EADDRINUSE) }
+        return Int(UInt16(bigEndian: address.sin_port))
+    }
+}
+
+/// `uplink collector` as a child process.
+struct CollectorProcess {
+    let process: Process
+    let port: Int
+
+    init(binary: String, port: Int, dataDirectory: String) throws {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: binary)
+        process.arguments = [
+            "collector", "--port", String(port), "--data-dir", dataDirectory, "--no-stdout", "--log-level", "error",
+        ]
+        process.standardOutput = FileHandle.nullDevice
+        process.standardError = FileHandle.nullDevice
+        try process.run()
+        self.process = process
+        self.port = port
+    }
+
+    /// Waits until `GET /healthz` answers (the restarted process binds the same port).
+    func waitUntilHealthy() async throws {
+        let healthy = await Harness.eventually(timeout: .seconds(30)) {
+            process.isRunning && LoopbackHTTP.get(port: port, path: "/healthz")?.hasPrefix("HTTP/1.1 200") == true
+        }
+        struct NotHealthy: Error {}
+        guard healthy else { throw NotHealthy() }
+    }
+
+    func kill() {
+        Foundation.kill(process.processIdentifier, SIGKILL)
+        process.waitUntilExit()
+    }
+
+    func terminate() {
+        process.terminate()
+        process.waitUntilExit()
+    }
+}
+
+/// A minimal blocking HTTP/1.1 GET on loopback, for health checks.
+enum LoopbackHTTP {
+    static func get(port: Int, path: String) -> String? {
+        let socketFD = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        guard socketFD >= 0 else { return nil }
+        defer { close(socketFD) }
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        address.sin_port = UInt16(port).bigEndian
+        let connected = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                connect(socketFD, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) == 0
+            }
+        }
+        guard connected else { return nil }
+        let request = Array("GET \(path) HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n".utf8)
+        guard send(socketFD, request, request.count, 0) == request.count else { return nil }
+        var response: [UInt8] = []
+        var buffer = [UInt8](repeating: 0, count: 4096)
+        while response.count < 65536 {
+            let count = recv(socketFD, &buffer, buffer.count, 0)
+            if count <= 0 { break }
+            response.append(contentsOf: buffer[0..<count])
+        }
+        return response.isEmpty ? nil : String(decoding: response, as: UTF8.self)
+    }
+}

@@ -1,0 +1,63 @@
+import Foundation
+import Testing
+import UplinkAgent
+import UplinkCore
+
+@Suite("End to end over loopback", .serialized, .timeLimit(.minutes(3)))
+struct EndToEndTests {
+    @Test("100,000 records arrive in order, each exactly once")
+    func hundredThousandRecords() async throws {
+        let collector = try await InProcessCollector(name: "e2e")
+        let total = 100_000
+        let agent = RunningAgent(url: collector.url, sources: [.generator(rate: 0, count: total)])
+        #expect(await agent.waitUntilAllAcknowledged(timeout: .seconds(120)))
+        try await agent.stop()
+        try await collector.stop()
+
+        let stored = try Harness.storedRecords(in: collector.dataDirectory)
+        #expect(stored.count == total)
+        #expect(stored.map(\.sequence) == Array(1...UInt64(total)))
+        #expect(stored.map { Harness.generatorCounter($0.record) } == Array(0..<total))
+        let statistics = collector.collector.statistics()
+        #expect(statistics.duplicatesDiscarded == 0)
+        #expect(statistics.recordsMissing == 0)
+    }
+
+    @Test("An idle connected agent does not spin: no writes and no space events between heartbeats")
+    func idleAgentDoesNotSpin() async throws {
+        let collector = try await InProcessCollector(name: "idle")
+        let agent = RunningAgent(url: collector.url, sources: [.generator(rate: 0, count: 10)]) { uplink in
+            uplink.heartbeatInterval = .seconds(1)
+        }
+        #expect(await agent.waitUntilAllAcknowledged(timeout: .seconds(30)))
+        try await Task.sleep(for: .milliseconds(300))
+        let before = agent.uplink.statistics()
+        try await Task.sleep(for: .milliseconds(3500))
+        let after = agent.uplink.statistics()
+        try await agent.stop()
+        try await collector.stop()
+
+        let heartbeats = after.heartbeatsSent - before.heartbeatsSent
+        // About one heartbeat per second of silence, and nothing else: every write pass is a heartbeat.
+        #expect((2...4).contains(heartbeats))
+        #expect(after.writePasses - before.writePasses == heartbeats)
+        #expect(after.spaceAvailableEvents == before.spaceAvailableEvents)
+        #expect(after.dataAvailableEvents == before.dataAvailableEvents)
+        #expect(after.recordsWritten == before.recordsWritten)
+        #expect(after.failures == 0)
+        #expect(collector.collector.statistics().heartbeats >= UInt64(heartbeats))
+    }
+
+    @Test("Graceful shutdown drains everything buffered before the body ends")
+    func shutdownDrains() async throws {
+        let collector = try await InProcessCollector(name: "drain")
+        let agent = RunningAgent(url: collector.url, sources: [.generator(rate: 20_000, count: 5_000)])
+        #expect(await Harness.eventually(timeout: .seconds(30)) { agent.ring.statistics().nextToWrite > 5_000 })
+        try await agent.stop()
+        let statistics = agent.ring.statistics()
+        #expect(statistics.retainedFrames == 0)
+        try await collector.stop()
+        let stored = try Harness.storedRecords(in: collector.dataDirectory)
+        #expect(stored.count == 5_000 - statistics.sources.reduce(0) { $0 + $1.droppedOldest })
+    }
+}

@@ -1,0 +1,142 @@
+import Foundation
+import Synchronization
+import Testing
+import UplinkAgent
+import UplinkCore
+import UplinkTestSupport
+import UplinkTransport
+import UplinkWire
+
+@Suite("Faults between agent and collector", .serialized, .timeLimit(.minutes(3)))
+struct FaultTests {
+    @Test("Resets, cuts and a stall: the uplink reconnects, detects the stall in time, and loses nothing")
+    func resetsCutsAndStall() async throws {
+        let collector = try await InProcessCollector(name: "faults")
+        let proxy = FaultProxy(upstreamPort: collector.port)
+        try await proxy.start()
+        let total = 20_000
+        let agent = RunningAgent(
+            url: "http://127.0.0.1:\(proxy.port)", sources: [.generator(rate: 2_000, count: total)]
+        ) { uplink in
+            uplink.stallTimeout = .seconds(1)
+        }
+        func streamed() -> UInt64 { agent.ring.statistics().acknowledged }
+
+        #expect(await Harness.eventually(timeout: .seconds(20)) { streamed() > 1_000 })
+        proxy.resetAllConnections()
+        #expect(await Harness.eventually(timeout: .seconds(20)) { agent.uplink.statistics().failures >= 1 })
+        let afterReset = streamed()
+        #expect(await Harness.eventually(timeout: .seconds(20)) { streamed() > afterReset + 1_000 })
+
+        proxy.cutAllConnections()
+        #expect(await Harness.eventually(timeout: .seconds(20)) { agent.uplink.statistics().failures >= 2 })
+        let afterCut = streamed()
+        #expect(await Harness.eventually(timeout: .seconds(20)) { streamed() > afterCut + 1_000 })
+
+        // A stall: bytes stop flowing but the connection stays open. Only the stall detector can notice.
+        let failuresBeforeStall = agent.uplink.statistics().failures
+        let stalledAt = ContinuousClock.now
+        proxy.setStalled(true)
+        #expect(await Harness.eventually(timeout: .seconds(20)) { agent.uplink.statistics().failures > failuresBeforeStall })
+        let detectedAfter = ContinuousClock.now - stalledAt
+        let stallFailure = agent.uplink.statistics().lastFailure
+        #expect(stallFailure == .ackStall || stallFailure == .writeStall)
+        // Detected after the timeout (1 s) has run, not before: a stall is not mistaken for a hiccup.
+        #expect(detectedAfter >= .milliseconds(900))
+        proxy.setStalled(false)
+
+        #expect(await agent.waitUntilAllAcknowledged(timeout: .seconds(60)))
+        try await agent.stop()
+        try await proxy.stop()
+        try await collector.stop()
+
+        let stored = try Harness.storedRecords(in: collector.dataDirectory)
+        #expect(stored.count == total)
+        #expect(Set(stored.map(\.sequence)).count == total)
+        #expect(stored.map { Harness.generatorCounter($0.record) }.sorted() == Array(0..<total))
+        #expect(agent.ring.statistics().sources.allSatisfy { $0.droppedOldest == 0 && $0.droppedNewest == 0 })
+    }
+
+    @Test("503 answers: attempts follow the backoff schedule drawn from the injected random source")
+    func backoffScheduleOn503() async throws {
+        let collector = try await InProcessCollector(name: "backoff")
+        let proxy = FaultProxy(upstreamPort: collector.port)
+        try await proxy.start()
+        proxy.respondWithStatus(503, times: 4)
+
+        let slept = SleepRecorder()
+        var configuration = UplinkConfiguration(
+            url: "http://127.0.0.1:\(proxy.port)", agentID: "backoff-agent", jitterSeed: 1234)
+        configuration.backoff = Backoff(initial: .milliseconds(250), multiplier: 2, maximum: .seconds(30))
+        let ring = RecordRing(capacity: 1 << 20)
+        let uplink = Uplink(configuration: configuration, ring: ring, logger: Harness.logger) { delay in
+            slept.record(delay)
+            try await Task.sleep(for: .milliseconds(5))  // the injected clock: no real waiting for the delay
+        }
+        let run = Task { try await uplink.run() }
+        let sink = RingRecordSink(ring: ring, sourceName: "test", encoder: NDJSONFrameEncoder())
+        sink.emit(.log("after the storm", source: "test", timestamp: 1))
+        #expect(await Harness.eventually(timeout: .seconds(20)) { ring.isEmpty })
+        run.cancel()
+        _ = try? await run.value
+
+        var random = SplitMix64(seed: 1234)
+        let expected = (0..<4).map { configuration.backoff.delay(attempt: $0, using: &random) }
+        #expect(slept.delays == expected)
+        #expect(uplink.statistics().backoffDelays == expected)
+        #expect(uplink.statistics().lastFailure == .status(503))
+        #expect(proxy.acceptedConnectionCount == 5)
+        // Each delay stays under its exponential ceiling: 250 ms, 500 ms, 1 s, 2 s.
+        for (attempt, delay) in expected.enumerated() {
+            #expect(delay <= configuration.backoff.ceiling(attempt: attempt))
+        }
+        try await proxy.stop()
+        try await collector.stop()
+    }
+
+    @Test("A collector that stops reading: the ring fills, the oldest frames are dropped and counted, memory stays bounded")
+    func collectorStopsReading() async throws {
+        let collector = try await InProcessCollector(name: "stuck")
+        let proxy = FaultProxy(upstreamPort: collector.port)
+        try await proxy.start()
+        let bufferBytes = 256 * 1024
+        let agent = RunningAgent(
+            url: "http://127.0.0.1:\(proxy.port)", sources: [.generator(rate: 50_000, count: nil)],
+            bufferBytes: bufferBytes
+        ) { uplink in
+            uplink.stallTimeout = .seconds(60)
+        }
+        #expect(await Harness.eventually(timeout: .seconds(20)) { agent.ring.statistics().acknowledged > 100 })
+        proxy.setStalled(true)
+        let residentBefore = residentBytes()
+        // Generate well over ten times the buffer while nothing drains.
+        #expect(await Harness.eventually(timeout: .seconds(60)) {
+            (agent.ring.statistics().source("gen")?.droppedOldest ?? 0) > 10 * bufferBytes / 220
+        })
+        let statistics = agent.ring.statistics()
+        let residentAfter = residentBytes()
+        #expect(statistics.usedBytes <= bufferBytes)
+        #expect(statistics.usedBytes > bufferBytes / 2)
+        #expect(statistics.source("gen")!.droppedOldest > 0)
+        // The ring is allocated once; what else grows is bounded by the stream pair (64 KiB) and the sockets.
+        #expect(residentAfter - residentBefore < 32 << 20)
+        proxy.setStalled(false)
+        try await agent.stop()
+        try await proxy.stop()
+        try await collector.stop()
+    }
+
+    private func residentBytes() -> Int {
+        guard let status = try? String(contentsOfFile: "/proc/self/status", encoding: .utf8) else { return 0 }
+        for line in status.split(separator: "\n") where line.hasPrefix("VmRSS:") {
+            return (Int(line.split(separator: " ")[1]) ?? 0) * 1024
+        }
+        return 0
+    }
+}
+
+final class SleepRecorder: Sendable {
+    private let box = Mutex<[Duration]>([])
+    func record(_ delay: Duration) { box.withLock { $0.append(delay) } }
+    var delays: [Duration] { box.withLock { $0 } }
+}

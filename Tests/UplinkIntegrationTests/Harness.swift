@@ -1,0 +1,144 @@
+import Foundation
+import Logging
+import ServiceLifecycle
+import Testing
+import UplinkAgent
+import UplinkCollector
+import UplinkCore
+import UplinkSources
+import UplinkTransport
+import UplinkWire
+
+/// Shared pieces of the end-to-end tests: temporary directories, an in-process collector, an agent run as a
+/// service group, and bounded waiting.
+enum Harness {
+    static let logger: Logger = {
+        var logger = Logger(label: "uplink.test")
+        logger.logLevel = ProcessInfo.processInfo.environment["UPLINK_TEST_LOG"] == nil ? .critical : .debug
+        return logger
+    }()
+
+    static func temporaryDirectory(_ name: String) throws -> String {
+        let path = NSTemporaryDirectory() + "uplink-\(name)-\(UUID().uuidString)"
+        try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)
+        return path
+    }
+
+    /// Polls `condition` every 20 ms until it holds or `timeout` passes; returns whether it held.
+    static func eventually(timeout: Duration, _ condition: () async throws -> Bool) async rethrows -> Bool {
+        let deadline = ContinuousClock.now + timeout
+        while ContinuousClock.now < deadline {
+            if try await condition() { return true }
+            try? await Task.sleep(for: .milliseconds(20))
+        }
+        return try await condition()
+    }
+
+    /// The stored records of `records.jsonl`, decoded with the wire parser (which ignores the agent/epoch keys).
+    static func storedRecords(in dataDirectory: String) throws -> [(sequence: UInt64, record: Record)] {
+        let data = try Data(contentsOf: URL(fileURLWithPath: dataDirectory + "/records.jsonl"))
+        var result: [(UInt64, Record)] = []
+        try data.withUnsafeBytes { (bytes: UnsafeRawBufferPointer) in
+            var start = 0
+            for index in 0..<bytes.count where bytes[index] == UInt8(ascii: "\n") {
+                let line = UnsafeRawBufferPointer(rebasing: bytes[start..<index])
+                start = index + 1
+                if case .record(let sequence, let record) = try WireLineParser.decode(line) {
+                    result.append((sequence, record))
+                }
+            }
+        }
+        return result
+    }
+
+    /// The generator's record counter `n` of a stored record.
+    static func generatorCounter(_ record: Record) -> Int? {
+        guard case .log(let line) = record.payload else { return nil }
+        return line.fields.first { $0.key == "n" }.flatMap { Int($0.value) }
+    }
+}
+
+/// A collector running in this process on a free loopback port.
+final class InProcessCollector: Sendable {
+    let collector: Collector
+    let dataDirectory: String
+    let port: Int
+    private let group: ServiceGroup
+    private let task: Task<Void, any Error>
+
+    init(name: String, token: String? = nil, dataDirectory: String? = nil) async throws {
+        let directory = try dataDirectory ?? Harness.temporaryDirectory(name)
+        var configuration = CollectorConfiguration()
+        configuration.port = 0
+        configuration.dataDirectory = directory
+        configuration.stdoutSink = false
+        configuration.jsonlSink = true
+        configuration.token = token
+        let collector = Collector(configuration: configuration, logger: Harness.logger)
+        let group = ServiceGroup(
+            configuration: .init(services: [collector], gracefulShutdownSignals: [], logger: Harness.logger))
+        self.collector = collector
+        self.dataDirectory = directory
+        self.group = group
+        self.task = Task { try await group.run() }
+        self.port = try await collector.waitUntilListening()
+    }
+
+    var url: String { "http://127.0.0.1:\(port)" }
+
+    func stop() async throws {
+        await group.triggerGracefulShutdown()
+        try await task.value
+    }
+}
+
+/// An agent (sources + ring + uplink) running as a service group in this process.
+final class RunningAgent: Sendable {
+    let agent: Agent
+    private let group: ServiceGroup
+    private let task: Task<Void, any Error>
+
+    init(
+        url: String,
+        sources: [AgentConfiguration.NamedSource],
+        bufferBytes: Int = 8 << 20,
+        overflow: OverflowPolicy = .dropOldest,
+        tune: (inout UplinkConfiguration) -> Void = { _ in }
+    ) {
+        var uplink = UplinkConfiguration(url: url, agentID: "test-agent", jitterSeed: 7)
+        uplink.backoff = Backoff(initial: .milliseconds(20), multiplier: 2, maximum: .milliseconds(400))
+        tune(&uplink)
+        let agent = Agent(
+            configuration: AgentConfiguration(uplink: uplink, sources: sources, bufferBytes: bufferBytes, overflow: overflow),
+            logger: Harness.logger
+        )
+        let group = ServiceGroup(
+            configuration: .init(services: agent.serviceConfigurations, gracefulShutdownSignals: [], logger: Harness.logger))
+        self.agent = agent
+        self.group = group
+        self.task = Task { try await group.run() }
+    }
+
+    var ring: RecordRing { agent.ring }
+    var uplink: Uplink { agent.uplink }
+
+    /// Graceful shutdown: sources stop, the uplink drains, everything returns.
+    func stop() async throws {
+        await group.triggerGracefulShutdown()
+        try await task.value
+    }
+
+    /// Waits until the collector acknowledged every record the ring ever numbered.
+    func waitUntilAllAcknowledged(timeout: Duration) async -> Bool {
+        await Harness.eventually(timeout: timeout) {
+            let statistics = ring.statistics()
+            return statistics.acknowledged + 1 >= statistics.nextToWrite && statistics.nextToWrite > 1
+        }
+    }
+}
+
+extension AgentConfiguration.NamedSource {
+    static func generator(_ name: String = "gen", rate: Double, count: Int?, recordBytes: Int = 200) -> Self {
+        .init(name: name, config: .generator(GeneratorConfig(rate: rate, recordBytes: recordBytes, count: count)))
+    }
+}

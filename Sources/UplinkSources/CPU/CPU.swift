@@ -1,0 +1,67 @@
+import UplinkCore
+
+/// The `cpu` source: CPU time percentages from `<proc_root>/stat`, total and per core.
+///
+/// On every tick (see `CPUConfig.interval`) it reads the file and emits `cpu.user`, `cpu.system`, `cpu.idle`,
+/// `cpu.iowait` and `cpu.steal` (unit `percent`, adding up to 100) over the interval since the previous read,
+/// tagged `cpu=total` and, with `perCore`, `cpu=<n>` per core. The first tick only primes the counters.
+///
+/// - `user` includes `nice`; `system` includes `irq` and `softirq`; guest time is already part of user time
+///   in `/proc/stat` and is not counted twice.
+/// - A CPU whose counters went backwards (a core that was offline, a counter reset) is skipped for that
+///   interval instead of reporting negative or > 100 values; an offline core simply has no series.
+/// - Without the file (a container without `/proc`) the source logs one warning and returns.
+/// - Malformed lines are skipped (and logged once); the rest of the file is still used.
+public struct CPUSource: Source {
+    public let name: String
+    public let config: CPUConfig
+    /// The clock ticks and timestamps come from (injectable for tests).
+    public let clock: any TickClock
+
+    public init(name: String, config: CPUConfig = CPUConfig(), clock: any TickClock = SystemTickClock()) {
+        self.name = name
+        self.config = config
+        self.clock = clock
+    }
+
+    public func run(context: SourceContext) async throws {
+        var sampler = Sampler(perCore: config.perCore)
+        var tags = TagCache()
+        var loop = FileSensorLoop(
+            path: config.statPath, interval: config.interval, clock: clock, logger: context.logger, kind: "cpu"
+        )
+        let sink = context.sink
+        let name = self.name
+        await loop.run { bytes, timestamp in
+            return sampler.ingest(bytes) { cpu, percentages in
+                let cpuTags = tags.tags(for: cpu)
+                func emit(_ metric: String, _ value: Double) {
+                    sink.emit(.metric(metric, value: value, unit: "percent", tags: cpuTags, source: name, timestamp: timestamp))
+                }
+                emit("cpu.user", percentages.user)
+                emit("cpu.system", percentages.system)
+                emit("cpu.idle", percentages.idle)
+                emit("cpu.iowait", percentages.iowait)
+                emit("cpu.steal", percentages.steal)
+            }
+        }
+    }
+
+    /// The `cpu=…` tag arrays, built once per CPU and shared by all its records.
+    struct TagCache {
+        private let total = [Tag("cpu", "total")]
+        private var cores: [[Tag]] = []
+
+        mutating func tags(for cpu: CPUIdentity) -> [Tag] {
+            switch cpu {
+            case .total:
+                return total
+            case .core(let index):
+                while cores.count <= index {
+                    cores.append([Tag("cpu", String(cores.count))])
+                }
+                return cores[index]
+            }
+        }
+    }
+}

@@ -1,0 +1,76 @@
+import Logging
+import UplinkCore
+
+/// The `generator` source: synthetic log records at a configured rate, for tests and benchmarks.
+///
+/// Record `n` (from 0) is a log record with the message `"gen <name> <n as 12 digits> xxx…"` of
+/// `GeneratorConfig.recordBytes` bytes and the field `n=<n>`, timestamped when it is made.
+/// - With a positive `rate`, records are paced by elapsed time and offered with `emit` (drops in a full
+///   buffer are counted by the ring).
+/// - With `rate` 0, records are offered with `emitWaitingForSpace` as fast as the buffer accepts them; nothing
+///   is dropped.
+/// `run` returns after `count` records, or when cancelled. If the sink rejects a record as larger than the
+/// whole buffer, one error is logged and `run` returns (every record has the same size).
+public struct GeneratorSource: Source {
+    public let name: String
+    public let config: GeneratorConfig
+
+    /// Unpaced mode yields to other tasks after this many records, in case the sink never suspends.
+    static let yieldEvery: UInt64 = 1024
+
+    public init(name: String, config: GeneratorConfig = GeneratorConfig()) {
+        self.name = name
+        self.config = config
+    }
+
+    public func run(context: SourceContext) async throws {
+        let limit: UInt64? = config.count.map { UInt64(max(0, $0)) }
+        var messages = MessageBuilder(sourceName: name, recordBytes: config.recordBytes)
+        var emitted: UInt64 = 0
+
+        func makeRecord() -> Record {
+            .log(
+                messages.message(for: emitted), fields: [Tag("n", String(emitted))], source: name,
+                timestamp: WallClock.nowNanoseconds()
+            )
+        }
+        func rejected(_ outcome: AppendOutcome) -> Bool {
+            guard outcome == .rejectedOversize else { return false }
+            context.logger.error(
+                "generator source: records of \(config.recordBytes) bytes are larger than the whole buffer; stopping"
+            )
+            return true
+        }
+
+        if !config.isPaced {
+            while limit.map({ emitted < $0 }) ?? true {
+                if Task.isCancelled { return }
+                if rejected(await context.sink.emitWaitingForSpace(makeRecord())) { return }
+                emitted += 1
+                if emitted % Self.yieldEvery == 0 {
+                    await Task.yield()
+                }
+            }
+            return
+        }
+
+        let clock = ContinuousClock()
+        let pacer = Pacer(rate: config.rate, start: clock.now)
+        while limit.map({ emitted < $0 }) ?? true {
+            if Task.isCancelled { return }
+            let now = clock.now
+            var due = pacer.due(at: now)
+            if let limit { due = min(due, limit) }
+            while emitted < due {
+                if rejected(context.sink.emit(makeRecord())) { return }
+                emitted += 1
+            }
+            if let limit, emitted >= limit { return }
+            do {
+                try await clock.sleep(until: pacer.wakeUp(afterEmitting: emitted, now: now), tolerance: nil)
+            } catch {
+                return  // cancelled
+            }
+        }
+    }
+}

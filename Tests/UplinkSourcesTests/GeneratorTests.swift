@@ -1,0 +1,177 @@
+import Logging
+import Synchronization
+import Testing
+import UplinkCore
+
+@testable import UplinkSources
+
+@Suite("generator")
+struct GeneratorTests {
+    @Test("message format, size and fields")
+    func format() async throws {
+        let sink = CollectingSink()
+        try await run(GeneratorSource(name: "g1", config: GeneratorConfig(rate: 0, count: 3)), sink: sink)
+        let records = sink.records
+        #expect(records.count == 3)
+        for (index, record) in records.enumerated() {
+            let line = try #require(record.logLine)
+            let prefix = "gen g1 " + String(repeating: "0", count: 11) + "\(index) "
+            #expect(line.message.hasPrefix(prefix))
+            #expect(line.message.utf8.count == 200)
+            #expect(line.message.dropFirst(prefix.count).allSatisfy { $0 == "x" })
+            #expect(line.fields == [Tag("n", "\(index)")])
+            #expect(record.source == "g1")
+            #expect(record.timestamp > 1_700_000_000_000_000_000)
+        }
+    }
+
+    @Test("record_bytes smaller than the prefix gives just the prefix; sizes count UTF-8 bytes")
+    func sizes() {
+        var small = GeneratorSource.MessageBuilder(sourceName: "gen-a", recordBytes: 10)
+        #expect(small.message(for: 42) == "gen gen-a 000000000042 ")
+        var exact = GeneratorSource.MessageBuilder(sourceName: "b", recordBytes: 19)
+        #expect(exact.message(for: 7) == "gen b 000000000007 ")
+        #expect(exact.prefixBytes == 19)
+        var unicode = GeneratorSource.MessageBuilder(sourceName: "größe", recordBytes: 64)
+        let message = unicode.message(for: 123_456_789_012)
+        #expect(message.hasPrefix("gen größe 123456789012 x"))
+        #expect(message.utf8.count == 64)
+        var large = GeneratorSource.MessageBuilder(sourceName: "c", recordBytes: 30)
+        let beyond = large.message(for: 12_345_678_901_234)
+        #expect(beyond == "gen c 12345678901234 xxxxxxxxx")
+        #expect(large.message(for: 5).utf8.count == 30)
+    }
+
+    @Test("count 0 produces nothing; finite rate uses emit")
+    func countAndEmitMethod() async throws {
+        let none = CollectingSink()
+        try await run(GeneratorSource(name: "g", config: GeneratorConfig(count: 0)), sink: none)
+        #expect(none.count == 0)
+
+        let paced = CollectingSink()
+        try await run(GeneratorSource(name: "g", config: GeneratorConfig(rate: 100_000, recordBytes: 50, count: 250)), sink: paced)
+        #expect(paced.count == 250)
+        #expect(paced.emitCalls == 250)
+        #expect(paced.waitingCalls == 0)
+        #expect(paced.records.map { $0.logLine!.fields[0].value } == (0..<250).map(String.init))
+    }
+
+    @Test("a paced run with a count takes at least count/rate and returns")
+    func pacedCount() async throws {
+        let sink = CollectingSink()
+        let clock = ContinuousClock()
+        let started = clock.now
+        try await run(GeneratorSource(name: "g", config: GeneratorConfig(rate: 1000, count: 300)), sink: sink)
+        let elapsed = started.duration(to: clock.now)
+        #expect(sink.count == 300)
+        // Record 299 is due 0.299 s after the start: it cannot come sooner.
+        #expect(elapsed >= .milliseconds(299))
+        #expect(elapsed < .seconds(10))
+    }
+
+    @Test("the paced rate is roughly right over a bounded run")
+    func pacedRate() async throws {
+        let sink = CollectingSink()
+        let clock = ContinuousClock()
+        let started = clock.now
+        let task = Task {
+            try await run(GeneratorSource(name: "g", config: GeneratorConfig(rate: 2000)), sink: sink)
+        }
+        try await Task.sleep(for: .milliseconds(500))
+        task.cancel()
+        try await task.value
+        let elapsed = GeneratorSource.Pacer.seconds(started.duration(to: clock.now))
+        let count = Double(sink.count)
+        // Never ahead of the schedule: at most rate × elapsed (+1 for record 0 at time 0).
+        #expect(count <= 2000 * elapsed + 1)
+        // Generous lower bound for a busy machine: at least 40 % of what 0.5 s should give.
+        #expect(count >= 400)
+        #expect(sink.waitingCalls == 0)
+    }
+
+    @Test("rate 0 waits for space instead of dropping")
+    func unpacedWaitsForSpace() async throws {
+        let sink = GatedSink(permits: 5)
+        let finished = Flag()
+        let task = Task {
+            try await run(GeneratorSource(name: "g", config: GeneratorConfig(rate: 0, recordBytes: 40, count: 12)), sink: sink)
+            finished.set()
+        }
+        // Wait (bounded) until the generator is blocked on the sixth record.
+        for _ in 0..<2000 where sink.waiting == 0 {
+            try await Task.sleep(for: .milliseconds(1))
+        }
+        #expect(sink.count == 5)
+        #expect(sink.waiting == 1)
+        #expect(!finished.isSet)
+
+        sink.grant(4)
+        for _ in 0..<2000 where sink.count < 9 || sink.waiting == 0 {
+            try await Task.sleep(for: .milliseconds(1))
+        }
+        #expect(sink.count == 9)
+        #expect(!finished.isSet)
+
+        sink.grant(100)
+        try await task.value
+        #expect(finished.isSet)
+        #expect(sink.count == 12)
+        #expect(sink.emitCalls == 0)
+        #expect(sink.records.map { $0.logLine!.fields[0].value } == (0..<12).map(String.init))
+    }
+
+    @Test("rate 0 without a count runs until cancelled")
+    func unpacedCancellation() async throws {
+        let sink = CollectingSink()
+        let task = Task {
+            try await run(GeneratorSource(name: "g", config: GeneratorConfig(rate: 0, recordBytes: 16)), sink: sink)
+        }
+        for _ in 0..<2000 where sink.count < 5000 {
+            try await Task.sleep(for: .milliseconds(1))
+        }
+        task.cancel()
+        try await task.value
+        #expect(sink.count >= 5000)
+        #expect(sink.emitCalls == 0)
+    }
+
+    @Test("an oversize rejection stops the generator with one error")
+    func oversize() async throws {
+        final class RejectingSink: RecordSink {
+            let calls = Atomic<Int>(0)
+            func emit(_ record: Record) -> AppendOutcome {
+                calls.add(1, ordering: .relaxed)
+                return .rejectedOversize
+            }
+            func emitWaitingForSpace(_ record: Record) async -> AppendOutcome {
+                calls.add(1, ordering: .relaxed)
+                return .rejectedOversize
+            }
+        }
+        for rate in [0.0, 1000] {
+            let sink = RejectingSink()
+            let logs = LogCapture()
+            try await run(GeneratorSource(name: "g", config: GeneratorConfig(rate: rate)), sink: sink, logger: logs.logger)
+            let calls = sink.calls.load(ordering: .relaxed)
+            #expect(calls == 1)
+            #expect(logs.all.map(\.level) == [.error])
+        }
+    }
+
+    @Test("pacer arithmetic")
+    func pacer() {
+        let start = ContinuousClock.now
+        let pacer = GeneratorSource.Pacer(rate: 1000, start: start)
+        #expect(pacer.due(at: start) == 1)
+        #expect(pacer.due(at: start.advanced(by: .microseconds(999))) == 1)
+        #expect(pacer.due(at: start.advanced(by: .milliseconds(1))) == 2)
+        #expect(pacer.due(at: start.advanced(by: .seconds(2))) == 2001)
+        #expect(pacer.due(at: start.advanced(by: .seconds(-1))) == 0)
+        // At low rates the next wake-up is when the next record is due, not every millisecond.
+        let slow = GeneratorSource.Pacer(rate: 2, start: start)
+        #expect(slow.wakeUp(afterEmitting: 1, now: start) == start.advanced(by: .milliseconds(500)))
+        // At high rates, not sooner than 1 ms.
+        let fast = GeneratorSource.Pacer(rate: 1_000_000, start: start)
+        #expect(fast.wakeUp(afterEmitting: 1, now: start) == start.advanced(by: .milliseconds(1)))
+    }
+}

@@ -136,7 +136,13 @@ let package = Package(
         .testTarget(name: "UplinkCoreTests", dependencies: ["UplinkCore"], swiftSettings: strict),
         .testTarget(name: "UplinkWireTests", dependencies: ["UplinkWire", "UplinkCore"], swiftSettings: strict),
         .testTarget(
-            name: "UplinkSourcesTests", dependencies: ["UplinkSources", "UplinkCore"], exclude: ["Fixtures"], swiftSettings: strict
+            name: "UplinkSourcesTests",
+            dependencies: [
+                "UplinkSources", "UplinkCore",
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "SystemPackage", package: "swift-system"),
+            ],
+            exclude: ["Fixtures"], swiftSettings: strict
         ),
         .testTarget(
             name: "UplinkTransportTests",

@@ -1,0 +1,160 @@
+import Logging
+import Synchronization
+import ServiceLifecycle
+import UplinkAgent
+import UplinkCollector
+import UplinkCore
+import UplinkSources
+import UplinkTransport
+import UplinkWire
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// Agent and collector in this process, talking HTTP over loopback.
+enum EndToEndBenchmark {
+    /// A generator producing as fast as the pipeline takes records; the collector stores them in records.jsonl.
+    static func throughput(records: Int, recordBytes: Int, logger: Logger) async throws -> BenchmarkResult {
+        let directory = try temporaryDirectory()
+        defer { removeTree(directory) }
+        var collectorConfiguration = CollectorConfiguration()
+        collectorConfiguration.port = 0
+        collectorConfiguration.dataDirectory = directory
+        collectorConfiguration.stdoutSink = false
+        collectorConfiguration.jsonlSink = true
+        let collector = Collector(configuration: collectorConfiguration, logger: logger)
+        let collectorGroup = ServiceGroup(configuration: .init(services: [collector], gracefulShutdownSignals: [], logger: logger))
+        let collectorTask = Task { try await collectorGroup.run() }
+        let port = try await collector.waitUntilListening()
+
+        let agent = Agent(
+            configuration: AgentConfiguration(
+                uplink: UplinkConfiguration(url: "http://127.0.0.1:\(port)", agentID: "bench"),
+                sources: [.init(name: "gen", config: .generator(GeneratorConfig(rate: 0, recordBytes: recordBytes, count: records)))]
+            ),
+            logger: logger
+        )
+        let usage = ResourceUsage.now()
+        let started = ContinuousClock.now
+        let agentGroup = ServiceGroup(configuration: .init(services: agent.serviceConfigurations, gracefulShutdownSignals: [], logger: logger))
+        let agentTask = Task { try await agentGroup.run() }
+        while agent.ring.statistics().acknowledged < UInt64(records) {
+            try await Task.sleep(for: .milliseconds(2))
+        }
+        let elapsed = ContinuousClock.now - started
+        let cpu = ResourceUsage.now().cpuSeconds - usage.cpuSeconds
+        let bytes = agent.uplink.statistics().bytesWritten
+        let peakResident = ResourceUsage.now().maxResidentBytes
+        await agentGroup.triggerGracefulShutdown()
+        try await agentTask.value
+        await collectorGroup.triggerGracefulShutdown()
+        try await collectorTask.value
+        precondition(collector.statistics().recordsStored == UInt64(records), "collector stored \(collector.statistics().recordsStored)")
+
+        let mebibytes = Double(bytes) / 1_048_576
+        let gibibytes = Double(bytes) / 1_073_741_824
+        return BenchmarkResult(
+            name: "end to end on loopback, generator → collector (records.jsonl), \(recordBytes)-byte messages",
+            lines: [
+                "records: \(records), wire bytes: \(bytes) (\(format(Double(bytes) / Double(records))) bytes/line)",
+                "throughput: \(format(mebibytes / elapsed.seconds)) MiB/s of wire lines, "
+                    + "\(format(Double(records) * Double(recordBytes) / 1_048_576 / elapsed.seconds)) MiB/s of messages, "
+                    + "\(format(Double(records) / elapsed.seconds / 1000)) k records/s (target >= 200 MiB/s)",
+                "cpu: \(format(cpu)) s for agent + collector = \(format(cpu / gibibytes)) cpu-s per GiB",
+                "peak RSS of the process: \(peakResident / 1_048_576) MiB (ring capacity 64 MiB, allocated once)",
+            ]
+        )
+    }
+
+    /// One record per millisecond; the latency is the time from the append to the moment the collector's stdout sink
+    /// receives the record (before it acknowledges).
+    static func latency(records: Int, logger: Logger) async throws -> BenchmarkResult {
+        let directory = try temporaryDirectory()
+        defer { removeTree(directory) }
+        let output = LatencyRecordingOutput()
+        var collectorConfiguration = CollectorConfiguration()
+        collectorConfiguration.port = 0
+        collectorConfiguration.dataDirectory = directory
+        collectorConfiguration.stdoutSink = true
+        collectorConfiguration.jsonlSink = false
+        let collector = Collector(configuration: collectorConfiguration, logger: logger, stdout: output)
+        let collectorGroup = ServiceGroup(configuration: .init(services: [collector], gracefulShutdownSignals: [], logger: logger))
+        let collectorTask = Task { try await collectorGroup.run() }
+        let port = try await collector.waitUntilListening()
+
+        let agent = Agent(
+            configuration: AgentConfiguration(
+                uplink: UplinkConfiguration(url: "http://127.0.0.1:\(port)", agentID: "bench"), sources: []),
+            logger: logger
+        )
+        let agentGroup = ServiceGroup(configuration: .init(services: agent.serviceConfigurations, gracefulShutdownSignals: [], logger: logger))
+        let agentTask = Task { try await agentGroup.run() }
+        while agent.uplink.statistics().streamsOpened == 0 { try await Task.sleep(for: .milliseconds(5)) }
+
+        let sink = RingRecordSink(ring: agent.ring, sourceName: "latency", encoder: NDJSONFrameEncoder())
+        let start = ContinuousClock.now
+        for index in 0..<records {
+            try await Task.sleep(until: start + .milliseconds(index), clock: .continuous)
+            let now = WallClock.nowNanoseconds()
+            sink.emit(.log("lat \(now)", source: "latency", timestamp: now))
+        }
+        while output.count < records { try await Task.sleep(for: .milliseconds(5)) }
+        await agentGroup.triggerGracefulShutdown()
+        try await agentTask.value
+        await collectorGroup.triggerGracefulShutdown()
+        try await collectorTask.value
+
+        let latencies = output.latenciesMicroseconds.sorted()
+        return BenchmarkResult(
+            name: "latency append → collector receipt at 1,000 records/s",
+            lines: [
+                "records: \(latencies.count)",
+                "p50: \(format(percentile(latencies, 50) / 1000)) ms, p90: \(format(percentile(latencies, 90) / 1000)) ms, "
+                    + "p99: \(format(percentile(latencies, 99) / 1000)) ms (target <= 2), max: \(format(latencies.last! / 1000)) ms",
+            ]
+        )
+    }
+
+    private static func temporaryDirectory() throws -> String {
+        var template = Array("/tmp/uplink-bench-XXXXXX".utf8CString)
+        guard let directory = mkdtemp(&template) else { throw CollectorError(code: "bench", message: "mkdtemp failed") }
+        return String(cString: directory)
+    }
+
+    private static func removeTree(_ path: String) {
+        for name in ["records.jsonl", "marks.log", "rejects.jsonl", "marks.log.tmp"] { unlink(path + "/" + name) }
+        rmdir(path)
+    }
+}
+
+/// Reads the "lat <append ns>" messages the collector prints and records how long each took to arrive.
+final class LatencyRecordingOutput: CollectorOutput {
+    private let latencies = Mutex<[Double]>([])
+
+    var count: Int { latencies.withLock { $0.count } }
+    var latenciesMicroseconds: [Double] { latencies.withLock { $0 } }
+
+    func write(_ bytes: UnsafeRawBufferPointer) throws {
+        let received = WallClock.nowNanoseconds()
+        var found: [Double] = []
+        let marker = Array("lat ".utf8)
+        var index = 0
+        while index + marker.count <= bytes.count {
+            if bytes[index] == marker[0] && Array(bytes[index..<(index + marker.count)]) == marker {
+                index += marker.count
+                var value: Int64 = 0
+                while index < bytes.count, bytes[index] >= 48, bytes[index] <= 57 {
+                    value = value * 10 + Int64(bytes[index] - 48)
+                    index += 1
+                }
+                found.append(Double(received - value) / 1000)
+            } else {
+                index += 1
+            }
+        }
+        latencies.withLock { $0.append(contentsOf: found) }
+    }
+}
+
+

@@ -1,0 +1,23 @@
+import Logging
+
+// `swift run -c release uplink-bench [ring|e2e|latency]...`: runs the named benchmarks (all by default) and prints
+// their numbers. Agent and collector share this process, so CPU time covers both sides.
+let requested = Set(CommandLine.arguments.dropFirst())
+func wanted(_ name: String) -> Bool { requested.isEmpty || requested.contains(name) }
+
+LoggingSystem.bootstrap { label in
+    var handler = StreamLogHandler.standardError(label: label)
+    handler.logLevel = .error
+    return handler
+}
+let logger = Logger(label: "uplink-bench")
+
+if wanted("ring") {
+    RingBenchmark.run(frames: 20_000_000, frameBytes: 200).print()
+}
+if wanted("e2e") {
+    try await EndToEndBenchmark.throughput(records: 2_000_000, recordBytes: 200, logger: logger).print()
+}
+if wanted("latency") {
+    try await EndToEndBenchmark.latency(records: 10_000, logger: logger).print()
+}

@@ -190,8 +190,13 @@ final class ProxyConnection {
     func inputClosed(side: Side) {
         guard !self[direction: side].sourceFinished else { return }
         self[direction: side].sourceFinished = true
-        if case .forward = self.mode, !self.terminated, !self[side].draining {
+        guard !self.terminated, !self[side].draining else { return }
+        switch self.mode {
+        case .forward:
             self.enqueue(.endOfStream, from: side)
+        case .respond:
+            // The client gave up before its request head was complete.
+            self.closeGracefully(side)
         }
     }
 
@@ -314,6 +319,10 @@ final class ProxyConnection {
 
     private func startForwardingIfReady() {
         guard !self.terminated, self.isActive(.client), self.isActive(.upstream) else { return }
+        // NIO may already have read an EOF (or, in theory, data) from the client while the
+        // upstream connect was in flight; deliver it now.
+        self.pump(from: .client)
+        self.pump(from: .upstream)
         self.requestRead(.client)
         self.requestRead(.upstream)
     }

@@ -102,8 +102,11 @@ public final class FaultProxy: Sendable {
         self.shared.state.withLock { $0.port }
     }
 
-    /// Closes the listener and every connection (both sides), and waits until all of their
-    /// channels are closed and no upstream connect is in flight. The proxy cannot be restarted.
+    /// Closes the listener and every connection (both sides, immediately: peers may see EOF or a
+    /// reset), and waits until all of their channels are closed and no upstream connect is in
+    /// flight. Afterwards ``liveConnectionCount`` is 0 and nothing of the proxy is running.
+    /// Connections that were still being accepted are closed as soon as they are set up.
+    /// The proxy cannot be restarted. Always call this when done; the proxy does not stop on deinit.
     public func stop() async throws {
         let (server, connections) = self.shared.state.withLock { state in
             let server: (any Channel)?
@@ -111,13 +114,8 @@ public final class FaultProxy: Sendable {
             state.phase = .stopped
             return (server, state.connections.values.map { ($0.connection, $0.finished.futureResult) })
         }
-        if let server {
-            do {
-                try await server.close()
-            } catch ChannelError.alreadyClosed {
-                // fine
-            }
-        }
+        // A failure to close the listener (e.g. already closed) must not keep connections alive.
+        try? await server?.close()
         for (connection, _) in connections {
             connection.eventLoop.execute { connection.value.closeNow() }
         }
@@ -170,7 +168,8 @@ public final class FaultProxy: Sendable {
     /// Each such connection reads the client's request head (up to and including `"\r\n\r\n"`),
     /// then writes `"HTTP/1.1 <status> <reason>\r\nContent-Length: 0\r\nConnection: close\r\n\r\n"`
     /// and closes in an orderly way (FIN, discarding any request body still arriving). Upstream is
-    /// not contacted. Replaces any previous setting; `times <= 0` turns it off.
+    /// not contacted. Stall and latency do not apply to these connections. Replaces any previous
+    /// setting; `times <= 0` turns it off.
     ///
     /// - Parameters:
     ///   - status: The status code, 100...999.

@@ -26,6 +26,16 @@ let package = Package(
         .package(url: "https://github.com/hummingbird-project/hummingbird", from: "2.28.1", traits: []),
     ],
     targets: [
+        .systemLibrary(
+            name: "CYAML",
+            pkgConfig: "yaml-0.1",
+            providers: [.apt(["libyaml-dev"])]
+        ),
+        .target(
+            name: "UplinkConfig",
+            dependencies: ["UplinkCore", "CYAML"],
+            swiftSettings: strict
+        ),
         .target(
             name: "UplinkCore",
             dependencies: [
@@ -85,6 +95,7 @@ let package = Package(
             name: "UplinkAgent",
             dependencies: [
                 "UplinkCore",
+                "UplinkConfig",
                 "UplinkWire",
                 "UplinkSources",
                 "UplinkTransport",
@@ -131,6 +142,12 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
             ],
             path: "Tests/UplinkTestSupport",
+            swiftSettings: strict
+        ),
+        .testTarget(
+            name: "UplinkConfigTests",
+            dependencies: ["UplinkConfig", "UplinkCore", "UplinkAgent", "UplinkSources", "UplinkTransport"],
+            exclude: ["Fixtures"],
             swiftSettings: strict
         ),
         .testTarget(name: "UplinkCoreTests", dependencies: ["UplinkCore"], swiftSettings: strict),

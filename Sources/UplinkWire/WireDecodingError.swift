@@ -10,12 +10,14 @@ public struct WireDecodingError: Error, Equatable, Sendable, CustomStringConvert
     /// Byte offset in the line at which the problem was detected (0-based).
     public var offset: Int
 
+    /// Creates an error; `code` should be one of the `Code` constants.
     public init(code: String, message: String, offset: Int) {
         self.code = code
         self.message = message
         self.offset = offset
     }
 
+    /// `code at byte offset: message`.
     public var description: String { "\(code) at byte \(offset): \(message)" }
 
     /// The stable values of `code`.

@@ -10,8 +10,8 @@ import Darwin
 
 /// Splits a byte stream that arrives in chunks cut at arbitrary places into `\n`-terminated lines.
 ///
-/// Memory stays bounded by `maxLineBytes` plus one chunk: a line that grows past the limit is discarded as it
-/// arrives and reported once, with its full length, when its newline comes.
+/// Memory stays bounded by `maxLineBytes` plus one byte plus one chunk: a line that grows past the limit is
+/// discarded as it arrives and reported once, with its full length (without its terminator), when its newline comes.
 public struct LineSplitter: Sendable {
     /// One result of `nextLine()`.
     public enum Piece: Equatable, Sendable {
@@ -28,6 +28,8 @@ public struct LineSplitter: Sendable {
     private var scannedBytes = 0
     /// Length so far of a too-long line being discarded, nil when not discarding.
     private var discarding: Int?
+    /// Whether the last byte discarded was a `\r`, which is part of the terminator if the `\n` comes next.
+    private var discardedCarriageReturn = false
 
     public init(maxLineBytes: Int = 1 << 20) {
         precondition(maxLineBytes > 0)
@@ -63,12 +65,13 @@ public struct LineSplitter: Sendable {
         }
         guard let newline else {
             scannedBytes = pending.readableBytes
-            if let discarded = discarding {
-                discarding = discarded + pending.readableBytes
-                pending.moveReaderIndex(forwardBy: pending.readableBytes)
-                scannedBytes = 0
-            } else if pending.readableBytes > maxLineBytes {
-                discarding = pending.readableBytes
+            // A line of exactly `maxLineBytes` may still be followed by "\r\n": hold one byte more before discarding.
+            if discarding != nil || pending.readableBytes - 1 > maxLineBytes {
+                if pending.readableBytes > 0 {
+                    discardedCarriageReturn =
+                        pending.getInteger(at: pending.writerIndex - 1, as: UInt8.self) == UInt8(ascii: "\r")
+                }
+                discarding = (discarding ?? 0) + pending.readableBytes
                 pending.moveReaderIndex(forwardBy: pending.readableBytes)
                 scannedBytes = 0
             }
@@ -79,7 +82,11 @@ public struct LineSplitter: Sendable {
         pending.moveReaderIndex(forwardBy: 1)
         if let discarded = discarding {
             discarding = nil
-            return .tooLong(length: discarded + newline)
+            // The length excludes the terminator, "\r\n" as well as "\n".
+            let endsWithCarriageReturn =
+                newline > 0
+                ? line.getInteger(at: line.writerIndex - 1, as: UInt8.self) == UInt8(ascii: "\r") : discardedCarriageReturn
+            return .tooLong(length: discarded + newline - (endsWithCarriageReturn ? 1 : 0))
         }
         if line.readableBytes > 0, line.getInteger(at: line.writerIndex - 1, as: UInt8.self) == UInt8(ascii: "\r") {
             line.moveWriterIndex(to: line.writerIndex - 1)
@@ -94,6 +101,7 @@ public struct LineSplitter: Sendable {
         defer {
             pending.clear()
             discarding = nil
+            discardedCarriageReturn = false
             scannedBytes = 0
         }
         let leftover = (discarding ?? 0) + pending.readableBytes

@@ -1,0 +1,236 @@
+import HTTPTypes
+import Hummingbird
+import Logging
+import NIOCore
+import UplinkWire
+
+extension HTTPField.Name {
+    static let uplinkAgent = HTTPField.Name("Uplink-Agent")!
+    static let uplinkEpoch = HTTPField.Name("Uplink-Epoch")!
+    static let uplinkProtocol = HTTPField.Name("Uplink-Protocol")!
+}
+
+/// How one stream's receiving side ended.
+enum StreamEnding: Sendable {
+    /// The agent ended the request (its final empty chunk).
+    case bodyEnded
+    /// The collector ended it: a newer connection of the agent, or shutdown.
+    case stopped
+    /// The connection broke or storing failed.
+    case failed(any Error)
+}
+
+/// What the receiving side tells the response side.
+enum StreamEvent: Sendable {
+    case ack(UInt64)
+    case stop
+}
+
+extension Collector {
+    /// `POST /v1/stream`: checks the headers, then answers `200` with a body that runs the stream.
+    func openStream(_ request: Request, context: CollectorRequestContext, storage: Storage) -> Response {
+        if let token = configuration.token {
+            guard let authorization = request.headers[.authorization], Self.isBearer(authorization, token: token) else {
+                return reject(.unauthorized, "missing or wrong bearer token", extraHeaders: [.wwwAuthenticate: "Bearer"])
+            }
+        }
+        if let version = request.headers[.uplinkProtocol], version.trimmingSpaces != "1" {
+            return reject(.unsupportedMediaType, "unsupported Uplink-Protocol \(version); this collector speaks version 1")
+        }
+        if let encoding = request.headers[.contentEncoding], encoding.trimmingSpaces.lowercased() != "identity" {
+            return reject(.unsupportedMediaType, "unsupported Content-Encoding \(encoding); send the body uncompressed")
+        }
+        guard let agentHeader = request.headers[.uplinkAgent], let agent = AgentID.validated(agentHeader.utf8) else {
+            return reject(.badRequest, "missing or invalid Uplink-Agent header: 1-128 bytes of [A-Za-z0-9._:-]")
+        }
+        guard let epochHeader = request.headers[.uplinkEpoch], let epoch = Decimal.uint64(epochHeader.utf8) else {
+            return reject(.badRequest, "missing or invalid Uplink-Epoch header: a decimal unsigned 64-bit integer")
+        }
+        guard !registry.isShuttingDown else {
+            return reject(.serviceUnavailable, "the collector is shutting down")
+        }
+        let stream = StreamKey(agent: agent, epoch: epoch)
+        let control = StreamControl(channel: context.channel)
+        let body = request.body
+        let logger = context.logger
+        return Response(
+            status: .ok,
+            headers: [.contentType: "application/x-ndjson", .cacheControl: "no-store"],
+            body: ResponseBody { writer in
+                await self.serveStream(stream, control: control, body: body, writer: &writer, storage: storage, logger: logger)
+            }
+        )
+    }
+
+    private func reject(_ status: HTTPResponse.Status, _ reason: String, extraHeaders: HTTPFields = [:]) -> Response {
+        recorder.streamRejected()
+        logger.debug("Refused a stream", metadata: ["status": "\(status.code)", "reason": "\(reason)"])
+        var headers: HTTPFields = [.contentType: "text/plain; charset=utf-8", .connection: "close"]
+        headers.append(contentsOf: extraHeaders)
+        return Response(status: status, headers: headers, body: ResponseBody(byteBuffer: ByteBuffer(string: reason + "\n")))
+    }
+
+    /// Compares in time independent of where the first difference is.
+    static func isBearer(_ authorization: String, token: String) -> Bool {
+        let given = Array(authorization.utf8)
+        let expected = Array(("Bearer " + token).utf8)
+        guard given.count == expected.count else { return false }
+        var difference: UInt8 = 0
+        for index in given.indices { difference |= given[index] ^ expected[index] }
+        return difference == 0
+    }
+
+    /// Runs one stream inside its response body: takes over the agent, sends `resume`, then acknowledges what the
+    /// receiving side (a child task reading the request body) stores, until the request ends, the stream is
+    /// stopped, or the connection breaks.
+    func serveStream(
+        _ stream: StreamKey, control: StreamControl, body: RequestBody, writer: inout any ResponseBodyWriter,
+        storage: Storage, logger: Logger
+    ) async {
+        let logger = {
+            var logger = logger
+            logger[metadataKey: "agent"] = "\(stream.agent)"
+            logger[metadataKey: "epoch"] = "\(stream.epoch)"
+            return logger
+        }()
+        let predecessor = registry.claim(agent: stream.agent, control: control)
+        recorder.streamOpened(replacing: predecessor != nil)
+        if let predecessor {
+            logger.info("A new connection of the agent replaces its older one")
+            predecessor.requestStop(closingConnection: true)
+            await predecessor.waitUntilReleased()
+        }
+        let ending = await exchange(
+            stream, control: control, body: body, writer: &writer, storage: storage, logger: logger)
+        // Let go of the agent before the response ends, so that whoever sees the end sees the stream closed.
+        registry.release(agent: stream.agent, control: control)
+        control.markReleased()
+        recorder.streamClosed()
+        switch ending {
+        case .bodyEnded:
+            logger.debug("Stream ended by the agent")
+            do {
+                try await writer.finish(nil)
+            } catch {
+                control.channel.close(promise: nil)
+            }
+        case .stopped:
+            logger.debug("Stream ended by the collector")
+            try? await writer.finish(nil)
+            // The request body never ends on its own: close the connection rather than drain it.
+            control.channel.close(promise: nil)
+        case .failed(let error):
+            logger.debug("Stream broke", metadata: ["error": "\(error)"])
+            try? await writer.finish(nil)
+            control.channel.close(promise: nil)
+        }
+    }
+
+    /// Sends `resume`, then acknowledges what the receiving side stores until the stream ends.
+    private func exchange(
+        _ stream: StreamKey, control: StreamControl, body: RequestBody, writer: inout any ResponseBodyWriter,
+        storage: Storage, logger: Logger
+    ) async -> StreamEnding {
+        let mark = marks.mark(for: stream)
+        logger.debug("Stream opened", metadata: ["resume": "\(mark)"])
+        do {
+            try await writer.write(Self.ackBuffer(.resume(mark)))
+        } catch {
+            return .failed(error)
+        }
+
+        let (events, eventSink) = AsyncStream.makeStream(of: StreamEvent.self)
+        control.onStop { eventSink.yield(.stop) }
+        return await withTaskGroup(of: StreamEnding.self) { group in
+            group.addTask {
+                defer { eventSink.finish() }
+                return await self.receive(
+                    stream, mark: mark, body: body, control: control, storage: storage, events: eventSink, logger: logger)
+            }
+            var writeFailure: (any Error)?
+            loop: for await event in events {
+                switch event {
+                case .ack(let sequence):
+                    do {
+                        try await writer.write(Self.ackBuffer(.ack(sequence)))
+                    } catch {
+                        writeFailure = error
+                        break loop
+                    }
+                case .stop:
+                    break loop
+                }
+            }
+            // Stops the receiving side between batches (a batch being stored completes first).
+            group.cancelAll()
+            let ending = await group.next() ?? .stopped
+            if let writeFailure { return .failed(writeFailure) }
+            return ending
+        }
+    }
+
+    static func ackBuffer(_ line: AckLine) -> ByteBuffer {
+        var buffer = ByteBufferAllocator().buffer(capacity: 32)
+        WireLineWriter.appendAckLine(line, to: &buffer)
+        return buffer
+    }
+
+    /// The receiving side: each received chunk is one batch, stored before the next chunk is read; an `ack`
+    /// follows every batch that raised the mark.
+    private func receive(
+        _ stream: StreamKey, mark: UInt64, body: RequestBody, control: StreamControl, storage: Storage,
+        events: AsyncStream<StreamEvent>.Continuation, logger: Logger
+    ) async -> StreamEnding {
+        var processor = StreamProcessor(stream: stream, mark: mark, maxLineBytes: configuration.maxLineBytes)
+        var stopped: Bool { control.isStopRequested || Task.isCancelled }
+        do {
+            for try await chunk in body {
+                let batch = processor.process(chunk)
+                try await store(batch, of: stream, storage: storage, events: events, logger: logger)
+                if stopped { return .stopped }
+            }
+        } catch {
+            return stopped ? .stopped : .failed(error)
+        }
+        if stopped { return .stopped }
+        if let cut = processor.finish() {
+            do {
+                try await store(cut, of: stream, storage: storage, events: events, logger: logger)
+            } catch {
+                return .failed(error)
+            }
+        }
+        return .bodyEnded
+    }
+
+    private func store(
+        _ batch: ReceivedBatch, of stream: StreamKey, storage: Storage, events: AsyncStream<StreamEvent>.Continuation,
+        logger: Logger
+    ) async throws {
+        recorder.received(batch)
+        for gap in batch.gaps {
+            logger.warning(
+                "Records missing: the agent dropped records",
+                metadata: ["after": "\(gap.after)", "next": "\(gap.next)", "missing": "\(gap.missing)"])
+        }
+        guard batch.needsStorage else { return }
+        let records =
+            batch.lines.isEmpty
+            ? nil : CollectorBatch(stream: stream, lines: batch.lines, highestSequence: batch.highestSequence)
+        try await storage.commit(Storage.Commit(batch: records, rejects: batch.rejects))
+        if let records {
+            recorder.stored(records.lines.count)
+            events.yield(.ack(records.highestSequence))
+        }
+    }
+}
+
+extension String {
+    /// Without leading and trailing spaces and tabs.
+    var trimmingSpaces: Substring {
+        let isSpace: (Character) -> Bool = { $0 == " " || $0 == "\t" }
+        guard let first = firstIndex(where: { !isSpace($0) }) else { return "" }
+        let last = lastIndex(where: { !isSpace($0) })!
+        return self[first...last]
+    }
+}

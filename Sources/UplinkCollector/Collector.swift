@@ -1,0 +1,162 @@
+import Hummingbird
+import Logging
+import NIOCore
+import ServiceLifecycle
+import Synchronization
+
+/// The receiving end of the uplink stream protocol (docs/protocol.md): an HTTP server that accepts one long-lived
+/// upload per agent, stores its records in the sinks, and streams back acknowledgements.
+///
+/// Run it as a `Service` (in a `ServiceGroup`, or by calling `run()`); graceful shutdown ends every stream after
+/// its current batch, with its response ended cleanly. Marks (the highest sequence stored per agent and epoch)
+/// survive restarts: see `CollectorConfiguration.jsonlSink` and the marks ledger in the data directory.
+///
+/// ```swift
+/// let collector = Collector(configuration: .init(port: 0), logger: logger)
+/// try await withThrowingDiscardingTaskGroup { group in
+///     group.addTask { try await collector.run() }
+///     let port = try await collector.waitUntilListening()
+///     …
+/// }
+/// ```
+public final class Collector: Service {
+    /// The configuration the collector was created with.
+    public let configuration: CollectorConfiguration
+    let logger: Logger
+    let output: any CollectorOutput
+    let marks = MarkTable()
+    let recorder = StatisticsRecorder()
+    let registry = AgentRegistry()
+    private let listening = Mutex(ListeningState())
+    private let started = Mutex(false)
+
+    /// Creates a collector; nothing happens before `run()`.
+    ///
+    /// - Parameters:
+    ///   - configuration: Where to listen and store.
+    ///   - logger: Used for the collector's own messages (start, gaps, storage errors, streams at debug level).
+    ///   - stdout: Where the standard-output sink writes (tests inject their own); the process's standard output
+    ///     by default. Unused when `configuration.stdoutSink` is off.
+    public init(configuration: CollectorConfiguration, logger: Logger, stdout: any CollectorOutput = StandardOutput()) {
+        self.configuration = configuration
+        self.logger = logger
+        self.output = stdout
+    }
+
+    /// Recovers the marks from the data directory, then serves until graceful shutdown or cancellation.
+    ///
+    /// Throws when the data directory cannot be used or the address cannot be bound, and when called a second
+    /// time.
+    public func run() async throws {
+        let alreadyStarted = started.withLock { started in
+            defer { started = true }
+            return started
+        }
+        guard !alreadyStarted else {
+            throw CollectorError(code: "already_started", message: "Collector.run() can be called only once")
+        }
+        do {
+            guard configuration.maxLineBytes > 0 else {
+                throw CollectorError(code: "invalid_configuration", message: "maxLineBytes must be at least 1")
+            }
+            let storage = try await Storage.open(
+                configuration: configuration, output: output, marks: marks, recorder: recorder, logger: logger)
+            do {
+                try await serve(storage: storage)
+            } catch {
+                await storage.close()
+                throw error
+            }
+            await storage.close()
+        } catch {
+            finishListening(.failure(error))
+            throw error
+        }
+        finishListening(.failure(CollectorError(code: "not_listening", message: "the collector has stopped")))
+    }
+
+    /// Returns the TCP port the collector listens on, once it does (useful with `port: 0`).
+    ///
+    /// Throws when `run()` failed or ended before listening, or when the calling task is cancelled.
+    public func waitUntilListening() async throws -> Int {
+        let id = listening.withLock { state in
+            defer { state.nextWaiterID += 1 }
+            return state.nextWaiterID
+        }
+        return try await withTaskCancellationHandler {
+            try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Int, any Error>) in
+                let result = listening.withLock { state -> Result<Int, any Error>? in
+                    if let result = state.result { return result }
+                    if Task.isCancelled { return .failure(CancellationError()) }
+                    state.waiters[id] = continuation
+                    return nil
+                }
+                if let result { continuation.resume(with: result) }
+            }
+        } onCancel: {
+            let waiter = listening.withLock { $0.waiters.removeValue(forKey: id) }
+            waiter?.resume(throwing: CancellationError())
+        }
+    }
+
+    /// The counts so far and the current marks.
+    public func statistics() -> CollectorStatistics {
+        recorder.snapshot(marks: marks.snapshot())
+    }
+
+    private struct ListeningState {
+        var result: Result<Int, any Error>?
+        var waiters: [Int: CheckedContinuation<Int, any Error>] = [:]
+        var nextWaiterID = 0
+    }
+
+    /// Settles `waitUntilListening()`: the first result wins.
+    private func finishListening(_ result: Result<Int, any Error>) {
+        let waiters = listening.withLock { state -> [CheckedContinuation<Int, any Error>] in
+            guard state.result == nil else { return [] }
+            state.result = result
+            defer { state.waiters = [:] }
+            return Array(state.waiters.values)
+        }
+        for waiter in waiters { waiter.resume(with: result) }
+    }
+
+    private func serve(storage: Storage) async throws {
+        let router = Router(context: CollectorRequestContext.self)
+        router.get("healthz") { _, _ -> String in "ok" }
+        router.post("v1/stream") { request, context -> Response in
+            self.openStream(request, context: context, storage: storage)
+        }
+        let port = configuration.port
+        let application = Application(
+            router: router,
+            configuration: ApplicationConfiguration(
+                address: .hostname(configuration.host, port: port), serverName: nil, backlog: 1024),
+            onServerRunning: { channel in
+                let bound = channel.localAddress?.port ?? port
+                self.logger.info(
+                    "Collector listening",
+                    metadata: ["host": "\(self.configuration.host)", "port": "\(bound)", "data": "\(self.configuration.dataDirectory)"])
+                self.finishListening(.success(bound))
+            },
+            logger: logger
+        )
+        try await withGracefulShutdownHandler {
+            try await application.run()
+        } onGracefulShutdown: {
+            self.registry.stopAll()
+        }
+    }
+}
+
+/// The request context of the collector's routes: the basics plus the connection, which a replaced or
+/// shut-down stream closes.
+struct CollectorRequestContext: RequestContext {
+    var coreContext: CoreRequestContextStorage
+    let channel: any Channel
+
+    init(source: ApplicationRequestContextSource) {
+        self.coreContext = .init(source: source)
+        self.channel = source.channel
+    }
+}

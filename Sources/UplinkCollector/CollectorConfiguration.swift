@@ -1,0 +1,67 @@
+/// How a `Collector` listens and where it stores what it receives.
+public struct CollectorConfiguration: Sendable {
+    /// Address to listen on. Default `"127.0.0.1"` (loopback only); use `"0.0.0.0"` to accept remote agents.
+    public var host: String
+    /// TCP port to listen on. Default `4318`; `0` picks any free port (see `Collector.waitUntilListening()`).
+    public var port: Int
+    /// Directory for the collector's files (created if missing): `records.jsonl`, `marks.log` and, by default,
+    /// `rejects.jsonl`. Default `"./collector-data"`.
+    public var dataDirectory: String
+    /// Whether every record is printed to standard output, one human-readable line per record. Default `true`.
+    ///
+    /// Standard output is not transactional: when it is the only sink (`jsonlSink` off), a crash between printing a
+    /// batch and recording its mark in the ledger prints that batch again after the agent resends it.
+    public var stdoutSink: Bool
+    /// Whether records are appended to `<dataDirectory>/records.jsonl`, each received line with the agent id and
+    /// epoch spliced in front. Default `true`. This file is the source of truth for the marks after a restart.
+    public var jsonlSink: Bool
+    /// The bearer token agents must send in `Authorization: Bearer <token>`; `nil` (the default) accepts any agent.
+    public var token: String?
+    /// Longest body line accepted, in bytes, without its terminator. Longer lines are counted, noted in the rejects
+    /// file with their length and skipped. Default 1 MiB (1 048 576).
+    public var maxLineBytes: Int
+    /// Path of the rejects file, where malformed and too-long lines are noted as JSON lines. Default `nil`, meaning
+    /// `<dataDirectory>/rejects.jsonl`.
+    public var rejectsFile: String?
+    /// Whether every write to the records file and the marks ledger is followed by `fsync(2)` before the batch is
+    /// acknowledged. Default `false`.
+    ///
+    /// Without it, writes reach the operating system before the acknowledgement, so acknowledged records survive a
+    /// crash or `SIGKILL` of the collector; with it they also survive a power loss, at the cost of one disk flush
+    /// per group of batches.
+    public var fsync: Bool
+
+    /// Creates a configuration; every parameter has the default documented on its property.
+    public init(
+        host: String = "127.0.0.1",
+        port: Int = 4318,
+        dataDirectory: String = "./collector-data",
+        stdoutSink: Bool = true,
+        jsonlSink: Bool = true,
+        token: String? = nil,
+        maxLineBytes: Int = 1 << 20,
+        rejectsFile: String? = nil,
+        fsync: Bool = false
+    ) {
+        self.host = host
+        self.port = port
+        self.dataDirectory = dataDirectory
+        self.stdoutSink = stdoutSink
+        self.jsonlSink = jsonlSink
+        self.token = token
+        self.maxLineBytes = maxLineBytes
+        self.rejectsFile = rejectsFile
+        self.fsync = fsync
+    }
+
+    /// `<dataDirectory>/records.jsonl`.
+    public var recordsFile: String { path(in: dataDirectory, "records.jsonl") }
+    /// `<dataDirectory>/marks.log`, the marks ledger.
+    public var marksFile: String { path(in: dataDirectory, "marks.log") }
+    /// `rejectsFile`, or `<dataDirectory>/rejects.jsonl` when it is not set.
+    public var resolvedRejectsFile: String { rejectsFile ?? path(in: dataDirectory, "rejects.jsonl") }
+
+    private func path(in directory: String, _ name: String) -> String {
+        directory.hasSuffix("/") ? directory + name : directory + "/" + name
+    }
+}

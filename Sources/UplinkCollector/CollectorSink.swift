@@ -1,0 +1,33 @@
+import NIOCore
+
+/// One connection's records accepted from one received chunk, as handed to the sinks.
+public struct CollectorBatch: Sendable {
+    /// Whose records these are.
+    public var stream: StreamKey
+    /// The received body lines, each without its line terminator, in increasing sequence order.
+    public var lines: [ByteBuffer]
+    /// The sequence number of the last line: the stream's mark once the batch is stored.
+    public var highestSequence: UInt64
+
+    /// Creates a batch; `lines` must be in increasing sequence order, ending with `highestSequence`.
+    public init(stream: StreamKey, lines: [ByteBuffer], highestSequence: UInt64) {
+        self.stream = stream
+        self.lines = lines
+        self.highestSequence = highestSequence
+    }
+}
+
+/// A destination for accepted records (standard output, the JSONL file, later forwarders).
+///
+/// The collector calls `write(_:)` from its storage thread, one call at a time, with the batches of all streams
+/// that arrived meanwhile, and acknowledges records to agents only after it returned.
+public protocol CollectorSink: Sendable {
+    /// Stores `batches`, in order. May block. Throwing means the batches must not be acknowledged.
+    func write(_ batches: [CollectorBatch]) throws
+}
+
+/// Where the standard-output sink writes its text.
+public protocol CollectorOutput: Sendable {
+    /// Writes `bytes`, which are whole lines. Called from the collector's storage thread; may block.
+    func write(_ bytes: UnsafeRawBufferPointer) throws
+}

@@ -1,0 +1,52 @@
+/// Identifies one agent's stream of sequence numbers: the agent id and its epoch.
+public struct StreamKey: Hashable, Sendable, CustomStringConvertible {
+    /// The agent id (`Uplink-Agent`): 1-128 bytes of `[A-Za-z0-9._:-]`.
+    public var agent: String
+    /// The stream epoch (`Uplink-Epoch`).
+    public var epoch: UInt64
+
+    /// Identifies the stream of `agent` in `epoch`.
+    public init(agent: String, epoch: UInt64) {
+        self.agent = agent
+        self.epoch = epoch
+    }
+
+    /// `agent/epoch`.
+    public var description: String { "\(agent)/\(epoch)" }
+}
+
+/// Counts since the collector started (marks: since the data directory was created).
+///
+/// Every count is also reported through swift-metrics (`uplink_collector_*`).
+public struct CollectorStatistics: Sendable, Equatable {
+    /// Records accepted and stored by the sinks (`uplink_collector_records_stored_total`).
+    public var recordsStored: UInt64 = 0
+    /// Records discarded because their sequence was at or below the mark (`uplink_collector_duplicates_total`).
+    public var duplicatesDiscarded: UInt64 = 0
+    /// Gaps seen: a record whose sequence was more than one above the mark (`uplink_collector_gaps_total`).
+    public var gaps: UInt64 = 0
+    /// Records missing in those gaps, i.e. dropped by agents (`uplink_collector_missing_total`).
+    public var recordsMissing: UInt64 = 0
+    /// Lines that were not valid records or heartbeats, including lines cut off at the end of a request
+    /// (`uplink_collector_malformed_lines_total`).
+    public var malformedLines: UInt64 = 0
+    /// Lines longer than `maxLineBytes` (`uplink_collector_too_long_lines_total`).
+    public var tooLongLines: UInt64 = 0
+    /// Heartbeat lines received (`uplink_collector_heartbeats_total`).
+    public var heartbeats: UInt64 = 0
+    /// Streams open now (`uplink_collector_active_streams`).
+    public var activeStreams: Int = 0
+    /// Streams accepted with `200` (`uplink_collector_streams_total`).
+    public var streamsAccepted: UInt64 = 0
+    /// Streams ended because a newer connection of the same agent arrived (`uplink_collector_streams_replaced_total`).
+    public var streamsReplaced: UInt64 = 0
+    /// Requests to `/v1/stream` refused with a `4xx` or `503` (`uplink_collector_streams_rejected_total`).
+    public var streamsRejected: UInt64 = 0
+    /// Failed writes to a sink other than the primary one, or to the rejects file (`uplink_collector_sink_errors_total`).
+    public var sinkErrors: UInt64 = 0
+    /// The high-water mark per agent and epoch: the highest sequence stored.
+    public var marks: [StreamKey: UInt64] = [:]
+
+    /// All counts zero, no marks.
+    public init() {}
+}

@@ -1,0 +1,73 @@
+import NIOCore
+import Synchronization
+import UplinkWire
+
+/// Appends records to `<dataDirectory>/records.jsonl`: each received line with the agent id and epoch spliced in
+/// front, `{"agent":"<id>","epoch":<E>,` followed by the received line after its `{`.
+///
+/// Writes go through write(2) on a descriptor opened with `O_APPEND`, one call per group of batches; when a write
+/// fails the file is truncated back to its previous end, so a batch is either wholly in the file or not at all
+/// (a crash mid-write leaves an unterminated last line, which start-up recovery removes). The file's size after
+/// each write is what the marks ledger records.
+final class JSONLSink: CollectorSink {
+    let path: String
+    let fsync: Bool
+    private struct State {
+        var descriptor: Int32
+        var size: Int64
+    }
+    private let state: Mutex<State>
+
+    /// Takes over `descriptor` (opened for appending) whose file is `size` bytes long.
+    init(path: String, descriptor: Int32, size: Int64, fsync: Bool) {
+        self.path = path
+        self.fsync = fsync
+        self.state = Mutex(State(descriptor: descriptor, size: size))
+    }
+
+    deinit {
+        state.withLock { FileIO.closeFile($0.descriptor) }
+    }
+
+    /// The file's length after the last write.
+    var size: Int64 { state.withLock { $0.size } }
+
+    func write(_ batches: [CollectorBatch]) throws {
+        var bytes: [UInt8] = []
+        bytes.reserveCapacity(batches.reduce(0) { $0 + $1.lines.reduce(0) { $0 + $1.readableBytes + 64 } })
+        for batch in batches {
+            JSONLSink.append(batch, to: &bytes)
+        }
+        guard !bytes.isEmpty else { return }
+        try state.withLock { state throws(CollectorError) in
+            do throws(CollectorError) {
+                try FileIO.writeAll(state.descriptor, bytes, path: path)
+                if fsync { try FileIO.syncFile(state.descriptor, path: path) }
+            } catch {
+                // Leave the file as it was, so the batch is not stored half (and so not acknowledged at all).
+                try? FileIO.truncateFile(state.descriptor, to: state.size, path: path)
+                throw error
+            }
+            state.size += Int64(bytes.count)
+        }
+    }
+
+    /// Appends the stored form of every line of `batch`.
+    static func append(_ batch: CollectorBatch, to bytes: inout [UInt8]) {
+        var prefix: [UInt8] = Array(#"{"agent":"#.utf8)
+        WireLineWriter.appendJSONString(batch.stream.agent, to: &prefix)
+        prefix.append(contentsOf: #","epoch":"#.utf8)
+        prefix.append(contentsOf: String(batch.stream.epoch).utf8)
+        prefix.append(UInt8(ascii: ","))
+        for line in batch.lines {
+            line.withUnsafeReadableBytes { raw in
+                // Accepted lines are JSON objects: skip whitespace before the `{` and splice after it.
+                var start = 0
+                while start < raw.count && raw[start] != UInt8(ascii: "{") { start += 1 }
+                bytes.append(contentsOf: prefix)
+                bytes.append(contentsOf: UnsafeRawBufferPointer(rebasing: raw[(start + 1)...]))
+                bytes.append(UInt8(ascii: "\n"))
+            }
+        }
+    }
+}

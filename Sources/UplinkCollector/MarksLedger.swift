@@ -1,0 +1,224 @@
+import Logging
+import NIOCore
+import UplinkWire
+
+/// The marks ledger, `<dataDirectory>/marks.log`: text lines
+///
+/// ```
+/// <agent> <epoch> <mark> <records_jsonl_size>
+/// ```
+///
+/// appended after every storage group, once the sinks have the group's records: the stream's new mark and the
+/// length of `records.jsonl` after the write (0 when the JSONL sink is off). The last line of a stream wins. The
+/// size tells start-up recovery from where to scan `records.jsonl` for records written but not yet ledgered (a
+/// crash between the two writes). At start-up, and when it grows past `compactionBytes`, the ledger is rewritten
+/// with one line per stream, atomically (temporary file, `fsync`, `rename`).
+///
+/// Used only by the storage thread.
+final class MarksLedger {
+    let path: String
+    let fsync: Bool
+    /// Rewrite the ledger once appends made it this long.
+    let compactionBytes: Int64
+    private var descriptor: Int32
+    private var length: Int64
+    /// Set after a failed append, which may have left a partial line: the next write rewrites the whole ledger.
+    private(set) var needsCompaction = false
+
+    private init(path: String, descriptor: Int32, length: Int64, fsync: Bool, compactionBytes: Int64) {
+        self.path = path
+        self.descriptor = descriptor
+        self.length = length
+        self.fsync = fsync
+        self.compactionBytes = compactionBytes
+    }
+
+    deinit {
+        FileIO.closeFile(descriptor)
+    }
+
+    /// Writes a compacted ledger for `marks` and opens it for appending.
+    static func create(
+        path: String, marks: [StreamKey: UInt64], recordsSize: Int64, fsync: Bool, compactionBytes: Int64 = 16 << 20
+    ) throws(CollectorError) -> MarksLedger {
+        let length = try writeCompacted(path: path, marks: marks, recordsSize: recordsSize)
+        let descriptor = try FileIO.openForAppending(path)
+        return MarksLedger(path: path, descriptor: descriptor, length: length, fsync: fsync, compactionBytes: compactionBytes)
+    }
+
+    /// Appends one line per entry.
+    func append(_ entries: [(StreamKey, UInt64)], recordsSize: Int64) throws(CollectorError) {
+        var bytes: [UInt8] = []
+        for (stream, mark) in entries { MarksLedger.appendLine(stream, mark, recordsSize, to: &bytes) }
+        do throws(CollectorError) {
+            try FileIO.writeAll(descriptor, bytes, path: path)
+            if fsync { try FileIO.syncFile(descriptor, path: path) }
+            length += Int64(bytes.count)
+        } catch {
+            needsCompaction = true
+            throw error
+        }
+    }
+
+    /// Whether the ledger should be rewritten now.
+    var shouldCompact: Bool { needsCompaction || length >= compactionBytes }
+
+    /// Rewrites the ledger with one line per stream.
+    func compact(marks: [StreamKey: UInt64], recordsSize: Int64) throws(CollectorError) {
+        let newLength = try MarksLedger.writeCompacted(path: path, marks: marks, recordsSize: recordsSize)
+        let newDescriptor = try FileIO.openForAppending(path)
+        FileIO.closeFile(descriptor)
+        descriptor = newDescriptor
+        length = newLength
+        needsCompaction = false
+    }
+
+    /// Writes `marks` to a temporary file and renames it over `path`. Returns the new file's length.
+    private static func writeCompacted(
+        path: String, marks: [StreamKey: UInt64], recordsSize: Int64
+    ) throws(CollectorError) -> Int64 {
+        var bytes: [UInt8] = []
+        for (stream, mark) in marks.sorted(by: { ($0.key.agent, $0.key.epoch) < ($1.key.agent, $1.key.epoch) }) {
+            appendLine(stream, mark, recordsSize, to: &bytes)
+        }
+        let temporary = path + ".tmp"
+        let descriptor = try FileIO.create(temporary)
+        do throws(CollectorError) {
+            try FileIO.writeAll(descriptor, bytes, path: temporary)
+            try FileIO.syncFile(descriptor, path: temporary)
+        } catch {
+            FileIO.closeFile(descriptor)
+            FileIO.removeFile(temporary)
+            throw error
+        }
+        FileIO.closeFile(descriptor)
+        try FileIO.renameFile(temporary, to: path)
+        FileIO.syncDirectory(FileIO.directory(of: path))
+        return Int64(bytes.count)
+    }
+
+    static func appendLine(_ stream: StreamKey, _ mark: UInt64, _ recordsSize: Int64, to bytes: inout [UInt8]) {
+        bytes.append(contentsOf: stream.agent.utf8)
+        bytes.append(UInt8(ascii: " "))
+        bytes.append(contentsOf: String(stream.epoch).utf8)
+        bytes.append(UInt8(ascii: " "))
+        bytes.append(contentsOf: String(mark).utf8)
+        bytes.append(UInt8(ascii: " "))
+        bytes.append(contentsOf: String(recordsSize).utf8)
+        bytes.append(UInt8(ascii: "\n"))
+    }
+
+    /// What a ledger file says.
+    struct Contents {
+        var marks: [StreamKey: UInt64] = [:]
+        /// The records size on the last valid line, nil when there is none.
+        var lastRecordsSize: Int64?
+        var validLines = 0
+        var invalidLines = 0
+        /// Length of an unterminated last line (a torn append), 0 when there is none.
+        var tornBytes = 0
+    }
+
+    /// Reads the ledger at `path` (an absent file is an empty ledger), skipping lines that do not parse and an
+    /// unterminated last line.
+    static func read(path: String) throws(CollectorError) -> Contents {
+        var contents = Contents()
+        guard let descriptor = try FileIO.openForReading(path) else { return contents }
+        defer { FileIO.closeFile(descriptor) }
+        let size = try FileIO.fileSize(descriptor, path: path)
+        let tail = try LineReader.forEachLine(descriptor, path: path, from: 0, to: size, maxLineBytes: 4096) { piece in
+            guard case .line(let line) = piece, let (stream, mark, recordsSize) = parseLine(line) else {
+                contents.invalidLines += 1
+                return
+            }
+            contents.marks[stream] = max(contents.marks[stream] ?? 0, mark)
+            contents.lastRecordsSize = recordsSize
+            contents.validLines += 1
+        }
+        contents.tornBytes = tail
+        return contents
+    }
+
+    static func parseLine(_ line: ByteBuffer) -> (StreamKey, UInt64, Int64)? {
+        let fields = line.readableBytesView.split(separator: UInt8(ascii: " "), omittingEmptySubsequences: false)
+        guard fields.count == 4,
+            let agent = AgentID.validated(fields[0]),
+            let epoch = Decimal.uint64(fields[1]),
+            let mark = Decimal.uint64(fields[2]),
+            let recordsSize = Decimal.uint64(fields[3]), recordsSize <= UInt64(Int64.max)
+        else { return nil }
+        return (StreamKey(agent: agent, epoch: epoch), mark, Int64(recordsSize))
+    }
+}
+
+/// Agent ids: 1-128 bytes of `[A-Za-z0-9._:-]` (docs/protocol.md).
+enum AgentID {
+    static let maximumLength = 128
+
+    static func isAllowed(_ byte: UInt8) -> Bool {
+        switch byte {
+        case UInt8(ascii: "A")...UInt8(ascii: "Z"), UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "0")...UInt8(ascii: "9"),
+            UInt8(ascii: "."), UInt8(ascii: "_"), UInt8(ascii: ":"), UInt8(ascii: "-"):
+            true
+        default:
+            false
+        }
+    }
+
+    /// The id, when `bytes` form a valid one.
+    static func validated<Bytes: Collection<UInt8>>(_ bytes: Bytes) -> String? {
+        guard (1...maximumLength).contains(bytes.count), bytes.allSatisfy(isAllowed) else { return nil }
+        return String(decoding: bytes, as: UTF8.self)
+    }
+}
+
+/// Strict decimal parsing: digits only, no sign, no spaces, no overflow.
+enum Decimal {
+    static func uint64<Bytes: Collection<UInt8>>(_ bytes: Bytes) -> UInt64? {
+        guard !bytes.isEmpty else { return nil }
+        var value: UInt64 = 0
+        for byte in bytes {
+            guard byte >= UInt8(ascii: "0") && byte <= UInt8(ascii: "9") else { return nil }
+            let (times10, overflow1) = value.multipliedReportingOverflow(by: 10)
+            let (sum, overflow2) = times10.addingReportingOverflow(UInt64(byte - UInt8(ascii: "0")))
+            guard !overflow1 && !overflow2 else { return nil }
+            value = sum
+        }
+        return value
+    }
+}
+
+/// Reads a file's lines with `LineSplitter`, a chunk at a time.
+enum LineReader {
+    /// Calls `body` for every complete line between `start` and `end`; returns the length of an unterminated
+    /// last line (0 when the range ends with a newline).
+    static func forEachLine(
+        _ descriptor: Int32, path: String, from start: Int64, to end: Int64, maxLineBytes: Int,
+        _ body: (LineSplitter.Piece) -> Void
+    ) throws(CollectorError) -> Int {
+        var splitter = LineSplitter(maxLineBytes: maxLineBytes)
+        var offset = start
+        let chunkSize = 1 << 20
+        var chunk = ByteBufferAllocator().buffer(capacity: chunkSize)
+        while offset < end {
+            chunk.clear()
+            let wanted = Int(min(Int64(chunkSize), end - offset))
+            var failure: CollectorError?
+            let count = chunk.writeWithUnsafeMutableBytes(minimumWritableBytes: wanted) { raw in
+                do throws(CollectorError) {
+                    return try FileIO.readFile(
+                        descriptor, into: UnsafeMutableRawBufferPointer(rebasing: raw[..<wanted]), at: offset, path: path)
+                } catch {
+                    failure = error
+                    return 0
+                }
+            }
+            if let failure { throw failure }
+            guard count > 0 else { break }  // the file is shorter than `end`
+            offset += Int64(count)
+            splitter.append(chunk)
+            while let piece = splitter.nextLine() { body(piece) }
+        }
+        return splitter.finish() ?? 0
+    }
+}

@@ -1,0 +1,121 @@
+import Logging
+import NIOCore
+import UplinkWire
+
+/// Start-up recovery of the marks, so that a restarted collector neither stores duplicates nor asks agents for
+/// data it has, whenever the previous process stopped (including `SIGKILL` at any instant):
+///
+/// 1. read the marks ledger, ignoring a torn last line;
+/// 2. when the JSONL sink is on, scan `records.jsonl` from the records size on the ledger's last line to the end,
+///    raising the marks of records that were written but not yet ledgered;
+/// 3. truncate an unterminated last line of `records.jsonl` (a torn write, never acknowledged);
+/// 4. rewrite the ledger compacted, one line per stream (temporary file + rename).
+///
+/// When the JSONL sink is off the ledger alone is the state.
+enum StorageRecovery {
+    struct Recovered {
+        var marks: [StreamKey: UInt64]
+        var ledger: MarksLedger
+        /// `records.jsonl` opened for appending, when the JSONL sink is on.
+        var recordsDescriptor: Int32?
+        var recordsSize: Int64
+        var rejectsDescriptor: Int32
+    }
+
+    static func recover(_ configuration: CollectorConfiguration, logger: Logger) throws(CollectorError) -> Recovered {
+        try FileIO.makeDirectories(configuration.dataDirectory)
+        let rejectsPath = configuration.resolvedRejectsFile
+        try FileIO.makeDirectories(FileIO.directory(of: rejectsPath))
+
+        let ledger = try MarksLedger.read(path: configuration.marksFile)
+        if ledger.invalidLines > 0 || ledger.tornBytes > 0 {
+            logger.warning(
+                "Marks ledger had unreadable lines; they are ignored",
+                metadata: [
+                    "file": "\(configuration.marksFile)", "invalid_lines": "\(ledger.invalidLines)",
+                    "torn_bytes": "\(ledger.tornBytes)",
+                ])
+        }
+        var marks = ledger.marks
+        var recordsSize: Int64 = 0
+        var recordsDescriptor: Int32?
+        if configuration.jsonlSink {
+            let path = configuration.recordsFile
+            guard let descriptor = try FileIO.openForUpdate(path, create: true) else {
+                throw CollectorError(code: "io_error", message: "cannot open \(path)")
+            }
+            defer { FileIO.closeFile(descriptor) }
+            let size = try FileIO.fileSize(descriptor, path: path)
+            let start = min(ledger.lastRecordsSize ?? 0, size)
+            var recovered = 0
+            var unreadable = 0
+            let tail = try LineReader.forEachLine(
+                descriptor, path: path, from: start, to: size, maxLineBytes: 2 * max(configuration.maxLineBytes, 1 << 20) + 4096
+            ) { piece in
+                guard case .line(let line) = piece, let (stream, sequence) = parseStoredRecord(line) else {
+                    unreadable += 1
+                    return
+                }
+                marks[stream] = max(marks[stream] ?? 0, sequence)
+                recovered += 1
+            }
+            if tail > 0 {
+                logger.warning(
+                    "Removing an unterminated last line from the records file (a write cut off by a crash; never acknowledged)",
+                    metadata: ["file": "\(path)", "bytes": "\(tail)"])
+                try FileIO.truncateFile(descriptor, to: size - Int64(tail), path: path)
+            }
+            if unreadable > 0 {
+                logger.warning(
+                    "Records file has lines that are not stored records; they are ignored",
+                    metadata: ["file": "\(path)", "lines": "\(unreadable)"])
+            }
+            logger.debug(
+                "Scanned the end of the records file for records not in the ledger",
+                metadata: ["from": "\(start)", "to": "\(size - Int64(tail))", "records": "\(recovered)"])
+            recordsSize = size - Int64(tail)
+            recordsDescriptor = try FileIO.openForAppending(path)
+        }
+        do throws(CollectorError) {
+            let rejectsDescriptor = try FileIO.openForAppending(rejectsPath)
+            do throws(CollectorError) {
+                let ledgerFile = try MarksLedger.create(
+                    path: configuration.marksFile, marks: marks, recordsSize: recordsSize, fsync: configuration.fsync)
+                return Recovered(
+                    marks: marks, ledger: ledgerFile, recordsDescriptor: recordsDescriptor, recordsSize: recordsSize,
+                    rejectsDescriptor: rejectsDescriptor)
+            } catch {
+                FileIO.closeFile(rejectsDescriptor)
+                throw error
+            }
+        } catch {
+            if let recordsDescriptor { FileIO.closeFile(recordsDescriptor) }
+            throw error
+        }
+    }
+
+    /// The stream and sequence of a line of `records.jsonl`: `{"agent":"<id>","epoch":<E>,` + a record line's keys.
+    static func parseStoredRecord(_ line: ByteBuffer) -> (StreamKey, UInt64)? {
+        line.withUnsafeReadableBytes { raw -> (StreamKey, UInt64)? in
+            let agentKey: StaticString = #"{"agent":""#
+            let epochKey: StaticString = #"","epoch":"#
+            var index = 0
+            func consume(_ literal: StaticString) -> Bool {
+                let count = literal.utf8CodeUnitCount
+                guard index + count <= raw.count else { return false }
+                for offset in 0..<count where raw[index + offset] != literal.utf8Start[offset] { return false }
+                index += count
+                return true
+            }
+            guard consume(agentKey) else { return nil }
+            let agentStart = index
+            while index < raw.count && raw[index] != UInt8(ascii: "\"") { index += 1 }
+            guard let agent = AgentID.validated(raw[agentStart..<index]), consume(epochKey) else { return nil }
+            let epochStart = index
+            while index < raw.count && raw[index] != UInt8(ascii: ",") { index += 1 }
+            guard let epoch = Decimal.uint64(raw[epochStart..<index]) else { return nil }
+            guard case .record(let sequence)? = try? WireLineParser.scan(raw) else { return nil }
+            return (StreamKey(agent: agent, epoch: epoch), sequence)
+        }
+    }
+}

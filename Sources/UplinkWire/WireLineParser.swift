@@ -1,0 +1,368 @@
+import NIOCore
+import UplinkCore
+
+/// What a body line is, as `WireLineParser.scan` reports it without building the record.
+public enum WireLineSummary: Sendable, Equatable {
+    /// A metric or log record with this sequence number.
+    case record(sequence: UInt64)
+    /// A heartbeat sent at this time (nanoseconds since the Unix epoch).
+    case heartbeat(timestamp: Int64)
+}
+
+/// A fully decoded body line.
+public enum WireLine: Sendable, Equatable {
+    /// A record and its sequence number. A `null` metric value decodes to `Double.nan`.
+    case record(sequence: UInt64, Record)
+    /// A heartbeat sent at this time (nanoseconds since the Unix epoch).
+    case heartbeat(timestamp: Int64)
+}
+
+/// Reads the body lines of docs/protocol.md: one JSON object per line, without its `\n` terminator.
+///
+/// The parser is byte-level (no `JSONDecoder`) and validating: the whole line must be one well-formed JSON object
+/// (RFC 8259, strings well-formed UTF-8) of the protocol's shape. Keys may come in any order; unknown keys are
+/// skipped, including nested values up to `maximumDepth`. Known keys may appear once.
+///
+/// A record needs `seq` (integer ≥ 1), `ts` (integer), `src` (string) and either `metric` (string) with `value`
+/// (number or `null`) and optionally `unit` (string) and `tags` (object of strings), or `log` (string) with
+/// optionally `fields` (object of strings). A heartbeat is `{"heartbeat":<integer>}`.
+public enum WireLineParser {
+    /// Deepest nesting of arrays and objects accepted inside a line, counting the line's own object as 1.
+    public static let maximumDepth = 32
+
+    /// Validates `line` and tells what it is, without allocating on valid input.
+    public static func scan(_ line: UnsafeRawBufferPointer) throws(WireDecodingError) -> WireLineSummary {
+        let scanner = JSONScanner(line, maximumDepth: maximumDepth)
+        let layout = try LineLayout.scan(scanner)
+        if let heartbeat = layout.heartbeat { return .heartbeat(timestamp: heartbeat) }
+        return .record(sequence: layout.sequence)
+    }
+
+    /// Validates `line` (the readable bytes) and tells what it is; see `scan(_:)-(UnsafeRawBufferPointer)`.
+    public static func scan(_ line: ByteBuffer) throws(WireDecodingError) -> WireLineSummary {
+        try line.withUnsafeReadableBytes { bytes in
+            Result { () throws(WireDecodingError) in try scan(bytes) }
+        }.get()
+    }
+
+    /// Validates and decodes `line` into a record or a heartbeat.
+    public static func decode(_ line: UnsafeRawBufferPointer) throws(WireDecodingError) -> WireLine {
+        let scanner = JSONScanner(line, maximumDepth: maximumDepth)
+        let layout = try LineLayout.scan(scanner)
+        if let heartbeat = layout.heartbeat { return .heartbeat(timestamp: heartbeat) }
+        let source = scanner.string(layout.source)
+        let timestamp = layout.timestamp
+        let record: Record
+        if let metric = layout.metric {
+            let value: Double
+            if let number = layout.value { value = scanner.double(number) } else { value = .nan }
+            record = .metric(
+                scanner.string(metric), value: value, unit: layout.unit.map { scanner.string($0) } ?? "",
+                tags: layout.tags.map { readStringObject(scanner, at: $0) } ?? [], source: source, timestamp: timestamp)
+        } else {
+            record = .log(
+                scanner.string(layout.log!), fields: layout.fields.map { readStringObject(scanner, at: $0) } ?? [],
+                source: source, timestamp: timestamp)
+        }
+        return .record(sequence: layout.sequence, record)
+    }
+
+    /// Validates and decodes `line` (the readable bytes); see `decode(_:)-(UnsafeRawBufferPointer)`.
+    public static func decode(_ line: ByteBuffer) throws(WireDecodingError) -> WireLine {
+        try line.withUnsafeReadableBytes { bytes in
+            Result { () throws(WireDecodingError) in try decode(bytes) }
+        }.get()
+    }
+
+    /// Reads an already validated object of strings starting at `offset` (its `{`).
+    private static func readStringObject(_ scanner: JSONScanner, at offset: Int) -> [Tag] {
+        var scanner = scanner
+        scanner.index = offset + 1
+        var tags: [Tag] = []
+        scanner.skipWhitespace()
+        while scanner.current == UInt8(ascii: "\"") {
+            // Cannot fail: the object was validated by `LineLayout.scanStringObject`.
+            guard let key = try? scanner.scanString() else { break }
+            scanner.skipWhitespace()
+            scanner.index += 1  // ':'
+            scanner.skipWhitespace()
+            guard let value = try? scanner.scanString() else { break }
+            tags.append(Tag(scanner.string(key), scanner.string(value)))
+            scanner.skipWhitespace()
+            if scanner.current == UInt8(ascii: ",") {
+                scanner.index += 1
+                scanner.skipWhitespace()
+            }
+        }
+        return tags
+    }
+}
+
+/// The positions of the known keys' values in a validated line.
+private struct LineLayout {
+    /// Known keys, as bits of `present`.
+    enum Key: UInt16 {
+        case seq = 1, ts = 2, src = 4, metric = 8, value = 16, unit = 32, tags = 64, log = 128, fields = 256
+        case heartbeat = 512
+
+        /// The key as it appears in a line (for messages).
+        var name: String { literal.description }
+    }
+
+    var present: UInt16 = 0
+    var sequence: UInt64 = 0
+    var timestamp: Int64 = 0
+    var heartbeat: Int64?
+    var source = StringSpan(start: 0, end: 0, hasEscapes: false)
+    var metric: StringSpan?
+    /// nil with `.value` present means `null`.
+    var value: NumberSpan?
+    var unit: StringSpan?
+    /// Offset of the `{` of `tags`.
+    var tags: Int?
+    var log: StringSpan?
+    /// Offset of the `{` of `fields`.
+    var fields: Int?
+
+    func has(_ key: Key) -> Bool { present & key.rawValue != 0 }
+
+    static func scan(_ scanner: JSONScanner) throws(WireDecodingError) -> LineLayout {
+        var scanner = scanner
+        var layout = LineLayout()
+        scanner.skipWhitespace()
+        guard let first = scanner.current else { throw scanner.syntaxError("empty line") }
+        guard first == UInt8(ascii: "{") else {
+            // Tell a JSON value that is not an object from garbage.
+            try scanner.skipValue(depth: 0)
+            scanner.skipWhitespace()
+            guard scanner.isAtEnd else { throw scanner.unexpected(expecting: "the end of the line") }
+            throw JSONScanner.error(WireDecodingError.Code.notAnObject, "the line is not a JSON object", at: 0)
+        }
+        scanner.index += 1
+        scanner.skipWhitespace()
+        if scanner.current != UInt8(ascii: "}") {
+            while true {
+                guard scanner.current == UInt8(ascii: "\"") else { throw scanner.unexpected(expecting: "a key string") }
+                let keyOffset = scanner.index
+                let keySpan = try scanner.scanString()
+                scanner.skipWhitespace()
+                try scanner.expect(UInt8(ascii: ":"), "':'")
+                scanner.skipWhitespace()
+                if let key = knownKey(keySpan, scanner) {
+                    guard !layout.has(key) else {
+                        throw JSONScanner.error(
+                            WireDecodingError.Code.duplicateKey, "key '\(key.name)' appears more than once", at: keyOffset)
+                    }
+                    layout.present |= key.rawValue
+                    try layout.scanValue(of: key, &scanner)
+                } else {
+                    try scanner.skipValue(depth: 1)
+                }
+                scanner.skipWhitespace()
+                if scanner.current == UInt8(ascii: ",") {
+                    scanner.index += 1
+                    scanner.skipWhitespace()
+                    continue
+                }
+                try scanner.expect(UInt8(ascii: "}"), "',' or '}'")
+                break
+            }
+        } else {
+            scanner.index += 1
+        }
+        let end = scanner.index
+        scanner.skipWhitespace()
+        guard scanner.isAtEnd else { throw scanner.unexpected(expecting: "the end of the line") }
+        try layout.checkShape(end: end)
+        return layout
+    }
+
+    private static func knownKey(_ span: StringSpan, _ scanner: JSONScanner) -> Key? {
+        if !span.hasEscapes {
+            // Without escapes the length decides which keys can match (no allocation, no loop over all keys).
+            switch span.end - span.start {
+            case 2: return scanner.string(span, equals: "ts") ? .ts : nil
+            case 3:
+                if scanner.string(span, equals: "seq") { return .seq }
+                if scanner.string(span, equals: "src") { return .src }
+                if scanner.string(span, equals: "log") { return .log }
+                return nil
+            case 4:
+                if scanner.string(span, equals: "unit") { return .unit }
+                if scanner.string(span, equals: "tags") { return .tags }
+                return nil
+            case 5: return scanner.string(span, equals: "value") ? .value : nil
+            case 6:
+                if scanner.string(span, equals: "metric") { return .metric }
+                if scanner.string(span, equals: "fields") { return .fields }
+                return nil
+            case 9: return scanner.string(span, equals: "heartbeat") ? .heartbeat : nil
+            default: return nil
+            }
+        }
+        var raw = Key.seq.rawValue
+        while let key = Key(rawValue: raw) {
+            if scanner.string(span, equals: key.literal) { return key }
+            raw <<= 1
+        }
+        return nil
+    }
+
+    private mutating func scanValue(of key: Key, _ scanner: inout JSONScanner) throws(WireDecodingError) {
+        let offset = scanner.index
+        switch key {
+        case .seq:
+            let number = try LineLayout.integer(key, &scanner)
+            guard let sequence = scanner.uint64(number), sequence >= 1 else {
+                throw JSONScanner.error(
+                    WireDecodingError.Code.invalidValue, "'seq' must be an integer from 1 to 2^64-1", at: offset)
+            }
+            self.sequence = sequence
+        case .ts, .heartbeat:
+            let number = try LineLayout.integer(key, &scanner)
+            guard let value = scanner.int64(number) else {
+                throw JSONScanner.error(
+                    WireDecodingError.Code.invalidValue, "'\(key.name)' does not fit in a signed 64-bit integer", at: offset)
+            }
+            if key == .ts { timestamp = value } else { heartbeat = value }
+        case .src:
+            source = try LineLayout.string(key, &scanner)
+        case .metric:
+            metric = try LineLayout.string(key, &scanner)
+        case .unit:
+            unit = try LineLayout.string(key, &scanner)
+        case .log:
+            log = try LineLayout.string(key, &scanner)
+        case .value:
+            switch scanner.current ?? 0 {
+            case UInt8(ascii: "n"):
+                try scanner.scanLiteral("null")
+            case UInt8(ascii: "-"), UInt8(ascii: "0")...UInt8(ascii: "9"):
+                value = try scanner.scanNumber()
+            default:
+                try LineLayout.wrongType(key, "a number or null", &scanner)
+            }
+        case .tags:
+            tags = try LineLayout.scanStringObject(key, &scanner)
+        case .fields:
+            fields = try LineLayout.scanStringObject(key, &scanner)
+        }
+    }
+
+    private static func integer(_ key: Key, _ scanner: inout JSONScanner) throws(WireDecodingError) -> NumberSpan {
+        let offset = scanner.index
+        switch scanner.current ?? 0 {
+        case UInt8(ascii: "-"), UInt8(ascii: "0")...UInt8(ascii: "9"):
+            let number = try scanner.scanNumber()
+            guard number.isInteger else {
+                throw JSONScanner.error(
+                    WireDecodingError.Code.wrongType, "'\(key.name)' must be an integer, without fraction or exponent",
+                    at: offset)
+            }
+            return number
+        default:
+            try wrongType(key, "an integer", &scanner)
+        }
+    }
+
+    private static func string(_ key: Key, _ scanner: inout JSONScanner) throws(WireDecodingError) -> StringSpan {
+        guard scanner.current == UInt8(ascii: "\"") else { try wrongType(key, "a string", &scanner) }
+        return try scanner.scanString()
+    }
+
+    /// Throws `wrong_type` for the value at `scanner.index`, or `invalid_json` if it is not a JSON value at all.
+    private static func wrongType(_ key: Key, _ expected: String, _ scanner: inout JSONScanner) throws(WireDecodingError) -> Never {
+        let offset = scanner.index
+        try scanner.skipValue(depth: 1)
+        throw JSONScanner.error(WireDecodingError.Code.wrongType, "'\(key.name)' must be \(expected)", at: offset)
+    }
+
+    /// Validates an object whose values are all strings and returns the offset of its `{`.
+    private static func scanStringObject(_ key: Key, _ scanner: inout JSONScanner) throws(WireDecodingError) -> Int {
+        let start = scanner.index
+        guard scanner.current == UInt8(ascii: "{") else { try wrongType(key, "an object of strings", &scanner) }
+        scanner.index += 1
+        scanner.skipWhitespace()
+        if scanner.current == UInt8(ascii: "}") {
+            scanner.index += 1
+            return start
+        }
+        while true {
+            guard scanner.current == UInt8(ascii: "\"") else { throw scanner.unexpected(expecting: "a key string") }
+            let member = try scanner.scanString()
+            scanner.skipWhitespace()
+            try scanner.expect(UInt8(ascii: ":"), "':'")
+            scanner.skipWhitespace()
+            guard scanner.current == UInt8(ascii: "\"") else {
+                let offset = scanner.index
+                try scanner.skipValue(depth: 2)
+                throw JSONScanner.error(
+                    WireDecodingError.Code.wrongType,
+                    "'\(key.name)' must be an object of strings; the value of '\(scanner.string(member))' is not a string",
+                    at: offset)
+            }
+            _ = try scanner.scanString()
+            scanner.skipWhitespace()
+            if scanner.current == UInt8(ascii: ",") {
+                scanner.index += 1
+                scanner.skipWhitespace()
+                continue
+            }
+            try scanner.expect(UInt8(ascii: "}"), "',' or '}'")
+            return start
+        }
+    }
+
+    /// Checks that the keys found make a record or a heartbeat.
+    private func checkShape(end: Int) throws(WireDecodingError) {
+        func missing(_ what: String) -> WireDecodingError {
+            JSONScanner.error(WireDecodingError.Code.missingKey, what, at: end)
+        }
+        func conflict(_ what: String) -> WireDecodingError {
+            JSONScanner.error(WireDecodingError.Code.conflictingKeys, what, at: end)
+        }
+        let recordKeys: UInt16 = present & ~Key.heartbeat.rawValue
+        if has(.heartbeat) {
+            guard recordKeys == 0 else {
+                var raw = Key.seq.rawValue
+                while raw & recordKeys == 0 { raw <<= 1 }
+                throw conflict("a heartbeat line cannot carry the record key '\(Key(rawValue: raw)!.name)'")
+            }
+            return
+        }
+        guard has(.seq) else { throw missing("missing key 'seq' (or 'heartbeat')") }
+        guard has(.ts) else { throw missing("missing key 'ts'") }
+        guard has(.src) else { throw missing("missing key 'src'") }
+        if has(.metric) {
+            if has(.log) { throw conflict("a record cannot carry both 'metric' and 'log'") }
+            if has(.fields) { throw conflict("a metric record ('metric') cannot carry the log key 'fields'") }
+            guard has(.value) else { throw missing("missing key 'value' of metric record") }
+        } else if has(.log) {
+            let metricKeys = Key.value.rawValue | Key.unit.rawValue | Key.tags.rawValue
+            if present & metricKeys != 0 {
+                var raw = Key.value.rawValue
+                while raw & present & metricKeys == 0 { raw <<= 1 }
+                throw conflict("a log record ('log') cannot carry the metric key '\(Key(rawValue: raw)!.name)'")
+            }
+        } else {
+            throw missing("missing key 'metric' or 'log'")
+        }
+    }
+}
+
+extension LineLayout.Key {
+    var literal: StaticString {
+        switch self {
+        case .seq: "seq"
+        case .ts: "ts"
+        case .src: "src"
+        case .metric: "metric"
+        case .value: "value"
+        case .unit: "unit"
+        case .tags: "tags"
+        case .log: "log"
+        case .fields: "fields"
+        case .heartbeat: "heartbeat"
+        }
+    }
+}

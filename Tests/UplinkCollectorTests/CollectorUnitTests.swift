@@ -1,0 +1,125 @@
+import Foundation
+import NIOCore
+import Testing
+import UplinkCore
+import UplinkWire
+
+@testable import UplinkCollector
+
+@Suite struct CollectorUnitTests {
+    @Test(arguments: [
+        (Int64(0), "1970-01-01T00:00:00.000000000Z"), (-1, "1969-12-31T23:59:59.999999999Z"),
+        (1_763_704_818_123_456_789, "2025-11-21T06:00:18.123456789Z"), (951_782_400_000_000_000, "2000-02-29T00:00:00.000000000Z"),
+        (4_107_542_400_000_000_000, "2100-03-01T00:00:00.000000000Z"), (Int64.min, "1677-09-21T00:12:43.145224192Z"),
+        (Int64.max, "2262-04-11T23:47:16.854775807Z"),
+    ] as [(Int64, String)])
+    func utcTimestamps(nanoseconds: Int64, expected: String) {
+        #expect(UTCTimestamp.string(nanoseconds: nanoseconds) == expected)
+    }
+
+    @Test func utcTimestampsAgreeWithFoundation() {
+        let formatter = ISO8601DateFormatter()
+        formatter.timeZone = TimeZone(identifier: "UTC")
+        var state: UInt64 = 0x7157
+        for _ in 0..<5000 {
+            state = state &* 6_364_136_223_846_793_005 &+ 1_442_695_040_888_963_407
+            let nanoseconds = Int64(bitPattern: state)
+            let seconds = Int64((Double(nanoseconds) / 1e9).rounded(.down))
+            // Foundation's Date is a Double: compare whole seconds away from rounding trouble.
+            guard nanoseconds - seconds * 1_000_000_000 > 1000, nanoseconds - seconds * 1_000_000_000 < 999_999_000 else { continue }
+            let ours = UTCTimestamp.string(nanoseconds: nanoseconds)
+            let foundation = formatter.string(from: Date(timeIntervalSince1970: Double(seconds)))
+            #expect(ours.prefix(19) + "Z" == foundation, "\(nanoseconds)")
+            #expect(ours.dropFirst(20).prefix(9) == String(nanoseconds - seconds * 1_000_000_000).leftPadded(to: 9))
+        }
+    }
+
+    @Test func stdoutEscapesEverythingThatCouldBreakALine() {
+        var text: [UInt8] = []
+        StdoutSink.appendEscaped("a\nb\rc\td\\e\u{0}\u{1b}\u{7f}\u{85}\u{2028}\u{2029}é😀 ", to: &text)
+        #expect(String(decoding: text, as: UTF8.self) == #"a\nb\rc\td\\e\u{0}\u{1b}\u{7f}\u{85}\u{2028}\u{2029}é😀 "#)
+        var value: [UInt8] = []
+        for number in [0.0, -0.0, 12.5, 1e-7, 3, -.infinity, .infinity, .nan, 1e300] {
+            StdoutSink.appendValue(number, to: &value)
+            value.append(UInt8(ascii: " "))
+        }
+        #expect(String(decoding: value, as: UTF8.self) == "0 0 12.5 1e-07 3 -Inf +Inf NaN 1e+300 ")
+    }
+
+    @Test func theProcessorSortsChunksSplitAnywhereTheSameWay() {
+        let stream = StreamKey(agent: "p", epoch: 1)
+        let lines = [recordLine(3), recordLine(4), Array("junk".utf8), recordLine(4), recordLine(8), Array(#"{"heartbeat":1}"#.utf8),
+                     recordLine(2), recordLine(9)]
+        let bytes = lines.flatMap { $0 + [UInt8(ascii: "\n")] }
+        for split in 0...bytes.count {
+            var processor = StreamProcessor(stream: stream, mark: 2, maxLineBytes: 1 << 20)
+            let first = processor.process(ByteBufferAllocator().buffer(bytes: bytes[..<split]))
+            let second = processor.process(ByteBufferAllocator().buffer(bytes: bytes[split...]))
+            let accepted = (first.lines + second.lines).map { Array($0.readableBytesView) }
+            #expect(accepted == [recordLine(3), recordLine(4), recordLine(8), recordLine(9)])
+            #expect(first.duplicates + second.duplicates == 2)
+            #expect(first.heartbeats + second.heartbeats == 1)
+            #expect(first.malformed + second.malformed == 1)
+            #expect(first.gaps + second.gaps == [SequenceGap(after: 4, next: 8)])
+            #expect(first.missing + second.missing == 3)
+            #expect(second.highestSequence == 9)
+            #expect(processor.mark == 9)
+            #expect(processor.finish() == nil)
+        }
+    }
+
+    @Test func storedRecordsAreSplicedAndParsedBack() throws {
+        let batch = CollectorBatch(
+            stream: StreamKey(agent: "edge-1", epoch: 99),
+            lines: [ByteBufferAllocator().buffer(bytes: recordLine(5)), ByteBufferAllocator().buffer(string: #"  {"seq":6,"ts":1,"src":"s","log":""}"#)],
+            highestSequence: 6)
+        var bytes: [UInt8] = []
+        JSONLSink.append(batch, to: &bytes)
+        let text = String(decoding: bytes, as: UTF8.self)
+        let lines = text.split(separator: "\n")
+        #expect(lines.count == 2)
+        #expect(lines[1] == #"{"agent":"edge-1","epoch":99,"seq":6,"ts":1,"src":"s","log":""}"#)
+        for (line, sequence) in zip(lines, [UInt64(5), 6]) {
+            let parsed = StorageRecovery.parseStoredRecord(ByteBufferAllocator().buffer(string: String(line)))
+            #expect(parsed?.0 == StreamKey(agent: "edge-1", epoch: 99))
+            #expect(parsed?.1 == sequence)
+            #expect(try JSONSerialization.jsonObject(with: Data(line.utf8)) is [String: Any])
+        }
+        for bad in [
+            #"{"seq":1,"ts":1,"src":"s","log":""}"#, #"{"agent":"a b","epoch":1,"seq":1,"ts":1,"src":"s","log":""}"#,
+            #"{"agent":"a","epoch":x,"seq":1,"ts":1,"src":"s","log":""}"#, #"{"agent":"a","epoch":1,"ts":1,"src":"s","log":""}"#,
+            #"{"agent":"a","epoch":1,"seq":1"#, "",
+        ] {
+            #expect(StorageRecovery.parseStoredRecord(ByteBufferAllocator().buffer(string: bad)) == nil, "\(bad)")
+        }
+    }
+
+    @Test func ledgerLines() {
+        func parse(_ text: String) -> (StreamKey, UInt64, Int64)? {
+            MarksLedger.parseLine(ByteBufferAllocator().buffer(string: text))
+        }
+        let parsed = parse("edge-1 18446744073709551615 7 1234")
+        #expect(parsed?.0 == StreamKey(agent: "edge-1", epoch: UInt64.max))
+        #expect(parsed?.1 == 7)
+        #expect(parsed?.2 == 1234)
+        for bad in ["", "a 1 2", "a 1 2 3 4", "a  1 2 3", "a 1 2 -3", "a b 2 3", "a 1 2 9223372036854775808", "é 1 2 3", "a 1 2 3 "] {
+            #expect(parse(bad) == nil, "\(bad)")
+        }
+        var bytes: [UInt8] = []
+        MarksLedger.appendLine(StreamKey(agent: "x", epoch: 3), 9, 100, to: &bytes)
+        #expect(String(decoding: bytes, as: UTF8.self) == "x 3 9 100\n")
+    }
+
+    @Test func bearerTokensAreComparedExactly() {
+        #expect(Collector.isBearer("Bearer abc", token: "abc"))
+        for given in ["Bearer abd", "Bearer ab", "Bearer abcd", "bearer abc", "abc", "", "Bearer  abc"] {
+            #expect(!Collector.isBearer(given, token: "abc"), "\(given)")
+        }
+    }
+}
+
+extension String {
+    func leftPadded(to length: Int) -> String {
+        count >= length ? self : String(repeating: "0", count: length - count) + self
+    }
+}

@@ -1,0 +1,40 @@
+import NIOCore
+import Testing
+import UplinkWire
+
+@Suite struct AckLineTests {
+    static func parse(_ text: String) -> AckLine? {
+        Array(text.utf8).withUnsafeBytes { AckLine.parse($0) }
+    }
+
+    @Test(arguments: [
+        (#"{"resume":0}"#, AckLine.resume(0)), (#"{"resume":40}"#, .resume(40)), (#"{"ack":41}"#, .ack(41)),
+        (#" { "ack" : 97 } "#, .ack(97)), ("\t{\t\"ack\"\t:\t5\t}\t", .ack(5)),
+        (#"{"ack":18446744073709551615}"#, .ack(UInt64.max)), (#"{"resume":007}"#, .resume(7)),
+    ] as [(String, AckLine)])
+    func accepts(text: String, expected: AckLine) {
+        #expect(Self.parse(text) == expected)
+        #expect(AckLine.parse(ByteBufferAllocator().buffer(string: text)) == expected)
+    }
+
+    @Test(arguments: [
+        "", " ", "garbage", "{}", #"{"ack":}"#, #"{"ack":-1}"#, #"{"ack":1.5}"#, #"{"ack":"1"}"#, #"{"ack":1"#, #"{"ack":1}x"#,
+        #"{"ack":1,"x":2}"#, #"{"nack":1}"#, #"{"ACK":1}"#, #"["ack",1]"#, #"{"ack":18446744073709551616}"#,
+        #"{"resume":99999999999999999999999}"#, #"{"ack" 1}"#, #"{ack:1}"#,
+    ])
+    func rejects(text: String) {
+        #expect(Self.parse(text) == nil)
+    }
+
+    @Test func writerOutputParses() {
+        for value in [0, 1, 41, 1 << 53, UInt64.max] {
+            for line in [AckLine.resume(value), .ack(value)] {
+                var buffer = ByteBufferAllocator().buffer(capacity: 0)
+                WireLineWriter.appendAckLine(line, to: &buffer)
+                #expect(buffer.readableBytesView.last == UInt8(ascii: "\n"))
+                buffer.moveWriterIndex(to: buffer.writerIndex - 1)
+                #expect(AckLine.parse(buffer) == line)
+            }
+        }
+    }
+}

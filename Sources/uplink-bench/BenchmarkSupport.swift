@@ -20,7 +20,7 @@ struct ResourceUsage {
 
     static func now() -> ResourceUsage {
         var usage = rusage()
-        getrusage(RUSAGE_SELF, &usage)
+        getrusage(RUSAGE_SELF.rawValue, &usage)
         let cpu = Double(usage.ru_utime.tv_sec) + Double(usage.ru_utime.tv_usec) / 1e6
             + Double(usage.ru_stime.tv_sec) + Double(usage.ru_stime.tv_usec) / 1e6
         return ResourceUsage(cpuSeconds: cpu, maxResidentBytes: Int(usage.ru_maxrss) * 1024)
@@ -33,7 +33,8 @@ func residentBytes() -> Int {
     defer { fclose(file) }
     var buffer = [CChar](repeating: 0, count: 128)
     guard fgets(&buffer, Int32(buffer.count), file) != nil else { return 0 }
-    let fields = String(cString: buffer).split(separator: " ")
+    let text = String(decoding: buffer.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
+    let fields = text.split(separator: " ")
     guard fields.count >= 2, let pages = Int(fields[1]) else { return 0 }
     return pages * Int(sysconf(Int32(_SC_PAGESIZE)))
 }

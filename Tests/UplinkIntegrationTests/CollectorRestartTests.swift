@@ -28,7 +28,7 @@ struct CollectorRestartTests {
             collector = try CollectorProcess(binary: binary, port: port, dataDirectory: dataDirectory)
             try await collector.waitUntilHealthy()
         }
-        #expect(await agent.waitUntilAllAcknowledged(timeout: .seconds(60)))
+        #expect(await agent.waitUntilAllAcknowledged(records: total, timeout: .seconds(120)))
         try await agent.stop()
         collector.terminate()
 
@@ -36,9 +36,10 @@ struct CollectorRestartTests {
         let counters = stored.compactMap { Harness.generatorCounter($0.record) }
         #expect(stored.count == total, "stored \(stored.count) of \(total)")
         #expect(Set(stored.map(\.sequence)).count == stored.count, "duplicates stored")
-        #expect(counters.sorted() == Array(0..<total))
+        #expect(Harness.exactlyOnceProblem(counters, total: total) == nil)
         #expect(agent.ring.statistics().sources.allSatisfy { $0.droppedOldest == 0 && $0.droppedNewest == 0 })
-        #expect(agent.uplink.statistics().failures >= 20)
+        // Every restart needs a new stream before records can be acknowledged again: one per collector process.
+        #expect(agent.uplink.statistics().streamsOpened >= 21)
     }
 }
 

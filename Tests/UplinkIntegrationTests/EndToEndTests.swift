@@ -10,14 +10,17 @@ struct EndToEndTests {
         let collector = try await InProcessCollector(name: "e2e")
         let total = 100_000
         let agent = RunningAgent(url: collector.url, sources: [.generator(rate: 0, count: total)])
-        #expect(await agent.waitUntilAllAcknowledged(timeout: .seconds(120)))
+        #expect(await agent.waitUntilAllAcknowledged(records: total, timeout: .seconds(120)))
         try await agent.stop()
         try await collector.stop()
 
         let stored = try Harness.storedRecords(in: collector.dataDirectory)
         #expect(stored.count == total)
-        #expect(stored.map(\.sequence) == Array(1...UInt64(total)))
-        #expect(stored.compactMap { Harness.generatorCounter($0.record) } == Array(0..<total))
+        let inOrder = stored.map(\.sequence).elementsEqual(1...UInt64(total))
+        #expect(inOrder, "sequences are not 1...\(total) in order")
+        let counters = stored.compactMap { Harness.generatorCounter($0.record) }
+        #expect(counters.elementsEqual(0..<total), "records are not in generation order")
+        #expect(Harness.exactlyOnceProblem(counters, total: total) == nil)
         let statistics = collector.collector.statistics()
         #expect(statistics.duplicatesDiscarded == 0)
         #expect(statistics.recordsMissing == 0)
@@ -29,7 +32,7 @@ struct EndToEndTests {
         let agent = RunningAgent(url: collector.url, sources: [.generator(rate: 0, count: 10)]) { uplink in
             uplink.heartbeatInterval = .seconds(1)
         }
-        #expect(await agent.waitUntilAllAcknowledged(timeout: .seconds(30)))
+        #expect(await agent.waitUntilAllAcknowledged(records: 10, timeout: .seconds(30)))
         try await Task.sleep(for: .milliseconds(300))
         let before = agent.uplink.statistics()
         try await Task.sleep(for: .milliseconds(3500))

@@ -51,6 +51,21 @@ enum Harness {
         return result
     }
 
+    /// Compares the generator counters found with `0..<total`; nil when each appears exactly once, else a short
+    /// description of what is missing or repeated (never the whole list).
+    static func exactlyOnceProblem(_ counters: [Int], total: Int) -> String? {
+        var seen = [Int](repeating: 0, count: total)
+        var outOfRange = 0
+        for counter in counters {
+            if (0..<total).contains(counter) { seen[counter] += 1 } else { outOfRange += 1 }
+        }
+        let missing = seen.indices.filter { seen[$0] == 0 }
+        let repeated = seen.indices.filter { seen[$0] > 1 }
+        guard !missing.isEmpty || !repeated.isEmpty || outOfRange > 0 else { return nil }
+        return "\(missing.count) missing (first \(missing.prefix(5))), \(repeated.count) repeated (first \(repeated.prefix(5))), "
+            + "\(outOfRange) out of range"
+    }
+
     /// The generator's record counter `n` of a stored record.
     static func generatorCounter(_ record: Record) -> Int? {
         guard case .log(let line) = record.payload else { return nil }
@@ -128,11 +143,12 @@ final class RunningAgent: Sendable {
         try await task.value
     }
 
-    /// Waits until the collector acknowledged every record the ring ever numbered.
-    func waitUntilAllAcknowledged(timeout: Duration) async -> Bool {
+    /// Waits until at least `records` records were appended and the collector acknowledged every record the
+    /// ring numbered. (Without the count, a source that is still producing could look finished.)
+    func waitUntilAllAcknowledged(records: Int, timeout: Duration) async -> Bool {
         await Harness.eventually(timeout: timeout) {
             let statistics = ring.statistics()
-            return statistics.acknowledged + 1 >= statistics.nextToWrite && statistics.nextToWrite > 1
+            return statistics.nextToWrite > UInt64(records) && statistics.acknowledged + 1 >= statistics.nextToWrite
         }
     }
 }

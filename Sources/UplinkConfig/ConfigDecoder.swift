@@ -70,6 +70,7 @@ public final class ConfigDecoder {
 
     /// `node` as a mapping, checking its keys against `allowedKeys` (nil: no check). Null yields an empty mapping.
     public func mapping(_ node: ConfigNode, at path: ConfigPath, allowedKeys: [String]?) -> ConfigMapping? {
+        if node.scalar?.substitutionFailed == true { return nil }
         switch node.content {
         case .mapping:
             return ConfigMapping(decoder: self, node: node, path: path, allowedKeys: allowedKeys)
@@ -84,6 +85,7 @@ public final class ConfigDecoder {
 
     /// `node`'s items with their paths. Null yields an empty list.
     public func list(_ node: ConfigNode, at path: ConfigPath) -> [ConfigElement]? {
+        if node.scalar?.substitutionFailed == true { return nil }
         switch node.content {
         case .sequence(let items):
             return items.enumerated().map { ConfigElement(node: $1, path: path.appending(index: $0)) }
@@ -97,8 +99,10 @@ public final class ConfigDecoder {
 
     // MARK: - Scalars
 
-    /// The scalar at `node`, or nil with an issue saying what was `expected` instead.
+    /// The scalar at `node`, or nil with an issue saying what was `expected` instead. A scalar whose `${VAR}`
+    /// substitution failed reads as nil without a second issue.
     public func scalar(_ node: ConfigNode, at path: ConfigPath, expected: String) -> ConfigScalar? {
+        if node.scalar?.substitutionFailed == true { return nil }
         guard let scalar = node.scalar, !scalar.isNull else {
             report(.wrongType, at: node.mark, path: path, "expected \(expected), got \(node.summary)")
             return nil

@@ -85,11 +85,15 @@ public struct ConfigScalar: Sendable, Equatable {
     public var raw: String
     /// How the scalar was written.
     public var style: Style
+    /// Whether `${VAR}` substitution failed (an unset variable, a malformed reference). The problem has been
+    /// reported by the parser; decoders read such a value as unusable without reporting it again.
+    public var substitutionFailed: Bool
 
-    public init(value: String, raw: String? = nil, style: Style = .plain) {
+    public init(value: String, raw: String? = nil, style: Style = .plain, substitutionFailed: Bool = false) {
         self.value = value
         self.raw = raw ?? value
         self.style = style
+        self.substitutionFailed = substitutionFailed
     }
 
     /// Whether the scalar was quoted (`'…'` or `"…"`). Quoted scalars are never null.
@@ -98,7 +102,7 @@ public struct ConfigScalar: Sendable, Equatable {
     /// Whether the scalar is YAML's null: unquoted and empty, `~`, `null`, `Null` or `NULL` (after substitution,
     /// so `${UNSET_OK:-}` yields null and the setting keeps its default).
     public var isNull: Bool {
-        style == .plain && (value.isEmpty || value == "~" || value == "null" || value == "Null" || value == "NULL")
+        !substitutionFailed && style == .plain && (value.isEmpty || value == "~" || value == "null" || value == "Null" || value == "NULL")
     }
 }
 

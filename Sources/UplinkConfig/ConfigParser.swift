@@ -108,6 +108,7 @@ struct TreeBuilder {
             if !isKeyPosition {
                 let (substituted, problems) = EnvironmentSubstitution.substitute(text, environment: environment)
                 value.value = substituted
+                value.substitutionFailed = !problems.isEmpty
                 let path = nextPath
                 for problem in problems {
                     report(problem.code, at: mark, path: path, problem.message, hint: problem.hint)
@@ -277,7 +278,10 @@ struct TreeBuilder {
         switch parser.error {
         case YAML_READER_ERROR:
             var message = "invalid YAML: \(problem)"
-            if parser.problem_value != -1 { message += " (byte value \(parser.problem_value))" }
+            if parser.problem_value != -1 {
+                let hex = String(UInt32(truncatingIfNeeded: parser.problem_value), radix: 16, uppercase: true)
+                message += " (byte 0x\(hex.count < 2 ? "0" + hex : hex))"
+            }
             report(.syntax, at: markForByteOffset(Int(parser.problem_offset)), path: .root, message)
         case YAML_MEMORY_ERROR:
             report(.syntax, at: ConfigMark(file: file, line: 1, column: 1), path: .root, "libyaml ran out of memory")

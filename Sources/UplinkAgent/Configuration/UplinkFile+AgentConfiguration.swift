@@ -11,7 +11,8 @@ extension UplinkFile {
     ///
     /// With `url: embedded` and no `uplink.token`, the agent sends the collector's token (if it has one), so an
     /// embedded collector that requires a token accepts its own agent. Each call draws a fresh stream epoch (as
-    /// every agent start must).
+    /// every agent start must). Meaningful when `configuresAgent` is true: for a collector-only file the result has
+    /// no sources and targets the collector's listen address.
     public func agentConfiguration(embeddedURL: String?) -> AgentConfiguration {
         let url: String
         var token = uplink.token

@@ -19,7 +19,7 @@ import UplinkTransport
 /// `Agent` runs with `agentConfiguration(embeddedURL:)`. The top-level keys are `agent`, `buffer`, `uplink`,
 /// `sources` and `collector`. `uplink` (with its `url`) and at least one source are required unless the file
 /// configures only a collector (it has a `collector` section and neither `uplink` nor `sources`).
-public struct UplinkFile: Sendable {
+public struct UplinkFile: Sendable, Equatable {
     /// Path of the file it was loaded from (or the name given to `decode`).
     public var path: String
     /// `agent`: the agent's identity and state.

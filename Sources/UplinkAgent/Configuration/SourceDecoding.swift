@@ -1,0 +1,106 @@
+import UplinkConfig
+import UplinkCore
+import UplinkSources
+
+/// Reads the `sources` list. The only place that switches over `SourceKind` for configuration: adding a kind means
+/// a `SourceDecoding+<Kind>.swift` file with its keys and decoding, and one line in each `switch` below (the compiler
+/// points at both).
+enum SourceDecoding {
+    /// Keys every source has.
+    static let commonKeys = ["name", "type"]
+
+    /// The keys a source of `kind` accepts besides `name` and `type`.
+    static func keys(for kind: SourceKind) -> [String] {
+        switch kind {
+        case .cpu: cpuKeys
+        case .memory: memoryKeys
+        case .generator: generatorKeys
+        }
+    }
+
+    /// The typed configuration of a source of `kind`, every key read from `mapping`.
+    static func decode(_ kind: SourceKind, from mapping: ConfigMapping) -> SourceConfig {
+        switch kind {
+        case .cpu: .cpu(decodeCPU(mapping))
+        case .memory: .memory(decodeMemory(mapping))
+        case .generator: .generator(decodeGenerator(mapping))
+        }
+    }
+
+    /// Longest source name accepted.
+    static let maximumNameLength = 64
+
+    /// The sources of the root mapping's `sources` list, in order. Reported: a missing or empty list, items that
+    /// are not mappings, missing `name` or `type`, an unknown `type` (with the closest known type), a name that is
+    /// not `[A-Za-z0-9._-]{1,64}`, a name used twice (at the second use, naming the first's line), unknown keys
+    /// for the source's kind, and each key's own problems.
+    static func decodeSources(_ root: ConfigMapping) -> [AgentConfiguration.NamedSource] {
+        let decoder = root.decoder
+        guard let entry = root.entry("sources") else { return [] }
+        guard let elements = root.list("sources") else {
+            if entry.value.isNull { reportEmpty(at: entry.value.mark, root: root) }
+            return []
+        }
+        if elements.isEmpty {
+            reportEmpty(at: entry.value.mark, root: root)
+            return []
+        }
+        let typeNames = SourceKind.allCases.map(\.typeName)
+        var firstUse: [String: ConfigElement] = [:]
+        var sources: [AgentConfiguration.NamedSource] = []
+        for element in elements {
+            guard let mapping = decoder.mapping(element.node, at: element.path, allowedKeys: nil) else { continue }
+            let kind: SourceKind? = mapping.require("type", hint: "known types: " + typeNames.joined(separator: ", "))
+                .flatMap { node in
+                    guard let name = decoder.string(node, at: mapping.path("type")) else { return nil }
+                    guard let kind = SourceKind(typeName: name) else {
+                        decoder.report(
+                            .invalidValue, at: node.mark, path: mapping.path("type"), "unknown source type '\(name)'",
+                            hint: ConfigSuggestions.hint(for: name, among: typeNames, listing: "known types"))
+                        return nil
+                    }
+                    return kind
+                }
+            let name = mapping.require("name", hint: "every source needs a unique name, e.g. 'name: cpu'")
+                .flatMap { node -> String? in
+                    guard let name = decoder.string(node, at: mapping.path("name")) else { return nil }
+                    if let problem = nameProblem(name) {
+                        decoder.report(
+                            .invalidValue, at: node.mark, path: mapping.path("name"), problem,
+                            hint: "use letters, digits, '.', '_' and '-'")
+                        return nil
+                    }
+                    if let first = firstUse[name] {
+                        decoder.report(
+                            .duplicateName, at: node.mark, path: mapping.path("name"),
+                            "duplicate source name '\(name)' (first used by \(first.path) at line \(first.node.mark.line))",
+                            hint: "source names must be unique")
+                        return nil
+                    }
+                    firstUse[name] = ConfigElement(node: node, path: element.path)
+                    return name
+                }
+            // Without a known type the allowed keys are unknown, so only a known kind's keys are checked.
+            guard let kind else { continue }
+            mapping.rejectUnknownKeys(allowed: commonKeys + keys(for: kind))
+            let config = decode(kind, from: mapping)
+            if let name { sources.append(.init(name: name, config: config)) }
+        }
+        return sources
+    }
+
+    /// Why `name` cannot name a source, or nil.
+    static func nameProblem(_ name: String) -> String? {
+        if name.count > maximumNameLength {
+            return "the source name is longer than \(maximumNameLength) characters"
+        }
+        let allowed = name.allSatisfy { $0.isASCII && ($0.isLetter || $0.isNumber || "._-".contains($0)) }
+        return allowed ? nil : "invalid source name '\(name)'"
+    }
+
+    private static func reportEmpty(at mark: ConfigMark, root: ConfigMapping) {
+        root.decoder.report(
+            .missingKey, at: mark, path: root.path("sources"), "at least one source is required",
+            hint: "e.g. 'sources: [{ name: cpu, type: cpu }]'")
+    }
+}

@@ -1,0 +1,209 @@
+import UplinkConfig
+import UplinkCore
+import UplinkSources
+import UplinkTransport
+
+/// A YAML configuration file for `uplink`, decoded and validated. `docs/configuration.md` describes every key;
+/// `examples.yaml` at the repository root is a complete annotated example (a test keeps it valid).
+///
+/// ```yaml
+/// agent:     { id: gateway-7 }                      # optional
+/// buffer:    { max_bytes: 64MiB }                   # optional
+/// uplink:    { url: https://collector.example:4318, token_file: /etc/uplink/token }
+/// sources:
+///   - { name: cpu, type: cpu, interval: 10s }
+/// collector: { listen: 127.0.0.1:4318 }             # optional; alone, the file configures only a collector
+/// ```
+///
+/// Load with `UplinkFile.load(path:environment:)`, which reports every problem at once; turn the result into what
+/// `Agent` runs with `agentConfiguration(embeddedURL:)`. The top-level keys are `agent`, `buffer`, `uplink`,
+/// `sources` and `collector`. `uplink` (with its `url`) and at least one source are required unless the file
+/// configures only a collector (it has a `collector` section and neither `uplink` nor `sources`).
+public struct UplinkFile: Sendable, Equatable {
+    /// Path of the file it was loaded from (or the name given to `decode`).
+    public var path: String
+    /// `agent`: the agent's identity and state.
+    public var agent: AgentSection
+    /// `buffer`: the circular buffer between sources and uplink.
+    public var buffer: BufferSection
+    /// `uplink`: where records go and how the stream is kept healthy.
+    public var uplink: UplinkSection
+    /// `sources`: what the agent samples, in file order.
+    public var sources: [AgentConfiguration.NamedSource]
+    /// `collector`: a collector's settings, when the file has a `collector` section (it may be written as just
+    /// `collector:` to take every default).
+    public var collector: CollectorSection?
+    /// Whether the file configures an agent (it has `uplink` or `sources`). False for a collector-only file.
+    public var configuresAgent: Bool
+
+    public init(
+        path: String, agent: AgentSection = AgentSection(), buffer: BufferSection = BufferSection(),
+        uplink: UplinkSection = UplinkSection(), sources: [AgentConfiguration.NamedSource] = [],
+        collector: CollectorSection? = nil, configuresAgent: Bool = true
+    ) {
+        self.path = path
+        self.agent = agent
+        self.buffer = buffer
+        self.uplink = uplink
+        self.sources = sources
+        self.collector = collector
+        self.configuresAgent = configuresAgent
+    }
+
+    /// The top-level keys.
+    static let keys = ["agent", "buffer", "uplink", "sources", "collector"]
+
+    // MARK: - agent
+
+    /// The `agent` section.
+    public struct AgentSection: Sendable, Equatable {
+        /// `agent.id` (string): this agent's id, sent with every stream (`Uplink-Agent` header) and recorded with
+        /// every record by the collector. Printable characters without spaces, at most 255 bytes.
+        /// Default: the machine's host name (`"uplink-agent"` if it cannot be read).
+        public var id: String
+        /// `agent.state_dir` (path): directory for the agent's own state. Default `"/var/lib/uplink"`.
+        /// Reserved for the persisted ring; nothing is written there yet.
+        public var stateDirectory: String
+
+        public init(id: String = AgentConfiguration.hostName(), stateDirectory: String = "/var/lib/uplink") {
+            self.id = id
+            self.stateDirectory = stateDirectory
+        }
+
+        static let keys = ["id", "state_dir"]
+    }
+
+    // MARK: - buffer
+
+    /// The `buffer` section.
+    public struct BufferSection: Sendable, Equatable {
+        /// `buffer.max_bytes` (size, e.g. `64MiB`): capacity of the circular buffer holding records until the
+        /// collector acknowledges them. At least `4KiB`. Default `64MiB`.
+        public var maxBytes: Int
+        /// `buffer.overflow` (`drop_oldest` or `drop_newest`): what a full buffer does with a new record: drop the
+        /// oldest records to make room, or refuse the new one. Drops are counted per source. Default `drop_oldest`.
+        public var overflow: OverflowPolicy
+
+        public init(maxBytes: Int = RecordRing.defaultCapacity, overflow: OverflowPolicy = .dropOldest) {
+            self.maxBytes = maxBytes
+            self.overflow = overflow
+        }
+
+        static let keys = ["max_bytes", "overflow"]
+        /// Smallest `max_bytes` accepted.
+        public static let minimumBytes = 4 * 1024
+    }
+
+    // MARK: - uplink
+
+    /// The `uplink` section.
+    public struct UplinkSection: Sendable, Equatable {
+        /// Where the uplink sends records.
+        public enum Target: Sendable, Equatable {
+            /// `url: embedded`: a collector started inside the agent's process, on loopback.
+            case embedded
+            /// `url: http(s)://…`: the base URL of a collector; the stream goes to `<url>/v1/stream`.
+            case url(String)
+        }
+
+        /// `uplink.url` (URL or `embedded`, required in an agent configuration): the collector's base URL,
+        /// `http://` or `https://` with a host and an optional port and path (no query, fragment or credentials);
+        /// or `embedded` for an in-process collector that the `collector` section configures.
+        /// Default (collector-only files): `embedded`.
+        public var target: Target
+        /// `uplink.token` (string) or `uplink.token_file` (path of a file holding it, trimmed; relative to the
+        /// configuration file's directory): the bearer token sent as `Authorization: Bearer <token>`.
+        /// Default: none (with `url: embedded`, the collector's token if it has one).
+        public var token: String?
+        /// `uplink.backoff` (mapping): reconnect delays, exponential with full jitter:
+        /// - `initial` (duration > 0): ceiling of the first delay. Default `250ms`.
+        /// - `multiplier` (number ≥ 1): growth of the ceiling per failed attempt. Default `2`.
+        /// - `max` (duration ≥ `initial`): largest ceiling. Default `30s`.
+        /// - `reset_after` (duration > 0): how long a stream must stay healthy before delays start over. Default `30s`.
+        public var backoff: Backoff
+        /// `uplink.heartbeat` (duration > 0): a heartbeat line is sent after this long without any other line, so
+        /// proxies do not close an idle stream. Default `15s`.
+        public var heartbeat: Duration
+        /// `uplink.stall_timeout` (duration > 0): the stream counts as broken (and is reconnected) when records are
+        /// outstanding and no acknowledgement came for this long, when the stream had no room for this long, or when
+        /// the collector did not answer this long after connecting. Default `30s`.
+        public var stallTimeout: Duration
+        /// `uplink.stream_buffer` (size ≥ `1KiB`): capacity of the pipe between the buffer and the HTTP body.
+        /// Default `64KiB`.
+        public var streamBufferBytes: Int
+        /// `uplink.drain_timeout` (duration ≥ 0): on shutdown, how long to keep streaming until everything buffered
+        /// is acknowledged. Default `5s`.
+        public var drainTimeout: Duration
+
+        public init(
+            target: Target = .embedded, token: String? = nil, backoff: Backoff = Backoff(),
+            heartbeat: Duration = .seconds(15), stallTimeout: Duration = .seconds(30),
+            streamBufferBytes: Int = BoundStreamPair.defaultCapacity, drainTimeout: Duration = .seconds(5)
+        ) {
+            self.target = target
+            self.token = token
+            self.backoff = backoff
+            self.heartbeat = heartbeat
+            self.stallTimeout = stallTimeout
+            self.streamBufferBytes = streamBufferBytes
+            self.drainTimeout = drainTimeout
+        }
+
+        static let keys = [
+            "url", "token", "token_file", "backoff", "heartbeat", "stall_timeout", "stream_buffer", "drain_timeout",
+        ]
+        static let backoffKeys = ["initial", "multiplier", "max", "reset_after"]
+        /// Smallest `stream_buffer` accepted.
+        public static let minimumStreamBufferBytes = 1024
+    }
+
+    // MARK: - collector
+
+    /// The `collector` section: settings for `uplink collector` and for the embedded collector (`url: embedded`).
+    /// A plain description: the agent module does not depend on the collector; the command maps it.
+    public struct CollectorSection: Sendable, Equatable {
+        /// `collector.listen` (`host:port`): address to listen on; `0.0.0.0:4318` accepts remote agents, port 0
+        /// picks a free port. Default `127.0.0.1:4318`.
+        public var listen: ConfigHostPort
+        /// `collector.data_dir` (path): directory for `records.jsonl`, `marks.log` and `rejects.jsonl`, created if
+        /// missing. Default `"./collector-data"`.
+        public var dataDirectory: String
+        /// `collector.stdout` (bool): print every record to standard output, one readable line each. Default `true`.
+        public var stdout: Bool
+        /// `collector.jsonl` (bool): append every record to `<data_dir>/records.jsonl`. Default `true`.
+        public var jsonl: Bool
+        /// `collector.token` (string) or `collector.token_file` (path, trimmed; relative to the configuration file's
+        /// directory): the bearer token agents must send. Default: none (any agent is accepted).
+        public var token: String?
+        /// `collector.max_line_bytes` (size ≥ `1KiB`): longest record line accepted; longer lines are rejected and
+        /// counted. Default `1MiB`.
+        public var maxLineBytes: Int
+        /// `collector.fsync` (bool): flush every write to disk before acknowledging it, so acknowledged records
+        /// survive a power loss, at the cost of one flush per group of batches. Default `false`.
+        public var fsync: Bool
+        /// `collector.rejects_file` (path): where malformed and too-long lines are noted. Default: none, meaning
+        /// `<data_dir>/rejects.jsonl`.
+        public var rejectsFile: String?
+
+        public init(
+            listen: ConfigHostPort = ConfigHostPort(host: "127.0.0.1", port: 4318),
+            dataDirectory: String = "./collector-data", stdout: Bool = true, jsonl: Bool = true, token: String? = nil,
+            maxLineBytes: Int = 1 << 20, fsync: Bool = false, rejectsFile: String? = nil
+        ) {
+            self.listen = listen
+            self.dataDirectory = dataDirectory
+            self.stdout = stdout
+            self.jsonl = jsonl
+            self.token = token
+            self.maxLineBytes = maxLineBytes
+            self.fsync = fsync
+            self.rejectsFile = rejectsFile
+        }
+
+        static let keys = [
+            "listen", "data_dir", "stdout", "jsonl", "token", "token_file", "max_line_bytes", "fsync", "rejects_file",
+        ]
+        /// Smallest `max_line_bytes` accepted.
+        public static let minimumLineBytes = 1024
+    }
+}

@@ -1,0 +1,70 @@
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+/// Why a file named by the configuration could not be read.
+public struct ConfigFileError: Error, Sendable, Equatable, CustomStringConvertible {
+    /// The `errno` value, or 0 when the problem is not a system error (the file is too large).
+    public var errorNumber: Int32
+    /// `strerror(errno)`, or a description of the problem.
+    public var text: String
+
+    public init(errorNumber: Int32, text: String) {
+        self.errorNumber = errorNumber
+        self.text = text
+    }
+
+    init(errno code: Int32) {
+        self.init(errorNumber: code, text: String(cString: strerror(code)))
+    }
+
+    /// The `strerror` text, e.g. `No such file or directory`.
+    public var description: String { text }
+}
+
+/// Small whole-file reads with plain system calls (no Foundation).
+public enum ConfigFiles {
+    /// The contents of the file at `path`, at most `limit` bytes (a larger file is an error).
+    public static func read(path: String, limit: Int) -> Result<[UInt8], ConfigFileError> {
+        let descriptor = open(path, O_RDONLY | O_CLOEXEC)
+        guard descriptor >= 0 else { return .failure(ConfigFileError(errno: errno)) }
+        defer { close(descriptor) }
+        var contents: [UInt8] = []
+        var chunk = [UInt8](repeating: 0, count: 64 * 1024)
+        while true {
+            let count = chunk.withUnsafeMutableBytes { systemRead(descriptor, $0.baseAddress, $0.count) }
+            if count < 0 {
+                if errno == EINTR { continue }
+                return .failure(ConfigFileError(errno: errno))
+            }
+            if count == 0 { return .success(contents) }
+            contents.append(contentsOf: chunk[..<count])
+            if contents.count > limit {
+                return .failure(ConfigFileError(errorNumber: 0, text: "the file is larger than \(limit) bytes"))
+            }
+        }
+    }
+
+    /// `path` itself if it is absolute (or `directory` is empty), else `path` inside `directory`.
+    public static func resolve(_ path: String, relativeTo directory: String) -> String {
+        if path.hasPrefix("/") || directory.isEmpty { return path }
+        return directory.hasSuffix("/") ? directory + path : directory + "/" + path
+    }
+
+    /// The directory part of `path` (`"conf/uplink.yaml"` → `"conf"`, `"/uplink.yaml"` → `"/"`,
+    /// `"uplink.yaml"` → `""`).
+    public static func directory(of path: String) -> String {
+        guard let slash = path.lastIndex(of: "/") else { return "" }
+        if slash == path.startIndex { return "/" }
+        return String(path[..<slash])
+    }
+}
+
+/// `read(2)`, under a name that the static `ConfigFiles.read(path:limit:)` does not shadow.
+private func systemRead(_ descriptor: Int32, _ buffer: UnsafeMutableRawPointer?, _ count: Int) -> Int {
+    read(descriptor, buffer, count)
+}

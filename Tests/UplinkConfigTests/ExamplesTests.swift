@@ -1,0 +1,66 @@
+import Testing
+import UplinkAgent
+import UplinkConfig
+import UplinkCore
+import UplinkSources
+import UplinkTransport
+
+/// `examples.yaml` documents every key; loading it here keeps it in step with the code.
+@Suite("examples.yaml")
+struct ExamplesTests {
+    let path = repositoryRoot + "/examples.yaml"
+
+    @Test func isValidAndMapsToTheExpectedAgentConfiguration() throws {
+        let result = UplinkFile.load(path: path, environment: [:])
+        #expect(result.issues.map(\.description) == [])
+        let file = try result.get()
+
+        #expect(file.configuresAgent)
+        #expect(file.agent == UplinkFile.AgentSection(id: "example-agent", stateDirectory: "/var/lib/uplink"))
+        #expect(file.uplink.target == .embedded)
+        #expect(file.collector == UplinkFile.CollectorSection())
+
+        let configuration = file.agentConfiguration(embeddedURL: "http://127.0.0.1:40001")
+        #expect(configuration.uplink.url == "http://127.0.0.1:40001")
+        #expect(configuration.uplink.agentID == "example-agent")
+        #expect(configuration.uplink.token == nil)
+        #expect(configuration.uplink.backoff == Backoff())
+        #expect(configuration.uplink.heartbeatInterval == .seconds(15))
+        #expect(configuration.uplink.stallTimeout == .seconds(30))
+        #expect(configuration.uplink.streamBufferBytes == 64 * 1024)
+        #expect(configuration.uplink.drainTimeout == .seconds(5))
+        #expect(configuration.bufferBytes == 64 * 1024 * 1024)
+        #expect(configuration.overflow == .dropOldest)
+        #expect(configuration.sources == [
+            .init(name: "cpu", config: .cpu(CPUConfig(interval: .seconds(2), perCore: true, procRoot: "/proc"))),
+            .init(name: "memory", config: .memory(MemoryConfig(interval: .seconds(2), procRoot: "/proc"))),
+            .init(name: "generator", config: .generator(GeneratorConfig(rate: 1, recordBytes: 200, count: nil))),
+        ])
+    }
+
+    @Test func hasABlockForEverySourceKind() throws {
+        let file = try UplinkFile.load(path: path, environment: [:]).get()
+        #expect(Set(file.sources.map(\.config.kind)) == Set(SourceKind.allCases))
+    }
+
+    @Test func environmentOverridesTheAgentID() throws {
+        let file = try UplinkFile.load(path: path, environment: ["UPLINK_AGENT_ID": "from-env"]).get()
+        #expect(file.agent.id == "from-env")
+    }
+
+    /// Every key the decoder accepts appears in examples.yaml (written or commented out), so the example documents
+    /// them all.
+    @Test func mentionsEveryKey() throws {
+        let text = String(decoding: try ConfigFiles.read(path: path, limit: 1 << 20).get(), as: UTF8.self)
+        let keys = [
+            "agent:", "id:", "state_dir:", "buffer:", "max_bytes:", "overflow:", "uplink:", "url:", "token:",
+            "token_file:", "backoff:", "initial:", "multiplier:", "max:", "reset_after:", "heartbeat:",
+            "stall_timeout:", "stream_buffer:", "drain_timeout:", "sources:", "name:", "type:", "interval:",
+            "per_core:", "proc_root:", "rate:", "record_bytes:", "count:", "collector:", "listen:", "data_dir:",
+            "stdout:", "jsonl:", "max_line_bytes:", "fsync:", "rejects_file:",
+        ]
+        for key in keys {
+            #expect(text.contains(key), "examples.yaml does not mention \(key)")
+        }
+    }
+}

@@ -1,6 +1,7 @@
 import ArgumentParser
 import Logging
 import ServiceLifecycle
+import UplinkAgent
 import UplinkCollector
 
 /// `uplink collector`: the receiving server.
@@ -14,6 +15,9 @@ struct CollectorCommand: AsyncParsableCommand {
             neither stores duplicates nor asks agents for data it already has.
             """
     )
+
+    @Option(name: .shortAndLong, help: "YAML configuration file whose `collector` section to use; the options below then do not apply.")
+    var config: String?
 
     @Option(help: "Address to listen on.")
     var host: String = "127.0.0.1"
@@ -50,21 +54,28 @@ struct CollectorCommand: AsyncParsableCommand {
         logging.bootstrap()
         let logger = Logger(label: "uplink.collector")
         var configuration = CollectorConfiguration()
-        configuration.host = host
-        configuration.port = port
-        configuration.dataDirectory = dataDir
-        configuration.token = token
-        configuration.maxLineBytes = maxLineBytes
-        configuration.stdoutSink = stdout
-        configuration.jsonlSink = jsonl
-        configuration.fsync = fsync
+        if let config {
+            let file = try ConfigurationLoading.load(config)
+            configuration = CollectorConfiguration(file.collector ?? UplinkFile.CollectorSection())
+        } else {
+            configuration.host = host
+            configuration.port = port
+            configuration.dataDirectory = dataDir
+            configuration.token = token
+            configuration.maxLineBytes = maxLineBytes
+            configuration.stdoutSink = stdout
+            configuration.jsonlSink = jsonl
+            configuration.fsync = fsync
+        }
         let collector = Collector(configuration: configuration, logger: logger)
         let group = ServiceGroup(
             configuration: ServiceGroupConfiguration(
                 services: [collector], gracefulShutdownSignals: [.sigterm, .sigint], logger: logger))
         Task {
             if let bound = try? await collector.waitUntilListening() {
-                logger.info("collector listening", metadata: ["host": "\(host)", "port": "\(bound)", "data_dir": "\(dataDir)"])
+                logger.info("collector listening", metadata: [
+                    "host": "\(configuration.host)", "port": "\(bound)", "data_dir": "\(configuration.dataDirectory)",
+                ])
             }
         }
         try await group.run()

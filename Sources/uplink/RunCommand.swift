@@ -15,30 +15,35 @@ import Glibc
 struct RunCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "run",
-        abstract: "Run the agent: sample cpu and memory and stream the records to a collector.",
+        abstract: "Run the agent: sample its sources and stream the records to a collector.",
         discussion: """
-            With --url embedded (the default) the agent starts a collector inside the same process on a free \
-            loopback port and prints every record it receives, so records flow end to end with nothing else \
-            running. Stop with Ctrl-C or SIGTERM: the agent drains what it buffered (up to 5 s) and exits.
+            With --config the file describes everything (see examples.yaml and docs/configuration.md). Without it, \
+            a quickstart agent samples cpu and memory, shaped by the options below. With the URL 'embedded' (the \
+            default) the agent starts a collector inside the same process on a free loopback port and prints every \
+            record it receives, so records flow end to end with nothing else running. Stop with Ctrl-C or SIGTERM: \
+            the agent drains what it buffered (up to its drain timeout, 5 s by default) and exits.
             """
     )
 
-    @Option(help: "Collector base URL, or 'embedded' for an in-process collector that prints what it receives.")
+    @Option(name: .shortAndLong, help: "YAML configuration file. The quickstart options below then do not apply.")
+    var config: String?
+
+    @Option(help: "Quickstart: collector base URL, or 'embedded' for an in-process collector that prints what it receives.")
     var url: String = "embedded"
 
-    @Option(help: "This agent's id, sent with every stream. Default: the host name.")
+    @Option(help: "Quickstart: this agent's id, sent with every stream. Default: the host name.")
     var agentId: String?
 
-    @Option(help: "Bearer token for the collector.")
+    @Option(help: "Quickstart: bearer token for the collector.")
     var token: String?
 
-    @Option(help: "Seconds between cpu and memory samples.")
+    @Option(help: "Quickstart: seconds between cpu and memory samples.")
     var interval: Double = 2
 
-    @Option(help: "Also run a generator source producing this many synthetic log records per second.")
+    @Option(help: "Quickstart: also run a generator source producing this many synthetic log records per second.")
     var generatorRate: Double?
 
-    @Option(help: "Size of the circular buffer in bytes.")
+    @Option(help: "Quickstart: size of the circular buffer in bytes.")
     var bufferBytes: Int = RecordRing.defaultCapacity
 
     @OptionGroup var logging: LoggingOptions
@@ -54,6 +59,48 @@ struct RunCommand: AsyncParsableCommand {
     func run() async throws {
         logging.bootstrap()
         let logger = Logger(label: "uplink")
+        var embedded: EmbeddedCollector?
+        let configuration: AgentConfiguration
+        if let config {
+            let file = try ConfigurationLoading.load(config)
+            guard file.configuresAgent else {
+                ConfigurationLoading.printToStandardError(
+                    "\(config): configures only a collector (no uplink or sources); run it with `uplink collector --config \(config)`")
+                throw ExitCode(ConfigurationLoading.configurationErrorExitCode)
+            }
+            if file.uplink.target == .embedded {
+                embedded = try await EmbeddedCollector.start(
+                    configuration: CollectorConfiguration(file.collector ?? UplinkFile.CollectorSection()), logger: logger)
+            }
+            configuration = file.agentConfiguration(embeddedURL: embedded?.url)
+        } else {
+            if url == "embedded" {
+                embedded = try await EmbeddedCollector.startQuickstart(logger: logger)
+            }
+            configuration = quickstartConfiguration(collectorURL: embedded?.url ?? url)
+        }
+        if let embedded { logger.info("embedded collector listening", metadata: ["url": "\(embedded.url)"]) }
+
+        let agent = Agent(configuration: configuration, logger: logger)
+        let group = ServiceGroup(
+            configuration: ServiceGroupConfiguration(
+                services: agent.serviceConfigurations,
+                gracefulShutdownSignals: [.sigterm, .sigint],
+                logger: logger
+            )
+        )
+        logger.info("agent running", metadata: [
+            "agent": "\(configuration.uplink.agentID)", "sources": "\(configuration.sources.map(\.name))",
+        ])
+        try await group.run()
+        try await embedded?.stop()
+        let statistics = agent.ring.statistics()
+        logger.info("agent stopped", metadata: [
+            "acknowledged": "\(statistics.acknowledged)", "unacknowledged": "\(statistics.retainedFrames)",
+        ])
+    }
+
+    private func quickstartConfiguration(collectorURL: String) -> AgentConfiguration {
         let sampleInterval = Duration.milliseconds(Int64(interval * 1000))
         var sources: [AgentConfiguration.NamedSource] = [
             .init(name: "cpu", config: .cpu(CPUConfig(interval: sampleInterval))),
@@ -62,35 +109,7 @@ struct RunCommand: AsyncParsableCommand {
         if let generatorRate {
             sources.append(.init(name: "generator", config: .generator(GeneratorConfig(rate: generatorRate))))
         }
-
-        var embedded: EmbeddedCollector?
-        var collectorURL = url
-        if url == "embedded" {
-            let started = try await EmbeddedCollector.start(logger: logger)
-            embedded = started
-            collectorURL = "http://127.0.0.1:\(started.port)"
-            logger.info("embedded collector listening", metadata: ["url": "\(collectorURL)"])
-        }
-
-        let uplinkConfiguration = UplinkConfiguration(
-            url: collectorURL, agentID: agentId ?? AgentConfiguration.hostName(), token: token)
-        let agent = Agent(
-            configuration: AgentConfiguration(uplink: uplinkConfiguration, sources: sources, bufferBytes: bufferBytes),
-            logger: logger
-        )
-        let group = ServiceGroup(
-            configuration: ServiceGroupConfiguration(
-                services: agent.serviceConfigurations,
-                gracefulShutdownSignals: [.sigterm, .sigint],
-                logger: logger
-            )
-        )
-        logger.info("agent running", metadata: ["agent": "\(uplinkConfiguration.agentID)", "sources": "\(sources.map(\.name))"])
-        try await group.run()
-        try await embedded?.stop()
-        let statistics = agent.ring.statistics()
-        logger.info("agent stopped", metadata: [
-            "acknowledged": "\(statistics.acknowledged)", "unacknowledged": "\(statistics.retainedFrames)",
-        ])
+        let uplink = UplinkConfiguration(url: collectorURL, agentID: agentId ?? AgentConfiguration.hostName(), token: token)
+        return AgentConfiguration(uplink: uplink, sources: sources, bufferBytes: bufferBytes)
     }
 }

@@ -9,12 +9,14 @@ struct UplinkCommand: AsyncParsableCommand {
         abstract: "Stream sensor readings and log lines from an edge box to a collector, without losing any.",
         discussion: """
             Examples:
+              uplink run --config examples.yaml           # as configured (examples.yaml: embedded collector)
               uplink run                                  # cpu and memory to an embedded collector, printed here
               uplink run --url http://collector:4318      # to a remote collector
+              uplink validate --config /etc/uplink/uplink.yaml
               uplink collector --port 4318 --data-dir /var/lib/uplink-collector
             """,
         version: UplinkVersion.current,
-        subcommands: [RunCommand.self, CollectorCommand.self]
+        subcommands: [RunCommand.self, ValidateCommand.self, CollectorCommand.self]
     )
 }
 

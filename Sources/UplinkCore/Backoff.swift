@@ -64,8 +64,9 @@ extension Duration {
         let (seconds, attoseconds) = components
         let (product, overflow) = seconds.multipliedReportingOverflow(by: 1_000_000_000)
         if overflow { return seconds < 0 ? .min : .max }
-        return product.addingReportingOverflow(attoseconds / 1_000_000_000).overflow ? .max
-            : product + attoseconds / 1_000_000_000
+        let (sum, sumOverflow) = product.addingReportingOverflow(attoseconds / 1_000_000_000)
+        if sumOverflow { return product < 0 ? .min : .max }
+        return sum
     }
 }
 

@@ -41,7 +41,10 @@ public struct Backoff: Sendable, Equatable {
             ceiling *= multiplier
             remaining -= 1
         }
-        return .nanoseconds(Int64(min(ceiling, maximumSeconds) * 1e9))
+        if ceiling >= maximumSeconds { return maximum }
+        // Below the cap, but the cap itself may be more nanoseconds than Int64 holds: saturate.
+        let nanoseconds = ceiling * 1e9
+        return nanoseconds < 0x1p63 ? .nanoseconds(Int64(nanoseconds)) : .nanoseconds(Int64.max)
     }
 
     /// A delay drawn uniformly from `[0, ceiling(attempt)]` with `generator`.

@@ -32,19 +32,19 @@ public struct Backoff: Sendable, Equatable {
 
     /// The upper bound of the delay for the `attempt`-th retry: `min(maximum, initial × multiplier^attempt)`.
     public func ceiling(attempt: Int) -> Duration {
-        let initialSeconds = initial.seconds
-        let maximumSeconds = maximum.seconds
-        var ceiling = initialSeconds
-        // Bounded: a multiplier near 1 would otherwise loop `attempt` times before reaching the cap.
-        var remaining = min(max(0, attempt), 4096)
-        while remaining > 0 && ceiling < maximumSeconds {
-            ceiling *= multiplier
-            remaining -= 1
+        let maximumNanoseconds = Double(maximum.nanoseconds)
+        var ceiling = Double(initial.nanoseconds)
+        // initial × multiplier^attempt by repeated squaring: at most 64 steps for any attempt. Every factor is ≥ 1,
+        // so the partial product never exceeds the final one and the loop can stop as soon as it reaches the cap.
+        var factor = multiplier
+        var exponent = max(0, attempt)
+        while exponent > 0 && ceiling > 0 && ceiling < maximumNanoseconds {
+            if exponent & 1 == 1 { ceiling *= factor }
+            factor *= factor
+            exponent >>= 1
         }
-        if ceiling >= maximumSeconds { return maximum }
-        // Below the cap, but the cap itself may be more nanoseconds than Int64 holds: saturate.
-        let nanoseconds = ceiling * 1e9
-        return nanoseconds < 0x1p63 ? .nanoseconds(Int64(nanoseconds)) : .nanoseconds(Int64.max)
+        // Below the cap the value fits in Int64 (the cap's nanoseconds saturate at Int64.max).
+        return ceiling < maximumNanoseconds ? .nanoseconds(Int64(ceiling)) : maximum
     }
 
     /// A delay drawn uniformly from `[0, ceiling(attempt)]` with `generator`.

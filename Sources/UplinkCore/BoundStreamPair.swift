@@ -123,7 +123,7 @@ public final class BoundStreamPair: Sendable {
             try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<ByteBuffer?, any Error>) in
                 enum Step {
                     case deliver(ByteBuffer?, signalSpace: Bool)
-                    case fail(any Error)
+                    case fail(any Error, notifyWriter: Bool)
                     case wait(signalSpace: Bool)
                 }
                 let step: Step = state.withLock { state in
@@ -135,15 +135,15 @@ public final class BoundStreamPair: Sendable {
                     switch state.writer {
                     case .failed(let error):
                         state.readerFinished = true
-                        return .fail(error)
+                        return .fail(error, notifyWriter: false)
                     case .closed:
                         state.readerFinished = true
                         return .deliver(nil, signalSpace: false)
                     case .open:
                         if Task.isCancelled {
                             state.readerFinished = true
-                            state.eventsEnded = true
-                            return .fail(CancellationError())
+                            defer { state.eventsEnded = true }
+                            return .fail(CancellationError(), notifyWriter: !state.eventsEnded)
                         }
                         state.waitingReader = continuation
                         return .wait(signalSpace: state.takeSpaceSignal())
@@ -153,8 +153,8 @@ public final class BoundStreamPair: Sendable {
                 case .deliver(let chunk, let signalSpace):
                     continuation.resume(returning: chunk)
                     if signalSpace { onEvent(.hasSpaceAvailable) }
-                case .fail(let error):
-                    if error is CancellationError { onEvent(.errorOccurred(error)) }
+                case .fail(let error, let notifyWriter):
+                    if notifyWriter { onEvent(.errorOccurred(error)) }
                     continuation.resume(throwing: error)
                 case .wait(let signalSpace):
                     if signalSpace { onEvent(.hasSpaceAvailable) }

@@ -32,16 +32,19 @@ public struct Backoff: Sendable, Equatable {
 
     /// The upper bound of the delay for the `attempt`-th retry: `min(maximum, initial × multiplier^attempt)`.
     public func ceiling(attempt: Int) -> Duration {
-        let initialSeconds = initial.seconds
-        let maximumSeconds = maximum.seconds
-        var ceiling = initialSeconds
-        // Bounded: a multiplier near 1 would otherwise loop `attempt` times before reaching the cap.
-        var remaining = min(max(0, attempt), 4096)
-        while remaining > 0 && ceiling < maximumSeconds {
-            ceiling *= multiplier
-            remaining -= 1
+        let maximumNanoseconds = Double(maximum.nanoseconds)
+        var ceiling = Double(initial.nanoseconds)
+        // initial × multiplier^attempt by repeated squaring: at most 64 steps for any attempt. Every factor is ≥ 1,
+        // so the partial product never exceeds the final one and the loop can stop as soon as it reaches the cap.
+        var factor = multiplier
+        var exponent = max(0, attempt)
+        while exponent > 0 && ceiling > 0 && ceiling < maximumNanoseconds {
+            if exponent & 1 == 1 { ceiling *= factor }
+            factor *= factor
+            exponent >>= 1
         }
-        return .nanoseconds(Int64(min(ceiling, maximumSeconds) * 1e9))
+        // Below the cap the value fits in Int64 (the cap's nanoseconds saturate at Int64.max).
+        return ceiling < maximumNanoseconds ? .nanoseconds(Int64(ceiling)) : maximum
     }
 
     /// A delay drawn uniformly from `[0, ceiling(attempt)]` with `generator`.
@@ -64,8 +67,9 @@ extension Duration {
         let (seconds, attoseconds) = components
         let (product, overflow) = seconds.multipliedReportingOverflow(by: 1_000_000_000)
         if overflow { return seconds < 0 ? .min : .max }
-        return product.addingReportingOverflow(attoseconds / 1_000_000_000).overflow ? .max
-            : product + attoseconds / 1_000_000_000
+        let (sum, sumOverflow) = product.addingReportingOverflow(attoseconds / 1_000_000_000)
+        if sumOverflow { return product < 0 ? .min : .max }
+        return sum
     }
 }
 

@@ -123,11 +123,15 @@ public final class BoundStreamPair: Sendable {
             try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<ByteBuffer?, any Error>) in
                 enum Step {
                     case deliver(ByteBuffer?, signalSpace: Bool)
-                    case fail(any Error)
+                    case fail(any Error, notifyWriter: Bool)
                     case wait(signalSpace: Bool)
                 }
                 let step: Step = state.withLock { state in
                     if state.readerFinished { return .deliver(nil, signalSpace: false) }
+                    if Task.isCancelled {
+                        // Reading in a cancelled task finishes the input side, as `finishInput(error:)` would.
+                        return .fail(CancellationError(), notifyWriter: state.finishReader())
+                    }
                     if let chunk = state.chunks.popFirst() {
                         state.bufferedBytes -= chunk.readableBytes
                         return .deliver(chunk, signalSpace: state.takeSpaceSignal())
@@ -135,16 +139,11 @@ public final class BoundStreamPair: Sendable {
                     switch state.writer {
                     case .failed(let error):
                         state.readerFinished = true
-                        return .fail(error)
+                        return .fail(error, notifyWriter: false)
                     case .closed:
                         state.readerFinished = true
                         return .deliver(nil, signalSpace: false)
                     case .open:
-                        if Task.isCancelled {
-                            state.readerFinished = true
-                            state.eventsEnded = true
-                            return .fail(CancellationError())
-                        }
                         state.waitingReader = continuation
                         return .wait(signalSpace: state.takeSpaceSignal())
                     }
@@ -153,16 +152,28 @@ public final class BoundStreamPair: Sendable {
                 case .deliver(let chunk, let signalSpace):
                     continuation.resume(returning: chunk)
                     if signalSpace { onEvent(.hasSpaceAvailable) }
-                case .fail(let error):
-                    if error is CancellationError { onEvent(.errorOccurred(error)) }
+                case .fail(let error, let notifyWriter):
+                    if notifyWriter { onEvent(.errorOccurred(error)) }
                     continuation.resume(throwing: error)
                 case .wait(let signalSpace):
                     if signalSpace { onEvent(.hasSpaceAvailable) }
                 }
             }
         } onCancel: {
-            finishInput(error: CancellationError())
+            cancelWaitingReader()
         }
+    }
+
+    /// Cancellation of a task parked in `read()`. A task cancelled before it parks sees `Task.isCancelled` under the
+    /// lock in `read()` instead (the flag is set before this handler runs), so exactly one of the two acts.
+    private func cancelWaitingReader() {
+        let (reader, notify) = state.withLock { state -> (CheckedContinuation<ByteBuffer?, any Error>?, Bool) in
+            guard let reader = state.waitingReader else { return (nil, false) }
+            state.waitingReader = nil
+            return (reader, state.finishReader())
+        }
+        reader?.resume(throwing: CancellationError())
+        if notify { onEvent(.errorOccurred(CancellationError())) }
     }
 
     /// Closes the stream from the input side. The writer gets `endEncountered` (no error) or
@@ -170,11 +181,7 @@ public final class BoundStreamPair: Sendable {
     public func finishInput(error: (any Error)? = nil) {
         let (reader, notify) = state.withLock { state -> (CheckedContinuation<ByteBuffer?, any Error>?, Bool) in
             guard !state.readerFinished else { return (nil, false) }
-            state.readerFinished = true
-            state.chunks.removeAll()
-            state.bufferedBytes = 0
-            let notify = !state.eventsEnded
-            state.eventsEnded = true
+            let notify = state.finishReader()
             defer { state.waitingReader = nil }
             return (state.waitingReader, notify)
         }
@@ -208,6 +215,15 @@ extension BoundStreamPair {
             return !readerFinished
         }
 
+        /// Ends the input side and discards the buffered bytes. Returns whether the writer still has to be told.
+        mutating func finishReader() -> Bool {
+            readerFinished = true
+            chunks.removeAll()
+            bufferedBytes = 0
+            defer { eventsEnded = true }
+            return !eventsEnded
+        }
+
         mutating func takeSpaceSignal() -> Bool {
             guard spaceSignalArmed, isWritable, !eventsEnded else { return false }
             spaceSignalArmed = false
@@ -218,6 +234,10 @@ extension BoundStreamPair {
 
 /// The reading end of a `BoundStreamPair`: an `AsyncSequence` of the written bytes, ending when the output side
 /// closes and throwing when it fails. Read it from one task at a time.
+///
+/// Reading in a cancelled task (or cancelling a task waiting for bytes) throws `CancellationError` and finishes the
+/// input side like `finish(error: CancellationError())`: buffered bytes are discarded and the writer gets
+/// `errorOccurred`.
 public struct BoundInputStream: AsyncSequence, Sendable {
     public typealias Element = ByteBuffer
 

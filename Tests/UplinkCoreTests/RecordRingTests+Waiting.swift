@@ -1,0 +1,224 @@
+import Testing
+import UplinkCore
+
+/// `notifyWhenDataAvailable` and `appendWaitingForSpace`.
+extension RecordRingTests {
+    // MARK: Data notification
+
+    @Test func notifyWhenDataAvailableFiresOnceOnTheNextAppend() {
+        let ring = RecordRing(capacity: 256)
+        let source = ring.registerSource("s")
+        let calls = CallCounter()
+        #expect(ring.notifyWhenDataAvailable { calls.increment() })
+        #expect(calls.value == 0)
+        ring.append([1], source: source)
+        #expect(calls.value == 1)
+        ring.append([2], source: source)
+        #expect(calls.value == 1, "the handler is forgotten after firing")
+
+        // Unsent frames exist: the handler is not stored.
+        #expect(!ring.notifyWhenDataAvailable { calls.increment() })
+        _ = readUnsent(ring, maxBytes: 1)
+        #expect(!ring.notifyWhenDataAvailable { calls.increment() })
+        ring.append([3], source: source)
+        #expect(calls.value == 1)
+
+        // Everything sent: stored again.
+        _ = readUnsent(ring)
+        #expect(ring.notifyWhenDataAvailable { calls.increment() })
+        ring.append([4], source: source)
+        #expect(calls.value == 2)
+
+        // A rewind makes sent frames unsent again.
+        _ = readUnsent(ring)
+        ring.rewindToAcknowledged()
+        #expect(!ring.notifyWhenDataAvailable { calls.increment() })
+    }
+
+    @Test func notifyWhenDataAvailableIsNotFiredByRefusedFrames() async {
+        let ring = RecordRing(capacity: 64, policy: .dropNewest)
+        let source = ring.registerSource("s")
+        ring.append(pattern(0, count: 56), source: source)
+        _ = readUnsent(ring)
+        let calls = CallCounter()
+        #expect(ring.notifyWhenDataAvailable { calls.increment() })
+        #expect(ring.append([1], source: source) == .droppedNewest)
+        #expect(ring.append(pattern(1, count: 100), source: source) == .rejectedOversize)
+        #expect(await ring.appendWaitingForSpace(pattern(1, count: 100), source: source) == .rejectedOversize)
+        #expect(calls.value == 0)
+        ring.acknowledge(through: 1)
+        #expect(calls.value == 0, "acknowledging is not new data")
+        #expect(ring.append([1], source: source) == .appended(sequence: 2))
+        #expect(calls.value == 1)
+    }
+
+    @Test func notifyWhenDataAvailableFiresForAppendWaitingForSpace() async {
+        let ring = RecordRing(capacity: 64)
+        let source = ring.registerSource("s")
+        let calls = CallCounter()
+        #expect(ring.notifyWhenDataAvailable { calls.increment() })
+        #expect(await ring.appendWaitingForSpace([1, 2], source: source) == .appended(sequence: 1))
+        #expect(calls.value == 1)
+    }
+
+    @Test func cancelDataNotificationForgetsTheHandler() {
+        let ring = RecordRing(capacity: 64)
+        let source = ring.registerSource("s")
+        let calls = CallCounter()
+        #expect(ring.notifyWhenDataAvailable { calls.increment() })
+        ring.cancelDataNotification()
+        ring.append([1], source: source)
+        #expect(calls.value == 0)
+        ring.cancelDataNotification()  // nothing stored: harmless
+    }
+
+    @Test func aLaterHandlerReplacesAnEarlierOne() {
+        let ring = RecordRing(capacity: 64)
+        let source = ring.registerSource("s")
+        let first = CallCounter()
+        let second = CallCounter()
+        #expect(ring.notifyWhenDataAvailable { first.increment() })
+        #expect(ring.notifyWhenDataAvailable { second.increment() })
+        ring.append([1], source: source)
+        #expect(first.value == 0)
+        #expect(second.value == 1)
+    }
+
+    @Test func theDataHandlerRunsOutsideTheLock() {
+        let ring = RecordRing(capacity: 64)
+        let source = ring.registerSource("s")
+        let seen = Recorder<UInt64>()
+        #expect(ring.notifyWhenDataAvailable { seen.append(ring.statistics().nextToWrite) })
+        ring.append([1], source: source)
+        #expect(seen.all == [2])
+    }
+
+    // MARK: Waiting for space
+
+    @Test func appendWaitingForSpaceAppendsAtOnceWhenThereIsRoom() async {
+        let ring = RecordRing(capacity: 64, policy: .dropNewest)
+        let source = ring.registerSource("s")
+        #expect(await ring.appendWaitingForSpace(pattern(0, count: 24), source: source) == .appended(sequence: 1))
+        #expect(await ring.appendWaitingForSpace(pattern(1, count: 24), source: source) == .appended(sequence: 2))
+        #expect(ring.statistics().usedBytes == 64)
+    }
+
+    @Test(arguments: OverflowPolicy.allCases)
+    func appendWaitingForSpaceWaitsForAnAckThenAppendsWithoutDropping(policy: OverflowPolicy) async {
+        let ring = RecordRing(capacity: 64, policy: policy)
+        let source = ring.registerSource("s")
+        let frames = (0..<3).map { pattern($0, count: 24) }
+        ring.append(frames[0], source: source)
+        ring.append(frames[1], source: source)
+        let done = CallCounter()
+        let waiter = Task {
+            let outcome = await ring.appendWaitingForSpace(frames[2], source: source)
+            done.increment()
+            return outcome
+        }
+        for _ in 0..<200 { await Task.yield() }
+        #expect(done.value == 0, "cannot append before an acknowledgement frees room")
+        #expect(ring.statistics().nextToWrite == 3)
+        _ = readUnsent(ring)
+        ring.acknowledge(through: 1)
+        #expect(await waiter.value == .appended(sequence: 3))
+        let statistics = ring.statistics()
+        #expect(statistics.source("s")?.droppedOldest == 0)
+        #expect(statistics.source("s")?.droppedNewest == 0)
+        #expect(statistics.source("s")?.appended == 3)
+        #expect(statistics.oldestRetained == 2)
+        #expect(readUnsent(ring) == [ReadFrame(sequence: 3, bytes: frames[2])])
+    }
+
+    @Test func appendWaitingForSpaceWaitsUntilEnoughRoomIsFree() async {
+        let ring = RecordRing(capacity: 64)
+        let source = ring.registerSource("s")
+        ring.append(pattern(0, count: 24), source: source)
+        ring.append(pattern(1, count: 24), source: source)
+        let large = pattern(2, count: 56)  // needs the whole ring
+        let done = CallCounter()
+        let waiter = Task {
+            let outcome = await ring.appendWaitingForSpace(large, source: source)
+            done.increment()
+            return outcome
+        }
+        for _ in 0..<100 { await Task.yield() }
+        ring.acknowledge(through: 1)
+        for _ in 0..<100 { await Task.yield() }
+        #expect(done.value == 0, "half the ring is not enough")
+        #expect(ring.statistics().nextToWrite == 3)
+        ring.acknowledge(through: 2)
+        #expect(await waiter.value == .appended(sequence: 3))
+        #expect(ring.statistics().source("s")?.droppedOldest == 0)
+        #expect(readUnsent(ring) == [ReadFrame(sequence: 3, bytes: large)])
+    }
+
+    @Test func resumeWakesFramesWaitingForSpace() async {
+        let ring = RecordRing(capacity: 64)
+        let source = ring.registerSource("s")
+        ring.append(pattern(0, count: 24), source: source)
+        ring.append(pattern(1, count: 24), source: source)
+        let waiter = Task { await ring.appendWaitingForSpace(pattern(2, count: 24), source: source) }
+        for _ in 0..<50 { await Task.yield() }
+        #expect(ring.resume(collectorHas: 1) == 2)
+        #expect(await waiter.value == .appended(sequence: 3))
+    }
+
+    @Test func severalWaitersAllGetInWithoutDrops() async {
+        let ring = RecordRing(capacity: 64)
+        let source = ring.registerSource("s")
+        ring.append(pattern(0, count: 24), source: source)
+        ring.append(pattern(1, count: 24), source: source)
+        await withTaskGroup(of: AppendOutcome.self) { group in
+            for index in 0..<4 {
+                group.addTask { await ring.appendWaitingForSpace(pattern(10 + index, count: 24), source: source) }
+            }
+            var outcomes: [AppendOutcome] = []
+            var acknowledged: UInt64 = 0
+            while outcomes.count < 4 {
+                acknowledged += 1
+                ring.acknowledge(through: acknowledged)  // frees one frame's room
+                if let outcome = await group.next() { outcomes.append(outcome) }
+            }
+            let sequences = outcomes.compactMap { outcome -> UInt64? in
+                if case .appended(let sequence) = outcome { sequence } else { nil }
+            }
+            #expect(sequences.sorted() == [3, 4, 5, 6])
+        }
+        let statistics = ring.statistics()
+        #expect(statistics.source("s")?.droppedOldest == 0)
+        #expect(statistics.source("s")?.droppedNewest == 0)
+        #expect(statistics.source("s")?.appended == 6)
+        #expect(statistics.retainedFrames == 2)
+    }
+
+    @Test func cancellingAWaitingAppendReturnsDroppedNewest() async {
+        let ring = RecordRing(capacity: 64)
+        let source = ring.registerSource("s")
+        ring.append(pattern(0, count: 24), source: source)
+        ring.append(pattern(1, count: 24), source: source)
+        let before = ring.statistics()
+        let waiter = Task { await ring.appendWaitingForSpace(pattern(2, count: 24), source: source) }
+        for _ in 0..<50 { await Task.yield() }
+        waiter.cancel()
+        #expect(await waiter.value == .droppedNewest)
+        var after = ring.statistics()
+        #expect(after.source("s")?.droppedNewest == 1)
+        #expect(after.source("s")?.droppedOldest == 0)
+        after.sources = before.sources
+        #expect(after == before)
+        // The cancelled waiter is gone: freeing room later does not append it.
+        ring.acknowledge(through: 2)
+        #expect(ring.isEmpty)
+    }
+
+    @Test func aCancelledTaskStillAppendsWhenThereIsRoom() async {
+        let ring = RecordRing(capacity: 64)
+        let source = ring.registerSource("s")
+        let task = Task {
+            withUnsafeCurrentTask { $0?.cancel() }
+            return await ring.appendWaitingForSpace([1], source: source)
+        }
+        #expect(await task.value == .appended(sequence: 1))
+    }
+}

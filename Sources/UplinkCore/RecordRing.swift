@@ -258,7 +258,8 @@ public final class RecordRing: Sendable {
         acknowledge(through: collectorHas)
         return state.withLock { state in
             if collectorHas >= state.nextSequence {
-                state.nextSequence = collectorHas + 1
+                // Saturating: a (confused) collector must not be able to crash the agent.
+                state.nextSequence = collectorHas == .max ? .max : collectorHas + 1
                 state.headSequence = state.nextSequence
             }
             state.send = state.head

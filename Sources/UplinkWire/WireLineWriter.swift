@@ -56,7 +56,8 @@ public enum AckLine: Sendable, Equatable {
 
 extension AckLine {
     /// Reads a response line. Returns nil for lines that are neither `resume` nor `ack` (later protocol versions
-    /// may add other lines; they are ignored) and for malformed numbers.
+    /// may add other lines; they are ignored) and for malformed numbers, including numbers above 2^63 − 1, which
+    /// no sequence reaches: a collector sending one is confused, and the agent must not act on it.
     public static func parse(_ line: ByteBuffer) -> AckLine? {
         line.withUnsafeReadableBytes { parse($0) }
     }
@@ -91,7 +92,7 @@ extension AckLine {
             value = sum
             index += 1
         }
-        guard index > digitsStart else { return nil }
+        guard index > digitsStart, value <= UInt64(Int64.max) else { return nil }
         skipSpaces()
         guard consume("}") else { return nil }
         skipSpaces()

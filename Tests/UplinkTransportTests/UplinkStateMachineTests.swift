@@ -511,3 +511,4 @@ struct UplinkStateMachineTests {
         #expect(machine.failedAttempts == 3)
     }
 }
+

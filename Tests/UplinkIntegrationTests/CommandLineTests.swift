@@ -1,0 +1,107 @@
+import Foundation
+import Testing
+
+/// The built `uplink` binary, run as a user would.
+@Suite("uplink command line", .serialized, .timeLimit(.minutes(2)))
+struct CommandLineTests {
+    static let examples = URL(fileURLWithPath: #filePath)
+        .deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+        .appendingPathComponent("examples.yaml").path
+
+    @Test("validate accepts examples.yaml")
+    func validateExamples() throws {
+        let result = try run(["validate", "--config", Self.examples])
+        #expect(result.status == 0, "stderr: \(result.standardError)")
+        #expect(result.standardOutput.contains("valid"))
+    }
+
+    @Test("validate rejects a broken file with exit code 78, naming file, line, column and key")
+    func validateBrokenFile() throws {
+        let directory = try Harness.temporaryDirectory("cli")
+        let path = directory + "/broken.yaml"
+        try """
+            uplink:
+              url: http://127.0.0.1:4318
+            sources:
+              - name: cpu
+                type: cpu
+                interval: often
+            """.write(toFile: path, atomically: true, encoding: .utf8)
+        let result = try run(["validate", "--config", path])
+        #expect(result.status == 78)
+        #expect(result.standardError.contains("\(path):6:15: sources[0].interval: invalid duration 'often'"))
+        #expect(!result.standardError.contains("Fatal error"))
+    }
+
+    @Test("run --config examples.yaml streams records to the embedded collector and exits cleanly on SIGTERM")
+    func runExamples() async throws {
+        let directory = try Harness.temporaryDirectory("cli-run")
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: try UplinkBinary.path())
+        process.arguments = ["run", "--config", Self.examples]
+        process.currentDirectoryURL = URL(fileURLWithPath: directory)  // the embedded collector's ./collector-data
+        let output = Pipe()
+        let errors = Pipe()
+        process.standardOutput = output
+        process.standardError = errors
+        let collected = OutputCollector(output.fileHandleForReading)
+        try process.run()
+
+        let sawRecords = await Harness.eventually(timeout: .seconds(30)) {
+            let text = collected.text
+            return text.contains(" cpu cpu.user{cpu=total} ") && text.contains(" memory memory.used_percent ")
+        }
+        #expect(sawRecords, "no records printed: \(collected.text.prefix(500))")
+        kill(process.processIdentifier, SIGTERM)
+        let exited = await Harness.eventually(timeout: .seconds(20)) { !process.isRunning }
+        #expect(exited)
+        if !exited { process.terminate() }
+        process.waitUntilExit()
+        #expect(process.terminationReason == .exit)
+        #expect(process.terminationStatus == 0)
+        let log = String(decoding: errors.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        #expect(log.contains("agent stopped"))
+        #expect(log.contains("unacknowledged=0"))
+    }
+
+    private func run(_ arguments: [String]) throws -> (status: Int32, standardOutput: String, standardError: String) {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: try UplinkBinary.path())
+        process.arguments = arguments
+        let output = Pipe()
+        let errors = Pipe()
+        process.standardOutput = output
+        process.standardError = errors
+        try process.run()
+        let outputData = output.fileHandleForReading.readDataToEndOfFile()
+        let errorData = errors.fileHandleForReading.readDataToEndOfFile()
+        process.waitUntilExit()
+        return (
+            process.terminationStatus, String(decoding: outputData, as: UTF8.self), String(decoding: errorData, as: UTF8.self)
+        )
+    }
+}
+
+/// Accumulates what a child process prints, read on a background thread.
+final class OutputCollector: @unchecked Sendable {
+    private let lock = NSLock()
+    private var data = Data()
+
+    init(_ handle: FileHandle) {
+        Thread.detachNewThread { [self] in
+            while true {
+                let chunk = handle.availableData
+                if chunk.isEmpty { return }
+                lock.lock()
+                data.append(chunk)
+                lock.unlock()
+            }
+        }
+    }
+
+    var text: String {
+        lock.lock()
+        defer { lock.unlock() }
+        return String(decoding: data, as: UTF8.self)
+    }
+}

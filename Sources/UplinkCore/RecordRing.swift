@@ -137,17 +137,40 @@ public final class RecordRing: Sendable {
             }
             usedBytesGauge.record(state.used + needed)
         }
-        var header = (UInt32(frame.count).littleEndian, source.rawValue.littleEndian)
-        withUnsafeBytes(of: &header) { copyIn($0, at: state.tail) }
-        copyIn(frame, at: advance(state.tail, by: Self.frameHeaderBytes))
+        if state.tail + needed <= capacity {
+            // Common case: the frame does not wrap around the end of the storage.
+            let destination = storage + state.tail
+            destination.storeBytes(of: UInt32(frame.count).littleEndian, as: UInt32.self)
+            destination.storeBytes(of: source.rawValue.littleEndian, toByteOffset: 4, as: UInt32.self)
+            if let start = frame.baseAddress, frame.count > 0 {
+                (destination + Self.frameHeaderBytes).copyMemory(from: start, byteCount: frame.count)
+            }
+        } else {
+            var header = (UInt32(frame.count).littleEndian, source.rawValue.littleEndian)
+            withUnsafeBytes(of: &header) { copyIn($0, at: state.tail) }
+            copyIn(frame, at: advance(state.tail, by: Self.frameHeaderBytes))
+        }
         state.tail = advance(state.tail, by: needed)
         state.used += needed
         let sequence = state.nextSequence
         state.nextSequence += 1
         state.sources[sourceIndex].appended += 1
-        state.sources[sourceIndex].appendedCounter.increment()
-        if sequence & 1023 == 0 { usedBytesGauge.record(state.used) }
+        if sequence & 1023 == 0 { reportMetricsLocked(&state) }
         return .appended(sequence: sequence)
+    }
+
+    /// Brings the swift-metrics appended counters and the fill gauge up to date. Appends are counted in the locked
+    /// state and reported in batches (every 1024 appends, and on every drain, ack and snapshot) because a metrics
+    /// call per append would cost more than the append itself.
+    private func reportMetricsLocked(_ state: inout State) {
+        for index in state.sources.indices {
+            let unreported = state.sources[index].appended - state.sources[index].appendedReported
+            if unreported > 0 {
+                state.sources[index].appendedCounter.increment(by: Int64(unreported))
+                state.sources[index].appendedReported = state.sources[index].appended
+            }
+        }
+        usedBytesGauge.record(state.used)
     }
 
     private func dropOldestLocked(_ state: inout State) {
@@ -242,7 +265,7 @@ public final class RecordRing: Sendable {
                 let (length, _) = header(at: state.head)
                 releaseHeadLocked(&state, frameBytes: Self.frameHeaderBytes + length)
             }
-            usedBytesGauge.record(state.used)
+            reportMetricsLocked(&state)
             return takeSatisfiedSpaceWaiters(&state)
         }
         for waiter in waiters { waiter.continuation.resume() }
@@ -281,7 +304,8 @@ public final class RecordRing: Sendable {
     /// A consistent snapshot of the cursors and counters.
     public func statistics() -> RingStatistics {
         state.withLock { state in
-            RingStatistics(
+            reportMetricsLocked(&state)
+            return RingStatistics(
                 capacity: capacity,
                 usedBytes: state.used,
                 retainedFrames: Int(state.nextSequence - state.headSequence),
@@ -383,6 +407,7 @@ extension RecordRing {
     fileprivate struct SourceCounters {
         let name: String
         var appended = 0
+        var appendedReported = 0
         var droppedOldest = 0
         var droppedNewest = 0
         var rejectedOversize = 0

@@ -11,12 +11,45 @@ public enum WireLineWriter {
         sequence: UInt64, frame first: UnsafeRawBufferPointer, _ second: UnsafeRawBufferPointer = .init(start: nil, count: 0),
         to buffer: inout ByteBuffer
     ) -> Int {
-        var written = buffer.writeStaticString(#"{"seq":"#)
-        written += JSONWriting.withDecimalDigits(of: sequence) { buffer.writeBytes($0) }
-        written += buffer.writeInteger(UInt8(ascii: ","))
-        written += buffer.writeBytes(first)
-        if second.count > 0 { written += buffer.writeBytes(second) }
-        return written
+        // One reservation and raw copies: this runs once per record on the send path, and every separate ByteBuffer
+        // write costs a capacity check and an exclusivity check.
+        let prefix: StaticString = #"{"seq":"#
+        let needed = prefix.utf8CodeUnitCount + 20 + 1 + first.count + second.count
+        return buffer.writeWithUnsafeMutableBytes(minimumWritableBytes: needed) { output in
+            let base = output.baseAddress!
+            var position = prefix.utf8CodeUnitCount
+            base.copyMemory(from: prefix.utf8Start, byteCount: position)
+            position += writeDecimal(sequence, to: base + position)
+            base.storeBytes(of: UInt8(ascii: ","), toByteOffset: position, as: UInt8.self)
+            position += 1
+            if let start = first.baseAddress, first.count > 0 {
+                (base + position).copyMemory(from: start, byteCount: first.count)
+                position += first.count
+            }
+            if let start = second.baseAddress, second.count > 0 {
+                (base + position).copyMemory(from: start, byteCount: second.count)
+                position += second.count
+            }
+            return position
+        }
+    }
+
+    /// Writes the decimal digits of `value` at `destination` (room for 20 bytes) and returns how many.
+    @inline(__always)
+    private static func writeDecimal(_ value: UInt64, to destination: UnsafeMutableRawPointer) -> Int {
+        var digits: (UInt64, UInt64, UInt64) = (0, 0, 0)  // 24 bytes of scratch on the stack
+        return withUnsafeMutableBytes(of: &digits) { scratch in
+            var value = value
+            var position = 20
+            repeat {
+                position -= 1
+                scratch[position] = UInt8(ascii: "0") &+ UInt8(truncatingIfNeeded: value % 10)
+                value /= 10
+            } while value != 0
+            let count = 20 - position
+            destination.copyMemory(from: scratch.baseAddress! + position, byteCount: count)
+            return count
+        }
     }
 
     /// Appends a heartbeat line: `{"heartbeat":<ns since epoch>}`.

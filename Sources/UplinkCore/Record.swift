@@ -16,6 +16,21 @@ public struct Record: Sendable, Equatable {
         self.payload = payload
     }
 
+    /// A generous guess of the encoded frame's size, so encoders can reserve once. O(1) for native strings.
+    public var estimatedFrameBytes: Int {
+        var bytes = 96 + source.utf8.count
+        switch payload {
+        case .metric(let metric):
+            bytes += metric.name.utf8.count + metric.unit.utf8.count + 32
+            for tag in metric.tags { bytes += tag.key.utf8.count + tag.value.utf8.count + 8 }
+        case .log(let line):
+            // Escapes can grow the text; an eighth more covers ordinary lines without a second allocation.
+            bytes += line.message.utf8.count + line.message.utf8.count / 8
+            for field in line.fields { bytes += field.key.utf8.count + field.value.utf8.count + 8 }
+        }
+        return bytes
+    }
+
     /// Builds a metric record.
     public static func metric(
         _ name: String, value: Double, unit: String, tags: [Tag] = [], source: String, timestamp: Int64

@@ -24,7 +24,7 @@ public struct RingRecordSink: RecordSink {
 
     private func encode(_ record: Record) -> [UInt8] {
         var frame: [UInt8] = []
-        frame.reserveCapacity(160)
+        frame.reserveCapacity(record.estimatedFrameBytes)
         encoder.encodeFrame(record, into: &frame)
         return frame
     }

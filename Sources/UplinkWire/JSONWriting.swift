@@ -21,6 +21,13 @@ enum JSONWriting {
         var index = 0
         let count = bytes.count
         while index < count {
+            // Eight plain bytes at a time (the same test the decoder uses): most text needs no escaping.
+            while index &+ 8 <= count,
+                !JSONScanner.needsAttention(bytes.loadUnaligned(fromByteOffset: index, as: UInt64.self))
+            {
+                index &+= 8
+            }
+            guard index < count else { break }
             let byte = bytes[index]
             if byte >= 0x20 && byte < 0x80 && byte != UInt8(ascii: "\"") && byte != UInt8(ascii: "\\") {
                 index += 1

@@ -15,7 +15,9 @@ import Glibc
 /// Agent and collector in this process, talking HTTP over loopback.
 enum EndToEndBenchmark {
     /// A generator producing as fast as the pipeline takes records; the collector stores them in records.jsonl.
-    static func throughput(records: Int, recordBytes: Int, logger: Logger) async throws -> BenchmarkResult {
+    static func throughput(
+        records: Int, recordBytes: Int, streamBufferBytes: Int = BoundStreamPair.defaultCapacity, logger: Logger
+    ) async throws -> BenchmarkResult {
         let directory = try temporaryDirectory()
         defer { removeTree(directory) }
         var collectorConfiguration = CollectorConfiguration()
@@ -30,7 +32,8 @@ enum EndToEndBenchmark {
 
         let agent = Agent(
             configuration: AgentConfiguration(
-                uplink: UplinkConfiguration(url: "http://127.0.0.1:\(port)", agentID: "bench"),
+                uplink: UplinkConfiguration(
+                    url: "http://127.0.0.1:\(port)", agentID: "bench", streamBufferBytes: streamBufferBytes),
                 sources: [.init(name: "gen", config: .generator(GeneratorConfig(rate: 0, recordBytes: recordBytes, count: records)))]
             ),
             logger: logger
@@ -44,7 +47,8 @@ enum EndToEndBenchmark {
         }
         let elapsed = ContinuousClock.now - started
         let cpu = ResourceUsage.now().cpuSeconds - usage.cpuSeconds
-        let bytes = agent.uplink.statistics().bytesWritten
+        let uplinkStatistics = agent.uplink.statistics()
+        let bytes = uplinkStatistics.bytesWritten
         let peakResident = ResourceUsage.now().maxResidentBytes
         await agentGroup.triggerGracefulShutdown()
         try await agentTask.value
@@ -55,7 +59,8 @@ enum EndToEndBenchmark {
         let mebibytes = Double(bytes) / 1_048_576
         let gibibytes = Double(bytes) / 1_073_741_824
         return BenchmarkResult(
-            name: "end to end on loopback, generator → collector (records.jsonl), \(recordBytes)-byte messages",
+            name: "end to end on loopback, generator → collector (records.jsonl), \(recordBytes)-byte messages, "
+                + "\(streamBufferBytes / 1024) KiB stream buffer",
             lines: [
                 "records: \(records), wire bytes: \(bytes) (\(format(Double(bytes) / Double(records))) bytes/line)",
                 "throughput: \(format(mebibytes / elapsed.seconds)) MiB/s of wire lines, "
@@ -63,6 +68,8 @@ enum EndToEndBenchmark {
                     + "\(format(Double(records) / elapsed.seconds / 1000)) k records/s (target >= 200 MiB/s)",
                 "cpu: \(format(cpu)) s for agent + collector = \(format(cpu / gibibytes)) cpu-s per GiB",
                 "peak RSS of the process: \(peakResident / 1_048_576) MiB (ring capacity 64 MiB, allocated once)",
+                "uplink: \(uplinkStatistics.writePasses) write passes (\(bytes / max(1, uplinkStatistics.writePasses)) bytes each), "
+                    + "\(uplinkStatistics.spaceAvailableEvents) space events, \(uplinkStatistics.dataAvailableEvents) data wake-ups",
             ]
         )
     }

@@ -16,7 +16,11 @@ if wanted("ring") {
     RingBenchmark.run(frames: 20_000_000, frameBytes: 200).print()
 }
 if wanted("e2e") {
-    try await EndToEndBenchmark.throughput(records: 2_000_000, recordBytes: 200, logger: logger).print()
+    for streamBufferBytes in [64 << 10, 256 << 10, 1 << 20] {
+        try await EndToEndBenchmark.throughput(
+            records: 2_000_000, recordBytes: 200, streamBufferBytes: streamBufferBytes, logger: logger
+        ).print()
+    }
 }
 if wanted("latency") {
     try await EndToEndBenchmark.latency(records: 10_000, logger: logger).print()

@@ -100,13 +100,7 @@ enum StorageRecovery {
             let agentKey: StaticString = #"{"agent":""#
             let epochKey: StaticString = #"","epoch":"#
             var index = 0
-            func consume(_ literal: StaticString) -> Bool {
-                let count = literal.utf8CodeUnitCount
-                guard index + count <= raw.count else { return false }
-                for offset in 0..<count where raw[index + offset] != literal.utf8Start[offset] { return false }
-                index += count
-                return true
-            }
+            func consume(_ literal: StaticString) -> Bool { raw.consume(literal, at: &index) }
             guard consume(agentKey) else { return nil }
             let agentStart = index
             while index < raw.count && raw[index] != UInt8(ascii: "\"") { index += 1 }

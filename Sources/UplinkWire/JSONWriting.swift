@@ -84,21 +84,27 @@ enum JSONWriting {
     /// Appends an unsigned integer in decimal.
     @inline(__always)
     static func appendInteger(_ value: UInt64, to output: inout [UInt8]) {
-        withDecimalDigits(of: value) { output.append(contentsOf: $0) }
+        withUnsafeTemporaryAllocation(byteCount: 20, alignment: 1) { scratch in
+            let count = writeDecimal(value, to: scratch.baseAddress!)
+            output.append(contentsOf: UnsafeRawBufferPointer(start: scratch.baseAddress, count: count))
+        }
     }
 
-    /// Calls `body` with the decimal digits of `value` (no allocation).
+    /// Writes the decimal digits of `value` at `destination`, which has room for 20 bytes; returns how many.
     @inline(__always)
-    static func withDecimalDigits<Result>(of value: UInt64, _ body: (UnsafeRawBufferPointer) -> Result) -> Result {
-        withUnsafeTemporaryAllocation(of: UInt8.self, capacity: 20) { digits in
+    static func writeDecimal(_ value: UInt64, to destination: UnsafeMutableRawPointer) -> Int {
+        var digits: (UInt64, UInt64, UInt64) = (0, 0, 0)  // 24 bytes of scratch on the stack
+        return withUnsafeMutableBytes(of: &digits) { scratch in
             var value = value
             var position = 20
             repeat {
                 position -= 1
-                digits[position] = UInt8(ascii: "0") &+ UInt8(truncatingIfNeeded: value % 10)
+                scratch[position] = UInt8(ascii: "0") &+ UInt8(truncatingIfNeeded: value % 10)
                 value /= 10
             } while value != 0
-            return body(UnsafeRawBufferPointer(rebasing: UnsafeRawBufferPointer(digits)[position..<20]))
+            let count = 20 - position
+            destination.copyMemory(from: scratch.baseAddress! + position, byteCount: count)
+            return count
         }
     }
 

@@ -19,7 +19,7 @@ public enum WireLineWriter {
             let base = output.baseAddress!
             var position = prefix.utf8CodeUnitCount
             base.copyMemory(from: prefix.utf8Start, byteCount: position)
-            position += writeDecimal(sequence, to: base + position)
+            position += JSONWriting.writeDecimal(sequence, to: base + position)
             base.storeBytes(of: UInt8(ascii: ","), toByteOffset: position, as: UInt8.self)
             position += 1
             if let start = first.baseAddress, first.count > 0 {
@@ -31,24 +31,6 @@ public enum WireLineWriter {
                 position += second.count
             }
             return position
-        }
-    }
-
-    /// Writes the decimal digits of `value` at `destination` (room for 20 bytes) and returns how many.
-    @inline(__always)
-    private static func writeDecimal(_ value: UInt64, to destination: UnsafeMutableRawPointer) -> Int {
-        var digits: (UInt64, UInt64, UInt64) = (0, 0, 0)  // 24 bytes of scratch on the stack
-        return withUnsafeMutableBytes(of: &digits) { scratch in
-            var value = value
-            var position = 20
-            repeat {
-                position -= 1
-                scratch[position] = UInt8(ascii: "0") &+ UInt8(truncatingIfNeeded: value % 10)
-                value /= 10
-            } while value != 0
-            let count = 20 - position
-            destination.copyMemory(from: scratch.baseAddress! + position, byteCount: count)
-            return count
         }
     }
 
@@ -101,13 +83,7 @@ extension AckLine {
         func skipSpaces() {
             while index < bytes.count, bytes[index] == UInt8(ascii: " ") || bytes[index] == UInt8(ascii: "\t") { index += 1 }
         }
-        func consume(_ literal: StaticString) -> Bool {
-            let count = literal.utf8CodeUnitCount
-            guard index + count <= bytes.count else { return false }
-            for offset in 0..<count where bytes[index + offset] != literal.utf8Start[offset] { return false }
-            index += count
-            return true
-        }
+        func consume(_ literal: StaticString) -> Bool { bytes.consume(literal, at: &index) }
         skipSpaces()
         guard consume("{") else { return nil }
         skipSpaces()
@@ -131,5 +107,18 @@ extension AckLine {
         skipSpaces()
         guard index == bytes.count else { return nil }
         return isResume ? .resume(value) : .ack(value)
+    }
+}
+
+extension UnsafeRawBufferPointer {
+    /// Whether the bytes at `index` spell `literal`; if so, moves `index` past it. For hand-written parsers of the
+    /// protocol's fixed-shape lines.
+    @inline(__always)
+    public func consume(_ literal: StaticString, at index: inout Int) -> Bool {
+        let count = literal.utf8CodeUnitCount
+        guard index + count <= self.count else { return false }
+        for offset in 0..<count where self[index + offset] != literal.utf8Start[offset] { return false }
+        index += count
+        return true
     }
 }

@@ -25,15 +25,13 @@ enum EndToEndBenchmark {
         collectorConfiguration.dataDirectory = directory
         collectorConfiguration.stdoutSink = false
         collectorConfiguration.jsonlSink = true
-        let collector = Collector(configuration: collectorConfiguration, logger: logger)
-        let collectorGroup = ServiceGroup(configuration: .init(services: [collector], gracefulShutdownSignals: [], logger: logger))
-        let collectorTask = Task { try await collectorGroup.run() }
-        let port = try await collector.waitUntilListening()
+        let background = try await BackgroundCollector.start(configuration: collectorConfiguration, logger: logger)
+        let collector = background.collector
 
         let agent = Agent(
             configuration: AgentConfiguration(
                 uplink: UplinkConfiguration(
-                    url: "http://127.0.0.1:\(port)", agentID: "bench", streamBufferBytes: streamBufferBytes),
+                    url: background.url, agentID: "bench", streamBufferBytes: streamBufferBytes),
                 sources: [.init(name: "gen", config: .generator(GeneratorConfig(rate: 0, recordBytes: recordBytes, count: records)))]
             ),
             logger: logger
@@ -52,8 +50,7 @@ enum EndToEndBenchmark {
         let peakResident = ResourceUsage.now().maxResidentBytes
         await agentGroup.triggerGracefulShutdown()
         try await agentTask.value
-        await collectorGroup.triggerGracefulShutdown()
-        try await collectorTask.value
+        try await background.stop()
         precondition(collector.statistics().recordsStored == UInt64(records), "collector stored \(collector.statistics().recordsStored)")
 
         let mebibytes = Double(bytes) / 1_048_576
@@ -85,14 +82,12 @@ enum EndToEndBenchmark {
         collectorConfiguration.dataDirectory = directory
         collectorConfiguration.stdoutSink = true
         collectorConfiguration.jsonlSink = false
-        let collector = Collector(configuration: collectorConfiguration, logger: logger, stdout: output)
-        let collectorGroup = ServiceGroup(configuration: .init(services: [collector], gracefulShutdownSignals: [], logger: logger))
-        let collectorTask = Task { try await collectorGroup.run() }
-        let port = try await collector.waitUntilListening()
+        let background = try await BackgroundCollector.start(
+            configuration: collectorConfiguration, logger: logger, stdout: output)
 
         let agent = Agent(
             configuration: AgentConfiguration(
-                uplink: UplinkConfiguration(url: "http://127.0.0.1:\(port)", agentID: "bench"), sources: []),
+                uplink: UplinkConfiguration(url: background.url, agentID: "bench"), sources: []),
             logger: logger
         )
         let agentGroup = ServiceGroup(configuration: .init(services: agent.serviceConfigurations, gracefulShutdownSignals: [], logger: logger))
@@ -109,8 +104,7 @@ enum EndToEndBenchmark {
         while output.count < records { try await Task.sleep(for: .milliseconds(5)) }
         await agentGroup.triggerGracefulShutdown()
         try await agentTask.value
-        await collectorGroup.triggerGracefulShutdown()
-        try await collectorTask.value
+        try await background.stop()
 
         let latencies = output.latenciesMicroseconds.sorted()
         return BenchmarkResult(

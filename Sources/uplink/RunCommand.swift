@@ -59,7 +59,7 @@ struct RunCommand: AsyncParsableCommand {
     func run() async throws {
         logging.bootstrap()
         let logger = Logger(label: "uplink")
-        var embedded: EmbeddedCollector?
+        var embedded: BackgroundCollector?
         let configuration: AgentConfiguration
         if let config {
             let file = try ConfigurationLoading.load(config)

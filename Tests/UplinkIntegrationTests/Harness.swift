@@ -73,13 +73,10 @@ enum Harness {
     }
 }
 
-/// A collector running in this process on a free loopback port.
+/// A collector running in this process on a free loopback port, storing records.jsonl in a temporary directory.
 final class InProcessCollector: Sendable {
-    let collector: Collector
+    let background: BackgroundCollector
     let dataDirectory: String
-    let port: Int
-    private let group: ServiceGroup
-    private let task: Task<Void, any Error>
 
     init(name: String, token: String? = nil, dataDirectory: String? = nil) async throws {
         let directory = try dataDirectory ?? Harness.temporaryDirectory(name)
@@ -89,21 +86,16 @@ final class InProcessCollector: Sendable {
         configuration.stdoutSink = false
         configuration.jsonlSink = true
         configuration.token = token
-        let collector = Collector(configuration: configuration, logger: Harness.logger)
-        let group = ServiceGroup(
-            configuration: .init(services: [collector], gracefulShutdownSignals: [], logger: Harness.logger))
-        self.collector = collector
+        self.background = try await BackgroundCollector.start(configuration: configuration, logger: Harness.logger)
         self.dataDirectory = directory
-        self.group = group
-        self.task = Task { try await group.run() }
-        self.port = try await collector.waitUntilListening()
     }
 
-    var url: String { "http://127.0.0.1:\(port)" }
+    var collector: Collector { background.collector }
+    var port: Int { background.port }
+    var url: String { background.url }
 
     func stop() async throws {
-        await group.triggerGracefulShutdown()
-        try await task.value
+        try await background.stop()
     }
 }
 

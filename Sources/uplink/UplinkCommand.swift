@@ -9,10 +9,13 @@ struct UplinkCommand: AsyncParsableCommand {
         abstract: "Stream sensor readings and log lines from an edge box to a collector, without losing any.",
         discussion: """
             Examples:
-              uplink run --config examples.yaml           # as configured (examples.yaml: embedded collector)
-              uplink run                                  # cpu and memory to an embedded collector, printed here
-              uplink run --url http://collector:4318      # to a remote collector
+              # Run as configured; examples.yaml streams to an embedded collector:
+              uplink run --config examples.yaml
+              # Check a configuration without starting anything:
               uplink validate --config /etc/uplink/uplink.yaml
+              # Quickstart without a file: cpu and memory, printed by an embedded collector:
+              uplink run
+              # Receive streams from agents:
               uplink collector --port 4318 --data-dir /var/lib/uplink-collector
             """,
         version: UplinkVersion.current,

@@ -13,7 +13,7 @@ struct UplinkCommand: AsyncParsableCommand {
               uplink run --config examples.yaml
               # Check a configuration without starting anything:
               uplink validate --config /etc/uplink/uplink.yaml
-              # Quickstart without a file: cpu and memory, printed by an embedded collector:
+              # Quickstart without a file (cpu and memory to an embedded collector):
               uplink run
               # Receive streams from agents:
               uplink collector --port 4318 --data-dir /var/lib/uplink-collector

@@ -101,7 +101,7 @@ public enum SourceConfig: Sendable, Equatable {
 /// - Parameters:
 ///   - name: The source's unique name within the agent (`sources[].name`).
 ///   - config: Its typed configuration.
-///   - clock: The clock interval-driven sensors (cpu, memory) tick by; the real clock unless a test injects one.
+///   - clock: The clock the sensors (every kind but the generator) tick by; the real clock unless a test injects one.
 public func makeSource(name: String, config: SourceConfig, clock: any TickClock = SystemTickClock()) -> any Source {
     switch config {
     case .cpu(let cpu): CPUSource(name: name, config: cpu, clock: clock)

@@ -153,7 +153,9 @@ extension ExecSource {
         return result == 0 ? .success(pid) : .failure(SpawnError(value: result))
     }
 
-    /// A copy of this process's environment as a null-terminated C array (each entry to be freed).
+    /// A copy of this process's environment as a null-terminated C array (each entry to be freed): the environment
+    /// the agent was started with, from `/proc/self/environ` (reading the C `environ` global is not concurrency-safe
+    /// in Swift 6), or only `PATH` where that file cannot be read.
     private static func currentEnvironment() -> [UnsafeMutablePointer<CChar>?] {
         var entries: [UnsafeMutablePointer<CChar>?] = []
         var reader = SmallFileReader(path: "/proc/self/environ", initialCapacity: 4096, maximumSize: 1 << 20)

@@ -18,7 +18,15 @@ enum IdleBenchmark {
     /// generator is not a sensor).
     static let kinds: [SourceKind] = [.cpu, .memory, .load, .uptime, .network, .diskio, .disk, .thermal, .hwmon, .power]
 
-    static func run(seconds: Int, logger: Logger) async throws -> BenchmarkResult {
+    /// The sensors' run, then the same agent and collector without any source (the baseline the sensors add to).
+    static func run(seconds: Int, logger: Logger) async throws -> [BenchmarkResult] {
+        [
+            try await measure(kinds: kinds, seconds: seconds, logger: logger),
+            try await measure(kinds: [], seconds: seconds, logger: logger),
+        ]
+    }
+
+    private static func measure(kinds: [SourceKind], seconds: Int, logger: Logger) async throws -> BenchmarkResult {
         var template = Array("/tmp/uplink-idle-XXXXXX".utf8CString)
         guard let created = mkdtemp(&template) else { throw CollectorError(code: "bench", message: "mkdtemp failed") }
         let directory = String(cString: created)
@@ -70,8 +78,10 @@ enum IdleBenchmark {
 
         let percent = cpu / elapsed * 100
         return BenchmarkResult(
-            name: "idle agent, \(kinds.count) default sensors at 10 s (\(kinds.map(\.typeName).joined(separator: ", "))) "
-                + "+ in-process collector, \(seconds) s",
+            name: kinds.isEmpty
+                ? "baseline: the same agent without any source + in-process collector, \(seconds) s"
+                : "idle agent, \(kinds.count) default sensors at 10 s (\(kinds.map(\.typeName).joined(separator: ", "))) "
+                    + "+ in-process collector, \(seconds) s",
             lines: [
                 "records acknowledged: \(records) (\(format(Double(records) / elapsed * 10)) per 10 s)",
                 "cpu: \(format(cpu * 1000)) ms over \(format(elapsed)) s = \(String(format: 3, percent)) % of one core "

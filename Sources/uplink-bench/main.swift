@@ -26,5 +26,5 @@ if wanted("latency") {
     try await EndToEndBenchmark.latency(records: 10_000, logger: logger).print()
 }
 if wanted("idle") {
-    try await IdleBenchmark.run(seconds: 60, logger: logger).print()
+    for result in try await IdleBenchmark.run(seconds: 60, logger: logger) { result.print() }
 }

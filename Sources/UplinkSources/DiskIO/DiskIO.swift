@@ -55,6 +55,10 @@ public struct DiskIOSource: Source {
                 emit("diskio.writes", rates[2], MetricUnit.operationsPerSecond)
             }
             tracker.retain(seen)
+            if tagCache.count > seen.count {
+                // Devices come and go (veth pairs of containers): keep only the current ones' tags.
+                tagCache = tagCache.filter { seen.contains($0.key) }
+            }
             return stats.malformedLines
         }
     }

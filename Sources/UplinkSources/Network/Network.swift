@@ -48,6 +48,10 @@ public struct NetworkSource: Source {
                 }
             }
             tracker.retain(seen)
+            if tagCache.count > seen.count {
+                // Devices come and go (veth pairs of containers): keep only the current ones' tags.
+                tagCache = tagCache.filter { seen.contains($0.key) }
+            }
             return netDev.malformedLines
         }
     }

@@ -12,6 +12,26 @@ public enum SourceKind: String, Sendable, Equatable, Hashable, CaseIterable {
     case memory = "memory"
     /// Synthetic log records for tests and benchmarks (`GeneratorSource`, `GeneratorConfig`).
     case generator = "generator"
+    /// Load averages from `/proc/loadavg` (`LoadSource`, `LoadConfig`).
+    case load = "load"
+    /// Seconds since boot from `/proc/uptime` (`UptimeSource`, `UptimeConfig`).
+    case uptime = "uptime"
+    /// Per-interface traffic rates from `/proc/net/dev` (`NetworkSource`, `NetworkConfig`).
+    case network = "network"
+    /// Per-device I/O rates from `/proc/diskstats` (`DiskIOSource`, `DiskIOConfig`).
+    case diskio = "diskio"
+    /// Space and inodes of mount points, via `statvfs` (`DiskSource`, `DiskConfig`).
+    case disk = "disk"
+    /// Thermal zone temperatures from `/sys/class/thermal` (`ThermalSource`, `ThermalConfig`).
+    case thermal = "thermal"
+    /// Hardware monitoring chips from `/sys/class/hwmon` (`HwmonSource`, `HwmonConfig`).
+    case hwmon = "hwmon"
+    /// Batteries, UPSes and mains from `/sys/class/power_supply` (`PowerSource`, `PowerConfig`).
+    case power = "power"
+    /// One numeric value from any file (`SysfsSource`, `SysfsConfig`).
+    case sysfs = "sysfs"
+    /// Metrics printed by a command (`ExecSource`, `ExecConfig`).
+    case exec = "exec"
 
     /// The name of the kind in the configuration (`type: cpu`).
     public var typeName: String { rawValue }
@@ -27,6 +47,16 @@ public enum SourceKind: String, Sendable, Equatable, Hashable, CaseIterable {
         case .cpu: .cpu(CPUConfig())
         case .memory: .memory(MemoryConfig())
         case .generator: .generator(GeneratorConfig())
+        case .load: .load(LoadConfig())
+        case .uptime: .uptime(UptimeConfig())
+        case .network: .network(NetworkConfig())
+        case .diskio: .diskio(DiskIOConfig())
+        case .disk: .disk(DiskConfig())
+        case .thermal: .thermal(ThermalConfig())
+        case .hwmon: .hwmon(HwmonConfig())
+        case .power: .power(PowerConfig())
+        case .sysfs: .sysfs(SysfsConfig())
+        case .exec: .exec(ExecConfig())
         }
     }
 }
@@ -36,6 +66,16 @@ public enum SourceConfig: Sendable, Equatable {
     case cpu(CPUConfig)
     case memory(MemoryConfig)
     case generator(GeneratorConfig)
+    case load(LoadConfig)
+    case uptime(UptimeConfig)
+    case network(NetworkConfig)
+    case diskio(DiskIOConfig)
+    case disk(DiskConfig)
+    case thermal(ThermalConfig)
+    case hwmon(HwmonConfig)
+    case power(PowerConfig)
+    case sysfs(SysfsConfig)
+    case exec(ExecConfig)
 
     /// The kind this configuration is for.
     public var kind: SourceKind {
@@ -43,6 +83,16 @@ public enum SourceConfig: Sendable, Equatable {
         case .cpu: .cpu
         case .memory: .memory
         case .generator: .generator
+        case .load: .load
+        case .uptime: .uptime
+        case .network: .network
+        case .diskio: .diskio
+        case .disk: .disk
+        case .thermal: .thermal
+        case .hwmon: .hwmon
+        case .power: .power
+        case .sysfs: .sysfs
+        case .exec: .exec
         }
     }
 }
@@ -51,11 +101,21 @@ public enum SourceConfig: Sendable, Equatable {
 /// - Parameters:
 ///   - name: The source's unique name within the agent (`sources[].name`).
 ///   - config: Its typed configuration.
-///   - clock: The clock interval-driven sensors (cpu, memory) tick by; the real clock unless a test injects one.
+///   - clock: The clock the sensors (every kind but the generator) tick by; the real clock unless a test injects one.
 public func makeSource(name: String, config: SourceConfig, clock: any TickClock = SystemTickClock()) -> any Source {
     switch config {
     case .cpu(let cpu): CPUSource(name: name, config: cpu, clock: clock)
     case .memory(let memory): MemorySource(name: name, config: memory, clock: clock)
     case .generator(let generator): GeneratorSource(name: name, config: generator)
+    case .load(let load): LoadSource(name: name, config: load, clock: clock)
+    case .uptime(let uptime): UptimeSource(name: name, config: uptime, clock: clock)
+    case .network(let config): NetworkSource(name: name, config: config, clock: clock)
+    case .diskio(let config): DiskIOSource(name: name, config: config, clock: clock)
+    case .disk(let config): DiskSource(name: name, config: config, clock: clock)
+    case .thermal(let config): ThermalSource(name: name, config: config, clock: clock)
+    case .hwmon(let config): HwmonSource(name: name, config: config, clock: clock)
+    case .power(let config): PowerSource(name: name, config: config, clock: clock)
+    case .sysfs(let config): SysfsSource(name: name, config: config, clock: clock)
+    case .exec(let config): ExecSource(name: name, config: config, clock: clock)
     }
 }

@@ -25,3 +25,6 @@ if wanted("e2e") {
 if wanted("latency") {
     try await EndToEndBenchmark.latency(records: 10_000, logger: logger).print()
 }
+if wanted("idle") {
+    for result in try await IdleBenchmark.run(seconds: 60, logger: logger) { result.print() }
+}

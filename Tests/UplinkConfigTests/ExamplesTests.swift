@@ -34,6 +34,19 @@ struct ExamplesTests {
         #expect(configuration.sources == [
             .init(name: "cpu", config: .cpu(CPUConfig(interval: .seconds(2), perCore: true, procRoot: "/proc"))),
             .init(name: "memory", config: .memory(MemoryConfig(interval: .seconds(2), procRoot: "/proc"))),
+            .init(name: "load", config: .load(LoadConfig(tags: [Tag("role", "gateway")]))),
+            .init(name: "uptime", config: .uptime(UptimeConfig(interval: .seconds(60)))),
+            .init(name: "network", config: .network(NetworkConfig(include: [], exclude: ["lo"]))),
+            .init(name: "diskio", config: .diskio(DiskIOConfig())),
+            .init(name: "disk", config: .disk(DiskConfig(interval: .seconds(60), mountPoints: ["/"]))),
+            .init(name: "thermal", config: .thermal(ThermalConfig())),
+            .init(name: "hwmon", config: .hwmon(HwmonConfig())),
+            .init(name: "power", config: .power(PowerConfig(interval: .seconds(30)))),
+            .init(name: "board-temperature", config: .sysfs(SysfsConfig(
+                path: "/sys/class/thermal/thermal_zone0/temp", scale: 0.001, metric: "board.temperature", unit: "celsius"))),
+            .init(name: "script", config: .exec(ExecConfig(
+                interval: .seconds(30), command: ["sh", "-c", "echo queue_depth=0 workers=4"], format: .keyvalue, prefix: "app",
+                unit: "count"))),
             .init(name: "generator", config: .generator(GeneratorConfig(rate: 1, recordBytes: 200, count: nil))),
         ])
     }
@@ -56,7 +69,8 @@ struct ExamplesTests {
             "agent:", "id:", "state_dir:", "buffer:", "max_bytes:", "overflow:", "uplink:", "url:", "token:",
             "token_file:", "backoff:", "initial:", "multiplier:", "max:", "reset_after:", "heartbeat:",
             "stall_timeout:", "stream_buffer:", "drain_timeout:", "sources:", "name:", "type:", "interval:",
-            "per_core:", "proc_root:", "rate:", "record_bytes:", "count:", "collector:", "listen:", "data_dir:",
+            "per_core:", "proc_root:", "jitter:", "tags:", "include:", "exclude:", "devices:", "mount_points:",
+            "sys_root:", "path:", "scale:", "offset:", "metric:", "unit:", "command:", "timeout:", "format:", "prefix:", "rate:", "record_bytes:", "count:", "collector:", "listen:", "data_dir:",
             "stdout:", "jsonl:", "max_line_bytes:", "fsync:", "rejects_file:",
         ]
         for key in keys {

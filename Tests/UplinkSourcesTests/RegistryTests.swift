@@ -7,12 +7,15 @@ import UplinkCore
 struct RegistryTests {
     @Test("every kind has its type name and a default config of its own kind")
     func kinds() {
-        #expect(SourceKind.allCases.map(\.typeName) == ["cpu", "memory", "generator"])
+        #expect(SourceKind.allCases.map(\.typeName) == [
+            "cpu", "memory", "generator", "load", "uptime", "network", "diskio", "disk", "thermal", "hwmon", "power",
+            "sysfs", "exec",
+        ])
         for kind in SourceKind.allCases {
             #expect(SourceKind(typeName: kind.typeName) == kind)
             #expect(kind.defaultConfig.kind == kind)
         }
-        #expect(SourceKind(typeName: "disk") == nil)
+        #expect(SourceKind(typeName: "disks") == nil)
     }
 
     @Test("makeSource builds the right type with the name and config")
@@ -24,6 +27,40 @@ struct RegistryTests {
         #expect((memory as? MemorySource)?.config.meminfoPath == "/host/proc/meminfo")
         let generator = makeSource(name: "g", config: .generator(GeneratorConfig(rate: 5, recordBytes: 10, count: 3)))
         #expect((generator as? GeneratorSource)?.config == GeneratorConfig(rate: 5, recordBytes: 10, count: 3))
+        #expect(makeSource(name: "l", config: .load(LoadConfig())) is LoadSource)
+        #expect(makeSource(name: "u", config: .uptime(UptimeConfig())) is UptimeSource)
+        #expect((makeSource(name: "n", config: .network(NetworkConfig(include: ["eth*"]))) as? NetworkSource)?.config.include == ["eth*"])
+        #expect(makeSource(name: "d", config: .diskio(DiskIOConfig())) is DiskIOSource)
+        #expect(makeSource(name: "d", config: .disk(DiskConfig())) is DiskSource)
+        #expect(makeSource(name: "t", config: .thermal(ThermalConfig())) is ThermalSource)
+        #expect(makeSource(name: "h", config: .hwmon(HwmonConfig())) is HwmonSource)
+        #expect(makeSource(name: "p", config: .power(PowerConfig())) is PowerSource)
+        #expect((makeSource(name: "s", config: .sysfs(SysfsConfig(path: "/x"))) as? SysfsSource)?.config.path == "/x")
+        #expect(makeSource(name: "e", config: .exec(ExecConfig(command: ["true"]))).name == "e")
+    }
+
+    @Test("documented defaults of the sensor kinds")
+    func sensorDefaults() {
+        #expect(LoadConfig() == LoadConfig(interval: .seconds(10), jitter: .zero, tags: [], procRoot: "/proc"))
+        #expect(LoadConfig().loadavgPath == "/proc/loadavg")
+        #expect(UptimeConfig().uptimePath == "/proc/uptime")
+        #expect(NetworkConfig().netDevPath == "/proc/net/dev")
+        #expect(NetworkConfig().include == [])
+        #expect(NetworkConfig().exclude == ["lo"])
+        #expect(DiskIOConfig().diskstatsPath == "/proc/diskstats")
+        #expect(DiskIOConfig().devices == [])
+        #expect(DiskConfig().mountPoints == ["/"])
+        #expect(ThermalConfig().thermalPath == "/sys/class/thermal")
+        #expect(HwmonConfig(sysRoot: "/host/sys/").hwmonPath == "/host/sys/class/hwmon")
+        #expect(PowerConfig().powerSupplyPath == "/sys/class/power_supply")
+        let sysfs = SysfsConfig()
+        #expect(sysfs.scale == 1 && sysfs.offset == 0 && sysfs.metric == "sysfs.value" && sysfs.unit == "")
+        let exec = ExecConfig()
+        #expect(exec.timeout == .seconds(5) && exec.format == .number && exec.metric == "exec.value" && exec.prefix == "exec")
+        #expect(ExecConfig(interval: .seconds(2)).effectiveTimeout == .seconds(2))
+        for kind in SourceKind.allCases where kind != .generator && kind != .cpu && kind != .memory {
+            #expect(kind.defaultConfig.kind == kind)
+        }
     }
 
     @Test("documented defaults")

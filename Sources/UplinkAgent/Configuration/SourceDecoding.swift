@@ -15,6 +15,16 @@ enum SourceDecoding {
         case .cpu: cpuKeys
         case .memory: memoryKeys
         case .generator: generatorKeys
+        case .load: loadKeys
+        case .uptime: uptimeKeys
+        case .network: networkKeys
+        case .diskio: diskioKeys
+        case .disk: diskKeys
+        case .thermal: thermalKeys
+        case .hwmon: hwmonKeys
+        case .power: powerKeys
+        case .sysfs: sysfsKeys
+        case .exec: execKeys
         }
     }
 
@@ -24,6 +34,16 @@ enum SourceDecoding {
         case .cpu: .cpu(decodeCPU(mapping))
         case .memory: .memory(decodeMemory(mapping))
         case .generator: .generator(decodeGenerator(mapping))
+        case .load: .load(decodeLoad(mapping))
+        case .uptime: .uptime(decodeUptime(mapping))
+        case .network: .network(decodeNetwork(mapping))
+        case .diskio: .diskio(decodeDiskIO(mapping))
+        case .disk: .disk(decodeDisk(mapping))
+        case .thermal: .thermal(decodeThermal(mapping))
+        case .hwmon: .hwmon(decodeHwmon(mapping))
+        case .power: .power(decodePower(mapping))
+        case .sysfs: .sysfs(decodeSysfs(mapping))
+        case .exec: .exec(decodeExec(mapping))
         }
     }
 

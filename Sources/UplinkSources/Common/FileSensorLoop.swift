@@ -17,13 +17,18 @@ struct FileSensorLoop {
     let logger: Logger
     /// The source kind for messages, e.g. `cpu`.
     let kind: String
+    /// Why the file might be missing, for the warning that disables the source.
+    let missingHint: String
 
     private var failing = false
     private var warnedAboutMalformedLines = false
 
-    init(path: String, interval: Duration, clock: any TickClock, logger: Logger, kind: String) {
+    init(path: String, interval: Duration, jitter: Duration = .zero, clock: any TickClock, logger: Logger, kind: String,
+        missingHint: String = "no procfs here, e.g. a container without /proc, or a wrong proc_root?"
+    ) {
+        self.missingHint = missingHint
         self.reader = SmallFileReader(path: path)
-        self.ticker = IntervalTicker(interval: interval, clock: clock)
+        self.ticker = IntervalTicker(interval: interval, jitter: jitter, clock: clock)
         self.logger = logger
         self.kind = kind
     }
@@ -72,7 +77,7 @@ struct FileSensorLoop {
         } catch {
             let reason =
                 error.meansFileIsMissing
-                ? "\(reader.pathString) does not exist (no procfs here, e.g. a container without /proc, or a wrong proc_root?)"
+                ? "\(reader.pathString) does not exist (\(missingHint))"
                 : "cannot read \(reader.pathString): \(error)"
             logger.warning(
                 "\(kind) source disabled: \(reason)",

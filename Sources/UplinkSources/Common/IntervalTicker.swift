@@ -16,6 +16,8 @@ struct IntervalTicker: Sendable {
 
     /// The tick period in nanoseconds (after clamping).
     let intervalNanoseconds: Int64
+    /// Largest random delay added after each aligned tick, in nanoseconds (0: none). Always below the interval.
+    let jitterNanoseconds: Int64
     let clock: any TickClock
 
     /// Wall-clock time of the last tick returned by `nextTick()`, nanoseconds since the Unix epoch.
@@ -23,8 +25,24 @@ struct IntervalTicker: Sendable {
     /// Number of scheduled ticks skipped because they had already passed.
     private(set) var skippedTicks: Int = 0
 
-    init(interval: Duration, clock: any TickClock) {
+    /// - Parameters:
+    ///   - interval: The tick period.
+    ///   - jitter: Each tick fires a random delay in `[0, jitter)` after its aligned instant, so many agents (or
+    ///     sources) do not read at the same instant. The schedule itself stays aligned: the delay never
+    ///     accumulates. Clamped to less than the interval; zero (the default) means no delay.
+    ///   - clock: The clock to sleep on.
+    init(interval: Duration, jitter: Duration = .zero, clock: any TickClock) {
         self.intervalNanoseconds = Self.clampedNanoseconds(interval)
+        let (seconds, attoseconds) = jitter.components
+        let jitterNanoseconds: Int64
+        if seconds < 0 {
+            jitterNanoseconds = 0
+        } else if seconds >= Self.maximumIntervalNanoseconds / 1_000_000_000 {
+            jitterNanoseconds = Self.maximumIntervalNanoseconds
+        } else {
+            jitterNanoseconds = seconds * 1_000_000_000 + attoseconds / 1_000_000_000
+        }
+        self.jitterNanoseconds = max(0, min(jitterNanoseconds, intervalNanoseconds - 1))
         self.clock = clock
     }
 
@@ -32,7 +50,8 @@ struct IntervalTicker: Sendable {
     /// - Throws: `CancellationError` when the task is cancelled while sleeping.
     mutating func nextTick() async throws -> Int64 {
         let target = scheduleNext(now: clock.nowNanoseconds())
-        try await clock.sleep(untilNanoseconds: target)
+        let delay = jitterNanoseconds > 0 ? Int64.random(in: 0..<jitterNanoseconds) : 0
+        try await clock.sleep(untilNanoseconds: target &+ delay)
         lastTick = target
         return target
     }

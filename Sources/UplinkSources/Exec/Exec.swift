@@ -1,0 +1,85 @@
+import Logging
+import UplinkCore
+
+/// The `exec` source: runs `command` on every tick and reports what it prints (see `ExecConfig.Format`).
+///
+/// - The command runs without a shell, stdin and stderr on `/dev/null`, in its own process group. It is given
+///   `timeout` (default 5 s, at most the interval); after that the whole group is killed with `SIGKILL`.
+/// - Waiting never blocks a thread (the output pipe is polled from the source's own task), so a slow or hanging
+///   command delays nothing but its own source; a run that overruns the interval makes the ticker skip ticks.
+/// - A run that fails (cannot start, times out, exits non-zero or by a signal, prints nothing usable) logs a
+///   warning when failures start (later ones in a row at debug level) and a notice when runs work again.
+///   Output that exits 0 is parsed even when parts are malformed (logged like a failure).
+/// - Records are timestamped when the output has been read.
+public struct ExecSource: Source {
+    public let name: String
+    public let config: ExecConfig
+    /// The clock ticks and timestamps come from (injectable for tests).
+    public let clock: any TickClock
+
+    public init(name: String, config: ExecConfig = ExecConfig(), clock: any TickClock = SystemTickClock()) {
+        self.name = name
+        self.config = config
+        self.clock = clock
+    }
+
+    /// What went wrong with a run, for the log; `nil` when it worked.
+    static func problem(_ outcome: Outcome, parsed: ParsedOutput?, timeout: Duration) -> String? {
+        switch outcome {
+        case .spawnFailed(let code): return "cannot start the command (errno \(code))"
+        case .timedOut: return "the command did not finish within \(timeout) and was killed"
+        case .signaled(let signal, _): return "the command was ended by signal \(signal)"
+        case .exited(let status, _) where status != 0: return "the command exited with status \(status)"
+        case .cancelled: return nil
+        case .exited:
+            guard let parsed else { return nil }
+            if parsed.metrics.isEmpty { return "the command printed nothing usable as \(parsed.malformed > 0 ? "its format" : "a metric")" }
+            if parsed.malformed > 0 { return "skipped \(parsed.malformed) malformed value(s) in the command's output" }
+            return nil
+        }
+    }
+
+    public func run(context: SourceContext) async throws {
+        let logger = context.logger
+        guard !config.command.isEmpty else {
+            logger.warning("exec source disabled: no command configured")
+            return
+        }
+        let emitter = MetricEmitter(context: context, source: name, extraTags: config.tags)
+        let baseTags = emitter.tags([])
+        let timeout = config.effectiveTimeout
+        var ticker = IntervalTicker(interval: config.interval, jitter: config.jitter, clock: clock)
+        var failing = false
+        while !Task.isCancelled {
+            do {
+                _ = try await ticker.nextTick()
+            } catch {
+                return
+            }
+            let outcome = await Self.runCommand(config.command, timeout: timeout)
+            if outcome == .cancelled { return }
+            let timestamp = clock.nowNanoseconds()
+            var parsed: ParsedOutput?
+            if case .exited(0, let output) = outcome {
+                let result = Self.parse(output, config: config)
+                parsed = result
+                for metric in result.metrics {
+                    let tags = metric.tags.isEmpty ? baseTags : emitter.tags(metric.tags)
+                    emitter.emit(metric.name, metric.value, unit: config.unit, tags: tags, tagsAreComplete: true, timestamp: timestamp)
+                }
+            }
+            if let problem = Self.problem(outcome, parsed: parsed, timeout: timeout) {
+                let metadata: Logger.Metadata = ["command": "\(config.command.joined(separator: " "))"]
+                if failing {
+                    logger.debug("exec source: \(problem)", metadata: metadata)
+                } else {
+                    failing = true
+                    logger.warning("exec source: \(problem); later failures in a row are logged at debug level", metadata: metadata)
+                }
+            } else if failing {
+                failing = false
+                logger.notice("exec source: the command works again")
+            }
+        }
+    }
+}

@@ -1,0 +1,23 @@
+import UplinkCore
+
+extension ThermalSource {
+    /// The zones under `<sys_root>/class/thermal` whose `temp` can be read now, one channel each
+    /// (millidegrees → `thermal.temperature` in °C), in zone order. Zones that fail at start (disabled zones
+    /// answer `ENODATA`) are left out.
+    static func discover(_ thermalPath: String) -> [SysfsChannel] {
+        guard let zones = Sysfs.numbered(thermalPath, prefix: "thermal_zone") else { return [] }
+        var channels: [SysfsChannel] = []
+        for zone in zones {
+            let directory = joinPath(thermalPath, zone)
+            var channel = SysfsChannel(
+                path: joinPath(directory, "temp"), metric: "thermal.temperature", unit: MetricUnit.celsius, divisor: 1000,
+                tags: [
+                    Tag("zone", String(zone.dropFirst("thermal_zone".count))),
+                    Tag("type", Sysfs.readText(joinPath(directory, "type")) ?? "unknown"),
+                ])
+            guard channel.reader.readInteger() != nil else { continue }
+            channels.append(channel)
+        }
+        return channels
+    }
+}

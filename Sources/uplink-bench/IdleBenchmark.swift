@@ -1,0 +1,104 @@
+import Logging
+import ServiceLifecycle
+import UplinkAgent
+import UplinkCollector
+import UplinkCore
+import UplinkSources
+import UplinkTransport
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// An idle agent: every sensor that works with its defaults, sampling every 10 s, streaming to a collector in this
+/// process over loopback. Reports the CPU share of one core (getrusage delta / wall time, agent and collector
+/// together) and the resident memory over `seconds`.
+enum IdleBenchmark {
+    /// The sensor kinds run with their default configuration (`sysfs` and `exec` need a path or a command, and the
+    /// generator is not a sensor).
+    static let kinds: [SourceKind] = [.cpu, .memory, .load, .uptime, .network, .diskio, .disk, .thermal, .hwmon, .power]
+
+    /// The sensors' run, then the same agent and collector without any source (the baseline the sensors add to).
+    static func run(seconds: Int, logger: Logger) async throws -> [BenchmarkResult] {
+        [
+            try await measure(kinds: kinds, seconds: seconds, logger: logger),
+            try await measure(kinds: [], seconds: seconds, logger: logger),
+        ]
+    }
+
+    private static func measure(kinds: [SourceKind], seconds: Int, logger: Logger) async throws -> BenchmarkResult {
+        var template = Array("/tmp/uplink-idle-XXXXXX".utf8CString)
+        guard let created = mkdtemp(&template) else { throw CollectorError(code: "bench", message: "mkdtemp failed") }
+        let directory = String(cString: created)
+        defer {
+            for name in ["records.jsonl", "marks.log", "rejects.jsonl", "marks.log.tmp"] { unlink(directory + "/" + name) }
+            rmdir(directory)
+        }
+        var collectorConfiguration = CollectorConfiguration()
+        collectorConfiguration.port = 0
+        collectorConfiguration.dataDirectory = directory
+        collectorConfiguration.stdoutSink = false
+        collectorConfiguration.jsonlSink = true
+        let collector = Collector(configuration: collectorConfiguration, logger: logger)
+        let collectorGroup = ServiceGroup(configuration: .init(services: [collector], gracefulShutdownSignals: [], logger: logger))
+        let collectorTask = Task { try await collectorGroup.run() }
+        let port = try await collector.waitUntilListening()
+
+        let agent = Agent(
+            configuration: AgentConfiguration(
+                uplink: UplinkConfiguration(url: "http://127.0.0.1:\(port)", agentID: "idle"),
+                sources: kinds.map { .init(name: $0.typeName, config: $0.defaultConfig) }
+            ),
+            logger: logger
+        )
+        let agentGroup = ServiceGroup(configuration: .init(services: agent.serviceConfigurations, gracefulShutdownSignals: [], logger: logger))
+        let agentTask = Task { try await agentGroup.run() }
+        while agent.uplink.statistics().streamsOpened == 0 { try await Task.sleep(for: .milliseconds(5)) }
+        // Let start-up work (discovery, first samples, connection set-up) pass before measuring.
+        try await Task.sleep(for: .seconds(11))
+
+        let before = ResourceUsage.now()
+        let recordsBefore = agent.ring.statistics().acknowledged
+        let started = ContinuousClock.now
+        var peakResident = residentBytes()
+        for _ in 0..<seconds {
+            try await Task.sleep(for: .seconds(1))
+            peakResident = max(peakResident, residentBytes())
+        }
+        let elapsed = (ContinuousClock.now - started).seconds
+        let cpu = ResourceUsage.now().cpuSeconds - before.cpuSeconds
+        let records = agent.ring.statistics().acknowledged - recordsBefore
+        let resident = residentBytes()
+        let maxResident = ResourceUsage.now().maxResidentBytes
+
+        await agentGroup.triggerGracefulShutdown()
+        try await agentTask.value
+        await collectorGroup.triggerGracefulShutdown()
+        try await collectorTask.value
+
+        let percent = cpu / elapsed * 100
+        return BenchmarkResult(
+            name: kinds.isEmpty
+                ? "baseline: the same agent without any source + in-process collector, \(seconds) s"
+                : "idle agent, \(kinds.count) default sensors at 10 s (\(kinds.map(\.typeName).joined(separator: ", "))) "
+                    + "+ in-process collector, \(seconds) s",
+            lines: [
+                "records acknowledged: \(records) (\(format(Double(records) / elapsed * 10)) per 10 s)",
+                "cpu: \(format(cpu * 1000)) ms over \(format(elapsed)) s = \(String(format: 3, percent)) % of one core "
+                    + "(agent + collector; target <= 0.05 %)",
+                "RSS: \(format(Double(resident) / 1_048_576)) MiB at the end, \(format(Double(peakResident) / 1_048_576)) MiB peak sampled, "
+                    + "\(format(Double(maxResident) / 1_048_576)) MiB max (getrusage) (target <= 15 MB)",
+            ]
+        )
+    }
+}
+
+extension String {
+    /// `value` with `digits` decimals.
+    fileprivate init(format digits: Int, _ value: Double) {
+        var scale = 1.0
+        for _ in 0..<digits { scale *= 10 }
+        let scaled = (value * scale).rounded() / scale
+        self = "\(scaled)"
+    }
+}

@@ -32,7 +32,9 @@ struct ExamplesTests {
         #expect(configuration.bufferBytes == 64 * 1024 * 1024)
         #expect(configuration.overflow == .dropOldest)
         #expect(configuration.sources == [
-            .init(name: "cpu", config: .cpu(CPUConfig(interval: .seconds(2), perCore: true, procRoot: "/proc"))),
+            .init(
+                name: "cpu",
+                config: .cpu(CPUConfig(interval: .seconds(2), tags: [Tag("role", "gateway")], perCore: true, procRoot: "/proc"))),
             .init(name: "memory", config: .memory(MemoryConfig(interval: .seconds(2), procRoot: "/proc"))),
             .init(name: "load", config: .load(LoadConfig(tags: [Tag("role", "gateway")]))),
             .init(name: "uptime", config: .uptime(UptimeConfig(interval: .seconds(60)))),

@@ -186,8 +186,8 @@ struct InvalidConfigurationTests {
                 type: memory
                 per_core: true
             """) == [
-                "test.yaml:6:5: sources[0].intervall: unknown key 'intervall' (hint: did you mean 'interval'? allowed keys: name, type, interval, per_core, proc_root)",
-                "test.yaml:9:5: sources[1].per_core: unknown key 'per_core' (hint: allowed keys: name, type, interval, proc_root)",
+                "test.yaml:6:5: sources[0].intervall: unknown key 'intervall' (hint: did you mean 'interval'? allowed keys: name, type, interval, jitter, tags, per_core, proc_root)",
+                "test.yaml:9:5: sources[1].per_core: unknown key 'per_core' (hint: allowed keys: name, type, interval, jitter, tags, proc_root)",
             ])
     }
 
@@ -411,7 +411,7 @@ struct InvalidConfigurationTests {
             "\(path):7:8: uplink.url: invalid URL 'ftp://collector.test': the scheme must be http or https, not 'ftp' (hint: e.g. 'http://collector.example:4318', or 'embedded')",
             "\(path):8:14: uplink.heartbeat: invalid duration '15': a unit is required (hint: write '15s' for seconds or '15ms' for milliseconds; units: ns, us, ms, s, m, h)",
             "\(path):10:17: uplink.backoff.multiplier: '0.5' is too small: the minimum is 1",
-            "\(path):14:5: sources[0].intervall: unknown key 'intervall' (hint: did you mean 'interval'? allowed keys: name, type, interval, per_core, proc_root)",
+            "\(path):14:5: sources[0].intervall: unknown key 'intervall' (hint: did you mean 'interval'? allowed keys: name, type, interval, jitter, tags, per_core, proc_root)",
             "\(path):15:11: sources[1].name: duplicate source name 'cpu' (first used by sources[0] at line 12) (hint: source names must be unique)",
             "\(path):16:11: sources[1].type: unknown source type 'memroy' (hint: did you mean 'memory'? known types: cpu, memory, generator, load, uptime, network, diskio, disk, thermal, hwmon, power, sysfs, exec)",
             "\(path):17:5: sources[2].name: missing required key 'name' (hint: every source needs a unique name, e.g. 'name: cpu')",

@@ -337,3 +337,32 @@ struct CPUSourceTests {
         #expect(logs.all.filter { $0.level == .debug }.count == 2)
     }
 }
+
+@Suite("cpu and memory: configured tags")
+struct CPUMemoryTagTests {
+    static let start: Int64 = 1_763_704_810_000_000_000
+
+    @Test("configured tags follow each metric's own tags")
+    func configuredTagsAreAppended() async throws {
+        let procRoot = try Fixtures.copy("x86-laptop-8core/proc")
+        defer { Fixtures.remove(procRoot) }
+        let sink = CollectingSink()
+        let cpu = CPUSource(
+            name: "cpu",
+            config: CPUConfig(interval: .seconds(10), tags: [Tag("site", "lab")], perCore: false, procRoot: procRoot.path),
+            clock: FakeTickClock(now: Self.start, maximumSleeps: 2) { number, _ in
+                if number == 2 { Fixtures.replace("stat", in: procRoot, with: "x86-laptop-8core/proc-10s-later/stat") }
+            })
+        let memory = MemorySource(
+            name: "memory", config: MemoryConfig(interval: .seconds(10), tags: [Tag("site", "lab")], procRoot: procRoot.path),
+            clock: FakeTickClock(now: Self.start, maximumSleeps: 1))
+        try await run(cpu, sink: sink)
+        try await run(memory, sink: sink)
+        let cpuRecords = sink.records.filter { $0.source == "cpu" }
+        let memoryRecords = sink.records.filter { $0.source == "memory" }
+        #expect(!cpuRecords.isEmpty)
+        #expect(!memoryRecords.isEmpty)
+        #expect(cpuRecords.allSatisfy { $0.metric?.tags == [Tag("cpu", "total"), Tag("site", "lab")] })
+        #expect(memoryRecords.allSatisfy { $0.metric?.tags == [Tag("site", "lab")] })
+    }
+}

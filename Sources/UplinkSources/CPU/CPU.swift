@@ -4,7 +4,7 @@ import UplinkCore
 ///
 /// On every tick (see `CPUConfig.interval`) it reads the file and emits `cpu.user`, `cpu.system`, `cpu.idle`,
 /// `cpu.iowait` and `cpu.steal` (unit `percent`, adding up to 100) over the interval since the previous read,
-/// tagged `cpu=total` and, with `perCore`, `cpu=<n>` per core. The first tick only primes the counters.
+/// tagged `cpu=total` and, with `perCore`, `cpu=<n>` per core, followed by the configured `tags`. The first tick only primes the counters.
 ///
 /// - `user` includes `nice`; `system` includes `irq` and `softirq`; guest time is already part of user time
 ///   in `/proc/stat` and is not counted twice.
@@ -28,15 +28,15 @@ public struct CPUSource: Source {
         var sampler = Sampler(perCore: config.perCore)
         var tags = TagCache()
         var loop = FileSensorLoop(
-            path: config.statPath, interval: config.interval, clock: clock, logger: context.logger, kind: "cpu"
+            path: config.statPath, interval: config.interval, jitter: config.jitter, clock: clock,
+            logger: context.logger, kind: "cpu"
         )
-        let sink = context.sink
-        let name = self.name
+        let emitter = MetricEmitter(context: context, source: name, extraTags: config.tags)
         await loop.run { bytes, timestamp in
             return sampler.ingest(bytes) { cpu, percentages in
-                let cpuTags = tags.tags(for: cpu)
+                let cpuTags = tags.tags(for: cpu, adding: emitter)
                 func emit(_ metric: String, _ value: Double) {
-                    sink.emit(.metric(metric, value: value, unit: "percent", tags: cpuTags, source: name, timestamp: timestamp))
+                    emitter.emit(metric, value, unit: MetricUnit.percent, tags: cpuTags, tagsAreComplete: true, timestamp: timestamp)
                 }
                 emit("cpu.user", percentages.user)
                 emit("cpu.system", percentages.system)
@@ -47,18 +47,21 @@ public struct CPUSource: Source {
         }
     }
 
-    /// The `cpu=…` tag arrays, built once per CPU and shared by all its records.
+    /// The `cpu=…` tag arrays (with the configured tags), built once per CPU and shared by all its records.
     struct TagCache {
-        private let total = [Tag("cpu", "total")]
+        private var total: [Tag]?
         private var cores: [[Tag]] = []
 
-        mutating func tags(for cpu: CPUIdentity) -> [Tag] {
+        mutating func tags(for cpu: CPUIdentity, adding emitter: MetricEmitter) -> [Tag] {
             switch cpu {
             case .total:
-                return total
+                if let total { return total }
+                let built = emitter.tags([Tag("cpu", "total")])
+                total = built
+                return built
             case .core(let index):
                 while cores.count <= index {
-                    cores.append([Tag("cpu", String(cores.count))])
+                    cores.append(emitter.tags([Tag("cpu", String(cores.count))]))
                 }
                 return cores[index]
             }

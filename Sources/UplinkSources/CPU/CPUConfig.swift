@@ -1,3 +1,5 @@
+import UplinkCore
+
 /// Configuration of a `cpu` source, which samples `<proc_root>/stat` and reports CPU time percentages.
 ///
 /// Every tick emits, for the total (tag `cpu=total`) and, when `perCore` is on, for every online core
@@ -10,6 +12,13 @@ public struct CPUConfig: Sendable, Equatable {
     /// :20, …). Values below 1 ms are raised to 1 ms.
     public var interval: Duration
 
+    /// Largest random delay after each aligned tick (YAML key `jitter`, a duration below the interval), so a fleet
+    /// sampling on the same boundaries does not read in lockstep. Default: 0 (none).
+    public var jitter: Duration
+
+    /// Tags added to every metric of the source (YAML key `tags`, a mapping of strings). Default: none.
+    public var tags: [Tag]
+
     /// Whether to report every core as well as the total (YAML key `per_core`, a boolean). Default: `true`.
     /// When `false`, only the `cpu=total` series is emitted.
     public var perCore: Bool
@@ -19,8 +28,13 @@ public struct CPUConfig: Sendable, Equatable {
     /// (e.g. `/host/proc`) to observe the host.
     public var procRoot: String
 
-    public init(interval: Duration = .seconds(10), perCore: Bool = true, procRoot: String = "/proc") {
+    public init(
+        interval: Duration = .seconds(10), jitter: Duration = .zero, tags: [Tag] = [], perCore: Bool = true,
+        procRoot: String = "/proc"
+    ) {
         self.interval = interval
+        self.jitter = jitter
+        self.tags = tags
         self.perCore = perCore
         self.procRoot = procRoot
     }

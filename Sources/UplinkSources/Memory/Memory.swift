@@ -3,7 +3,7 @@ import UplinkCore
 
 /// The `memory` source: RAM and swap usage from `<proc_root>/meminfo`.
 ///
-/// On every tick (see `MemoryConfig.interval`) it reads the file and emits, without tags:
+/// On every tick (see `MemoryConfig.interval`) it reads the file and emits, tagged only with the configured `tags`:
 /// `memory.total`, `memory.available`, `memory.used` (= total − available), `memory.swap_total`,
 /// `memory.swap_free`, `memory.swap_used` in unit `bytes`, and `memory.used_percent` in unit `percent`.
 ///
@@ -27,18 +27,19 @@ public struct MemorySource: Source {
 
     public func run(context: SourceContext) async throws {
         var loop = FileSensorLoop(
-            path: config.meminfoPath, interval: config.interval, clock: clock, logger: context.logger, kind: "memory"
+            path: config.meminfoPath, interval: config.interval, jitter: config.jitter, clock: clock,
+            logger: context.logger, kind: "memory"
         )
-        let sink = context.sink
+        let emitter = MetricEmitter(context: context, source: name, extraTags: config.tags)
+        let tags = emitter.tags([])
         let logger = context.logger
-        let name = self.name
         let path = config.meminfoPath
         var warnedAboutMissingFields = false
         await loop.run { bytes, timestamp in
             let meminfo = MeminfoParser.parse(bytes)
             let readings = Readings(meminfo)
             func emit(_ metric: String, _ value: Double, _ unit: String) {
-                sink.emit(.metric(metric, value: value, unit: unit, source: name, timestamp: timestamp))
+                emitter.emit(metric, value, unit: unit, tags: tags, tagsAreComplete: true, timestamp: timestamp)
             }
             if let memory = readings.memory {
                 emit("memory.total", Double(memory.total), "bytes")

@@ -68,9 +68,16 @@ struct CollectorCommand: AsyncParsableCommand {
             configuration.fsync = fsync
         }
         let collector = Collector(configuration: configuration, logger: logger)
+        // READY=1 once the collector listens, STOPPING=1 when a graceful shutdown begins (no-op without $NOTIFY_SOCKET).
+        let host = configuration.host
+        let notifier = SystemdNotifierService(logger: logger) {
+            let port = try await collector.waitUntilListening()
+            return "listening on \(host):\(port)"
+        }
         let group = ServiceGroup(
             configuration: ServiceGroupConfiguration(
-                services: [collector], gracefulShutdownSignals: [.sigterm, .sigint], logger: logger))
+                services: [.init(service: collector), notifier.serviceConfiguration],
+                gracefulShutdownSignals: [.sigterm, .sigint], logger: logger))
         Task {
             if let bound = try? await collector.waitUntilListening() {
                 logger.info("collector listening", metadata: [

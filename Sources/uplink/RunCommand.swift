@@ -82,9 +82,14 @@ struct RunCommand: AsyncParsableCommand {
         if let embedded { logger.info("embedded collector listening", metadata: ["url": "\(embedded.url)"]) }
 
         let agent = Agent(configuration: configuration, logger: logger)
+        // Last, so that it runs once the uplink and sources have been started (READY=1) and hears of a graceful
+        // shutdown first (STOPPING=1). The embedded collector, if any, already listens. No-op without $NOTIFY_SOCKET.
+        let notifier = SystemdNotifierService(
+            status: "streaming \(configuration.sources.count) sources to \(embedded == nil ? configuration.uplink.url : "the embedded collector")",
+            logger: logger)
         let group = ServiceGroup(
             configuration: ServiceGroupConfiguration(
-                services: agent.serviceConfigurations,
+                services: agent.serviceConfigurations + [notifier.serviceConfiguration],
                 gracefulShutdownSignals: [.sigterm, .sigint],
                 logger: logger
             )

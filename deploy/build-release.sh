@@ -1,0 +1,84 @@
+#!/usr/bin/env bash
+# Builds the release binary for edge boxes: one stripped `uplink` with the Swift runtime linked in
+# (--static-swift-stdlib), no Foundation/ICU libraries, at most 25 MB.
+#
+#   deploy/build-release.sh                 # -> .build/dist/uplink-<version>-<arch>
+#   UPLINK_DIST_DIR=/tmp/out deploy/build-release.sh
+#
+# Environment:
+#   UPLINK_DIST_DIR    where to put the binary (default: .build/dist, which git ignores)
+#   UPLINK_MAX_BYTES   size limit (default: 25 MB = 25000000 bytes)
+#   SWIFT_BUILD_FLAGS  extra flags for `swift build` (e.g. "--swift-sdk aarch64-swift-linux-musl", see docs/deploy.md)
+#   STRIP              the strip program (default: strip; e.g. llvm-strip when cross-building)
+#
+# Prints the path of the binary as its last line.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+if ! command -v swift >/dev/null 2>&1 && [ -x /opt/swift/usr/bin/swift ]; then
+    export PATH="/opt/swift/usr/bin:$PATH"
+fi
+
+dist_dir="${UPLINK_DIST_DIR:-.build/dist}"
+max_bytes="${UPLINK_MAX_BYTES:-25000000}"
+strip_program="${STRIP:-strip}"
+# shellcheck disable=SC2206  # word splitting of the extra flags is intended
+extra_flags=(${SWIFT_BUILD_FLAGS:-})
+
+fail() { echo "build-release: error: $*" >&2; exit 1; }
+
+# swiftc links executables with --export-dynamic: every public symbol (33,000+) lands in .dynsym and stays alive
+# through --gc-sections. uplink.exports makes them all local: about 3.5 MB less. Only a linker flag, so this build
+# shares .build/release with `swift build -c release` and `swift run -c release uplink-bench`.
+link_flags=(-Xlinker "--version-script=$PWD/deploy/uplink.exports")
+
+echo "build-release: swift build -c release --product uplink --static-swift-stdlib ${link_flags[*]} ${extra_flags[*]}" >&2
+swift build -c release --product uplink --static-swift-stdlib "${link_flags[@]}" "${extra_flags[@]}" >&2
+bin_dir="$(swift build -c release --static-swift-stdlib "${extra_flags[@]}" --show-bin-path)"
+built="$bin_dir/uplink"
+[ -x "$built" ] || fail "no binary at $built"
+
+# The architecture the binary was built for, as ELF says (x86_64, aarch64, armv7), not the build machine's.
+machine="$(LC_ALL=C readelf -h "$built" | sed -n 's/^ *Machine: *//p')"
+case "$machine" in
+    *X86-64*) arch=x86_64 ;;
+    *AArch64*) arch=aarch64 ;;
+    *ARM*) arch=armv7 ;;
+    *) arch="$(uname -m)" ;;
+esac
+
+# The version as the binary reports it; a cross-built binary cannot run here, so fall back to the source.
+if version="$("$built" --version 2>/dev/null)"; then
+    :
+else
+    version="$(sed -n 's/.*static let current = "\(.*\)".*/\1/p' Sources/uplink/UplinkCommand.swift)"
+fi
+[ -n "$version" ] || fail "cannot determine the version"
+
+mkdir -p "$dist_dir"
+output="$dist_dir/uplink-$version-$arch"
+cp "$built" "$output.tmp"
+"$strip_program" --strip-all "$output.tmp"
+mv -f "$output.tmp" "$output"
+
+# No Foundation or ICU: neither as a shared library nor linked in statically (its symbols or data).
+needed="$(LC_ALL=C readelf -d "$output" | sed -n 's/.*(NEEDED).*\[\(.*\)\]/\1/p')"
+if echo "$needed" | grep -Eq 'libFoundation|_FoundationICU|libicu|libswift'; then
+    fail "$output needs $(echo "$needed" | grep -E 'libFoundation|_FoundationICU|libicu|libswift' | tr '\n' ' ')"
+fi
+if [ "$arch" = "$(uname -m)" ] && ldd "$output" 2>/dev/null | grep -Eq 'libFoundation|_FoundationICU|libicu|libswift'; then
+    fail "ldd: $output loads $(ldd "$output" | grep -E 'libFoundation|_FoundationICU|libicu|libswift' | tr '\n' ' ')"
+fi
+# Linked in statically: look at the unstripped build's symbols for ICU's data (icudt<N>_dat, ~30 MB) and for
+# FoundationInternationalization (what `import Foundation` brings in; use FoundationEssentials instead).
+if LC_ALL=C nm "$built" 2>/dev/null | grep -Eq 'icudt[0-9]+|FoundationInternationalization'; then
+    fail "$built links ICU or FoundationInternationalization statically: something imports Foundation"
+fi
+
+size="$(stat -c %s "$output")"
+echo "build-release: $output: $size bytes ($(( (size + 524288) / 1048576 )) MiB), version $version, $arch" >&2
+echo "build-release: shared libraries: $(echo "$needed" | tr '\n' ' ')" >&2
+if [ "$size" -gt "$max_bytes" ]; then
+    fail "$output is $size bytes, above the limit of $max_bytes bytes"
+fi
+echo "$output"

@@ -49,7 +49,8 @@ struct CommandLineTests {
 
         let sawRecords = await Harness.eventually(timeout: .seconds(30)) {
             let text = collected.text
-            return text.contains(" cpu cpu.user{cpu=total} ") && text.contains(" memory memory.used_percent ")
+            // examples.yaml adds its own tags after cpu=…, so match up to the first tag only.
+            return text.contains(" cpu cpu.user{cpu=total") && text.contains(" memory memory.used_percent ")
         }
         #expect(sawRecords, "no records printed: \(collected.text.prefix(500))")
         kill(process.processIdentifier, SIGTERM)

@@ -56,10 +56,11 @@ rm -f "$root/etc/uplink/"*.dist
 depends="libyaml-0-2"
 if [ "$arch" = "$(dpkg --print-architecture)" ]; then
     for library in $(LC_ALL=C readelf -d "$binary" | sed -n 's/.*(NEEDED).*\[\(.*\)\]/\1/p'); do
-        path="$(ldconfig -p | awk -v lib="$library" '$1 == lib { print $NF; exit }')"
+        # awk reads to the end: an early exit would SIGPIPE ldconfig and, with pipefail, fail the script (exit 141).
+        path="$(ldconfig -p | awk -v lib="$library" '$1 == lib && !found { print $NF; found = 1 }')"
         [ -n "$path" ] || continue
-        owner="$(dpkg -S "$(readlink -f "$path")" 2>/dev/null | head -n 1 | cut -d: -f1)" \
-            || owner="$(dpkg -S "$path" 2>/dev/null | head -n 1 | cut -d: -f1)" || true
+        owner="$(dpkg -S "$(readlink -f "$path")" 2>/dev/null | sed -n '1s/:.*//p')" \
+            || owner="$(dpkg -S "$path" 2>/dev/null | sed -n '1s/:.*//p')" || true
         [ -n "$owner" ] || continue
         case ", $depends, " in *", $owner, "*) ;; *) depends="$depends, $owner" ;; esac
     done

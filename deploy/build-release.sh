@@ -63,15 +63,16 @@ mv -f "$output.tmp" "$output"
 
 # No Foundation or ICU: neither as a shared library nor linked in statically (its symbols or data).
 needed="$(LC_ALL=C readelf -d "$output" | sed -n 's/.*(NEEDED).*\[\(.*\)\]/\1/p')"
-if echo "$needed" | grep -Eq 'libFoundation|_FoundationICU|libicu|libswift'; then
+# grep reads to the end (no -q): with pipefail, an early exit would SIGPIPE the producer and turn a match into a miss.
+if echo "$needed" | grep -E 'libFoundation|_FoundationICU|libicu|libswift' >/dev/null; then
     fail "$output needs $(echo "$needed" | grep -E 'libFoundation|_FoundationICU|libicu|libswift' | tr '\n' ' ')"
 fi
-if [ "$arch" = "$(uname -m)" ] && ldd "$output" 2>/dev/null | grep -Eq 'libFoundation|_FoundationICU|libicu|libswift'; then
+if [ "$arch" = "$(uname -m)" ] && ldd "$output" 2>/dev/null | grep -E 'libFoundation|_FoundationICU|libicu|libswift' >/dev/null; then
     fail "ldd: $output loads $(ldd "$output" | grep -E 'libFoundation|_FoundationICU|libicu|libswift' | tr '\n' ' ')"
 fi
 # Linked in statically: look at the unstripped build's symbols for ICU's data (icudt<N>_dat, ~30 MB) and for
 # FoundationInternationalization (what `import Foundation` brings in; use FoundationEssentials instead).
-if LC_ALL=C nm "$built" 2>/dev/null | grep -Eq 'icudt[0-9]+|FoundationInternationalization'; then
+if LC_ALL=C nm "$built" 2>/dev/null | grep -E 'icudt[0-9]+|FoundationInternationalization' >/dev/null; then
     fail "$built links ICU or FoundationInternationalization statically: something imports Foundation"
 fi
 

@@ -102,7 +102,7 @@ final class UplinkDriver {
             writeAvailable()
         case .sendHeartbeat:
             sendHeartbeat()
-        case .failStream(let connection, let failure, let delay):
+        case .failStream(_, let failure, let delay):
             closeStream(failing: failure)
             record(failure, delay: delay)
             if let delay {
@@ -115,7 +115,6 @@ final class UplinkDriver {
                     } catch {}
                 }
             }
-            _ = connection
         case .endStream:
             pair?.close()
             endedCleanly = true

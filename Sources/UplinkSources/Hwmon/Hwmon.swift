@@ -19,24 +19,15 @@ public struct HwmonSource: Source {
     }
 
     public func run(context: SourceContext) async throws {
-        var channels = Self.discover(config.hwmonPath)
+        let channels = Self.discover(config.hwmonPath)
         guard !channels.isEmpty else {
             context.logger.warning(
                 "hwmon source disabled: no readable hwmon*/{temp,fan,in,power}*_input under \(config.hwmonPath) (no hardware monitoring chips on this machine, e.g. a VM, or a wrong sys_root?)",
                 metadata: ["path": "\(config.hwmonPath)"])
             return
         }
-        let emitter = MetricEmitter(context: context, source: name, extraTags: config.tags)
-        let tags = channels.map { emitter.tags($0.tags) }
-        let logger = context.logger
-        await forEachTick(interval: config.interval, jitter: config.jitter, clock: clock) {
-            for index in channels.indices {
-                guard let value = channels[index].read(logger: logger, kind: "hwmon") else { continue }
-                let channel = channels[index]
-                emitter.emit(
-                    channel.metric, value, unit: channel.unit, tags: tags[index], tagsAreComplete: true,
-                    timestamp: clock.nowNanoseconds())
-            }
-        }
+        await sampleChannels(
+            channels, kind: "hwmon", source: name, extraTags: config.tags, interval: config.interval,
+            jitter: config.jitter, clock: clock, context: context)
     }
 }

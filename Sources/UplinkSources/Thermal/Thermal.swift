@@ -17,24 +17,15 @@ public struct ThermalSource: Source {
     }
 
     public func run(context: SourceContext) async throws {
-        var channels = Self.discover(config.thermalPath)
+        let channels = Self.discover(config.thermalPath)
         guard !channels.isEmpty else {
             context.logger.warning(
                 "thermal source disabled: no readable thermal_zone*/temp under \(config.thermalPath) (no thermal zones on this machine, e.g. a VM, or a wrong sys_root?)",
                 metadata: ["path": "\(config.thermalPath)"])
             return
         }
-        let emitter = MetricEmitter(context: context, source: name, extraTags: config.tags)
-        let tags = channels.map { emitter.tags($0.tags) }
-        let logger = context.logger
-        await forEachTick(interval: config.interval, jitter: config.jitter, clock: clock) {
-            for index in channels.indices {
-                guard let value = channels[index].read(logger: logger, kind: "thermal") else { continue }
-                let channel = channels[index]
-                emitter.emit(
-                    channel.metric, value, unit: channel.unit, tags: tags[index], tagsAreComplete: true,
-                    timestamp: clock.nowNanoseconds())
-            }
-        }
+        await sampleChannels(
+            channels, kind: "thermal", source: name, extraTags: config.tags, interval: config.interval,
+            jitter: config.jitter, clock: clock, context: context)
     }
 }

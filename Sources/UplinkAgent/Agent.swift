@@ -31,7 +31,7 @@ public final class Agent: Sendable {
             let sink = RingRecordSink(ring: ring, sourceName: named.name, encoder: encoder)
             return SourceService(
                 source: makeSource(name: named.name, config: named.config),
-                context: SourceContext(sink: sink, logger: sourceLogger)
+                context: SourceContext(sink: sink, logger: sourceLogger, stateDirectory: configuration.stateDirectory)
             )
         }
     }

@@ -31,17 +31,22 @@ public struct AgentConfiguration: Sendable {
     public var uplink: UplinkConfiguration
     /// The sources to run.
     public var sources: [NamedSource]
+    /// Where sources keep state across restarts (`agent.state_dir`, default `/var/lib/uplink`): the log
+    /// tailer's checkpoints.
+    public var stateDirectory: String
 
     public init(
         uplink: UplinkConfiguration,
         sources: [NamedSource],
         bufferBytes: Int = RecordRing.defaultCapacity,
-        overflow: OverflowPolicy = .dropOldest
+        overflow: OverflowPolicy = .dropOldest,
+        stateDirectory: String = "/var/lib/uplink"
     ) {
         self.uplink = uplink
         self.sources = sources
         self.bufferBytes = bufferBytes
         self.overflow = overflow
+        self.stateDirectory = stateDirectory
     }
 
     /// The machine's host name, the default agent id; `"uplink-agent"` if it cannot be read.

@@ -181,7 +181,9 @@ extension Collector {
         _ stream: StreamKey, mark: UInt64, body: RequestBody, control: StreamControl, storage: Storage,
         events: AsyncStream<StreamEvent>.Continuation, logger: Logger
     ) async -> StreamEnding {
-        var processor = StreamProcessor(stream: stream, mark: mark, maxLineBytes: configuration.maxLineBytes)
+        var processor = StreamProcessor(
+            stream: stream, mark: mark, originMarks: marks.originMarks(agent: stream.agent),
+            maxLineBytes: configuration.maxLineBytes)
         var stopped: Bool { control.isStopRequested || Task.isCancelled }
         do {
             for try await chunk in body {
@@ -215,8 +217,10 @@ extension Collector {
         }
         guard batch.needsStorage else { return }
         let records =
-            batch.lines.isEmpty
-            ? nil : CollectorBatch(stream: stream, lines: batch.lines, highestSequence: batch.highestSequence)
+            batch.raisesMark
+            ? CollectorBatch(
+                stream: stream, lines: batch.lines, highestSequence: batch.highestSequence, origins: batch.origins)
+            : nil
         try await storage.commit(Storage.Commit(batch: records, rejects: batch.rejects))
         if let records {
             recorder.stored(records.lines.count)

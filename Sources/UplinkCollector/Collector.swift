@@ -101,7 +101,7 @@ public final class Collector: Service {
 
     /// The counts so far and the current marks.
     public func statistics() -> CollectorStatistics {
-        recorder.snapshot(marks: marks.snapshot())
+        recorder.snapshot(marks: marks.streamMarks())
     }
 
     private struct ListeningState {

@@ -28,6 +28,21 @@ final class MarkTable: Sendable {
     func snapshot() -> [StreamKey: UInt64] {
         marks.withLock { $0 }
     }
+
+    /// The streams' marks without the origin marks.
+    func streamMarks() -> [StreamKey: UInt64] {
+        marks.withLock { $0.filter { !$0.key.isOrigin } }
+    }
+
+    /// The stored origin marks of `agent`: origin id → highest stored offset.
+    func originMarks(agent: String) -> [UInt64: UInt64] {
+        let originAgent = agent + StreamKey.originSuffix
+        return marks.withLock { marks in
+            var origins: [UInt64: UInt64] = [:]
+            for (key, offset) in marks where key.agent == originAgent { origins[key.epoch] = offset }
+            return origins
+        }
+    }
 }
 
 /// Keeps `CollectorStatistics` and reports the same counts through swift-metrics.
@@ -35,6 +50,7 @@ final class StatisticsRecorder: Sendable {
     private let statistics = Mutex(CollectorStatistics())
     private let recordsStored = Counter(label: "uplink_collector_records_stored_total")
     private let duplicates = Counter(label: "uplink_collector_duplicates_total")
+    private let resent = Counter(label: "uplink_collector_resent_total")
     private let gaps = Counter(label: "uplink_collector_gaps_total")
     private let missing = Counter(label: "uplink_collector_missing_total")
     private let malformed = Counter(label: "uplink_collector_malformed_lines_total")
@@ -52,6 +68,7 @@ final class StatisticsRecorder: Sendable {
         let (malformedCount, tooLongCount) = (batch.malformed, batch.tooLong)
         statistics.withLock {
             $0.duplicatesDiscarded += batch.duplicates
+            $0.resentDiscarded += batch.resent
             $0.heartbeats += batch.heartbeats
             $0.gaps += gapCount
             $0.recordsMissing += missingCount
@@ -59,6 +76,7 @@ final class StatisticsRecorder: Sendable {
             $0.tooLongLines += tooLongCount
         }
         Self.add(batch.duplicates, to: duplicates)
+        Self.add(batch.resent, to: resent)
         Self.add(batch.heartbeats, to: heartbeats)
         Self.add(gapCount, to: gaps)
         Self.add(missingCount, to: missing)

@@ -13,6 +13,19 @@ public struct StreamKey: Hashable, Sendable, CustomStringConvertible {
 
     /// `agent/epoch`.
     public var description: String { "\(agent)/\(epoch)" }
+
+    /// The key under which the collector keeps the highest stored offset of one origin of `agent` (a log file
+    /// incarnation, docs/protocol.md "Origins"). Origin marks share the mark table and the marks ledger with the
+    /// streams: the agent part is `<agent>/origin` (a `/` never occurs in an agent id, so they cannot collide),
+    /// the origin id takes the epoch's place and the offset the mark's.
+    static func origin(agent: String, id: UInt64) -> StreamKey {
+        StreamKey(agent: agent + originSuffix, epoch: id)
+    }
+
+    static let originSuffix = "/origin"
+
+    /// Whether this key holds an origin mark rather than a stream's.
+    var isOrigin: Bool { agent.hasSuffix(Self.originSuffix) }
 }
 
 /// Counts since the collector started (marks: since the data directory was created).
@@ -23,6 +36,9 @@ public struct CollectorStatistics: Sendable, Equatable {
     public var recordsStored: UInt64 = 0
     /// Records discarded because their sequence was at or below the mark (`uplink_collector_duplicates_total`).
     public var duplicatesDiscarded: UInt64 = 0
+    /// Records discarded because their origin offset was stored before: log lines an agent read and sent again
+    /// after it restarted without having seen their acknowledgement (`uplink_collector_resent_total`).
+    public var resentDiscarded: UInt64 = 0
     /// Gaps seen: a record whose sequence was more than one above the mark (`uplink_collector_gaps_total`).
     public var gaps: UInt64 = 0
     /// Records missing in those gaps, i.e. dropped by agents (`uplink_collector_missing_total`).

@@ -9,7 +9,8 @@ import UplinkWire
 /// ```
 ///
 /// appended after every storage group, once the sinks have the group's records: the stream's new mark and the
-/// length of `records.jsonl` after the write (0 when the JSONL sink is off). The last line of a stream wins. The
+/// length of `records.jsonl` after the write (0 when the JSONL sink is off). Origin marks use the same line with
+/// `<agent>/origin <origin id> <offset>` (see `StreamKey.origin`). The last line of a stream wins. The
 /// size tells start-up recovery from where to scan `records.jsonl` for records written but not yet ledgered (a
 /// crash between the two writes). At start-up, and when it grows past `compactionBytes`, the ledger is rewritten
 /// with one line per stream, atomically (temporary file, `fsync`, `rename`).
@@ -142,7 +143,7 @@ final class MarksLedger {
     static func parseLine(_ line: ByteBuffer) -> (StreamKey, UInt64, Int64)? {
         let fields = line.readableBytesView.split(separator: UInt8(ascii: " "), omittingEmptySubsequences: false)
         guard fields.count == 4,
-            let agent = AgentID.validated(fields[0]),
+            let agent = AgentID.validated(fields[0]) ?? AgentID.validatedOriginKey(fields[0]),
             let epoch = Decimal.uint64(fields[1]),
             let mark = Decimal.uint64(fields[2]),
             let recordsSize = Decimal.uint64(fields[3]), recordsSize <= UInt64(Int64.max)
@@ -163,6 +164,15 @@ enum AgentID {
         default:
             false
         }
+    }
+
+    /// The agent part of an origin mark's key (`<agent>/origin`), when `bytes` form a valid one.
+    static func validatedOriginKey<Bytes: Collection<UInt8>>(_ bytes: Bytes) -> String? {
+        let suffix = Array(StreamKey.originSuffix.utf8)
+        guard bytes.count > suffix.count, bytes.suffix(suffix.count).elementsEqual(suffix),
+            validated(bytes.dropLast(suffix.count)) != nil
+        else { return nil }
+        return String(decoding: bytes, as: UTF8.self)
     }
 
     /// The id, when `bytes` form a valid one.

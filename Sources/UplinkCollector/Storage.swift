@@ -192,7 +192,10 @@ final class Storage: Sendable {
 
     /// Storage thread: ledger append, then the mark table.
     private func advanceMarks(_ batches: [CollectorBatch], files: inout Files) -> (any Error)? {
-        let entries = batches.map { ($0.stream, $0.highestSequence) }
+        var entries = batches.map { ($0.stream, $0.highestSequence) }
+        for batch in batches {
+            for (id, offset) in batch.origins { entries.append((StreamKey.origin(agent: batch.stream.agent, id: id), offset)) }
+        }
         let recordsSize = jsonl?.size ?? 0
         do {
             if files.ledger.needsCompaction {

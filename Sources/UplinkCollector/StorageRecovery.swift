@@ -1,5 +1,6 @@
 import Logging
 import NIOCore
+import UplinkCore
 import UplinkWire
 
 /// Start-up recovery of the marks, so that a restarted collector neither stores duplicates nor asks agents for
@@ -52,11 +53,15 @@ enum StorageRecovery {
             let tail = try LineReader.forEachLine(
                 descriptor, path: path, from: start, to: size, maxLineBytes: 2 * max(configuration.maxLineBytes, 1 << 20) + 4096
             ) { piece in
-                guard case .line(let line) = piece, let (stream, sequence) = parseStoredRecord(line) else {
+                guard case .line(let line) = piece, let (stream, sequence, origin) = parseStoredRecord(line) else {
                     unreadable += 1
                     return
                 }
                 marks[stream] = max(marks[stream] ?? 0, sequence)
+                if let origin {
+                    let key = StreamKey.origin(agent: stream.agent, id: origin.id)
+                    marks[key] = max(marks[key] ?? 0, origin.offset)
+                }
                 recovered += 1
             }
             if tail > 0 {
@@ -94,9 +99,10 @@ enum StorageRecovery {
         }
     }
 
-    /// The stream and sequence of a line of `records.jsonl`: `{"agent":"<id>","epoch":<E>,` + a record line's keys.
-    static func parseStoredRecord(_ line: ByteBuffer) -> (StreamKey, UInt64)? {
-        line.withUnsafeReadableBytes { raw -> (StreamKey, UInt64)? in
+    /// The stream, sequence and origin of a line of `records.jsonl`: `{"agent":"<id>","epoch":<E>,` + a record
+    /// line's keys.
+    static func parseStoredRecord(_ line: ByteBuffer) -> (StreamKey, UInt64, RecordOrigin?)? {
+        line.withUnsafeReadableBytes { raw -> (StreamKey, UInt64, RecordOrigin?)? in
             let agentKey: StaticString = #"{"agent":""#
             let epochKey: StaticString = #"","epoch":"#
             var index = 0
@@ -108,8 +114,8 @@ enum StorageRecovery {
             let epochStart = index
             while index < raw.count && raw[index] != UInt8(ascii: ",") { index += 1 }
             guard let epoch = Decimal.uint64(raw[epochStart..<index]) else { return nil }
-            guard case .record(let sequence)? = try? WireLineParser.scan(raw) else { return nil }
-            return (StreamKey(agent: agent, epoch: epoch), sequence)
+            guard case .record(let sequence, let origin)? = try? WireLineParser.scan(raw) else { return nil }
+            return (StreamKey(agent: agent, epoch: epoch), sequence, origin)
         }
     }
 }

@@ -45,7 +45,14 @@ struct ReceivedBatch: Sendable {
     var lines: [ByteBuffer] = []
     /// The stream's mark once `lines` are stored.
     var highestSequence: UInt64
+    /// Whether the batch raises the stream's mark (it may do so without lines: see `resent`).
+    var raisesMark = false
+    /// Origins whose highest offset the batch raises: origin id → offset.
+    var origins: [UInt64: UInt64] = [:]
+    /// Records at or below the stream's mark.
     var duplicates: UInt64 = 0
+    /// Records above the mark whose origin offset was stored before: lines an agent sent again after a restart.
+    var resent: UInt64 = 0
     var heartbeats: UInt64 = 0
     var gaps: [SequenceGap] = []
     var rejects: [RejectNote] = []
@@ -53,20 +60,24 @@ struct ReceivedBatch: Sendable {
     var missing: UInt64 { gaps.reduce(0) { $0 + $1.missing } }
     var tooLong: UInt64 { UInt64(rejects.count(where: \.isTooLong)) }
     var malformed: UInt64 { UInt64(rejects.count) - tooLong }
-    var needsStorage: Bool { !lines.isEmpty || !rejects.isEmpty }
+    var needsStorage: Bool { raisesMark || !rejects.isEmpty }
 }
 
 /// Sorts one stream's body into batches: lines split across chunks anywhere, each line scanned once, duplicates
-/// (at or below the mark) discarded, gaps measured, bad lines set aside. Pure: no I/O.
+/// (at or below the mark, or at or below their origin's offset) discarded, gaps measured, bad lines set aside.
+/// Pure: no I/O.
 struct StreamProcessor {
     let stream: StreamKey
     /// Highest sequence accepted so far (stored, or in a batch handed out for storing).
     private(set) var mark: UInt64
+    /// The agent's origins: id → highest offset accepted so far.
+    private(set) var originMarks: [UInt64: UInt64]
     private var splitter: LineSplitter
 
-    init(stream: StreamKey, mark: UInt64, maxLineBytes: Int) {
+    init(stream: StreamKey, mark: UInt64, originMarks: [UInt64: UInt64] = [:], maxLineBytes: Int) {
         self.stream = stream
         self.mark = mark
+        self.originMarks = originMarks
         self.splitter = LineSplitter(maxLineBytes: maxLineBytes)
     }
 
@@ -83,14 +94,23 @@ struct StreamProcessor {
                     switch try WireLineParser.scan(line) {
                     case .heartbeat:
                         batch.heartbeats += 1
-                    case .record(let sequence):
+                    case .record(let sequence, let origin):
                         if sequence <= mark {
                             batch.duplicates += 1
-                        } else {
-                            if sequence - mark > 1 { batch.gaps.append(SequenceGap(after: mark, next: sequence)) }
-                            mark = sequence
-                            batch.lines.append(line)
+                            continue
                         }
+                        if sequence - mark > 1 { batch.gaps.append(SequenceGap(after: mark, next: sequence)) }
+                        mark = sequence
+                        batch.raisesMark = true
+                        if let origin {
+                            if let stored = originMarks[origin.id], origin.offset <= stored {
+                                batch.resent += 1
+                                continue
+                            }
+                            originMarks[origin.id] = origin.offset
+                            batch.origins[origin.id] = origin.offset
+                        }
+                        batch.lines.append(line)
                     }
                 } catch {
                     batch.rejects.append(RejectNote(stream: stream, kind: .malformed(error, line: line)))

@@ -27,6 +27,7 @@ public struct Record: Sendable, Equatable {
             // Escapes can grow the text; an eighth more covers ordinary lines without a second allocation.
             bytes += line.message.utf8.count + line.message.utf8.count / 8
             for field in line.fields { bytes += field.key.utf8.count + field.value.utf8.count + 8 }
+            if line.origin != nil { bytes += 52 }
         }
         return bytes
     }
@@ -75,10 +76,29 @@ public struct LogLine: Sendable, Equatable {
     public var message: String
     /// Extra key/value context, e.g. the file path the line came from.
     public var fields: [Tag]
+    /// Where the line ends in the byte stream it was read from, for lines of files (nil otherwise). It lets the
+    /// collector recognise a line sent again after an agent crash (docs/protocol.md, "Origins").
+    public var origin: RecordOrigin?
 
-    public init(message: String, fields: [Tag] = []) {
+    public init(message: String, fields: [Tag] = [], origin: RecordOrigin? = nil) {
         self.message = message
         self.fields = fields
+        self.origin = origin
+    }
+}
+
+/// A position in a byte stream the agent reads: one incarnation of a log file (a new one starts when the file is
+/// replaced or truncated).
+public struct RecordOrigin: Sendable, Equatable, Hashable {
+    /// Identifies the incarnation: a random number from 1 to 2^63-1, chosen when the agent first reads it and
+    /// kept in its checkpoints.
+    public var id: UInt64
+    /// The byte offset just past the record's last byte (its line terminator included) in that incarnation.
+    public var offset: UInt64
+
+    public init(id: UInt64, offset: UInt64) {
+        self.id = id
+        self.offset = offset
     }
 }
 

@@ -17,7 +17,10 @@ public struct SourceID: Hashable, Sendable {
 /// - **written**: the sequence the next append gets.
 ///
 /// Frames stay until acknowledged, not merely sent. When an append does not fit, the `OverflowPolicy` drops the
-/// oldest frames (sent or not) or refuses the new one; every drop is counted per source.
+/// oldest frames (sent or not) or refuses the new one; every drop is counted per source. Frames appended with
+/// `appendWaitingForSpace` (sources whose data is durable elsewhere, such as log tailers that checkpoint on
+/// acknowledgement) are never dropped to make room: when one of them is the oldest frame, an append that would
+/// have to drop it is refused instead (counted as `droppedNewest`).
 ///
 /// All methods are safe to call from many threads at once. The lock is held only to copy bytes.
 public final class RecordRing: Sendable {
@@ -25,6 +28,8 @@ public final class RecordRing: Sendable {
     public static let defaultCapacity = 64 * 1024 * 1024
     /// Bytes of bookkeeping stored in front of every frame.
     public static let frameHeaderBytes = 8
+    /// Set in a frame header's source word for frames that must not be dropped to make room.
+    private static let keptFlag: UInt32 = 0x8000_0000
 
     /// Size of the buffer in bytes, headers included.
     public let capacity: Int
@@ -69,7 +74,7 @@ public final class RecordRing: Sendable {
     @discardableResult
     public func append(_ frame: UnsafeRawBufferPointer, source: SourceID) -> AppendOutcome {
         let (outcome, waiter) = state.withLock { state in
-            let outcome = appendLocked(frame, source: source, state: &state, mayDrop: true)
+            let outcome = appendLocked(frame, source: source, state: &state, mayDrop: true, kept: false)
             return (outcome, takeDataWaiter(outcome, &state))
         }
         waiter?()
@@ -91,7 +96,7 @@ public final class RecordRing: Sendable {
             let attempt: (AppendOutcome?, (@Sendable () -> Void)?) = state.withLock { state in
                 if needed > capacity || state.used + needed <= capacity {
                     let outcome = frame.withUnsafeBytes {
-                        appendLocked($0, source: source, state: &state, mayDrop: false)
+                        appendLocked($0, source: source, state: &state, mayDrop: false, kept: true)
                     }
                     return (outcome, takeDataWaiter(outcome, &state))
                 }
@@ -117,7 +122,7 @@ public final class RecordRing: Sendable {
     }
 
     private func appendLocked(
-        _ frame: UnsafeRawBufferPointer, source: SourceID, state: inout State, mayDrop: Bool
+        _ frame: UnsafeRawBufferPointer, source: SourceID, state: inout State, mayDrop: Bool, kept: Bool
     ) -> AppendOutcome {
         let sourceIndex = Int(source.rawValue)
         let needed = Self.frameHeaderBytes + frame.count
@@ -127,7 +132,7 @@ public final class RecordRing: Sendable {
             return .rejectedOversize
         }
         if state.used + needed > capacity {
-            guard mayDrop, policy == .dropOldest else {
+            guard mayDrop, policy == .dropOldest, canDropOldest(toFit: needed, state) else {
                 state.sources[sourceIndex].droppedNewest += 1
                 state.sources[sourceIndex].droppedNewestCounter.increment()
                 return .droppedNewest
@@ -137,16 +142,17 @@ public final class RecordRing: Sendable {
             }
             usedBytesGauge.record(state.used + needed)
         }
+        let sourceWord = kept ? source.rawValue | Self.keptFlag : source.rawValue
         if state.tail + needed <= capacity {
             // Common case: the frame does not wrap around the end of the storage.
             let destination = storage + state.tail
             destination.storeBytes(of: UInt32(frame.count).littleEndian, as: UInt32.self)
-            destination.storeBytes(of: source.rawValue.littleEndian, toByteOffset: 4, as: UInt32.self)
+            destination.storeBytes(of: sourceWord.littleEndian, toByteOffset: 4, as: UInt32.self)
             if let start = frame.baseAddress, frame.count > 0 {
                 (destination + Self.frameHeaderBytes).copyMemory(from: start, byteCount: frame.count)
             }
         } else {
-            var header = (UInt32(frame.count).littleEndian, source.rawValue.littleEndian)
+            var header = (UInt32(frame.count).littleEndian, sourceWord.littleEndian)
             withUnsafeBytes(of: &header) { copyIn($0, at: state.tail) }
             copyIn(frame, at: advance(state.tail, by: Self.frameHeaderBytes))
         }
@@ -173,10 +179,26 @@ public final class RecordRing: Sendable {
         usedBytesGauge.record(state.used)
     }
 
+    /// Whether dropping oldest frames can make room for `needed` bytes without dropping a kept frame.
+    private func canDropOldest(toFit needed: Int, _ state: State) -> Bool {
+        var freed = 0
+        var offset = state.head
+        var sequence = state.headSequence
+        while state.used - freed + needed > capacity && sequence < state.nextSequence {
+            let (length, sourceWord) = header(at: offset)
+            if sourceWord & Self.keptFlag != 0 { return false }
+            freed += Self.frameHeaderBytes + length
+            offset = advance(offset, by: Self.frameHeaderBytes + length)
+            sequence += 1
+        }
+        return state.used - freed + needed <= capacity
+    }
+
     private func dropOldestLocked(_ state: inout State) {
-        let (length, sourceIndex) = header(at: state.head)
-        state.sources[Int(sourceIndex)].droppedOldest += 1
-        state.sources[Int(sourceIndex)].droppedOldestCounter.increment()
+        let (length, sourceWord) = header(at: state.head)
+        let sourceIndex = Int(sourceWord & ~Self.keptFlag)
+        state.sources[sourceIndex].droppedOldest += 1
+        state.sources[sourceIndex].droppedOldestCounter.increment()
         releaseHeadLocked(&state, frameBytes: Self.frameHeaderBytes + length)
     }
 
@@ -259,16 +281,17 @@ public final class RecordRing: Sendable {
     /// Releases every frame up to and including `sequence`; the collector has stored them.
     /// Moves the send cursor forward if it pointed into the released frames.
     public func acknowledge(through sequence: UInt64) {
-        let waiters = state.withLock { state -> [SpaceWaiter] in
+        let (spaceWaiters, acknowledgementWaiters, acknowledged) = state.withLock { state in
             if sequence > state.acknowledged { state.acknowledged = sequence }
             while state.headSequence <= sequence && state.headSequence < state.nextSequence {
                 let (length, _) = header(at: state.head)
                 releaseHeadLocked(&state, frameBytes: Self.frameHeaderBytes + length)
             }
             reportMetricsLocked(&state)
-            return takeSatisfiedSpaceWaiters(&state)
+            return (takeSatisfiedSpaceWaiters(&state), takeSatisfiedAcknowledgementWaiters(&state), state.acknowledged)
         }
-        for waiter in waiters { waiter.continuation.resume() }
+        for waiter in spaceWaiters { waiter.continuation.resume() }
+        for waiter in acknowledgementWaiters { waiter.continuation.resume(returning: acknowledged) }
     }
 
     /// Starts a new connection at the collector's resume point: releases everything up to `collectorHas` and
@@ -297,6 +320,50 @@ public final class RecordRing: Sendable {
             state.send = state.head
             state.sendSequence = state.headSequence
         }
+    }
+
+    // MARK: Observing acknowledgements
+
+    /// The highest sequence the collector has acknowledged; 0 before the first acknowledgement.
+    public var acknowledgedSequence: UInt64 {
+        state.withLock { $0.acknowledged }
+    }
+
+    /// Waits until the collector has acknowledged a sequence above `sequence` and returns the acknowledged
+    /// sequence. Returns at once when that is already so; cancellation ends the wait and returns the current value.
+    public func waitForAcknowledgement(after sequence: UInt64) async -> UInt64 {
+        let id = WaiterID.next()
+        return await withTaskCancellationHandler {
+            await withCheckedContinuation { (continuation: CheckedContinuation<UInt64, Never>) in
+                let now = state.withLock { state -> UInt64? in
+                    if state.acknowledged > sequence || Task.isCancelled { return state.acknowledged }
+                    state.acknowledgementWaiters.append(
+                        AcknowledgementWaiter(id: id, after: sequence, continuation: continuation))
+                    return nil
+                }
+                if let now { continuation.resume(returning: now) }
+            }
+        } onCancel: {
+            let (waiter, acknowledged) = state.withLock { state -> (AcknowledgementWaiter?, UInt64) in
+                guard let index = state.acknowledgementWaiters.firstIndex(where: { $0.id == id }) else {
+                    return (nil, state.acknowledged)
+                }
+                return (state.acknowledgementWaiters.remove(at: index), state.acknowledged)
+            }
+            waiter?.continuation.resume(returning: acknowledged)
+        }
+    }
+
+    private func takeSatisfiedAcknowledgementWaiters(_ state: inout State) -> [AcknowledgementWaiter] {
+        guard !state.acknowledgementWaiters.isEmpty else { return [] }
+        let acknowledged = state.acknowledged
+        var woken: [AcknowledgementWaiter] = []
+        state.acknowledgementWaiters.removeAll { waiter in
+            guard waiter.after < acknowledged else { return false }
+            woken.append(waiter)
+            return true
+        }
+        return woken
     }
 
     // MARK: Observation
@@ -402,6 +469,7 @@ extension RecordRing {
         var sources: [SourceCounters] = []
         var dataWaiter: (@Sendable () -> Void)?
         var spaceWaiters: [SpaceWaiter] = []
+        var acknowledgementWaiters: [AcknowledgementWaiter] = []
     }
 
     fileprivate struct SourceCounters {
@@ -433,6 +501,12 @@ extension RecordRing {
         let id: UInt64
         let needed: Int
         let continuation: CheckedContinuation<Void, Never>
+    }
+
+    fileprivate struct AcknowledgementWaiter {
+        let id: UInt64
+        let after: UInt64
+        let continuation: CheckedContinuation<UInt64, Never>
     }
 
     fileprivate enum WaiterID {

@@ -22,6 +22,12 @@ public struct RingRecordSink: RecordSink {
         await ring.appendWaitingForSpace(encode(record), source: sourceID)
     }
 
+    public var acknowledgedSequence: UInt64 { ring.acknowledgedSequence }
+
+    public func waitForAcknowledgement(after sequence: UInt64) async -> UInt64 {
+        await ring.waitForAcknowledgement(after: sequence)
+    }
+
     private func encode(_ record: Record) -> [UInt8] {
         var frame: [UInt8] = []
         frame.reserveCapacity(record.estimatedFrameBytes)

@@ -18,10 +18,14 @@ public struct SourceContext: Sendable {
     public var sink: any RecordSink
     /// A logger labelled with the source's name.
     public var logger: Logger
+    /// The directory where a source keeps state across restarts (`agent.state_dir`, e.g. the log tailer's
+    /// checkpoints). The agent creates it before sources start; nil when the source runs without one (tests).
+    public var stateDirectory: String?
 
-    public init(sink: any RecordSink, logger: Logger) {
+    public init(sink: any RecordSink, logger: Logger, stateDirectory: String? = nil) {
         self.sink = sink
         self.logger = logger
+        self.stateDirectory = stateDirectory
     }
 }
 
@@ -40,6 +44,29 @@ public protocol RecordSink: Sendable {
     /// back-pressure reaches them. Returns `.rejectedOversize` only for a frame larger than the whole buffer.
     @discardableResult
     func emitWaitingForSpace(_ record: Record) async -> AppendOutcome
+
+    /// The highest sequence number (as returned in `AppendOutcome.appended`) that is acknowledged: the collector
+    /// has stored every record up to it. A source that checkpoints its input (the log tailer) may forget data
+    /// only up to here.
+    var acknowledgedSequence: UInt64 { get }
+
+    /// Waits until `acknowledgedSequence` is above `sequence` and returns it. Returns at once when it already
+    /// is; cancellation ends the wait and returns the current value.
+    func waitForAcknowledgement(after sequence: UInt64) async -> UInt64
+}
+
+extension RecordSink {
+    /// For a sink with nothing downstream to acknowledge (tests, local collection): a record counts as
+    /// acknowledged once emitted.
+    public var acknowledgedSequence: UInt64 { .max }
+
+    /// See `acknowledgedSequence`: returns `UInt64.max` at once, or, when called with it, waits for cancellation.
+    public func waitForAcknowledgement(after sequence: UInt64) async -> UInt64 {
+        if sequence < .max { return .max }
+        // Nothing can ever be acknowledged beyond the maximum: wait until the caller gives up.
+        while !Task.isCancelled { try? await Task.sleep(for: .seconds(3600)) }
+        return .max
+    }
 }
 
 /// What happened to an appended frame.

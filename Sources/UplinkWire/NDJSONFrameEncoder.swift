@@ -31,6 +31,7 @@ public struct NDJSONFrameEncoder: RecordFrameEncoder {
                 frame.append(contentsOf: #","fields":"#.utf8)
                 JSONWriting.appendObject(line.fields, to: &frame)
             }
+            if let origin = line.origin { Self.appendOrigin(origin, to: &frame) }
         }
         frame.append(contentsOf: "}\n".utf8)
     }
@@ -38,7 +39,8 @@ public struct NDJSONFrameEncoder: RecordFrameEncoder {
     /// Encodes a log record whose message is raw bytes (e.g. a line read from a file), replacing ill-formed UTF-8,
     /// without building a `String` first.
     public func encodeLogFrame(
-        timestamp: Int64, source: String, message: UnsafeRawBufferPointer, fields: [Tag], into frame: inout [UInt8]
+        timestamp: Int64, source: String, message: UnsafeRawBufferPointer, fields: [Tag], origin: RecordOrigin? = nil,
+        into frame: inout [UInt8]
     ) {
         frame.append(contentsOf: #""ts":"#.utf8)
         JSONWriting.appendInteger(timestamp, to: &frame)
@@ -50,6 +52,14 @@ public struct NDJSONFrameEncoder: RecordFrameEncoder {
             frame.append(contentsOf: #","fields":"#.utf8)
             JSONWriting.appendObject(fields, to: &frame)
         }
+        if let origin { Self.appendOrigin(origin, to: &frame) }
         frame.append(contentsOf: "}\n".utf8)
+    }
+
+    private static func appendOrigin(_ origin: RecordOrigin, to frame: inout [UInt8]) {
+        frame.append(contentsOf: #","origin":"#.utf8)
+        JSONWriting.appendInteger(origin.id, to: &frame)
+        frame.append(contentsOf: #","offset":"#.utf8)
+        JSONWriting.appendInteger(origin.offset, to: &frame)
     }
 }

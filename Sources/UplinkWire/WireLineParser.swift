@@ -3,8 +3,9 @@ import UplinkCore
 
 /// What a body line is, as `WireLineParser.scan` reports it without building the record.
 public enum WireLineSummary: Sendable, Equatable {
-    /// A metric or log record with this sequence number.
-    case record(sequence: UInt64)
+    /// A metric or log record with this sequence number; `origin` for a log line that names where it ends in the
+    /// stream it was read from.
+    case record(sequence: UInt64, origin: RecordOrigin?)
     /// A heartbeat sent at this time (nanoseconds since the Unix epoch).
     case heartbeat(timestamp: Int64)
 }
@@ -35,7 +36,7 @@ public enum WireLineParser {
         let scanner = JSONScanner(line, maximumDepth: maximumDepth)
         let layout = try LineLayout.scan(scanner)
         if let heartbeat = layout.heartbeat { return .heartbeat(timestamp: heartbeat) }
-        return .record(sequence: layout.sequence)
+        return .record(sequence: layout.sequence, origin: layout.origin)
     }
 
     /// Validates `line` (the readable bytes) and tells what it is; see `scan(_:)-(UnsafeRawBufferPointer)`.
@@ -60,9 +61,10 @@ public enum WireLineParser {
                 scanner.string(metric), value: value, unit: layout.unit.map { scanner.string($0) } ?? "",
                 tags: layout.tags.map { readStringObject(scanner, at: $0) } ?? [], source: source, timestamp: timestamp)
         } else {
-            record = .log(
-                scanner.string(layout.log!), fields: layout.fields.map { readStringObject(scanner, at: $0) } ?? [],
-                source: source, timestamp: timestamp)
+            let line = LogLine(
+                message: scanner.string(layout.log!), fields: layout.fields.map { readStringObject(scanner, at: $0) } ?? [],
+                origin: layout.origin)
+            record = Record(timestamp: timestamp, source: source, payload: .log(line))
         }
         return .record(sequence: layout.sequence, record)
     }
@@ -103,7 +105,7 @@ private struct LineLayout {
     /// Known keys, as bits of `present`.
     enum Key: UInt16 {
         case seq = 1, ts = 2, src = 4, metric = 8, value = 16, unit = 32, tags = 64, log = 128, fields = 256
-        case heartbeat = 512
+        case heartbeat = 512, origin = 1024, offset = 2048
 
         /// The key as it appears in a line (for messages).
         var name: String { literal.description }
@@ -123,6 +125,11 @@ private struct LineLayout {
     var log: StringSpan?
     /// Offset of the `{` of `fields`.
     var fields: Int?
+    var originID: UInt64 = 0
+    var originOffset: UInt64 = 0
+
+    /// The origin, when the line names one (`checkShape` ensures both keys or neither).
+    var origin: RecordOrigin? { has(.origin) ? RecordOrigin(id: originID, offset: originOffset) : nil }
 
     func has(_ key: Key) -> Bool { present & key.rawValue != 0 }
 
@@ -195,6 +202,8 @@ private struct LineLayout {
             case 6:
                 if scanner.string(span, equals: "metric") { return .metric }
                 if scanner.string(span, equals: "fields") { return .fields }
+                if scanner.string(span, equals: "origin") { return .origin }
+                if scanner.string(span, equals: "offset") { return .offset }
                 return nil
             case 9: return scanner.string(span, equals: "heartbeat") ? .heartbeat : nil
             default: return nil
@@ -218,6 +227,20 @@ private struct LineLayout {
                     WireDecodingError.Code.invalidValue, "'seq' must be an integer from 1 to 2^64-1", at: offset)
             }
             self.sequence = sequence
+        case .origin:
+            let number = try LineLayout.integer(key, &scanner)
+            guard let id = scanner.uint64(number), id >= 1 else {
+                throw JSONScanner.error(
+                    WireDecodingError.Code.invalidValue, "'origin' must be an integer from 1 to 2^64-1", at: offset)
+            }
+            originID = id
+        case .offset:
+            let number = try LineLayout.integer(key, &scanner)
+            guard let value = scanner.uint64(number) else {
+                throw JSONScanner.error(
+                    WireDecodingError.Code.invalidValue, "'offset' must be an integer from 0 to 2^64-1", at: offset)
+            }
+            originOffset = value
         case .ts, .heartbeat:
             let number = try LineLayout.integer(key, &scanner)
             guard let value = scanner.int64(number) else {
@@ -337,7 +360,13 @@ private struct LineLayout {
             if has(.log) { throw conflict("a record cannot carry both 'metric' and 'log'") }
             if has(.fields) { throw conflict("a metric record ('metric') cannot carry the log key 'fields'") }
             guard has(.value) else { throw missing("missing key 'value' of metric record") }
+            if has(.origin) || has(.offset) {
+                throw conflict("a metric record ('metric') cannot carry the log key '\(has(.origin) ? "origin" : "offset")'")
+            }
         } else if has(.log) {
+            if has(.origin) != has(.offset) {
+                throw missing(has(.origin) ? "missing key 'offset' next to 'origin'" : "missing key 'origin' next to 'offset'")
+            }
             let metricKeys = Key.value.rawValue | Key.unit.rawValue | Key.tags.rawValue
             if present & metricKeys != 0 {
                 var raw = Key.value.rawValue
@@ -363,6 +392,8 @@ extension LineLayout.Key {
         case .log: "log"
         case .fields: "fields"
         case .heartbeat: "heartbeat"
+        case .origin: "origin"
+        case .offset: "offset"
         }
     }
 }

@@ -17,7 +17,7 @@ func decodeLine(_ text: String) -> Result<WireLine, WireDecodingError> { decodeL
 func decodeRecord(_ text: String, sourceLocation: SourceLocation = #_sourceLocation) -> (UInt64, Record)? {
     switch decodeLine(text) {
     case .success(.record(let sequence, let record)):
-        #expect(scanLine(Array(text.utf8)) == .success(.record(sequence: sequence)), sourceLocation: sourceLocation)
+        #expect(scanLine(Array(text.utf8)) == .success(.record(sequence: sequence, origin: nil)), sourceLocation: sourceLocation)
         return (sequence, record)
     case .success(let other):
         Issue.record("expected a record, got \(other)", sourceLocation: sourceLocation)

@@ -29,6 +29,7 @@ extension UplinkFile {
             stallTimeout: uplink.stallTimeout, streamBufferBytes: uplink.streamBufferBytes,
             drainTimeout: uplink.drainTimeout)
         return AgentConfiguration(
-            uplink: uplinkConfiguration, sources: sources, bufferBytes: buffer.maxBytes, overflow: buffer.overflow)
+            uplink: uplinkConfiguration, sources: sources, bufferBytes: buffer.maxBytes, overflow: buffer.overflow,
+            stateDirectory: agent.stateDirectory)
     }
 }

@@ -115,6 +115,45 @@ public final class RecordRing: Sendable {
         }
     }
 
+    /// Appends frames stored back to back in `frames` (frame `i` ends at `ends[i]`), in order, waiting (without
+    /// dropping anything) whenever the ring has no room for the next one. Takes the lock once per run of frames
+    /// that fit, not once per frame. Returns one outcome per frame: `.rejectedOversize` for a frame larger than
+    /// the ring; after cancellation the frames not yet stored are `.droppedNewest`, counted as such.
+    public func appendWaitingForSpace(frames: [UInt8], ends: [Int], source: SourceID) async -> [AppendOutcome] {
+        var outcomes: [AppendOutcome] = []
+        outcomes.reserveCapacity(ends.count)
+        while outcomes.count < ends.count {
+            let (waiter, blockedNeed) = frames.withUnsafeBytes { bytes in
+                state.withLock { state -> ((@Sendable () -> Void)?, Int?) in
+                    var appendedAny = false
+                    while outcomes.count < ends.count {
+                        let index = outcomes.count
+                        let start = index == 0 ? 0 : ends[index - 1]
+                        let frame = UnsafeRawBufferPointer(rebasing: bytes[start..<ends[index]])
+                        let needed = Self.frameHeaderBytes + frame.count
+                        if needed <= capacity && state.used + needed > capacity {
+                            if Task.isCancelled {
+                                let remaining = ends.count - outcomes.count
+                                state.sources[Int(source.rawValue)].droppedNewest += remaining
+                                state.sources[Int(source.rawValue)].droppedNewestCounter.increment(by: Int64(remaining))
+                                outcomes.append(contentsOf: repeatElement(.droppedNewest, count: remaining))
+                                break
+                            }
+                            return (appendedAny ? takeDataWaiter(.appended(sequence: 0), &state) : nil, needed)
+                        }
+                        let outcome = appendLocked(frame, source: source, state: &state, mayDrop: false, kept: true)
+                        if case .appended = outcome { appendedAny = true }
+                        outcomes.append(outcome)
+                    }
+                    return (appendedAny ? takeDataWaiter(.appended(sequence: 0), &state) : nil, nil)
+                }
+            }
+            waiter?()
+            if let blockedNeed { await waitForSpace(blockedNeed) }
+        }
+        return outcomes
+    }
+
     private func takeDataWaiter(_ outcome: AppendOutcome, _ state: inout State) -> (@Sendable () -> Void)? {
         guard case .appended = outcome, let waiter = state.dataWaiter else { return nil }
         state.dataWaiter = nil

@@ -22,6 +22,19 @@ public struct RingRecordSink: RecordSink {
         await ring.appendWaitingForSpace(encode(record), source: sourceID)
     }
 
+    @discardableResult
+    public func emitWaitingForSpace(_ batch: LogLineBatch) async -> [AppendOutcome] {
+        var frames: [UInt8] = []
+        frames.reserveCapacity(batch.messageBytes.count + batch.count * (72 + batch.source.utf8.count))
+        var ends: [Int] = []
+        ends.reserveCapacity(batch.count)
+        for index in 0..<batch.count {
+            encoder.encodeLogFrame(batch, line: index, into: &frames)
+            ends.append(frames.count)
+        }
+        return await ring.appendWaitingForSpace(frames: frames, ends: ends, source: sourceID)
+    }
+
     public var acknowledgedSequence: UInt64 { ring.acknowledgedSequence }
 
     public func waitForAcknowledgement(after sequence: UInt64) async -> UInt64 {

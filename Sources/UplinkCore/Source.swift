@@ -45,6 +45,11 @@ public protocol RecordSink: Sendable {
     @discardableResult
     func emitWaitingForSpace(_ record: Record) async -> AppendOutcome
 
+    /// Offers every line of `batch`, in order, waiting while the buffer has no room instead of dropping anything
+    /// (as `emitWaitingForSpace` does for one record). Returns one outcome per line. Cancellation ends the wait:
+    /// the lines not yet stored come back as `.droppedNewest`.
+    func emitWaitingForSpace(_ batch: LogLineBatch) async -> [AppendOutcome]
+
     /// The highest sequence number (as returned in `AppendOutcome.appended`) that is acknowledged: the collector
     /// has stored every record up to it. A source that checkpoints its input (the log tailer) may forget data
     /// only up to here.
@@ -56,6 +61,17 @@ public protocol RecordSink: Sendable {
 }
 
 extension RecordSink {
+    /// One record per line through `emitWaitingForSpace(_:)-(Record)`; the agent's sink encodes the whole batch
+    /// and appends it under one lock instead.
+    public func emitWaitingForSpace(_ batch: LogLineBatch) async -> [AppendOutcome] {
+        var outcomes: [AppendOutcome] = []
+        outcomes.reserveCapacity(batch.count)
+        for index in 0..<batch.count {
+            outcomes.append(await emitWaitingForSpace(batch.record(at: index)))
+        }
+        return outcomes
+    }
+
     /// For a sink with nothing downstream to acknowledge (tests, local collection): a record counts as
     /// acknowledged once emitted.
     public var acknowledgedSequence: UInt64 { .max }

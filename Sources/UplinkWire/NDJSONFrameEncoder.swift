@@ -56,6 +56,25 @@ public struct NDJSONFrameEncoder: RecordFrameEncoder {
         frame.append(contentsOf: "}\n".utf8)
     }
 
+    /// Encodes line `index` of `batch` straight from its bytes (no `String`, no `Record`).
+    public func encodeLogFrame(_ batch: LogLineBatch, line index: Int, into frame: inout [UInt8]) {
+        let line = batch.lines[index]
+        frame.append(contentsOf: #""ts":"#.utf8)
+        JSONWriting.appendInteger(line.timestamp, to: &frame)
+        frame.append(contentsOf: #","src":"#.utf8)
+        JSONWriting.appendString(batch.source, to: &frame)
+        frame.append(contentsOf: #","log":"#.utf8)
+        batch.messageBytes.withUnsafeBytes { bytes in
+            JSONWriting.appendString(bytes: UnsafeRawBufferPointer(rebasing: bytes[line.start..<line.end]), to: &frame)
+        }
+        if !batch.fields.isEmpty || !line.extraFields.isEmpty {
+            frame.append(contentsOf: #","fields":"#.utf8)
+            JSONWriting.appendObject(line.extraFields.isEmpty ? batch.fields : batch.fields + line.extraFields, to: &frame)
+        }
+        if let origin = batch.origin(of: index) { Self.appendOrigin(origin, to: &frame) }
+        frame.append(contentsOf: "}\n".utf8)
+    }
+
     private static func appendOrigin(_ origin: RecordOrigin, to frame: inout [UInt8]) {
         frame.append(contentsOf: #","origin":"#.utf8)
         JSONWriting.appendInteger(origin.id, to: &frame)

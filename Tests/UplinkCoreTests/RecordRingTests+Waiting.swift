@@ -222,3 +222,78 @@ extension RecordRingTests {
         #expect(await task.value == .appended(sequence: 1))
     }
 }
+
+// MARK: - Kept frames, batches and acknowledgements (for sources that checkpoint on acknowledgement)
+
+@Suite("RecordRing kept frames and acknowledgements")
+struct RecordRingKeptFrameTests {
+    @Test func dropOldestNeverEvictsAFrameAppendedWaitingForSpace() async {
+        let ring = RecordRing(capacity: 64)
+        let tail = ring.registerSource("tail")
+        let sensor = ring.registerSource("sensor")
+        // 8-byte header + 20-byte body = 28 bytes each: two fit, a third does not.
+        #expect(await ring.appendWaitingForSpace([UInt8](repeating: 1, count: 20), source: tail) == .appended(sequence: 1))
+        #expect(ring.append([UInt8](repeating: 2, count: 20), source: sensor) == .appended(sequence: 2))
+        // Making room would mean dropping the tail's frame: the sensor's new frame is refused instead.
+        #expect(ring.append([UInt8](repeating: 3, count: 20), source: sensor) == .droppedNewest)
+        #expect(ring.statistics().source("tail")?.droppedOldest == 0)
+        #expect(ring.statistics().source("sensor")?.droppedNewest == 1)
+        // Once the kept frame is acknowledged, the sensor's own oldest frame may go.
+        ring.acknowledge(through: 1)
+        #expect(ring.append([UInt8](repeating: 4, count: 20), source: sensor) == .appended(sequence: 3))
+        #expect(ring.append([UInt8](repeating: 5, count: 20), source: sensor) == .appended(sequence: 4))
+        #expect(ring.statistics().source("sensor")?.droppedOldest == 1)
+    }
+
+    @Test func aBatchIsAppendedInOrderAndWaitsForRoomPartWay() async throws {
+        let ring = RecordRing(capacity: 100)
+        let tail = ring.registerSource("tail")
+        // Five 20-byte frames (28 bytes with header): three fit at once.
+        let frames = (0..<5).flatMap { [UInt8](repeating: UInt8($0), count: 20) }
+        let ends = (1...5).map { $0 * 20 }
+        let appending = Task { await ring.appendWaitingForSpace(frames: frames, ends: ends, source: tail) }
+        try await waitUntil { ring.statistics().nextToWrite == 4 }
+        #expect(ring.statistics().source("tail")?.droppedOldest == 0)
+        var sent: [UInt64] = []
+        ring.readUnsent(maxBytes: 1000) { sequence, first, _ in sent.append(sequence); #expect(first.first == UInt8(sequence - 1)) }
+        ring.acknowledge(through: 3)
+        let outcomes = await appending.value
+        #expect(outcomes == (1...5).map { .appended(sequence: UInt64($0)) })
+        ring.readUnsent(maxBytes: 1000) { sequence, first, _ in sent.append(sequence); #expect(first.first == UInt8(sequence - 1)) }
+        #expect(sent == [1, 2, 3, 4, 5])
+    }
+
+    @Test func aCancelledBatchCountsTheRestAsDropped() async throws {
+        let ring = RecordRing(capacity: 64)
+        let tail = ring.registerSource("tail")
+        let frames = [UInt8](repeating: 0, count: 60)
+        let appending = Task { await ring.appendWaitingForSpace(frames: frames, ends: [20, 40, 60], source: tail) }
+        try await waitUntil { ring.statistics().nextToWrite == 3 }
+        appending.cancel()
+        #expect(await appending.value == [.appended(sequence: 1), .appended(sequence: 2), .droppedNewest])
+        #expect(ring.statistics().source("tail")?.droppedNewest == 1)
+    }
+
+    @Test func acknowledgementWaitersWakeOnlyWhenTheAckPassesThem() async throws {
+        let ring = RecordRing(capacity: 1024)
+        let source = ring.registerSource("s")
+        for _ in 0..<5 { ring.append([1, 2, 3], source: source) }
+        #expect(ring.acknowledgedSequence == 0)
+        let waiter = Task { await ring.waitForAcknowledgement(after: 2) }
+        ring.acknowledge(through: 2)
+        // Not above 2 yet: still waiting. (Give the waiter a chance to run; it must not finish.)
+        try await Task.sleep(for: .milliseconds(50))
+        ring.acknowledge(through: 4)
+        #expect(await waiter.value == 4)
+        #expect(await ring.waitForAcknowledgement(after: 3) == 4)
+        #expect(ring.acknowledgedSequence == 4)
+        // resume(collectorHas:) acknowledges too.
+        let resumed = Task { await ring.waitForAcknowledgement(after: 4) }
+        ring.resume(collectorHas: 5)
+        #expect(await resumed.value == 5)
+        // Cancellation ends a wait with the current value.
+        let cancelled = Task { await ring.waitForAcknowledgement(after: 100) }
+        cancelled.cancel()
+        #expect(await cancelled.value == 5)
+    }
+}

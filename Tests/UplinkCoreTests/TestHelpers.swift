@@ -1,3 +1,4 @@
+import Testing
 import Synchronization
 import UplinkCore
 
@@ -45,4 +46,19 @@ final class Recorder<Value: Sendable>: Sendable {
     func append(_ value: Value) { values.withLock { $0.append(value) } }
     var all: [Value] { values.withLock { $0 } }
     var count: Int { values.withLock { $0.count } }
+}
+
+/// Polls `condition` every millisecond until it holds; fails the test after `timeout` (a generous bound, not a
+/// performance assertion).
+func waitUntil(
+    timeout: Duration = .seconds(30), sourceLocation: SourceLocation = #_sourceLocation, _ condition: () -> Bool
+) async throws {
+    let deadline = ContinuousClock.now + timeout
+    while !condition() {
+        guard ContinuousClock.now < deadline else {
+            Issue.record("condition not met within \(timeout)", sourceLocation: sourceLocation)
+            return
+        }
+        try await Task.sleep(for: .milliseconds(1))
+    }
 }

@@ -170,3 +170,59 @@ import UplinkWire
         }
     }
 }
+
+@Suite struct OriginWireTests {
+    @Test func logRecordsCarryTheirOriginThroughEncodeAndDecode() throws {
+        let record = Record(
+            timestamp: 5, source: "app",
+            payload: .log(LogLine(message: "x", fields: [Tag("path", "/l")], origin: RecordOrigin(id: 1 << 62, offset: 123))))
+        var frame: [UInt8] = []
+        NDJSONFrameEncoder().encodeFrame(record, into: &frame)
+        #expect(String(decoding: frame, as: UTF8.self) == #""ts":5,"src":"app","log":"x","fields":{"path":"/l"},"origin":4611686018427387904,"offset":123}"# + "\n")
+        let line = Array(#"{"seq":9,"#.utf8) + frame.dropLast()
+        let decoded = try line.withUnsafeBytes { try WireLineParser.decode($0) }
+        #expect(decoded == .record(sequence: 9, record))
+        let summary = try line.withUnsafeBytes { try WireLineParser.scan($0) }
+        #expect(summary == .record(sequence: 9, origin: RecordOrigin(id: 1 << 62, offset: 123)))
+    }
+
+    @Test func theBatchEncoderWritesWhatTheRecordEncoderWrites() {
+        var batch = LogLineBatch(source: "app", fields: [Tag("path", "/var/log/a")], originID: 77)
+        let messages: [[UInt8]] = [Array("plain".utf8), [0xFF, 0x22, 0x0A], [], Array("long \u{1F600}".utf8)]
+        for (index, message) in messages.enumerated() {
+            message.withUnsafeBytes {
+                batch.append(
+                    message: $0, timestamp: Int64(index), originOffset: UInt64(10 * (index + 1)),
+                    extraFields: index == 3 ? [Tag("truncated", "99")] : [])
+            }
+        }
+        let encoder = NDJSONFrameEncoder()
+        for index in 0..<batch.count {
+            var fast: [UInt8] = []
+            var slow: [UInt8] = []
+            encoder.encodeLogFrame(batch, line: index, into: &fast)
+            encoder.encodeFrame(batch.record(at: index), into: &slow)
+            #expect(fast == slow)
+        }
+    }
+
+    @Test func originKeysAreValidated() {
+        func error(_ text: String) -> String? {
+            do {
+                _ = try Array(text.utf8).withUnsafeBytes { try WireLineParser.scan($0) }
+                return nil
+            } catch let error as WireDecodingError {
+                return error.code
+            } catch {
+                return "\(error)"
+            }
+        }
+        #expect(error(#"{"seq":1,"ts":1,"src":"a","log":"x","origin":3}"#) == "missing_key")
+        #expect(error(#"{"seq":1,"ts":1,"src":"a","log":"x","offset":3}"#) == "missing_key")
+        #expect(error(#"{"seq":1,"ts":1,"src":"a","log":"x","origin":0,"offset":3}"#) == "invalid_value")
+        #expect(error(#"{"seq":1,"ts":1,"src":"a","log":"x","origin":"a","offset":3}"#) == "wrong_type")
+        #expect(error(#"{"seq":1,"ts":1,"src":"a","metric":"m","value":1,"origin":2,"offset":3}"#) == "conflicting_keys")
+        #expect(error(#"{"heartbeat":1,"origin":2}"#) == "conflicting_keys")
+        #expect(error(#"{"seq":1,"ts":1,"src":"a","log":"x","origin":2,"offset":0}"#) == nil)
+    }
+}

@@ -63,6 +63,9 @@ struct HardwareSensorTests {
             "hwmon.voltage{chip=nct6798,sensor=Vcore} 1.192 volts",
             "hwmon.power{chip=nct6798,sensor=power1} 15.25 watts",
             "hwmon.fan_speed{chip=it87,sensor=fan1} 1200.0 rpm",
+            // Two chips named nvme: told apart by their device.
+            "hwmon.temperature{chip=nvme-nvme0,sensor=Composite} 38.85 celsius",
+            "hwmon.temperature{chip=nvme-nvme1,sensor=Composite} 41.85 celsius",
         ])
         #expect(logs.warnings.isEmpty)
     }

@@ -12,19 +12,39 @@ extension HwmonSource {
     /// One channel per `<family><n>_input` of every chip under `hwmonPath` that can be read now, in chip order
     /// then family and number order. Kernels before 3.x keep the attributes in `hwmon*/device/`; that
     /// directory is used when the chip's own has none.
+    ///
+    /// The `chip` tag is the chip's `name`. Several chips can share one (two NVMe drives are both `nvme`); their
+    /// tags become `<name>-<device>`, the device being the last part of the chip's `device` link (`nvme-nvme0`),
+    /// or `<name>-hwmon<N>` without one, so that each chip has its own series.
     static func discover(_ hwmonPath: String) -> [SysfsChannel] {
-        guard let chips = Sysfs.numbered(hwmonPath, prefix: "hwmon") else { return [] }
-        var channels: [SysfsChannel] = []
-        for chip in chips {
-            var directory = joinPath(hwmonPath, chip)
-            var names = Sysfs.list(directory) ?? []
-            if !names.contains(where: isInput), let deviceNames = Sysfs.list(joinPath(directory, "device")),
+        guard let chipDirectories = Sysfs.numbered(hwmonPath, prefix: "hwmon") else { return [] }
+        struct Chip {
+            var entry: String
+            var directory: String
+            var attributes: [String]
+            var name: String
+        }
+        let chips = chipDirectories.map { entry -> Chip in
+            var directory = joinPath(hwmonPath, entry)
+            var attributes = Sysfs.list(directory) ?? []
+            if !attributes.contains(where: isInput), let deviceNames = Sysfs.list(joinPath(directory, "device")),
                 deviceNames.contains(where: isInput)
             {
                 directory = joinPath(directory, "device")
-                names = deviceNames
+                attributes = deviceNames
             }
-            let chipName = Sysfs.readText(joinPath(directory, "name")) ?? Sysfs.readText(joinPath(hwmonPath, chip + "/name")) ?? chip
+            let name = Sysfs.readText(joinPath(directory, "name")) ?? Sysfs.readText(joinPath(hwmonPath, entry + "/name")) ?? entry
+            return Chip(entry: entry, directory: directory, attributes: attributes, name: name)
+        }
+        var chipsPerName: [String: Int] = [:]
+        for chip in chips { chipsPerName[chip.name, default: 0] += 1 }
+        var channels: [SysfsChannel] = []
+        for chip in chips {
+            let (directory, names) = (chip.directory, chip.attributes)
+            var chipName = chip.name
+            if chipsPerName[chip.name, default: 0] > 1 {
+                chipName += "-" + (Sysfs.linkTargetName(joinPath(hwmonPath, chip.entry + "/device")) ?? chip.entry)
+            }
             for family in families {
                 for file in names where isInput(file, prefix: family.prefix) {
                     let base = String(file.dropLast("_input".count))

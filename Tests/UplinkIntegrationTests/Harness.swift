@@ -110,13 +110,15 @@ final class RunningAgent: Sendable {
         sources: [AgentConfiguration.NamedSource],
         bufferBytes: Int = 8 << 20,
         overflow: OverflowPolicy = .dropOldest,
+        stateDirectory: String = "/nonexistent/uplink-test-state",
         tune: (inout UplinkConfiguration) -> Void = { _ in }
     ) {
         var uplink = UplinkConfiguration(url: url, agentID: "test-agent", jitterSeed: 7)
         uplink.backoff = Backoff(initial: .milliseconds(20), multiplier: 2, maximum: .milliseconds(400))
         tune(&uplink)
         let agent = Agent(
-            configuration: AgentConfiguration(uplink: uplink, sources: sources, bufferBytes: bufferBytes, overflow: overflow),
+            configuration: AgentConfiguration(
+                uplink: uplink, sources: sources, bufferBytes: bufferBytes, overflow: overflow, stateDirectory: stateDirectory),
             logger: Harness.logger
         )
         let group = ServiceGroup(

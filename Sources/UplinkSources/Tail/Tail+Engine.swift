@@ -1,0 +1,484 @@
+import Logging
+import UplinkCore
+
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+/// The running state of one `tail` source: the files it follows and the loop that reads them. Used only by the
+/// source's task; the opener, the wakeup and the inotify thread are the parts shared with other threads.
+///
+/// One turn of the loop: take what the opener saw at the followed paths (new files, vanished ones), expand the
+/// globs when due, read every file (a bounded amount each, older incarnations of a path first), send partial
+/// lines and multi-line records whose timeout passed, close rotated files that are done, advance checkpoints to
+/// the acknowledged sequence and write them when due. When nothing was left to read it waits for inotify, a
+/// timer or the poll interval.
+final class TailEngine {
+    let name: String
+    let config: TailConfig
+    let sink: any RecordSink
+    let logger: Logger
+    /// nil: checkpoints in memory only.
+    let checkpointPath: String?
+    let globs: [TailGlob]
+    let exclude: TailExclude
+    let startPattern: Regex<AnyRegexOutput>?
+    let clock = ContinuousClock()
+    let opener = TailOpener()
+    let wakeup = TailWakeup()
+    var inotify: TailInotify?
+
+    /// Followed files in the order they were opened (older incarnations of a path before newer ones).
+    var files: [TailedFile] = []
+    /// The file currently at each followed path.
+    var activeByPath: [String: TailedFile] = [:]
+    /// Paths that are another name (hard link) of a followed file.
+    var aliases: [String: TailFS.Inode] = [:]
+    /// Checkpoints read at start, until the first discovery matched them.
+    var loadedCheckpoints: [TailFS.Inode: TailCheckpoint] = [:]
+    var checkpointedPaths: Set<String> = []
+
+    let buffer: UnsafeMutableRawBufferPointer
+    let scratch: UnsafeMutableRawBufferPointer
+    var batch = LogLineBatch(source: "", fields: [], originID: 0)
+
+    var lastAppendedSequence: UInt64 = 0
+    var discoveryCount = 0
+    var discoveryRequested = false
+    var nextDiscovery: ContinuousClock.Instant
+    var checkpointDirty = false
+    var lastCheckpointWrite: ContinuousClock.Instant
+    var warnedCheckpointWrite = false
+    var warnedPaths: Set<String> = []
+    var warnedNothingFound = false
+    var warnedSkipped = 0
+    /// Set when the sink dropped lines: the task was cancelled.
+    var stopped = false
+    var statistics = TailStatistics()
+
+    /// Bytes read at once.
+    static let chunkBytes = 256 * 1024
+    /// Chunks read from one file before the others get their turn.
+    static let chunksPerTurn = 4
+    /// How long a renamed or deleted file stays open after its last growth, for a writer that has not reopened.
+    static let detachedLinger: Duration = .seconds(1)
+    /// Rotated files kept open at most; beyond it the oldest finished ones are closed without lingering.
+    static let maximumDetachedOpen = 128
+    /// Longest wait at shutdown for the acknowledgement of the last line sent.
+    static let shutdownAcknowledgementWait: Duration = .seconds(5)
+
+    init(name: String, config: TailConfig, context: SourceContext) throws {
+        self.name = name
+        self.config = config
+        sink = context.sink
+        logger = context.logger
+        globs = config.paths.map(TailGlob.init)
+        exclude = TailExclude(config.exclude)
+        if let pattern = config.multilineStartPattern {
+            do {
+                startPattern = try Regex(pattern)
+            } catch {
+                throw TailError("tail source '\(name)': invalid multiline.start_pattern \"\(pattern)\": \(error)")
+            }
+        } else {
+            startPattern = nil
+        }
+        if let stateDirectory = context.stateDirectory {
+            let path = TailCheckpointFile.path(stateDirectory: stateDirectory, sourceName: name)
+            let directory = TailFS.parentDirectory(path)
+            if let error = TailFS.makeDirectories(directory) {
+                throw TailError("tail source '\(name)': cannot create the checkpoint directory \(directory): \(error)")
+            }
+            checkpointPath = path
+        } else {
+            checkpointPath = nil
+        }
+        buffer = .allocate(byteCount: Self.chunkBytes, alignment: 16)
+        scratch = .allocate(byteCount: TailFingerprint.maximumLength, alignment: 16)
+        let now = clock.now
+        nextDiscovery = now
+        lastCheckpointWrite = now
+        batch.source = name
+    }
+
+    deinit {
+        buffer.deallocate()
+        scratch.deallocate()
+    }
+
+    // MARK: The loop
+
+    func run() async {
+        loadCheckpoints()
+        startWatching()
+        let opener = self.opener
+        let wakeup = self.wakeup
+        let interval = max(config.pollInterval, .milliseconds(1))
+        await withTaskGroup(of: Void.self) { group in
+            // Catches files replaced at a followed path while the reader waits (for buffer space, or idle).
+            group.addTask {
+                while !Task.isCancelled {
+                    try? await Task.sleep(for: interval)
+                    if opener.scan() { wakeup.signal() }
+                }
+            }
+            await self.loop()
+            group.cancelAll()
+        }
+        await shutdown()
+    }
+
+    private func loop() async {
+        discover(initial: true)
+        if !loadedCheckpoints.isEmpty {
+            logger.debug("tail source: forgetting \(loadedCheckpoints.count) checkpoints of files no longer found")
+            loadedCheckpoints = [:]
+        }
+        checkpointedPaths = []
+        checkpointDirty = true
+        writeCheckpoints(force: true)
+        while !Task.isCancelled, !stopped {
+            let more = await turn()
+            if Task.isCancelled || stopped { break }
+            if more {
+                await Task.yield()
+                continue
+            }
+            inotify?.arm()
+            await wakeup.wait(timeout: idleTimeout())
+        }
+    }
+
+    /// One turn; returns whether data is left to read right away.
+    private func turn() async -> Bool {
+        opener.scan()
+        handleOpenerEvents()
+        let inotifyAsked = inotify?.takeDiscoveryRequest() ?? false
+        if discoveryRequested || inotifyAsked || clock.now >= nextDiscovery {
+            discover(initial: false)
+            handleOpenerEvents()
+        }
+        var more = false
+        var blockedChains: Set<String> = []
+        for file in files where !file.isClosed {
+            if blockedChains.contains(file.chain) {
+                more = true
+                continue
+            }
+            let reachedEnd = await read(file)
+            if stopped || Task.isCancelled { return false }
+            if !reachedEnd {
+                more = true
+                blockedChains.insert(file.chain)
+            } else if !file.isDetached, await checkTruncated(file) {
+                more = true
+            }
+        }
+        await flushTimedOut()
+        if stopped || Task.isCancelled { return false }
+        await closeFinishedDetached()
+        acknowledge()
+        writeCheckpoints(force: false)
+        reportSkipped()
+        return more
+    }
+
+    /// How long to wait when idle: until the next timer, at most the poll interval (a second with inotify).
+    private func idleTimeout() -> Duration {
+        let now = clock.now
+        let safetyNet = inotify == nil ? config.pollInterval : max(config.pollInterval, .seconds(1))
+        var deadline = min(nextDiscovery, now.advanced(by: safetyNet))
+        for file in files where !file.isClosed {
+            if file.splitter.hasCarry {
+                deadline = min(deadline, file.lastGrowth.advanced(by: config.partialLineTimeout))
+            }
+            if let last = file.multiline?.lastAppend {
+                deadline = min(deadline, last.advanced(by: config.multilineTimeout))
+            }
+            if let detachedAt = file.detachedAt {
+                deadline = min(deadline, max(detachedAt, file.lastGrowth).advanced(by: Self.detachedLinger))
+            }
+        }
+        if checkpointDirty || files.contains(where: \.hasUnacknowledged) {
+            deadline = min(deadline, max(now, lastCheckpointWrite.advanced(by: config.checkpointInterval)))
+        }
+        return max(.milliseconds(1), now.duration(to: deadline))
+    }
+
+    private func shutdown() async {
+        let target = lastAppendedSequence
+        if target > 0, sink.acknowledgedSequence < target {
+            // In tasks of their own: this task is cancelled, its waits would end at once.
+            let sink = self.sink
+            let limit = Self.shutdownAcknowledgementWait
+            let waiter = Task { await sink.waitForAcknowledgement(after: target - 1) }
+            let timer = Task {
+                try? await Task.sleep(for: limit)
+                waiter.cancel()
+            }
+            let acknowledged = await waiter.value
+            timer.cancel()
+            if acknowledged < target {
+                logger.info(
+                    "tail source: stopping before the collector acknowledged every line sent; they are sent again on the next start"
+                )
+            }
+        }
+        acknowledge()
+        writeCheckpoints(force: true)
+        for file in files { closeFile(file) }
+        files = []
+        activeByPath = [:]
+        opener.closeAll()
+        await inotify?.stop()
+        inotify = nil
+        logger.debug(
+            "tail source stopped",
+            metadata: [
+                "records": "\(statistics.records)", "bytes_read": "\(statistics.bytesRead)",
+                "truncated_lines": "\(statistics.truncatedLines)", "rejected_oversize": "\(statistics.rejectedOversize)",
+                "truncations": "\(statistics.truncations)", "rotations": "\(statistics.rotations)",
+                "files_opened": "\(statistics.filesOpened)",
+            ])
+    }
+
+    // MARK: Watching
+
+    private func startWatching() {
+        guard config.watch == .auto else { return }
+        #if canImport(Glibc) || canImport(Musl)
+        switch TailInotify.make(opener: opener, wakeup: wakeup) {
+        case .success(let watcher):
+            watcher.start()
+            inotify = watcher
+        case .failure(let error):
+            logger.warning(
+                "tail source: inotify is unavailable (\(error)); polling every \(config.pollInterval) instead")
+        }
+        #endif
+    }
+
+    /// Gives up inotify (its watch limit is exhausted) and polls from now on.
+    private func fallBackToPolling(_ error: TailFS.Errno) {
+        guard let watcher = inotify else { return }
+        logger.warning(
+            "tail source: cannot add an inotify watch (\(error)\(error.code == ENOSPC ? ", the limit fs.inotify.max_user_watches is reached" : "")); polling every \(config.pollInterval) instead"
+        )
+        inotify = nil
+        for file in files { file.modifyWatch = nil }
+        Task { await watcher.stop() }
+    }
+
+    // MARK: Discovery
+
+    /// Expands the globs: follows new matching files, watches the directories that matter.
+    func discover(initial: Bool) {
+        discoveryRequested = false
+        nextDiscovery = clock.now.advanced(by: max(config.discoveryInterval, .milliseconds(1)))
+        let expansion = TailGlob.expand(globs, exclude: exclude)
+        if let watcher = inotify, let error = watcher.watch(directories: expansion.directories) {
+            fallBackToPolling(error)
+        }
+        for path in expansion.files where activeByPath[path] == nil {
+            if let alias = aliases[path] {
+                if TailFS.status(path: path)?.inode == alias, files.contains(where: { $0.inode == alias && !$0.isClosed }) {
+                    continue
+                }
+                aliases[path] = nil
+            }
+            switch opener.track(path) {
+            case nil:
+                continue  // watched already: its events tell what is there
+            case .success(let opened):
+                adopt(opened, at: path, initial: initial)
+            case .failure(let error):
+                if error.code != ENOENT, warnedPaths.insert(path).inserted {
+                    logger.warning("tail source: cannot open \(path): \(error)", metadata: ["path": "\(path)"])
+                }
+            }
+        }
+        if expansion.files.isEmpty, statistics.filesOpened == 0 {
+            if !warnedNothingFound {
+                warnedNothingFound = true
+                logger.warning(
+                    "tail source: no file matches \(config.paths) yet (missing directory?); looking again every \(config.discoveryInterval)\(inotify == nil ? "" : " and on directory changes")"
+                )
+            }
+        } else if !expansion.files.isEmpty {
+            warnedNothingFound = false
+        }
+        let matched = Set(expansion.files)
+        for path in opener.trackedPaths where !matched.contains(path) && activeByPath[path] == nil {
+            opener.untrackIfIdle(path)
+        }
+        discoveryCount += 1
+    }
+
+    /// Starts following a file opened at `path`, or, when it is a file followed already (renamed here), moves
+    /// that one to the path.
+    func adopt(_ opened: TailOpener.Opened, at path: String, initial: Bool) {
+        let inode = opened.status.inode
+        if let existing = files.first(where: { $0.inode == inode && !$0.isClosed }) {
+            TailFS.closeDescriptor(opened.descriptor)
+            if existing.isDetached {
+                existing.detachedAt = nil
+                moveActive(existing, to: path)
+            } else if existing.path != path {
+                if TailFS.status(path: existing.path)?.inode == inode {
+                    aliases[path] = inode  // a second name of a followed file
+                    opener.untrack(path)
+                } else {
+                    moveActive(existing, to: path)  // renamed, and the opener has not reported it yet
+                }
+            }
+            return
+        }
+        if let active = activeByPath[path] { detach(active) }
+
+        var originID = newTailOriginID()
+        var offset: UInt64 = 0
+        let fingerprint = TailFingerprint.current(descriptor: opened.descriptor, scratch: scratch)
+        if let checkpoint = loadedCheckpoints.removeValue(forKey: inode) {
+            if checkpoint.fingerprint.verified(descriptor: opened.descriptor, scratch: scratch) != nil,
+                checkpoint.offset <= opened.status.size
+            {
+                originID = checkpoint.originID
+                offset = checkpoint.offset
+                logger.debug("tail source: resuming \(path) at offset \(offset)", metadata: ["path": "\(path)"])
+            } else {
+                logger.info(
+                    "tail source: \(path) is not the file its checkpoint describes (truncated, or a new file with a reused inode); reading it from the start",
+                    metadata: ["path": "\(path)"])
+            }
+        } else if initial, config.startAt == .end, !checkpointedPaths.contains(path) {
+            offset = opened.status.size
+        }
+        logger.debug(
+            "tail source: following \(path) from offset \(offset)",
+            metadata: ["path": "\(path)", "inode": "\(inode.inode)", "origin": "\(originID)"])
+        let file = TailedFile(
+            descriptor: opened.descriptor, inode: inode, path: path, fingerprint: fingerprint, originID: originID,
+            offset: offset, maxLineBytes: config.maxLineBytes,
+            multiline: startPattern.map { TailMultiline(startPattern: $0, maxBytes: config.maxLineBytes) },
+            now: clock.now)
+        files.append(file)
+        activeByPath[path] = file
+        statistics.filesOpened += 1
+        checkpointDirty = true
+        if let watcher = inotify {
+            switch watcher.watchModifications(of: opened.descriptor) {
+            case .success(let watch): file.modifyWatch = watch
+            case .failure(let error): fallBackToPolling(error)
+            }
+        }
+    }
+
+    private func moveActive(_ file: TailedFile, to path: String) {
+        if activeByPath[file.path] === file { activeByPath[file.path] = nil }
+        if let other = activeByPath[path], other !== file { detach(other) }
+        file.path = path
+        activeByPath[path] = file
+        file.atEnd = false
+        checkpointDirty = true
+    }
+
+    /// The file is no longer at its path: keep reading it to its end, then close it.
+    func detach(_ file: TailedFile) {
+        if activeByPath[file.path] === file { activeByPath[file.path] = nil }
+        guard !file.isDetached else { return }
+        logger.debug(
+            "tail source: \(file.path) is no longer at its path; reading it to its end",
+            metadata: ["path": "\(file.path)", "inode": "\(file.inode.inode)"])
+        file.detachedAt = clock.now
+        file.detachedAtDiscovery = discoveryCount
+        file.atEnd = false
+        // A discovery shows whether it was renamed to another followed path.
+        discoveryRequested = true
+    }
+
+    /// Applies what the opener saw at the followed paths, in order.
+    func handleOpenerEvents() {
+        for (path, events) in opener.takeEvents() {
+            for event in events {
+                switch event {
+                case .vanished:
+                    if let active = activeByPath[path] { detach(active) }
+                case .failed(let error):
+                    if let active = activeByPath[path] { detach(active) }
+                    if warnedPaths.insert(path).inserted {
+                        logger.warning("tail source: cannot open \(path): \(error)", metadata: ["path": "\(path)"])
+                    }
+                case .opened(let opened):
+                    if let active = activeByPath[path] {
+                        if active.inode == opened.status.inode {
+                            TailFS.closeDescriptor(opened.descriptor)
+                            continue
+                        }
+                        detach(active)
+                    }
+                    statistics.rotations += 1
+                    adopt(opened, at: path, initial: false)
+                }
+            }
+        }
+    }
+
+    private func reportSkipped() {
+        let skipped = opener.skipped
+        guard skipped > warnedSkipped else { return }
+        logger.warning(
+            "tail source: \(skipped - warnedSkipped) files replaced at a followed path were not opened: more than \(TailOpener.maximumPendingPerPath) were waiting to be read"
+        )
+        warnedSkipped = skipped
+    }
+
+    // MARK: Closing
+
+    /// Closes detached files that are read to their end and were quiet for a while; forgets them once their lines
+    /// are acknowledged.
+    private func closeFinishedDetached() async {
+        let now = clock.now
+        let open = files.filter { $0.isDetached && !$0.isClosed }
+        let excess = open.count - Self.maximumDetachedOpen
+        for (index, file) in open.enumerated() {
+            guard let detachedAt = file.detachedAt, file.atEnd else { continue }
+            let quiet = max(detachedAt, file.lastGrowth).advanced(by: Self.detachedLinger) <= now
+            let forced = index < excess
+            guard quiet || forced else { continue }
+            let deleted = (TailFS.status(descriptor: file.descriptor)?.links ?? 0) == 0
+            guard deleted || discoveryCount > file.detachedAtDiscovery || forced else { continue }
+            // Its writer is gone: an unfinished last line is complete now.
+            await flushPending(file)
+            if stopped { return }
+            logger.debug(
+                "tail source: closing \(file.path) (\(deleted ? "deleted" : "rotated away"))",
+                metadata: ["path": "\(file.path)", "inode": "\(file.inode.inode)"])
+            closeFile(file)
+        }
+        let before = files.count
+        files.removeAll { $0.isClosed && !$0.hasUnacknowledged }
+        if files.count != before { checkpointDirty = true }
+    }
+
+    func closeFile(_ file: TailedFile) {
+        if let watch = file.modifyWatch {
+            inotify?.unwatchModifications(watch)
+            file.modifyWatch = nil
+        }
+        file.close()
+    }
+
+    // MARK: Acknowledgements and checkpoints
+
+    /// Advances every file's checkpoint to the acknowledged sequence.
+    func acknowledge() {
+        let acknowledged = sink.acknowledgedSequence
+        for file in files where file.acknowledge(through: acknowledged) {
+            checkpointDirty = true
+        }
+    }
+}

@@ -1,0 +1,239 @@
+import Synchronization
+
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+/// Keeps an eye on the followed paths and opens every new file that appears at one of them at once, so that a file
+/// rotated away again before the reader gets to it (the reader may be waiting for buffer space) is still held
+/// open and read. Called from the reader's task, the polling task and the inotify thread.
+final class TailOpener: Sendable {
+    /// A file opened at a path: its descriptor and what `fstat` said about it.
+    struct Opened: Sendable {
+        var descriptor: Int32
+        var status: TailFS.Status
+    }
+
+    /// What happened at a path, in order.
+    enum Event: Sendable {
+        /// A new file is at the path (already open).
+        case opened(Opened)
+        /// Nothing is at the path any more.
+        case vanished
+        /// A file is at the path but cannot be opened.
+        case failed(TailFS.Errno)
+    }
+
+    private struct PathState {
+        /// The file last seen at the path (nil: nothing, or one that could not be opened).
+        var current: TailFS.Inode?
+        var failedInode: TailFS.Inode?
+        var events: [Event] = []
+        var pendingOpened = 0
+    }
+
+    private struct State {
+        var paths: [String: PathState] = [:]
+        var skipped = 0
+    }
+
+    /// Most files held open at one path for the reader; beyond it new ones are skipped (and counted).
+    static let maximumPendingPerPath = 256
+
+    private let state = Mutex(State())
+
+    /// Starts watching `path` and opens the file there now. Fails when it is missing, not a regular file or
+    /// cannot be opened; the path is then not watched. Returns nil when the path is watched already (what happens
+    /// there comes as events).
+    func track(_ path: String) -> Result<Opened, TailFS.Errno>? {
+        state.withLock { state in
+            if state.paths[path] != nil { return nil }
+            switch Self.open(path) {
+            case .failure(let error):
+                return .failure(error)
+            case .success(let opened):
+                var pathState = state.paths[path] ?? PathState()
+                pathState.current = opened.status.inode
+                state.paths[path] = pathState
+                return .success(opened)
+            }
+        }
+    }
+
+    /// Stops watching `path`, closing files opened there that the reader has not taken.
+    func untrack(_ path: String) {
+        let events = state.withLock { $0.paths.removeValue(forKey: path)?.events ?? [] }
+        Self.close(events)
+    }
+
+    /// Stops watching `path` if nothing is there and no event waits to be taken.
+    func untrackIfIdle(_ path: String) {
+        state.withLock { state in
+            guard let pathState = state.paths[path], pathState.events.isEmpty, pathState.current == nil else { return }
+            state.paths[path] = nil
+        }
+    }
+
+    var trackedPaths: Set<String> {
+        state.withLock { Set($0.paths.keys) }
+    }
+
+    /// Looks at every watched path once; returns whether anything new happened.
+    @discardableResult
+    func scan() -> Bool {
+        state.withLock { state in
+            var changed = false
+            for path in Array(state.paths.keys) {
+                guard var pathState = state.paths[path] else { continue }
+                defer { state.paths[path] = pathState }
+                guard let status = TailFS.status(path: path), status.isRegular else {
+                    if pathState.current != nil || pathState.failedInode != nil {
+                        pathState.current = nil
+                        pathState.failedInode = nil
+                        pathState.events.append(.vanished)
+                        changed = true
+                    }
+                    continue
+                }
+                if status.inode == pathState.current { continue }
+                if pathState.pendingOpened >= Self.maximumPendingPerPath {
+                    state.skipped += 1
+                    continue
+                }
+                switch Self.open(path) {
+                case .success(let opened):
+                    if opened.status.inode == pathState.current {
+                        // Replaced again between stat and open, by the file we already have.
+                        TailFS.closeDescriptor(opened.descriptor)
+                        continue
+                    }
+                    pathState.current = opened.status.inode
+                    pathState.failedInode = nil
+                    pathState.pendingOpened += 1
+                    pathState.events.append(.opened(opened))
+                case .failure(let error):
+                    // Reported once per file; opening is retried on every scan (permissions may change).
+                    if error.code == ENOENT || status.inode == pathState.failedInode { continue }
+                    pathState.current = nil
+                    pathState.failedInode = status.inode
+                    pathState.events.append(.failed(error))
+                }
+                changed = true
+            }
+            return changed
+        }
+    }
+
+    /// Takes the events of every path.
+    func takeEvents() -> [(path: String, events: [Event])] {
+        state.withLock { state in
+            var taken: [(String, [Event])] = []
+            for (path, pathState) in state.paths where !pathState.events.isEmpty {
+                taken.append((path, pathState.events))
+                state.paths[path]?.events = []
+                state.paths[path]?.pendingOpened = 0
+            }
+            return taken
+        }
+    }
+
+    /// How many new files were not opened because too many were waiting at their path.
+    var skipped: Int { state.withLock { $0.skipped } }
+
+    /// Closes every file not taken and forgets all paths.
+    func closeAll() {
+        let events = state.withLock { state in
+            let events = state.paths.values.flatMap(\.events)
+            state.paths = [:]
+            return events
+        }
+        Self.close(events)
+    }
+
+    private static func close(_ events: [Event]) {
+        for case .opened(let opened) in events { TailFS.closeDescriptor(opened.descriptor) }
+    }
+
+    private static func open(_ path: String) -> Result<Opened, TailFS.Errno> {
+        switch TailFS.openForReading(path) {
+        case .failure(let error):
+            return .failure(error)
+        case .success(let descriptor):
+            guard let status = TailFS.status(descriptor: descriptor), status.isRegular else {
+                TailFS.closeDescriptor(descriptor)
+                return .failure(TailFS.Errno(EINVAL))
+            }
+            return .success(Opened(descriptor: descriptor, status: status))
+        }
+    }
+}
+
+/// Wakes the reader's task from its idle wait: new data, a new file, a timer.
+final class TailWakeup: Sendable {
+    private struct State {
+        var signalled = false
+        var waiter: (id: UInt64, continuation: CheckedContinuation<Void, Never>)?
+        var nextID: UInt64 = 0
+    }
+    private let state = Mutex(State())
+
+    /// Ends the current wait, or the next one at once if nobody waits.
+    func signal() {
+        let waiter = state.withLock { state -> CheckedContinuation<Void, Never>? in
+            guard let waiter = state.waiter else {
+                state.signalled = true
+                return nil
+            }
+            state.waiter = nil
+            return waiter.continuation
+        }
+        waiter?.resume()
+    }
+
+    /// Waits until `signal()`, the timeout, or cancellation.
+    func wait(timeout: Duration) async {
+        if state.withLock({ state in
+            defer { state.signalled = false }
+            return state.signalled
+        }) {
+            return
+        }
+        await withTaskGroup(of: Void.self) { group in
+            group.addTask { try? await Task.sleep(for: timeout) }
+            group.addTask { await self.waitForSignal() }
+            await group.next()
+            group.cancelAll()
+        }
+    }
+
+    private func waitForSignal() async {
+        let id = state.withLock { state in
+            state.nextID += 1
+            return state.nextID
+        }
+        await withTaskCancellationHandler {
+            await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+                let resumeNow = state.withLock { state -> Bool in
+                    if state.signalled || Task.isCancelled {
+                        state.signalled = false
+                        return true
+                    }
+                    state.waiter = (id, continuation)
+                    return false
+                }
+                if resumeNow { continuation.resume() }
+            }
+        } onCancel: {
+            let waiter = state.withLock { state -> CheckedContinuation<Void, Never>? in
+                guard let waiter = state.waiter, waiter.id == id else { return nil }
+                state.waiter = nil
+                return waiter.continuation
+            }
+            waiter?.resume()
+        }
+    }
+}

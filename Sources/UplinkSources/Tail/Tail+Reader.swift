@@ -1,0 +1,262 @@
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+import UplinkCore
+
+/// The first bytes of a file, hashed: with device and inode it tells a file from a later one that reuses the
+/// inode, and shows when a file was truncated and rewritten.
+struct TailFingerprint: Sendable, Equatable {
+    /// Bytes covered at most.
+    static let maximumLength = 256
+
+    /// How many of the first bytes the hash covers (fewer than `maximumLength` while the file is shorter).
+    var length: Int
+    /// FNV-1a (64 bit) of those bytes.
+    var hash: UInt64
+
+    static let empty = TailFingerprint(length: 0, hash: fnv1a(UnsafeRawBufferPointer(start: nil, count: 0)))
+
+    static func fnv1a(_ bytes: UnsafeRawBufferPointer) -> UInt64 {
+        var hash: UInt64 = 0xcbf2_9ce4_8422_2325
+        for byte in bytes {
+            hash = (hash ^ UInt64(byte)) &* 0x0000_0100_0000_01b3
+        }
+        return hash
+    }
+
+    /// Compares the file's first bytes with `self`. `scratch` must hold `maximumLength` bytes.
+    /// - Returns: nil when they differ (or the file is now shorter than `length`); otherwise the fingerprint
+    ///   over as many bytes as the file has now, up to `maximumLength` (an extension of `self`).
+    func verified(descriptor: Int32, scratch: UnsafeMutableRawBufferPointer) -> TailFingerprint? {
+        let count = TailFS.read(descriptor, into: scratch, at: 0)
+        guard count >= length else { return nil }
+        let covered = UnsafeRawBufferPointer(rebasing: scratch[0..<length])
+        guard Self.fnv1a(covered) == hash else { return nil }
+        if count == length { return self }
+        return TailFingerprint(length: count, hash: Self.fnv1a(UnsafeRawBufferPointer(rebasing: scratch[0..<count])))
+    }
+
+    /// The fingerprint of the file's current first bytes (empty when it cannot be read).
+    static func current(descriptor: Int32, scratch: UnsafeMutableRawBufferPointer) -> TailFingerprint {
+        let count = max(0, TailFS.read(descriptor, into: scratch, at: 0))
+        return TailFingerprint(length: count, hash: fnv1a(UnsafeRawBufferPointer(rebasing: scratch[0..<count])))
+    }
+}
+
+/// Splits bytes read from a file into lines at `\n`, removing one `\r` before it, keeping an unfinished last
+/// line (its first `maxLineBytes` bytes, and its full length) across reads.
+struct TailLineSplitter {
+    let maxLineBytes: Int
+    /// The unfinished line's first bytes, at most `maxLineBytes`.
+    private(set) var carry: [UInt8] = []
+    /// The unfinished line's length so far (may exceed `carry.count`).
+    private(set) var carryLength = 0
+    private var carryLastByte: UInt8 = 0
+
+    init(maxLineBytes: Int) {
+        self.maxLineBytes = max(1, maxLineBytes)
+    }
+
+    var hasCarry: Bool { carryLength > 0 }
+
+    /// Splits `chunk`, which starts at file offset `base`. For every finished line calls `line` with its message
+    /// (cut to `maxLineBytes`), the offset just past its `\n`, and its length before cutting (without `\r\n`).
+    @inline(__always)
+    mutating func split(
+        _ chunk: UnsafeRawBufferPointer, base: UInt64,
+        _ line: (_ message: UnsafeRawBufferPointer, _ endOffset: UInt64, _ originalLength: Int) -> Void
+    ) {
+        guard let start = chunk.baseAddress, chunk.count > 0 else { return }
+        let count = chunk.count
+        var position = 0
+        while position < count {
+            guard let found = memchr(start + position, Int32(UInt8(ascii: "\n")), count - position) else {
+                appendCarry(UnsafeRawBufferPointer(start: start + position, count: count - position))
+                return
+            }
+            let newline = start.distance(to: UnsafeRawPointer(found))
+            let endOffset = base + UInt64(newline + 1)
+            if carryLength == 0 {
+                var length = newline - position
+                if length > 0, chunk[newline - 1] == UInt8(ascii: "\r") { length -= 1 }
+                line(UnsafeRawBufferPointer(start: start + position, count: min(length, maxLineBytes)), endOffset, length)
+            } else {
+                appendCarry(UnsafeRawBufferPointer(start: start + position, count: newline - position))
+                finishCarry(endOffset: endOffset, line)
+            }
+            position = newline + 1
+        }
+    }
+
+    /// Hands out the unfinished line as it is (a partial line whose writer paused), ending at `endOffset`.
+    mutating func flushCarry(
+        endOffset: UInt64, _ line: (_ message: UnsafeRawBufferPointer, _ endOffset: UInt64, _ originalLength: Int) -> Void
+    ) {
+        guard carryLength > 0 else { return }
+        finishCarry(endOffset: endOffset, line)
+    }
+
+    /// Forgets the unfinished line.
+    mutating func reset() {
+        carry.removeAll(keepingCapacity: false)
+        carryLength = 0
+        carryLastByte = 0
+    }
+
+    private mutating func appendCarry(_ bytes: UnsafeRawBufferPointer) {
+        guard bytes.count > 0 else { return }
+        carryLastByte = bytes[bytes.count - 1]
+        carryLength += bytes.count
+        let room = maxLineBytes - carry.count
+        if room > 0 { carry.append(contentsOf: UnsafeRawBufferPointer(rebasing: bytes[0..<min(room, bytes.count)])) }
+    }
+
+    private mutating func finishCarry(
+        endOffset: UInt64, _ line: (_ message: UnsafeRawBufferPointer, _ endOffset: UInt64, _ originalLength: Int) -> Void
+    ) {
+        var length = carryLength
+        if length > 0, carryLastByte == UInt8(ascii: "\r") { length -= 1 }
+        carry.withUnsafeBytes { bytes in
+            line(UnsafeRawBufferPointer(rebasing: bytes[0..<min(length, bytes.count)]), endOffset, length)
+        }
+        carry.removeAll(keepingCapacity: carry.count <= 4096)
+        carryLength = 0
+        carryLastByte = 0
+    }
+}
+
+/// One file incarnation the tailer follows: an open descriptor, where reading stands, and what the collector has
+/// acknowledged. Owned by the engine's task only.
+final class TailedFile {
+    let descriptor: Int32
+    let inode: TailFS.Inode
+    /// The path the file was last seen under (the `path` field of its records).
+    var path: String {
+        didSet { fields = [Tag("path", path)] }
+    }
+    /// The fields of its records.
+    private(set) var fields: [Tag]
+    /// The path it was first followed under: incarnations that follow one another at a path form a chain that
+    /// is read in order.
+    var chain: String
+    var fingerprint: TailFingerprint
+    /// The incarnation's origin id (new after a truncation).
+    var originID: UInt64
+    /// Next byte to read.
+    var readOffset: UInt64
+    /// Just past the last line handed to the sink (or skipped as oversize).
+    var emittedOffset: UInt64
+    /// Just past the last line the collector has acknowledged: the checkpoint.
+    var acknowledgedOffset: UInt64
+    /// Sequence numbers of emitted lines not yet acknowledged (from `acknowledgementHead` on), ascending, and the
+    /// offset just past each.
+    var pendingSequences: [UInt64] = []
+    var pendingOffsets: [UInt64] = []
+    var acknowledgementHead = 0
+    var splitter: TailLineSplitter
+    var multiline: TailMultiline?
+    /// The last read found no more data.
+    var atEnd = false
+    /// When data last arrived (or the file was opened).
+    var lastGrowth: ContinuousClock.Instant
+    /// Set once the file is no longer at its path (renamed, deleted or replaced).
+    var detachedAt: ContinuousClock.Instant?
+    /// Discoveries run before the detachment; a later discovery shows whether it was renamed to a followed path.
+    var detachedAtDiscovery = 0
+    var isClosed = false
+    var warnedOversize = false
+    var warnedReadError = false
+    /// The inotify watch for its modifications, if any.
+    var modifyWatch: Int32?
+
+    init(
+        descriptor: Int32, inode: TailFS.Inode, path: String, fingerprint: TailFingerprint, originID: UInt64,
+        offset: UInt64, maxLineBytes: Int, multiline: TailMultiline?, now: ContinuousClock.Instant
+    ) {
+        self.descriptor = descriptor
+        self.inode = inode
+        self.path = path
+        self.fields = [Tag("path", path)]
+        self.chain = path
+        self.fingerprint = fingerprint
+        self.originID = originID
+        self.readOffset = offset
+        self.emittedOffset = offset
+        self.acknowledgedOffset = offset
+        self.splitter = TailLineSplitter(maxLineBytes: maxLineBytes)
+        self.multiline = multiline
+        self.lastGrowth = now
+    }
+
+    var isDetached: Bool { detachedAt != nil }
+
+    /// Whether lines were emitted that the collector has not acknowledged yet.
+    var hasUnacknowledged: Bool { acknowledgementHead < pendingSequences.count }
+
+    /// Records that the lines up to `offset` are handled once `sequence` is acknowledged.
+    @inline(__always)
+    func enqueue(sequence: UInt64, offset: UInt64) {
+        emittedOffset = offset
+        pendingSequences.append(sequence)
+        pendingOffsets.append(offset)
+    }
+
+    /// Advances `acknowledgedOffset` over the lines with sequence numbers up to `acknowledged`.
+    /// Returns whether it moved.
+    func acknowledge(through acknowledged: UInt64) -> Bool {
+        guard hasUnacknowledged, pendingSequences[acknowledgementHead] <= acknowledged else { return false }
+        // The last pending line with a sequence ≤ acknowledged (sequences ascend): binary search.
+        var low = acknowledgementHead
+        var high = pendingSequences.count - 1
+        while low < high {
+            let middle = (low + high + 1) / 2
+            if pendingSequences[middle] <= acknowledged { low = middle } else { high = middle - 1 }
+        }
+        let before = acknowledgedOffset
+        acknowledgedOffset = pendingOffsets[low]
+        acknowledgementHead = low + 1
+        if acknowledgementHead == pendingSequences.count {
+            let keep = pendingSequences.count <= 64 * 1024
+            pendingSequences.removeAll(keepingCapacity: keep)
+            pendingOffsets.removeAll(keepingCapacity: keep)
+            acknowledgementHead = 0
+        } else if acknowledgementHead >= 4096, acknowledgementHead * 2 >= pendingSequences.count {
+            pendingSequences.removeFirst(acknowledgementHead)
+            pendingOffsets.removeFirst(acknowledgementHead)
+            acknowledgementHead = 0
+        }
+        return acknowledgedOffset != before
+    }
+
+    /// Starts a new incarnation at offset 0 in the same file (it was truncated): new origin, nothing pending.
+    func restart(originID: UInt64, fingerprint: TailFingerprint, now: ContinuousClock.Instant) {
+        self.originID = originID
+        self.fingerprint = fingerprint
+        readOffset = 0
+        emittedOffset = 0
+        acknowledgedOffset = 0
+        pendingSequences.removeAll()
+        pendingOffsets.removeAll()
+        acknowledgementHead = 0
+        splitter.reset()
+        multiline?.reset()
+        atEnd = false
+        lastGrowth = now
+    }
+
+    func close() {
+        guard !isClosed else { return }
+        isClosed = true
+        TailFS.closeDescriptor(descriptor)
+    }
+}
+
+/// A random origin id in 1...2^63-1.
+func newTailOriginID() -> UInt64 {
+    UInt64.random(in: 1...UInt64(Int64.max))
+}

@@ -1,0 +1,283 @@
+import UplinkCore
+
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+extension TailEngine {
+    /// Reads up to `chunksPerTurn` chunks of `file` and sends their lines. Returns whether it reached the end
+    /// of the file (false: data is probably left).
+    func read(_ file: TailedFile) async -> Bool {
+        for _ in 0..<Self.chunksPerTurn {
+            if stopped || Task.isCancelled { return true }
+            let count = TailFS.read(file.descriptor, into: buffer, at: file.readOffset)
+            if count < 0 {
+                let error = TailFS.Errno(errno)
+                if !file.warnedReadError {
+                    file.warnedReadError = true
+                    logger.warning("tail source: cannot read \(file.path): \(error)", metadata: ["path": "\(file.path)"])
+                }
+                file.atEnd = true
+                return true
+            }
+            if count == 0 {
+                file.atEnd = true
+                return true
+            }
+            // Truncated and rewritten since the last check? Then these bytes may be from the new content: start over.
+            guard let fingerprint = file.fingerprint.verified(descriptor: file.descriptor, scratch: scratch) else {
+                await restart(file, reason: "its first bytes changed")
+                continue
+            }
+            if fingerprint != file.fingerprint {
+                file.fingerprint = fingerprint
+                checkpointDirty = true
+            }
+            file.atEnd = false
+            file.lastGrowth = clock.now
+            let base = file.readOffset
+            file.readOffset += UInt64(count)
+            statistics.bytesRead += UInt64(count)
+            await send(file) { batch, timestamp in
+                self.split(file, UnsafeRawBufferPointer(rebasing: buffer[0..<count]), base: base, timestamp, &batch)
+            }
+        }
+        return false
+    }
+
+    /// Splits a chunk into `batch` (through the multi-line joiner when configured).
+    @inline(__always)
+    private func split(
+        _ file: TailedFile, _ chunk: UnsafeRawBufferPointer, base: UInt64, _ timestamp: Int64,
+        _ batch: inout LogLineBatch
+    ) {
+        var truncated = 0
+        if file.multiline == nil {
+            file.splitter.split(chunk, base: base) { message, endOffset, originalLength in
+                if originalLength > message.count {
+                    truncated += 1
+                    batch.append(
+                        message: message, timestamp: timestamp, originOffset: endOffset,
+                        extraFields: [Tag("truncated", String(originalLength))])
+                } else {
+                    batch.append(message: message, timestamp: timestamp, originOffset: endOffset)
+                }
+            }
+        } else {
+            let now = clock.now
+            file.splitter.split(chunk, base: base) { message, endOffset, originalLength in
+                file.multiline!.add(message, endOffset: endOffset, originalLength: originalLength, now: now) {
+                    message, endOffset, originalLength in
+                    Self.append(message, endOffset, originalLength, timestamp, &batch, &truncated)
+                }
+            }
+        }
+        statistics.truncatedLines += truncated
+    }
+
+    private static func append(
+        _ message: UnsafeRawBufferPointer, _ endOffset: UInt64, _ originalLength: Int, _ timestamp: Int64,
+        _ batch: inout LogLineBatch, _ truncated: inout Int
+    ) {
+        if originalLength > message.count {
+            truncated += 1
+            batch.append(
+                message: message, timestamp: timestamp, originOffset: endOffset,
+                extraFields: [Tag("truncated", String(originalLength))])
+        } else {
+            batch.append(message: message, timestamp: timestamp, originOffset: endOffset)
+        }
+    }
+
+    /// Fills the engine's batch for `file` with `fill` and sends it.
+    private func send(_ file: TailedFile, _ fill: (inout LogLineBatch, Int64) -> Void) async {
+        var batch = self.batch
+        self.batch = LogLineBatch(source: name, fields: [], originID: 0)  // `batch` is the only reference now
+        batch.removeAll()
+        batch.fields = file.fields
+        batch.originID = file.originID
+        fill(&batch, WallClock.nowNanoseconds())
+        if !batch.isEmpty { await emit(batch, from: file) }
+        self.batch = batch
+    }
+
+    /// Hands a batch to the sink (waiting for space) and queues each line's sequence and end offset for the
+    /// acknowledgement.
+    private func emit(_ batch: LogLineBatch, from file: TailedFile) async {
+        let outcomes = await sink.emitWaitingForSpace(batch)
+        var appended = 0
+        for (index, outcome) in outcomes.prefix(batch.count).enumerated() {
+            switch outcome {
+            case .appended(let sequence):
+                lastAppendedSequence = max(lastAppendedSequence, sequence)
+                file.enqueue(sequence: sequence, offset: batch.lines[index].originOffset)
+                appended += 1
+            case .rejectedOversize:
+                // Never storable: handled once the lines before it are acknowledged.
+                statistics.rejectedOversize += 1
+                file.enqueue(sequence: lastAppendedSequence, offset: batch.lines[index].originOffset)
+                if !file.warnedOversize {
+                    file.warnedOversize = true
+                    logger.warning(
+                        "tail source: a record of \(file.path) is larger than the whole buffer and was left out; lower max_line_bytes or enlarge the buffer",
+                        metadata: ["path": "\(file.path)"])
+                }
+            case .droppedNewest:
+                stopped = true  // only after cancellation: the rest is read again on the next start
+            }
+            if stopped { break }
+        }
+        if outcomes.count < batch.count { stopped = true }
+        statistics.records += appended
+    }
+
+    /// Sends an unfinished last line and a multi-line record being built, as they are.
+    func flushPending(_ file: TailedFile) async {
+        guard file.splitter.hasCarry || file.multiline?.hasPending == true else { return }
+        let now = clock.now
+        await send(file) { batch, timestamp in
+            var truncated = 0
+            file.splitter.flushCarry(endOffset: file.readOffset) { message, endOffset, originalLength in
+                if file.multiline == nil {
+                    Self.append(message, endOffset, originalLength, timestamp, &batch, &truncated)
+                } else {
+                    file.multiline!.add(message, endOffset: endOffset, originalLength: originalLength, now: now) {
+                        message, endOffset, originalLength in
+                        Self.append(message, endOffset, originalLength, timestamp, &batch, &truncated)
+                    }
+                }
+            }
+            file.multiline?.flush { message, endOffset, originalLength in
+                Self.append(message, endOffset, originalLength, timestamp, &batch, &truncated)
+            }
+            statistics.truncatedLines += truncated
+        }
+    }
+
+    /// Sends partial lines and multi-line records whose timeouts passed (for files read to their end).
+    func flushTimedOut() async {
+        let now = clock.now
+        for file in files where !file.isClosed && file.atEnd {
+            if file.splitter.hasCarry, file.lastGrowth.advanced(by: config.partialLineTimeout) <= now {
+                let timestamp = WallClock.nowNanoseconds()
+                await send(file) { batch, _ in
+                    var truncated = 0
+                    file.splitter.flushCarry(endOffset: file.readOffset) { message, endOffset, originalLength in
+                        if file.multiline == nil {
+                            Self.append(message, endOffset, originalLength, timestamp, &batch, &truncated)
+                        } else {
+                            file.multiline!.add(message, endOffset: endOffset, originalLength: originalLength, now: now) {
+                                message, endOffset, originalLength in
+                                Self.append(message, endOffset, originalLength, timestamp, &batch, &truncated)
+                            }
+                        }
+                    }
+                    statistics.truncatedLines += truncated
+                }
+            }
+            if let last = file.multiline?.lastAppend, last.advanced(by: config.multilineTimeout) <= now {
+                await send(file) { batch, timestamp in
+                    var truncated = 0
+                    file.multiline?.flush { message, endOffset, originalLength in
+                        Self.append(message, endOffset, originalLength, timestamp, &batch, &truncated)
+                    }
+                    statistics.truncatedLines += truncated
+                }
+            }
+            if stopped { return }
+        }
+    }
+
+    /// Whether the file was truncated (it is shorter than what was read, or its first bytes changed, possibly
+    /// rewritten to the same size); then it restarts.
+    func checkTruncated(_ file: TailedFile) async -> Bool {
+        if let status = TailFS.status(descriptor: file.descriptor), status.size < file.readOffset {
+            await restart(file, reason: "it is shorter than the offset read")
+            return true
+        }
+        guard let fingerprint = file.fingerprint.verified(descriptor: file.descriptor, scratch: scratch) else {
+            await restart(file, reason: "its first bytes changed")
+            return true
+        }
+        if fingerprint != file.fingerprint {
+            file.fingerprint = fingerprint
+            checkpointDirty = true
+        }
+        return false
+    }
+
+    /// The file was truncated: what was read of the old content is sent, then it is read from offset 0 as a new
+    /// incarnation with a new origin id.
+    func restart(_ file: TailedFile, reason: String) async {
+        await flushPending(file)
+        statistics.truncations += 1
+        logger.info(
+            "tail source: \(file.path) was truncated (\(reason)); reading it from the start as a new incarnation",
+            metadata: ["path": "\(file.path)"])
+        file.restart(
+            originID: newTailOriginID(), fingerprint: TailFingerprint.current(descriptor: file.descriptor, scratch: scratch),
+            now: clock.now)
+        checkpointDirty = true
+    }
+}
+
+extension TailEngine {
+    // MARK: Checkpoint file
+
+    /// Reads the checkpoint file, if any. A file that cannot be read or parsed gives one warning and is ignored.
+    func loadCheckpoints() {
+        guard let path = checkpointPath else {
+            logger.debug("tail source: no state directory, checkpoints are kept in memory only")
+            return
+        }
+        let bytes: [UInt8]
+        switch TailFS.readAll(path) {
+        case .success(let content): bytes = content
+        case .failure(let error):
+            if error.code != ENOENT {
+                logger.warning("tail source: cannot read the checkpoint file \(path) (\(error)); starting without checkpoints")
+            }
+            return
+        }
+        switch TailCheckpointFile.decode(bytes) {
+        case .success(let checkpoints):
+            for checkpoint in checkpoints {
+                loadedCheckpoints[checkpoint.inode] = checkpoint
+                checkpointedPaths.insert(checkpoint.path)
+            }
+        case .failure(let error):
+            logger.warning(
+                "tail source: the checkpoint file \(path) is corrupt (\(error)); ignoring it and starting without checkpoints"
+            )
+        }
+    }
+
+    /// Writes the checkpoints when they changed and the interval passed (or now, with `force`).
+    func writeCheckpoints(force: Bool) {
+        guard checkpointDirty else { return }
+        let now = clock.now
+        guard force || lastCheckpointWrite.advanced(by: config.checkpointInterval) <= now else { return }
+        lastCheckpointWrite = now
+        checkpointDirty = false
+        guard let path = checkpointPath else { return }
+        let checkpoints = files.map {
+            TailCheckpoint(
+                inode: $0.inode, fingerprint: $0.fingerprint, originID: $0.originID, offset: $0.acknowledgedOffset,
+                path: $0.path)
+        }
+        if let error = TailFS.writeAtomically(path, TailCheckpointFile.encode(checkpoints)) {
+            checkpointDirty = true
+            if !warnedCheckpointWrite {
+                warnedCheckpointWrite = true
+                logger.warning("tail source: cannot write the checkpoint file \(path): \(error); retrying")
+            }
+        } else if warnedCheckpointWrite {
+            warnedCheckpointWrite = false
+            logger.info("tail source: the checkpoint file \(path) is written again")
+        }
+    }
+}

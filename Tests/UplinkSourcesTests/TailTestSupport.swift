@@ -1,0 +1,166 @@
+import Foundation
+import Logging
+import Synchronization
+import Testing
+import UplinkCore
+
+@testable import UplinkSources
+
+/// A temporary directory under /tmp with a unique name, removed by `remove()`.
+struct TailTemporaryDirectory {
+    let path: String
+
+    init() throws {
+        path = "/tmp/uplink-tail-tests-\(UInt64.random(in: 0...UInt64.max))"
+        try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)
+    }
+
+    func file(_ name: String) -> String { path + "/" + name }
+
+    func remove() {
+        try? FileManager.default.removeItem(atPath: path)
+    }
+}
+
+/// Appends to a file through a descriptor of its own (`O_APPEND`), like a logging process.
+final class TailTestWriter {
+    private(set) var descriptor: Int32
+
+    init(_ path: String, truncate: Bool = false) {
+        descriptor = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC | (truncate ? O_TRUNC : 0), 0o644)
+        precondition(descriptor >= 0, "cannot open \(path): errno \(errno)")
+    }
+
+    func write(_ text: String) {
+        write(Array(text.utf8))
+    }
+
+    func write(_ bytes: [UInt8]) {
+        var done = 0
+        while done < bytes.count {
+            let count = bytes.withUnsafeBytes { Glibc.write(descriptor, $0.baseAddress! + done, bytes.count - done) }
+            precondition(count > 0, "write failed: errno \(errno)")
+            done += count
+        }
+    }
+
+    func close() {
+        if descriptor >= 0 { Glibc.close(descriptor) }
+        descriptor = -1
+    }
+
+    deinit { close() }
+}
+
+/// Writes a whole file at once.
+func writeFile(_ path: String, _ text: String) {
+    let writer = TailTestWriter(path, truncate: true)
+    writer.write(text)
+    writer.close()
+}
+
+/// A sink that stores every record and acknowledges sequences only when the test says so.
+final class AcknowledgingSink: RecordSink {
+    private struct State {
+        var records: [Record] = []
+        var acknowledged: UInt64 = 0
+    }
+    private let state = Mutex(State())
+
+    func emit(_ record: Record) -> AppendOutcome {
+        state.withLock {
+            $0.records.append(record)
+            return .appended(sequence: UInt64($0.records.count))
+        }
+    }
+
+    func emitWaitingForSpace(_ record: Record) async -> AppendOutcome {
+        emit(record)
+    }
+
+    var acknowledgedSequence: UInt64 { state.withLock { $0.acknowledged } }
+
+    func waitForAcknowledgement(after sequence: UInt64) async -> UInt64 {
+        while !Task.isCancelled {
+            let acknowledged = acknowledgedSequence
+            if acknowledged > sequence { return acknowledged }
+            try? await Task.sleep(for: .milliseconds(5))
+        }
+        return acknowledgedSequence
+    }
+
+    /// Acknowledges every record up to and including number `sequence` (1-based).
+    func acknowledge(through sequence: UInt64) {
+        state.withLock { $0.acknowledged = max($0.acknowledged, sequence) }
+    }
+
+    var records: [Record] { state.withLock { $0.records } }
+    var count: Int { state.withLock { $0.records.count } }
+}
+
+/// A tail source running in a task of its own.
+struct RunningTail {
+    let task: Task<Void, any Error>
+
+    init(
+        _ config: TailConfig, sink: some RecordSink, stateDirectory: String? = nil, name: String = "tail-test",
+        logger: Logger = Logger(label: "tail-test")
+    ) {
+        let source = TailSource(name: name, config: config)
+        let context = SourceContext(sink: sink, logger: logger, stateDirectory: stateDirectory)
+        task = Task { try await source.run(context: context) }
+    }
+
+    /// Cancels the source and waits until it returned.
+    func stop() async throws {
+        task.cancel()
+        try await task.value
+    }
+}
+
+/// A configuration for tests: short intervals, polling unless asked otherwise.
+func tailTestConfig(_ paths: [String], watch: TailWatchMethod = .poll, startAt: TailStartPosition = .beginning)
+    -> TailConfig
+{
+    var config = TailConfig()
+    config.paths = paths
+    config.watch = watch
+    config.startAt = startAt
+    config.pollInterval = .milliseconds(20)
+    config.discoveryInterval = .milliseconds(100)
+    config.checkpointInterval = .milliseconds(50)
+    config.partialLineTimeout = .milliseconds(300)
+    config.multilineTimeout = .milliseconds(300)
+    return config
+}
+
+/// Polls `condition` every 10 ms until it holds or `timeout` passed (a generous deadline, not an assertion on
+/// speed). Returns whether it held.
+@discardableResult
+func eventually(timeout: Duration = .seconds(30), _ condition: () -> Bool) async -> Bool {
+    let clock = ContinuousClock()
+    let deadline = clock.now.advanced(by: timeout)
+    var polls = 0
+    while polls < 1_000_000 {
+        if condition() { return true }
+        if clock.now >= deadline { return false }
+        try? await Task.sleep(for: .milliseconds(10))
+        polls += 1
+    }
+    return condition()
+}
+
+extension Record {
+    /// The log message, if this is a log record.
+    var tailMessage: String? { logLine?.message }
+
+    /// The value of a log field.
+    func tailField(_ key: String) -> String? {
+        logLine?.fields.first { $0.key == key }?.value
+    }
+}
+
+/// The messages of log records.
+func messages(_ records: [Record]) -> [String] {
+    records.compactMap(\.tailMessage)
+}

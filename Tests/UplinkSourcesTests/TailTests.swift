@@ -1,0 +1,397 @@
+import Foundation
+import Logging
+import Testing
+import UplinkCore
+
+@testable import UplinkSources
+
+@Suite("Tail source")
+struct TailTests {
+    // MARK: Discovery and start position
+
+    @Test("a file created after the start is found and read from its beginning", arguments: [TailWatchMethod.poll, .auto])
+    func discoveryOfNewFile(watch: TailWatchMethod) async throws {
+        let directory = try TailTemporaryDirectory()
+        defer { directory.remove() }
+        var config = tailTestConfig([directory.path + "/*.log"], watch: watch, startAt: .end)
+        // With inotify the directory event must find it, long before this safety net.
+        if watch == .auto { config.discoveryInterval = .seconds(3600) }
+        let sink = CollectingSink()
+        let logs = LogCapture()
+        let tail = RunningTail(config, sink: sink, logger: logs.logger)
+        try await Task.sleep(for: .milliseconds(100))
+        writeFile(directory.file("new.log"), "first\nsecond\n")
+        #expect(await eventually { sink.count >= 2 })
+        try await tail.stop()
+        #expect(messages(sink.records) == ["first", "second"])
+        #expect(sink.records.allSatisfy { $0.tailField("path") == directory.file("new.log") })
+        #expect(logs.warnings.contains { $0.message.contains("no file matches") })
+    }
+
+    @Test("start_at: end skips what an existing file holds, beginning reads it")
+    func startPosition() async throws {
+        let directory = try TailTemporaryDirectory()
+        defer { directory.remove() }
+        let path = directory.file("app.log")
+        writeFile(path, "old 1\nold 2\n")
+
+        let endSink = CollectingSink()
+        let endTail = RunningTail(tailTestConfig([path], startAt: .end), sink: endSink)
+        try await Task.sleep(for: .milliseconds(200))
+        let writer = TailTestWriter(path)
+        writer.write("new 1\n")
+        #expect(await eventually { endSink.count >= 1 })
+        try await endTail.stop()
+        #expect(messages(endSink.records) == ["new 1"])
+
+        let beginningSink = CollectingSink()
+        let beginningTail = RunningTail(tailTestConfig([path], startAt: .beginning), sink: beginningSink)
+        #expect(await eventually { beginningSink.count >= 3 })
+        try await beginningTail.stop()
+        #expect(messages(beginningSink.records) == ["old 1", "old 2", "new 1"])
+    }
+
+    // MARK: Lines
+
+    @Test("\\r\\n endings, empty lines, and origins with the offset past each line")
+    func lineEndings() async throws {
+        let directory = try TailTemporaryDirectory()
+        defer { directory.remove() }
+        let path = directory.file("crlf.log")
+        writeFile(path, "one\r\n\r\ntwo\n\nthree\r\r\n")
+        let sink = CollectingSink()
+        let tail = RunningTail(tailTestConfig([path]), sink: sink)
+        #expect(await eventually { sink.count >= 5 })
+        try await tail.stop()
+        #expect(messages(sink.records) == ["one", "", "two", "", "three\r"])
+        let origins = sink.records.compactMap { $0.logLine?.origin }
+        #expect(origins.map(\.offset) == [5, 7, 11, 12, 20])
+        #expect(Set(origins.map(\.id)).count == 1)
+        #expect(origins[0].id >= 1 && origins[0].id <= UInt64(Int64.max))
+    }
+
+    @Test("a 10 MiB line is cut to max_line_bytes and marked; the next line is fine")
+    func hugeLine() async throws {
+        let directory = try TailTemporaryDirectory()
+        defer { directory.remove() }
+        let path = directory.file("huge.log")
+        let writer = TailTestWriter(path)
+        writer.write("before\n")
+        writer.write([UInt8](repeating: UInt8(ascii: "x"), count: 10 * 1024 * 1024))
+        writer.write("\nafter\n")
+        var config = tailTestConfig([path])
+        config.maxLineBytes = 1000
+        let sink = CollectingSink()
+        let tail = RunningTail(config, sink: sink)
+        #expect(await eventually { sink.count >= 3 })
+        try await tail.stop()
+        let records = sink.records
+        #expect(records.count == 3)
+        #expect(records[0].tailMessage == "before")
+        #expect(records[1].tailMessage == String(repeating: "x", count: 1000))
+        #expect(records[1].tailField("truncated") == String(10 * 1024 * 1024))
+        #expect(records[2].tailMessage == "after")
+        #expect(records[2].tailField("truncated") == nil)
+        let expectedEnd: UInt64 = 7 + 10 * 1024 * 1024 + 1 + 6
+        #expect(records[2].logLine?.origin?.offset == expectedEnd)
+    }
+
+    @Test("binary garbage produces records and no crash")
+    func binaryGarbage() async throws {
+        let directory = try TailTemporaryDirectory()
+        defer { directory.remove() }
+        let path = directory.file("garbage.log")
+        var generator = SystemRandomNumberGenerator()
+        var bytes = (0..<300_000).map { _ in UInt8.random(in: 0...255, using: &generator) }
+        bytes.append(UInt8(ascii: "\n"))
+        let lineCount = bytes.filter { $0 == UInt8(ascii: "\n") }.count
+        let writer = TailTestWriter(path)
+        writer.write(bytes)
+        writer.write("end\n")
+        let sink = CollectingSink()
+        let tail = RunningTail(tailTestConfig([path]), sink: sink)
+        #expect(await eventually { sink.count >= lineCount + 1 })
+        try await tail.stop()
+        #expect(sink.count == lineCount + 1)
+        #expect(sink.records.last?.tailMessage == "end")
+    }
+
+    @Test("a last line without \\n is sent after partial_line_timeout; its continuation is a new record")
+    func partialLine() async throws {
+        let directory = try TailTemporaryDirectory()
+        defer { directory.remove() }
+        let path = directory.file("partial.log")
+        let writer = TailTestWriter(path)
+        writer.write("complete\nhalf")
+        let sink = CollectingSink()
+        let tail = RunningTail(tailTestConfig([path]), sink: sink)
+        #expect(await eventually { sink.count >= 2 })
+        #expect(messages(sink.records) == ["complete", "half"])
+        writer.write(" more\nnext\n")
+        #expect(await eventually { sink.count >= 4 })
+        try await tail.stop()
+        #expect(messages(sink.records) == ["complete", "half", " more", "next"])
+        #expect(sink.records.compactMap { $0.logLine?.origin?.offset } == [9, 13, 19, 24])
+    }
+
+    @Test("multi-line records: continuation lines joined, the last record sent after the timeout")
+    func multiline() async throws {
+        let directory = try TailTemporaryDirectory()
+        defer { directory.remove() }
+        let path = directory.file("multi.log")
+        writeFile(
+            path,
+            "2024-01-01 start one\n  at frame 1\n  at frame 2\n2024-01-01 start two\n2024-01-01 start three\ncontinued\n")
+        var config = tailTestConfig([path])
+        config.multilineStartPattern = "^[0-9]{4}-"
+        let sink = CollectingSink()
+        let tail = RunningTail(config, sink: sink)
+        #expect(await eventually { sink.count >= 3 })
+        try await tail.stop()
+        #expect(
+            messages(sink.records) == [
+                "2024-01-01 start one\n  at frame 1\n  at frame 2", "2024-01-01 start two",
+                "2024-01-01 start three\ncontinued",
+            ])
+        #expect(sink.records.last?.logLine?.origin?.offset == 101)
+        #expect(TailConfig.validateRegex("^[0-9]{4}-") == nil)
+        #expect(TailConfig.validateRegex("([a-") != nil)
+    }
+
+    // MARK: Rotation
+
+    @Test(
+        "rename rotation with a busy writer: every line once, in order", arguments: [TailWatchMethod.poll, .auto])
+    func renameRotation(watch: TailWatchMethod) async throws {
+        let directory = try TailTemporaryDirectory()
+        defer { directory.remove() }
+        let path = directory.file("app.log")
+        var writer = TailTestWriter(path)
+        let sink = CollectingSink()
+        let logs = LogCapture()
+        let tail = RunningTail(tailTestConfig([path], watch: watch), sink: sink, logger: logs.logger)
+        let rotations = 50
+        let linesPerFile = 400
+        try await Task.sleep(for: .milliseconds(100))
+        var counter = 0
+        for rotation in 0..<rotations {
+            for _ in 0..<(linesPerFile / 20) {
+                var chunk = ""
+                for _ in 0..<20 {
+                    chunk += "line \(counter) " + String(repeating: "p", count: 100) + "\n"
+                    counter += 1
+                }
+                writer.write(chunk)
+            }
+            rename(path, directory.file("app.log.\(rotation)"))
+            writer.close()
+            writer = TailTestWriter(path)
+            // A file that is created and rotated away again before the tailer saw it cannot be followed (its new
+            // name does not match): give the opener time to see each one (a few poll intervals, or the inotify
+            // thread's reaction on a busy machine).
+            try await Task.sleep(for: .milliseconds(watch == .poll ? 70 : 15))
+        }
+        writer.write("last\n")
+        let total = counter + 1
+        #expect(await eventually { sink.count >= total })
+        try await Task.sleep(for: .milliseconds(200))
+        try await tail.stop()
+        let got = messages(sink.records)
+        let expected = (0..<counter).map { "line \($0) " + String(repeating: "p", count: 100) } + ["last"]
+        #expect(got.count == expected.count)
+        #expect(got == expected)
+        #expect(logs.warnings.isEmpty)
+    }
+
+    @Test("a writer that keeps writing to the renamed file a little: every line once")
+    func renameWithLateWriter() async throws {
+        let directory = try TailTemporaryDirectory()
+        defer { directory.remove() }
+        let path = directory.file("app.log")
+        var writer = TailTestWriter(path)
+        let sink = CollectingSink()
+        let tail = RunningTail(tailTestConfig([path]), sink: sink)
+        try await Task.sleep(for: .milliseconds(100))
+        var counter = 0
+        for rotation in 0..<10 {
+            for _ in 0..<50 {
+                writer.write("line \(counter)\n")
+                counter += 1
+            }
+            // Rotated like logrotate's `create`: renamed and a new file made at once; the writer reopens later.
+            rename(path, directory.file("app.log.\(rotation)"))
+            let next = TailTestWriter(path)
+            try await Task.sleep(for: .milliseconds(30))
+            for _ in 0..<5 {
+                writer.write("line \(counter)\n")
+                counter += 1
+            }
+            writer.close()
+            writer = next
+        }
+        writer.close()
+        #expect(await eventually { sink.count >= counter })
+        try await Task.sleep(for: .milliseconds(200))
+        try await tail.stop()
+        let got = messages(sink.records)
+        #expect(got.count == counter)
+        #expect(Set(got) == Set((0..<counter).map { "line \($0)" }))
+    }
+
+    @Test("rotation in a tight loop to names the glob also matches: every line exactly once")
+    func fastRotationToMatchingNames() async throws {
+        let directory = try TailTemporaryDirectory()
+        defer { directory.remove() }
+        let path = directory.file("app.log")
+        let sink = CollectingSink()
+        let tail = RunningTail(tailTestConfig([path + "*"], watch: .auto), sink: sink)
+        try await Task.sleep(for: .milliseconds(100))
+        var writer = TailTestWriter(path)
+        var counter = 0
+        for rotation in 0..<200 {
+            for _ in 0..<10 {
+                var chunk = ""
+                for _ in 0..<10 {
+                    chunk += "line \(counter)\n"
+                    counter += 1
+                }
+                writer.write(chunk)
+            }
+            rename(path, directory.file("app.log.\(rotation)"))
+            writer.close()
+            writer = TailTestWriter(path)
+        }
+        writer.close()
+        #expect(await eventually { sink.count >= counter })
+        try await Task.sleep(for: .milliseconds(300))
+        try await tail.stop()
+        let got = messages(sink.records)
+        #expect(got.count == counter)
+        #expect(Set(got) == Set((0..<counter).map { "line \($0)" }))
+        // In order within each incarnation.
+        var lastByOrigin: [UInt64: Int] = [:]
+        var ordered = true
+        for record in sink.records {
+            guard let origin = record.logLine?.origin, let text = record.tailMessage,
+                let number = Int(text.dropFirst(5))
+            else { continue }
+            if let last = lastByOrigin[origin.id], last >= number { ordered = false }
+            lastByOrigin[origin.id] = number
+        }
+        #expect(ordered)
+    }
+
+    @Test("copytruncate: no line twice, the new content is a new incarnation")
+    func copyTruncate() async throws {
+        let directory = try TailTemporaryDirectory()
+        defer { directory.remove() }
+        let path = directory.file("app.log")
+        let writer = TailTestWriter(path)
+        let sink = CollectingSink()
+        let tail = RunningTail(tailTestConfig([path]), sink: sink)
+        var counter = 0
+        for round in 0..<5 {
+            for _ in 0..<100 {
+                writer.write("line \(counter)\n")
+                counter += 1
+            }
+            let target = counter
+            #expect(await eventually { sink.count >= target })
+            // copytruncate: copy, then truncate in place; the writer (O_APPEND) goes on at the new end.
+            try FileManager.default.copyItem(atPath: path, toPath: directory.file("app.log.\(round)"))
+            #expect(truncate(path, 0) == 0)
+        }
+        for _ in 0..<10 {
+            writer.write("line \(counter)\n")
+            counter += 1
+        }
+        #expect(await eventually { sink.count >= counter })
+        try await Task.sleep(for: .milliseconds(200))
+        try await tail.stop()
+        let got = messages(sink.records)
+        #expect(got == (0..<counter).map { "line \($0)" })
+        let origins = Set(sink.records.compactMap { $0.logLine?.origin?.id })
+        #expect(origins.count == 6)
+    }
+
+    @Test("plain truncation to a shorter content restarts at 0 with a new origin id")
+    func plainTruncation() async throws {
+        let directory = try TailTemporaryDirectory()
+        defer { directory.remove() }
+        let path = directory.file("app.log")
+        writeFile(path, "a fairly long first line\nanother long line here\n")
+        let sink = CollectingSink()
+        let tail = RunningTail(tailTestConfig([path]), sink: sink)
+        #expect(await eventually { sink.count >= 2 })
+        // Truncated and rewritten with something shorter than the offset read: the size shows it.
+        writeFile(path, "short\n")
+        #expect(await eventually { sink.count >= 3 })
+        // Rewritten with something longer than the offset read: the fingerprint shows it.
+        writeFile(path, "XXXXXXXX a different first line, long enough to pass the old offset\nand more\n")
+        #expect(await eventually { sink.count >= 5 })
+        try await Task.sleep(for: .milliseconds(100))
+        try await tail.stop()
+        #expect(
+            messages(sink.records) == [
+                "a fairly long first line", "another long line here", "short",
+                "XXXXXXXX a different first line, long enough to pass the old offset", "and more",
+            ])
+        let origins = sink.records.compactMap { $0.logLine?.origin }
+        #expect(origins[2].offset == 6)
+        #expect(Set(origins.map(\.id)).count == 3)
+    }
+
+    @Test("deletion of a file being read: read to its end, then a new file at the path is read")
+    func deletion() async throws {
+        let directory = try TailTemporaryDirectory()
+        defer { directory.remove() }
+        let path = directory.file("app.log")
+        let writer = TailTestWriter(path)
+        let sink = CollectingSink()
+        let tail = RunningTail(tailTestConfig([path]), sink: sink)
+        for index in 0..<500 { writer.write("line \(index)\n") }
+        #expect(await eventually { sink.count >= 500 })
+        for index in 500..<1000 { writer.write("line \(index)\n") }
+        unlink(path)
+        // The writer still holds it and writes some more.
+        for index in 1000..<1010 { writer.write("line \(index)\n") }
+        writer.close()
+        #expect(await eventually { sink.count >= 1010 })
+        try await Task.sleep(for: .milliseconds(1500))  // past the linger: the deleted file is closed
+        writeFile(path, "reborn\n")
+        #expect(await eventually { sink.count >= 1011 })
+        try await tail.stop()
+        let got = messages(sink.records)
+        #expect(got == (0..<1010).map { "line \($0)" } + ["reborn"])
+        #expect(sink.records[0].logLine?.origin?.id != sink.records[1010].logLine?.origin?.id)
+    }
+
+    // MARK: Back-pressure
+
+    @Test("back-pressure: reading pauses while the sink is full, nothing is dropped, it resumes on grant")
+    func backPressure() async throws {
+        let directory = try TailTemporaryDirectory()
+        defer { directory.remove() }
+        let path = directory.file("app.log")
+        let total = 5000
+        writeFile(path, (0..<total).map { "line \($0)\n" }.joined())
+        let sink = GatedSink(permits: 100)
+        let tail = RunningTail(tailTestConfig([path]), sink: sink)
+        #expect(await eventually { sink.count == 100 && sink.waiting == 1 })
+        try await Task.sleep(for: .milliseconds(200))
+        #expect(sink.count == 100)
+        #expect(sink.waiting == 1)
+        var granted = 100
+        var rounds = 0
+        while sink.count < total, rounds < 1000 {
+            sink.grant(500)
+            granted += 500
+            let target = min(granted, total)
+            #expect(await eventually { sink.count >= target })
+            rounds += 1
+        }
+        try await tail.stop()
+        #expect(messages(sink.records) == (0..<total).map { "line \($0)" })
+        #expect(sink.emitCalls == 0)
+    }
+}

@@ -32,6 +32,8 @@ public enum SourceKind: String, Sendable, Equatable, Hashable, CaseIterable {
     case sysfs = "sysfs"
     /// Metrics printed by a command (`ExecSource`, `ExecConfig`).
     case exec = "exec"
+    /// Lines of log files, followed through rotation with checkpoints (`TailSource`, `TailConfig`).
+    case tail = "tail"
 
     /// The name of the kind in the configuration (`type: cpu`).
     public var typeName: String { rawValue }
@@ -57,6 +59,7 @@ public enum SourceKind: String, Sendable, Equatable, Hashable, CaseIterable {
         case .power: .power(PowerConfig())
         case .sysfs: .sysfs(SysfsConfig())
         case .exec: .exec(ExecConfig())
+        case .tail: .tail(TailConfig())
         }
     }
 }
@@ -76,6 +79,7 @@ public enum SourceConfig: Sendable, Equatable {
     case power(PowerConfig)
     case sysfs(SysfsConfig)
     case exec(ExecConfig)
+    case tail(TailConfig)
 
     /// The kind this configuration is for.
     public var kind: SourceKind {
@@ -93,6 +97,7 @@ public enum SourceConfig: Sendable, Equatable {
         case .power: .power
         case .sysfs: .sysfs
         case .exec: .exec
+        case .tail: .tail
         }
     }
 }
@@ -117,5 +122,6 @@ public func makeSource(name: String, config: SourceConfig, clock: any TickClock 
     case .power(let config): PowerSource(name: name, config: config, clock: clock)
     case .sysfs(let config): SysfsSource(name: name, config: config, clock: clock)
     case .exec(let config): ExecSource(name: name, config: config, clock: clock)
+    case .tail(let config): TailSource(name: name, config: config)
     }
 }

@@ -1,6 +1,6 @@
 import Logging
 
-// `swift run -c release uplink-bench [ring|e2e|latency]...`: runs the named benchmarks (all by default) and prints
+// `swift run -c release uplink-bench [ring|e2e|latency|tail|idle]...`: runs the named benchmarks (all by default) and prints
 // their numbers. Agent and collector share this process, so CPU time covers both sides.
 let requested = Set(CommandLine.arguments.dropFirst())
 func wanted(_ name: String) -> Bool { requested.isEmpty || requested.contains(name) }
@@ -24,6 +24,9 @@ if wanted("e2e") {
 }
 if wanted("latency") {
     try await EndToEndBenchmark.latency(records: 10_000, logger: logger).print()
+}
+if wanted("tail") {
+    try await TailBenchmark.run(mebibytes: 1024, logger: logger).print()
 }
 if wanted("idle") {
     for result in try await IdleBenchmark.run(seconds: 60, logger: logger) { result.print() }

@@ -1,3 +1,4 @@
+import Foundation
 import Testing
 import UplinkAgent
 import UplinkConfig
@@ -16,7 +17,7 @@ struct ExamplesTests {
         let file = try result.get()
 
         #expect(file.configuresAgent)
-        #expect(file.agent == UplinkFile.AgentSection(id: "example-agent", stateDirectory: "/var/lib/uplink"))
+        #expect(file.agent == UplinkFile.AgentSection(id: "example-agent", stateDirectory: "./uplink-state"))
         #expect(file.uplink.target == .embedded)
         #expect(file.collector == UplinkFile.CollectorSection())
 
@@ -31,6 +32,13 @@ struct ExamplesTests {
         #expect(configuration.uplink.drainTimeout == .seconds(5))
         #expect(configuration.bufferBytes == 64 * 1024 * 1024)
         #expect(configuration.overflow == .dropOldest)
+        #expect(configuration.stateDirectory == "./uplink-state")
+        var appLog = TailConfig()
+        // Relative patterns are taken from the working directory.
+        let workingDirectory = FileManager.default.currentDirectoryPath
+        appLog.paths = [workingDirectory + "/quickstart.log"]
+        appLog.exclude = [workingDirectory + "/*.gz"]
+        appLog.startAt = .beginning
         #expect(configuration.sources == [
             .init(
                 name: "cpu",
@@ -47,8 +55,10 @@ struct ExamplesTests {
             .init(name: "board-temperature", config: .sysfs(SysfsConfig(
                 path: "/sys/class/thermal/thermal_zone0/temp", scale: 0.001, metric: "board.temperature", unit: "celsius"))),
             .init(name: "script", config: .exec(ExecConfig(
-                interval: .seconds(30), command: ["sh", "-c", "echo queue_depth=0 workers=4"], format: .keyvalue, prefix: "app",
-                unit: "count"))),
+                interval: .seconds(30),
+                command: ["sh", "-c", #"echo "$(date -u +%FT%TZ) INFO queue checked" >> quickstart.log; echo queue_depth=0 workers=4"#],
+                format: .keyvalue, prefix: "app", unit: "count"))),
+            .init(name: "app-log", config: .tail(appLog)),
             .init(name: "generator", config: .generator(GeneratorConfig(rate: 1, recordBytes: 200, count: nil))),
         ])
     }

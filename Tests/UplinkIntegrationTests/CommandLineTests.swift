@@ -40,6 +40,8 @@ struct CommandLineTests {
         process.executableURL = URL(fileURLWithPath: try UplinkBinary.path())
         process.arguments = ["run", "--config", Self.examples]
         process.currentDirectoryURL = URL(fileURLWithPath: directory)  // the embedded collector's ./collector-data
+        // The example's tail source follows ./quickstart.log from its beginning.
+        try "hello from the quickstart test\n".write(toFile: directory + "/quickstart.log", atomically: true, encoding: .utf8)
         let output = Pipe()
         let errors = Pipe()
         process.standardOutput = output
@@ -51,6 +53,7 @@ struct CommandLineTests {
             let text = collected.text
             // examples.yaml adds its own tags after cpu=…, so match up to the first tag only.
             return text.contains(" cpu cpu.user{cpu=total") && text.contains(" memory memory.used_percent ")
+                && text.contains(" app-log hello from the quickstart test")
         }
         #expect(sawRecords, "no records printed: \(collected.text.prefix(500))")
         kill(process.processIdentifier, SIGTERM)

@@ -25,6 +25,7 @@ enum SourceDecoding {
         case .power: powerKeys
         case .sysfs: sysfsKeys
         case .exec: execKeys
+        case .tail: tailKeys
         }
     }
 
@@ -44,6 +45,7 @@ enum SourceDecoding {
         case .power: .power(decodePower(mapping))
         case .sysfs: .sysfs(decodeSysfs(mapping))
         case .exec: .exec(decodeExec(mapping))
+        case .tail: .tail(decodeTail(mapping))
         }
     }
 

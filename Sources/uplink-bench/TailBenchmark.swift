@@ -1,0 +1,103 @@
+import Logging
+import ServiceLifecycle
+import UplinkAgent
+import UplinkCollector
+import UplinkCore
+import UplinkSources
+import UplinkTransport
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// The log tailer end to end: a file of 200-byte lines read from the beginning, streamed over loopback HTTP to a
+/// collector in this process that stores records.jsonl.
+enum TailBenchmark {
+    static func run(mebibytes: Int, lineBytes: Int = 200, logger: Logger) async throws -> BenchmarkResult {
+        var template = Array("/tmp/uplink-bench-tail-XXXXXX".utf8CString)
+        guard let created = mkdtemp(&template) else { throw CollectorError(code: "bench", message: "mkdtemp failed") }
+        let directory = String(cString: created)
+        defer { removeTree(directory) }
+        let logPath = directory + "/app.log"
+        let lines = try writeLogFile(logPath, mebibytes: mebibytes, lineBytes: lineBytes)
+
+        var collectorConfiguration = CollectorConfiguration()
+        collectorConfiguration.port = 0
+        collectorConfiguration.dataDirectory = directory + "/collector"
+        collectorConfiguration.stdoutSink = false
+        collectorConfiguration.jsonlSink = true
+        let background = try await BackgroundCollector.start(configuration: collectorConfiguration, logger: logger)
+        let collector = background.collector
+
+        var tail = TailConfig()
+        tail.paths = [logPath]
+        tail.startAt = .beginning
+        let agent = Agent(
+            configuration: AgentConfiguration(
+                uplink: UplinkConfiguration(url: background.url, agentID: "bench"),
+                sources: [.init(name: "tail", config: .tail(tail))],
+                stateDirectory: directory + "/state"),
+            logger: logger)
+        let usage = ResourceUsage.now()
+        let started = ContinuousClock.now
+        let group = ServiceGroup(configuration: .init(services: agent.serviceConfigurations, gracefulShutdownSignals: [], logger: logger))
+        let task = Task { try await group.run() }
+        while collector.statistics().recordsStored < UInt64(lines) {
+            try await Task.sleep(for: .milliseconds(2))
+        }
+        let elapsed = ContinuousClock.now - started
+        let cpu = ResourceUsage.now().cpuSeconds - usage.cpuSeconds
+        let uplinkStatistics = agent.uplink.statistics()
+        let peakResident = ResourceUsage.now().maxResidentBytes
+        await group.triggerGracefulShutdown()
+        try await task.value
+        try await background.stop()
+        precondition(collector.statistics().recordsStored == UInt64(lines), "collector stored \(collector.statistics().recordsStored)")
+
+        let fileBytes = Double(lines * (lineBytes + 1))
+        let gibibytes = fileBytes / 1_073_741_824
+        return BenchmarkResult(
+            name: "tail a \(mebibytes) MiB file of \(lineBytes)-byte lines from the beginning → collector (records.jsonl)",
+            lines: [
+                "lines: \(lines), file bytes: \(Int(fileBytes)), wire bytes: \(uplinkStatistics.bytesWritten)",
+                "throughput: \(format(fileBytes / 1_048_576 / elapsed.seconds)) MiB/s of file, "
+                    + "\(format(Double(lines) / elapsed.seconds / 1000)) k lines/s in \(format(elapsed.seconds)) s (target >= 150 MiB/s)",
+                "cpu: \(format(cpu)) s for agent + collector = \(format(cpu / gibibytes)) cpu-s per GiB of file",
+                "peak RSS of the process: \(peakResident / 1_048_576) MiB",
+            ])
+    }
+
+    /// Writes `mebibytes` MiB of numbered lines, each `lineBytes` long plus its newline. Returns the line count.
+    private static func writeLogFile(_ path: String, mebibytes: Int, lineBytes: Int) throws -> Int {
+        let lines = mebibytes * 1_048_576 / (lineBytes + 1)
+        let descriptor = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0o644)
+        guard descriptor >= 0 else { throw CollectorError(code: "bench", message: "cannot create \(path)") }
+        defer { close(descriptor) }
+        var chunk: [UInt8] = []
+        chunk.reserveCapacity(1 << 20)
+        let filler = [UInt8](repeating: UInt8(ascii: "x"), count: lineBytes)
+        for index in 0..<lines {
+            var line = Array("2026-11-21T08:00:00Z INFO request \(index) ".utf8)
+            line += filler[0..<(lineBytes - min(lineBytes, line.count))]
+            chunk += line.prefix(lineBytes)
+            chunk.append(UInt8(ascii: "\n"))
+            if chunk.count >= (1 << 20) - lineBytes - 1 || index == lines - 1 {
+                let written = chunk.withUnsafeBytes { write(descriptor, $0.baseAddress, $0.count) }
+                guard written == chunk.count else { throw CollectorError(code: "bench", message: "short write to \(path)") }
+                chunk.removeAll(keepingCapacity: true)
+            }
+        }
+        return lines
+    }
+
+    private static func removeTree(_ path: String) {
+        // Only what this benchmark created.
+        for name in ["app.log", "collector/records.jsonl", "collector/marks.log", "collector/rejects.jsonl", "collector/marks.log.tmp"] {
+            unlink(path + "/" + name)
+        }
+        unlink(path + "/state/tail/tail.checkpoints")
+        for name in ["collector", "state/tail"] { rmdir(path + "/" + name) }
+        rmdir(path + "/state")
+        rmdir(path)
+    }
+}

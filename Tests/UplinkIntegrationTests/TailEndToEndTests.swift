@@ -1,0 +1,276 @@
+import Foundation
+import Testing
+import UplinkAgent
+import UplinkCollector
+import UplinkCore
+import UplinkSources
+import UplinkTestSupport
+
+/// The log tailer through the real agent → loopback HTTP → collector path: rotation, truncation and restarts.
+@Suite("Tail end to end", .serialized, .timeLimit(.minutes(5)))
+struct TailEndToEndTests {
+    /// A numbered log line: `n=<counter> ` padded with `.` to 100 bytes, plus the newline.
+    static func line(_ counter: Int) -> [UInt8] {
+        var bytes = Array("n=\(counter) ".utf8)
+        bytes += [UInt8](repeating: UInt8(ascii: "."), count: max(0, 100 - bytes.count))
+        bytes.append(UInt8(ascii: "\n"))
+        return bytes
+    }
+
+    /// The counter of a stored tail record, and its origin.
+    static func counterAndOrigin(_ record: Record) -> (counter: Int, origin: UInt64)? {
+        guard case .log(let line) = record.payload, line.message.hasPrefix("n="),
+            let counter = Int(line.message.dropFirst(2).prefix { $0 != " " })
+        else { return nil }
+        return (counter, line.origin?.id ?? 0)
+    }
+
+    static func tailSource(_ paths: [String], name: String = "app") -> AgentConfiguration.NamedSource {
+        var config = TailConfig()
+        config.paths = paths
+        config.startAt = .beginning
+        config.checkpointInterval = .milliseconds(100)
+        return .init(name: name, config: .tail(config))
+    }
+
+    static func append(_ descriptor: Int32, _ bytes: [UInt8]) {
+        bytes.withUnsafeBytes { raw in
+            var offset = 0
+            while offset < raw.count {
+                let written = write(descriptor, raw.baseAddress! + offset, raw.count - offset)
+                precondition(written > 0, "write failed: errno \(errno)")
+                offset += written
+            }
+        }
+    }
+
+    static func openForAppend(_ path: String) -> Int32 {
+        let descriptor = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0o644)
+        precondition(descriptor >= 0, "cannot open \(path): errno \(errno)")
+        return descriptor
+    }
+
+    static func storedCounters(_ collector: InProcessCollector) throws -> [(counter: Int, origin: UInt64)] {
+        try Harness.storedRecords(in: collector.dataDirectory).compactMap { counterAndOrigin($0.record) }
+    }
+
+    static func storedCount(_ collector: InProcessCollector) -> Int {
+        Int(collector.collector.statistics().recordsStored)
+    }
+
+    /// Waits until the collector has stored `count` records; false after `timeout`.
+    static func waitForStored(_ collector: InProcessCollector, _ count: Int, timeout: Duration) async -> Bool {
+        await Harness.eventually(timeout: timeout) { storedCount(collector) >= count }
+    }
+
+    /// Waits until the stored count has not changed for `quiet`, at most `timeout`.
+    static func waitUntilQuiet(_ collector: InProcessCollector, quiet: Duration, timeout: Duration) async {
+        let deadline = ContinuousClock.now + timeout
+        var count = storedCount(collector)
+        var since = ContinuousClock.now
+        while ContinuousClock.now < deadline && ContinuousClock.now - since < quiet {
+            try? await Task.sleep(for: .milliseconds(50))
+            let now = storedCount(collector)
+            if now != count { (count, since) = (now, ContinuousClock.now) }
+        }
+    }
+
+    @Test("A writer appends while the file is rotated by rename 1,000 times: every line arrives once, in order per file")
+    func renameRotation() async throws {
+        let directory = try Harness.temporaryDirectory("tail-rotate")
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let logPath = directory + "/app.log"
+        let collector = try await InProcessCollector(name: "tail-rotate")
+        let agent = RunningAgent(
+            url: collector.url, sources: [Self.tailSource([directory + "/app.log*"])], stateDirectory: directory + "/state")
+
+        let rotations = 1_000
+        let linesPerFile = 40
+        var counter = 0
+        var descriptor = Self.openForAppend(logPath)
+        for rotation in 0..<rotations {
+            // A few writes per file, several lines each, as a busy service would.
+            for _ in 0..<4 {
+                var chunk: [UInt8] = []
+                for _ in 0..<(linesPerFile / 4) {
+                    chunk += Self.line(counter)
+                    counter += 1
+                }
+                Self.append(descriptor, chunk)
+            }
+            close(descriptor)
+            #expect(rename(logPath, logPath + ".\(rotation)") == 0)
+            descriptor = Self.openForAppend(logPath)
+        }
+        Self.append(descriptor, Self.line(counter))
+        counter += 1
+        close(descriptor)
+
+        let total = counter
+        let arrived = await Self.waitForStored(collector, total, timeout: .seconds(120))
+        try await agent.stop()
+        try await collector.stop()
+        let stored = try Self.storedCounters(collector)
+        #expect(arrived, "\(stored.count) of \(total) lines arrived")
+        #expect(Harness.exactlyOnceProblem(stored.map(\.counter), total: total) == nil)
+        // In order within each file incarnation.
+        var last: [UInt64: Int] = [:]
+        var outOfOrder = 0
+        for (counter, origin) in stored {
+            if let previous = last[origin], previous >= counter { outOfOrder += 1 }
+            last[origin] = counter
+        }
+        #expect(outOfOrder == 0)
+        #expect(Set(stored.map(\.origin)).count == rotations + 1, "one origin per file")
+    }
+
+    @Test("copytruncate as logrotate does it: nothing is duplicated, and only lines written before a truncation that the tailer had not read yet are lost")
+    func copyTruncate() async throws {
+        let directory = try Harness.temporaryDirectory("tail-copytruncate")
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let logPath = directory + "/app.log"
+        let collector = try await InProcessCollector(name: "tail-copytruncate")
+        let agent = RunningAgent(url: collector.url, sources: [Self.tailSource([logPath])], stateDirectory: directory + "/state")
+
+        let rotations = 20
+        var segments: [Range<Int>] = []
+        var counter = 0
+        let descriptor = Self.openForAppend(logPath)
+        for rotation in 0..<rotations {
+            let start = counter
+            // ~2,000 lines in 20 writes, 1 ms apart: about 200 kB/s, a busy service.
+            for _ in 0..<20 {
+                var chunk: [UInt8] = []
+                for _ in 0..<100 {
+                    chunk += Self.line(counter)
+                    counter += 1
+                }
+                Self.append(descriptor, chunk)
+                try await Task.sleep(for: .milliseconds(1))
+            }
+            segments.append(start..<counter)
+            // logrotate's copytruncate: copy the file, then truncate it in place (the writer keeps its descriptor).
+            try FileManager.default.copyItem(atPath: logPath, toPath: logPath + ".\(rotation)")
+            #expect(truncate(logPath, 0) == 0)
+        }
+        close(descriptor)
+        let total = counter
+        // Lost lines never arrive: wait until the stored count stops changing.
+        await Self.waitUntilQuiet(collector, quiet: .seconds(2), timeout: .seconds(60))
+        try await agent.stop()
+        try await collector.stop()
+        let stored = try Self.storedCounters(collector).map(\.counter)
+        var seen = Set<Int>()
+        let duplicates = stored.filter { !seen.insert($0).inserted }
+        #expect(duplicates.isEmpty, "duplicated: \(duplicates.prefix(5))")
+        // What is lost is always the end of a segment: lines written after the tailer's last read before the truncation.
+        var lost = 0
+        for segment in segments {
+            let delivered = segment.filter { seen.contains($0) }
+            #expect(delivered == Array(segment.prefix(delivered.count)), "segment \(segment) lost lines in its middle")
+            lost += segment.count - delivered.count
+        }
+        print("copytruncate: \(rotations) truncations, \(total) lines written, \(lost) lost (\(String(format: "%.3f", Double(lost) * 100 / Double(total))) %)")
+    }
+
+    @Test("Graceful restart in the middle of a file: no acknowledged line is sent again, no line is lost")
+    func gracefulRestart() async throws {
+        let directory = try Harness.temporaryDirectory("tail-restart")
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let logPath = directory + "/app.log"
+        let collector = try await InProcessCollector(name: "tail-restart")
+        var counter = 0
+        let descriptor = Self.openForAppend(logPath)
+        func writeLines(_ count: Int) {
+            var chunk: [UInt8] = []
+            for _ in 0..<count {
+                chunk += Self.line(counter)
+                counter += 1
+            }
+            Self.append(descriptor, chunk)
+        }
+        for round in 0..<3 {
+            let agent = RunningAgent(url: collector.url, sources: [Self.tailSource([logPath])], stateDirectory: directory + "/state")
+            // Write while the agent runs, wait until part of it arrived, and stop with lines still in flight.
+            let before = Self.storedCount(collector)
+            for _ in 0..<20 {
+                writeLines(500)
+                try await Task.sleep(for: .milliseconds(2))
+            }
+            _ = await Self.waitForStored(collector, before + 2_000, timeout: .seconds(30))
+            writeLines(500)
+            try await agent.stop()
+            #expect(collector.collector.statistics().resentDiscarded == 0, "round \(round): a line was sent again")
+        }
+        writeLines(10)
+        let agent = RunningAgent(url: collector.url, sources: [Self.tailSource([logPath])], stateDirectory: directory + "/state")
+        let total = counter
+        let arrived = await Self.waitForStored(collector, total, timeout: .seconds(60))
+        try await agent.stop()
+        try await collector.stop()
+        close(descriptor)
+        #expect(arrived)
+        #expect(Harness.exactlyOnceProblem(try Self.storedCounters(collector).map(\.counter), total: total) == nil)
+        #expect(collector.collector.statistics().resentDiscarded == 0)
+    }
+
+    @Test("SIGKILL of the agent process while it tails: after restarts every line is stored exactly once")
+    func killedAgent() async throws {
+        let directory = try Harness.temporaryDirectory("tail-kill")
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let logPath = directory + "/app.log"
+        let collector = try await InProcessCollector(name: "tail-kill")
+        let config = directory + "/agent.yaml"
+        try """
+            agent:
+              id: kill-agent
+              state_dir: \(directory)/state
+            uplink:
+              url: \(collector.url)
+            sources:
+              - name: app
+                type: tail
+                paths: [\(logPath)]
+                start_at: beginning
+                checkpoint_interval: 200ms
+            """.write(toFile: config, atomically: true, encoding: .utf8)
+        func startAgent() throws -> Process {
+            let process = Process()
+            process.executableURL = URL(fileURLWithPath: try UplinkBinary.path())
+            process.arguments = ["run", "--config", config, "--log-level", "error"]
+            process.standardOutput = FileHandle.nullDevice
+            process.standardError = FileHandle.nullDevice
+            try process.run()
+            return process
+        }
+        var counter = 0
+        let descriptor = Self.openForAppend(logPath)
+        let kills = 5
+        for _ in 0..<kills {
+            let process = try startAgent()
+            // Lines keep coming while the agent reads, sends and checkpoints; then it is killed mid-stream.
+            for _ in 0..<40 {
+                var chunk: [UInt8] = []
+                for _ in 0..<250 {
+                    chunk += Self.line(counter)
+                    counter += 1
+                }
+                Self.append(descriptor, chunk)
+                try await Task.sleep(for: .milliseconds(10))
+            }
+            kill(process.processIdentifier, SIGKILL)
+            process.waitUntilExit()
+        }
+        close(descriptor)
+        let process = try startAgent()
+        let total = counter
+        let arrived = await Self.waitForStored(collector, total, timeout: .seconds(90))
+        process.terminate()
+        process.waitUntilExit()
+        try await collector.stop()
+        let stored = try Self.storedCounters(collector).map(\.counter)
+        #expect(arrived, "\(stored.count) of \(total)")
+        #expect(Harness.exactlyOnceProblem(stored, total: total) == nil)
+        print("SIGKILL ×\(kills): \(total) lines, \(collector.collector.statistics().resentDiscarded) sent again after a kill and discarded by the collector")
+    }
+}

@@ -13,7 +13,9 @@ import Glibc
 /// The log tailer end to end: a file of 200-byte lines read from the beginning, streamed over loopback HTTP to a
 /// collector in this process that stores records.jsonl.
 enum TailBenchmark {
-    static func run(mebibytes: Int, lineBytes: Int = 200, logger: Logger) async throws -> BenchmarkResult {
+    static func run(
+        mebibytes: Int, lineBytes: Int = 200, streamBufferBytes: Int = BoundStreamPair.defaultCapacity, logger: Logger
+    ) async throws -> BenchmarkResult {
         var template = Array("/tmp/uplink-bench-tail-XXXXXX".utf8CString)
         guard let created = mkdtemp(&template) else { throw CollectorError(code: "bench", message: "mkdtemp failed") }
         let directory = String(cString: created)
@@ -34,7 +36,7 @@ enum TailBenchmark {
         tail.startAt = .beginning
         let agent = Agent(
             configuration: AgentConfiguration(
-                uplink: UplinkConfiguration(url: background.url, agentID: "bench"),
+                uplink: UplinkConfiguration(url: background.url, agentID: "bench", streamBufferBytes: streamBufferBytes),
                 sources: [.init(name: "tail", config: .tail(tail))],
                 stateDirectory: directory + "/state"),
             logger: logger)
@@ -42,8 +44,12 @@ enum TailBenchmark {
         let started = ContinuousClock.now
         let group = ServiceGroup(configuration: .init(services: agent.serviceConfigurations, gracefulShutdownSignals: [], logger: logger))
         let task = Task { try await group.run() }
+        var fillSamples: [Int] = []
+        var polls = 0
         while collector.statistics().recordsStored < UInt64(lines) {
             try await Task.sleep(for: .milliseconds(2))
+            polls += 1
+            if polls % 50 == 0 { fillSamples.append(agent.ring.statistics().usedBytes) }
         }
         let elapsed = ContinuousClock.now - started
         let cpu = ResourceUsage.now().cpuSeconds - usage.cpuSeconds
@@ -57,14 +63,20 @@ enum TailBenchmark {
         let fileBytes = Double(lines * (lineBytes + 1))
         let gibibytes = fileBytes / 1_073_741_824
         return BenchmarkResult(
-            name: "tail a \(mebibytes) MiB file of \(lineBytes)-byte lines from the beginning → collector (records.jsonl)",
+            name: "tail a \(mebibytes) MiB file of \(lineBytes)-byte lines from the beginning → collector (records.jsonl), "
+                + "\(streamBufferBytes / 1024) KiB stream buffer",
             lines: [
                 "lines: \(lines), file bytes: \(Int(fileBytes)), wire bytes: \(uplinkStatistics.bytesWritten)",
                 "throughput: \(format(fileBytes / 1_048_576 / elapsed.seconds)) MiB/s of file, "
                     + "\(format(Double(lines) / elapsed.seconds / 1000)) k lines/s in \(format(elapsed.seconds)) s (target >= 150 MiB/s)",
                 "cpu: \(format(cpu)) s for agent + collector = \(format(cpu / gibibytes)) cpu-s per GiB of file",
                 "peak RSS of the process: \(peakResident / 1_048_576) MiB",
+                "ring fill while running (sampled every 100 ms): median \(median(fillSamples) / 1_048_576) MiB of \(agent.ring.capacity / 1_048_576) MiB",
             ])
+    }
+
+    private static func median(_ values: [Int]) -> Int {
+        values.isEmpty ? 0 : values.sorted()[values.count / 2]
     }
 
     /// Writes `mebibytes` MiB of numbered lines, each `lineBytes` long plus its newline. Returns the line count.

@@ -26,7 +26,9 @@ if wanted("latency") {
     try await EndToEndBenchmark.latency(records: 10_000, logger: logger).print()
 }
 if wanted("tail") {
-    try await TailBenchmark.run(mebibytes: 1024, logger: logger).print()
+    for streamBufferBytes in [64 << 10, 1 << 20] {
+        try await TailBenchmark.run(mebibytes: 1024, streamBufferBytes: streamBufferBytes, logger: logger).print()
+    }
 }
 if wanted("idle") {
     for result in try await IdleBenchmark.run(seconds: 60, logger: logger) { result.print() }

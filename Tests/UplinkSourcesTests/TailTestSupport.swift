@@ -164,3 +164,30 @@ extension Record {
 func messages(_ records: [Record]) -> [String] {
     records.compactMap(\.tailMessage)
 }
+
+/// Counts lines handed over in batches without making records (for the throughput check).
+final class CountingBatchSink: RecordSink {
+    private let state = Mutex<(lines: Int, bytes: Int, sequence: UInt64)>((0, 0, 0))
+
+    func emit(_ record: Record) -> AppendOutcome {
+        state.withLock {
+            $0.lines += 1
+            $0.sequence += 1
+            return .appended(sequence: $0.sequence)
+        }
+    }
+
+    func emitWaitingForSpace(_ record: Record) async -> AppendOutcome { emit(record) }
+
+    func emitWaitingForSpace(_ batch: LogLineBatch) async -> [AppendOutcome] {
+        state.withLock { state in
+            state.lines += batch.count
+            state.bytes += batch.messageBytes.count
+            let first = state.sequence + 1
+            state.sequence += UInt64(batch.count)
+            return (0..<UInt64(batch.count)).map { .appended(sequence: first + $0) }
+        }
+    }
+
+    var lines: Int { state.withLock { $0.lines } }
+}

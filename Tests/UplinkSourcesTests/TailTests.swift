@@ -186,10 +186,13 @@ struct TailTests {
             rename(path, directory.file("app.log.\(rotation)"))
             writer.close()
             writer = TailTestWriter(path)
-            // A file that is created and rotated away again before the tailer saw it cannot be followed (its new
-            // name does not match): give the opener time to see each one (a few poll intervals, or the inotify
-            // thread's reaction on a busy machine).
-            try await Task.sleep(for: .milliseconds(watch == .poll ? 70 : 15))
+            // A file created and rotated away again before the tailer ever saw it cannot be followed (its new name
+            // does not match): the first line of each file is awaited, the rest is written in a burst while the
+            // tailer is still reading the previous files.
+            writer.write("line \(counter) " + String(repeating: "p", count: 100) + "\n")
+            counter += 1
+            let seen = counter
+            #expect(await eventually { sink.count >= seen })
         }
         writer.write("last\n")
         let total = counter + 1
@@ -228,6 +231,11 @@ struct TailTests {
             }
             writer.close()
             writer = next
+            // Make sure the tailer has the new file before it is rotated in its turn.
+            writer.write("line \(counter)\n")
+            counter += 1
+            let seen = counter
+            #expect(await eventually { sink.count >= seen })
         }
         writer.close()
         #expect(await eventually { sink.count >= counter })

@@ -36,8 +36,17 @@ final class TailEngine {
     var files: [TailedFile] = []
     /// The file currently at each followed path.
     var activeByPath: [String: TailedFile] = [:]
+    /// Watched paths with nothing there, since when.
+    var missingSince: [String: ContinuousClock.Instant] = [:]
+    /// How long a path with nothing there stays watched at least.
+    static let missingPathKept: Duration = .seconds(60)
     /// Paths that are another name (hard link) of a followed file.
     var aliases: [String: TailFS.Inode] = [:]
+    /// Where recently closed rotated files stood (a rotated file found again later, e.g. renamed once more to a
+    /// matching name, continues there instead of being read again), oldest first in `recentlyClosedOrder`.
+    var recentlyClosed: [TailFS.Inode: TailCheckpoint] = [:]
+    var recentlyClosedOrder: [TailFS.Inode] = []
+    static let recentlyClosedLimit = 1024
     /// Checkpoints read at start, until the first discovery matched them.
     var loadedCheckpoints: [TailFS.Inode: TailCheckpoint] = [:]
     var checkpointedPaths: Set<String> = []
@@ -311,9 +320,21 @@ final class TailEngine {
         } else if !expansion.files.isEmpty {
             warnedNothingFound = false
         }
+        // A path with nothing there stays watched for a while (a rotation may be under way, its next file comes
+        // soon; inotify reports files renamed away from watched paths only), then it is forgotten.
         let matched = Set(expansion.files)
-        for path in opener.trackedPaths where !matched.contains(path) && activeByPath[path] == nil {
-            opener.untrackIfIdle(path)
+        let now = clock.now
+        for path in opener.trackedPaths {
+            if matched.contains(path) || activeByPath[path] != nil {
+                missingSince[path] = nil
+            } else if let since = missingSince[path] {
+                if since.advanced(by: max(Self.missingPathKept, config.discoveryInterval * 2)) <= now {
+                    opener.untrackIfIdle(path)
+                    missingSince[path] = nil
+                }
+            } else {
+                missingSince[path] = now
+            }
         }
         discoveryCount += 1
     }
@@ -342,7 +363,7 @@ final class TailEngine {
         var originID = newTailOriginID()
         var offset: UInt64 = 0
         let fingerprint = TailFingerprint.current(descriptor: opened.descriptor, scratch: scratch)
-        if let checkpoint = loadedCheckpoints.removeValue(forKey: inode) {
+        if let checkpoint = loadedCheckpoints.removeValue(forKey: inode) ?? recentlyClosed.removeValue(forKey: inode) {
             if checkpoint.fingerprint.verified(descriptor: opened.descriptor, scratch: scratch) != nil,
                 checkpoint.offset <= opened.status.size
             {
@@ -457,11 +478,24 @@ final class TailEngine {
             logger.debug(
                 "tail source: closing \(file.path) (\(deleted ? "deleted" : "rotated away"))",
                 metadata: ["path": "\(file.path)", "inode": "\(file.inode.inode)"])
+            if !deleted { rememberClosed(file) }
             closeFile(file)
         }
         let before = files.count
         files.removeAll { $0.isClosed && !$0.hasUnacknowledged }
         if files.count != before { checkpointDirty = true }
+    }
+
+    private func rememberClosed(_ file: TailedFile) {
+        if recentlyClosed[file.inode] == nil { recentlyClosedOrder.append(file.inode) }
+        recentlyClosed[file.inode] = TailCheckpoint(
+            inode: file.inode, fingerprint: file.fingerprint, originID: file.originID, offset: file.emittedOffset,
+            path: file.path)
+        if recentlyClosedOrder.count > Self.recentlyClosedLimit {
+            let dropped = recentlyClosedOrder.count - Self.recentlyClosedLimit
+            for inode in recentlyClosedOrder.prefix(dropped) { recentlyClosed[inode] = nil }
+            recentlyClosedOrder.removeFirst(dropped)
+        }
     }
 
     func closeFile(_ file: TailedFile) {

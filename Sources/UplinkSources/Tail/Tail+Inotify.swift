@@ -25,8 +25,8 @@ final class TailInotify: Sendable {
 
     private struct State {
         var directories: [String: Int32] = [:]
+        var directoryOfWatch: [Int32: String] = [:]
         var discoveryRequested = false
-        var overflowed = false
     }
     private let state = Mutex(State())
     private let exited = Atomic<Bool>(false)
@@ -94,11 +94,13 @@ final class TailInotify: Sendable {
             for (directory, descriptor) in state.directories where !directories.contains(directory) {
                 inotify_rm_watch(directoryFD, descriptor)
                 state.directories[directory] = nil
+                state.directoryOfWatch[descriptor] = nil
             }
             for directory in directories where state.directories[directory] == nil {
                 let descriptor = inotify_add_watch(directoryFD, directory, Self.directoryMask)
                 if descriptor >= 0 {
                     state.directories[directory] = descriptor
+                    state.directoryOfWatch[descriptor] = directory
                 } else if errno != ENOENT, errno != ENOTDIR, errno != EACCES {
                     failure = failure ?? TailFS.Errno(errno)
                 }
@@ -154,8 +156,50 @@ final class TailInotify: Sendable {
 
     // MARK: The thread
 
+    /// Renames seen (`IN_MOVED_FROM`) of followed paths, by cookie, until their `IN_MOVED_TO` arrives.
+    struct PendingMoves {
+        var sources: [UInt32: String] = [:]
+        var order: [UInt32] = []
+
+        mutating func add(_ cookie: UInt32, _ path: String) {
+            sources[cookie] = path
+            order.append(cookie)
+            if order.count > 256 {
+                for old in order.prefix(order.count - 256) { sources[old] = nil }
+                order.removeFirst(order.count - 256)
+            }
+        }
+    }
+
+    /// Goes through directory events in order: a followed file renamed away is handed to the opener under its new
+    /// name (in case it was never opened).
+    private func handleDirectoryEvents(_ events: UnsafeRawBufferPointer, _ moves: inout PendingMoves) {
+        let header = MemoryLayout<inotify_event>.size
+        var offset = 0
+        while offset + header <= events.count {
+            let watch = events.loadUnaligned(fromByteOffset: offset, as: Int32.self)
+            let mask = events.loadUnaligned(fromByteOffset: offset + 4, as: UInt32.self)
+            let cookie = events.loadUnaligned(fromByteOffset: offset + 8, as: UInt32.self)
+            let nameLength = Int(events.loadUnaligned(fromByteOffset: offset + 12, as: UInt32.self))
+            let nameEnd = min(events.count, offset + header + nameLength)
+            defer { offset += header + nameLength }
+            guard mask & UInt32(IN_MOVED_FROM | IN_MOVED_TO) != 0, nameLength > 0,
+                let directory = state.withLock({ $0.directoryOfWatch[watch] })
+            else { continue }
+            let raw = events[(offset + header)..<nameEnd]
+            let name = String(decoding: raw.prefix { $0 != 0 }, as: UTF8.self)
+            let path = joinPath(directory, name)
+            if mask & UInt32(IN_MOVED_FROM) != 0 {
+                if opener.isTracked(path) { moves.add(cookie, path) }
+            } else if let source = moves.sources.removeValue(forKey: cookie) {
+                opener.renamed(from: source, to: path)
+            }
+        }
+    }
+
     private func eventLoop() {
         var armed = true
+        var moves = PendingMoves()
         let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: 64 * 1024, alignment: 8)
         defer { buffer.deallocate() }
         while true {
@@ -180,22 +224,12 @@ final class TailInotify: Sendable {
                 }
             }
             if fds[1].revents != 0 {
-                var overflowed = false
                 while true {
                     let count = read(directoryFD, buffer.baseAddress, buffer.count)
                     if count <= 0 { break }
-                    var offset = 0
-                    while offset + MemoryLayout<inotify_event>.size <= count {
-                        let mask = buffer.load(fromByteOffset: offset + 4, as: UInt32.self)
-                        let nameLength = buffer.load(fromByteOffset: offset + 12, as: UInt32.self)
-                        if mask & UInt32(IN_Q_OVERFLOW) != 0 { overflowed = true }
-                        offset += MemoryLayout<inotify_event>.size + Int(nameLength)
-                    }
+                    handleDirectoryEvents(UnsafeRawBufferPointer(rebasing: buffer[0..<count]), &moves)
                 }
-                state.withLock { state in
-                    state.discoveryRequested = true
-                    if overflowed { state.overflowed = true }
-                }
+                state.withLock { $0.discoveryRequested = true }
                 opener.scan()
                 wakeup.signal()
             }

@@ -34,6 +34,13 @@ final class TailOpener: Sendable {
         var failedInode: TailFS.Inode?
         var events: [Event] = []
         var pendingOpened = 0
+        /// Files opened at the path lately, so one seen again under its rotated name is not taken for a new one.
+        var recent: [TailFS.Inode] = []
+
+        mutating func remember(_ inode: TailFS.Inode) {
+            recent.append(inode)
+            if recent.count > 64 { recent.removeFirst(recent.count - 64) }
+        }
     }
 
     private struct State {
@@ -41,8 +48,14 @@ final class TailOpener: Sendable {
         var skipped = 0
     }
 
-    /// Most files held open at one path for the reader; beyond it new ones are skipped (and counted).
-    static let maximumPendingPerPath = 256
+    /// Most files held open at one path for the reader; beyond it new ones are skipped (and counted): a quarter
+    /// of the descriptor limit (`RLIMIT_NOFILE`), from 16 to 1024.
+    static let maximumPendingPerPath: Int = {
+        var limit = rlimit()
+        guard getrlimit(Int32(RLIMIT_NOFILE.rawValue), &limit) == 0 else { return 256 }
+        let soft = limit.rlim_cur >= UInt64(Int32.max) ? 4096 : Int(limit.rlim_cur)
+        return min(1024, max(16, soft / 4))
+    }()
 
     private let state = Mutex(State())
 
@@ -58,6 +71,7 @@ final class TailOpener: Sendable {
             case .success(let opened):
                 var pathState = state.paths[path] ?? PathState()
                 pathState.current = opened.status.inode
+                pathState.remember(opened.status.inode)
                 state.paths[path] = pathState
                 return .success(opened)
             }
@@ -112,6 +126,7 @@ final class TailOpener: Sendable {
                         continue
                     }
                     pathState.current = opened.status.inode
+                    pathState.remember(opened.status.inode)
                     pathState.failedInode = nil
                     pathState.pendingOpened += 1
                     pathState.events.append(.opened(opened))
@@ -125,6 +140,33 @@ final class TailOpener: Sendable {
                 changed = true
             }
             return changed
+        }
+    }
+
+    /// Whether `path` is watched.
+    func isTracked(_ path: String) -> Bool {
+        state.withLock { $0.paths[path] != nil }
+    }
+
+    /// inotify saw the file at the watched path `path` renamed to `target`. If that file was never opened (it was
+    /// created and rotated away between two looks), it is opened under its new name and reported as the next file
+    /// of `path`, so its lines are not lost. Returns whether it was.
+    @discardableResult
+    func renamed(from path: String, to target: String) -> Bool {
+        state.withLock { state in
+            guard var pathState = state.paths[path], pathState.pendingOpened < Self.maximumPendingPerPath,
+                case .success(let opened) = Self.open(target)
+            else { return false }
+            let inode = opened.status.inode
+            if inode == pathState.current || pathState.recent.contains(inode) {
+                TailFS.closeDescriptor(opened.descriptor)
+                return false
+            }
+            pathState.remember(inode)
+            pathState.pendingOpened += 1
+            pathState.events.append(.opened(opened))
+            state.paths[path] = pathState
+            return true
         }
     }
 

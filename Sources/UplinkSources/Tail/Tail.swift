@@ -20,9 +20,12 @@ import UplinkCore
 /// - Cancellation stops reading, waits up to 5 seconds for the acknowledgement of the last line sent, writes
 ///   the final checkpoints and returns.
 public struct TailSource: Source {
+    /// The source's name (`sources[].name`); also names its checkpoint file.
     public let name: String
+    /// What to follow and how.
     public let config: TailConfig
 
+    /// A source that follows the files `config` describes.
     public init(name: String, config: TailConfig) {
         self.name = name
         self.config = config
@@ -41,10 +44,12 @@ public struct TailError: Error, Sendable, Equatable, CustomStringConvertible {
     /// What went wrong, naming the source and the path or pattern involved.
     public var message: String
 
+    /// An error with this message.
     public init(_ message: String) {
         self.message = message
     }
 
+    /// The message.
     public var description: String { message }
 }
 

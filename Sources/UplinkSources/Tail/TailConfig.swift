@@ -77,6 +77,7 @@ public struct TailConfig: Sendable, Equatable {
     /// memory only.
     public var checkpointInterval: Duration
 
+    /// The defaults listed with each property (no paths: the decoder requires at least one).
     public init() {
         paths = []
         exclude = []

@@ -3,45 +3,101 @@ import Synchronization
 
 /// The high-water marks per stream, shared by all connections: read when a stream opens (its `resume`), raised by
 /// the storage thread once a batch is in the sinks and the ledger.
+///
+/// It also holds the origin marks (highest stored offset per agent and log file incarnation, see
+/// `StreamKey.origin`), kept per agent so a stream's open finds them at once. An agent keeps at most
+/// `maximumOriginsPerAgent` of them: incarnations come and go with every rotation, and the ones raised longest
+/// ago (files long finished) are forgotten first.
 final class MarkTable: Sendable {
-    private let marks: Mutex<[StreamKey: UInt64]>
+    /// Origin marks kept per agent. Pruning starts a little above, so it does not run on every new origin.
+    static let maximumOriginsPerAgent = 4096
+    private static let pruneSlack = 512
+
+    private struct AgentOrigins {
+        var offsets: [UInt64: UInt64] = [:]
+        /// When each origin was last raised (a counter, not a time); 0 for origins loaded at start.
+        var raisedAt: [UInt64: UInt64] = [:]
+    }
+
+    private struct State {
+        var streams: [StreamKey: UInt64] = [:]
+        var origins: [String: AgentOrigins] = [:]
+        var generation: UInt64 = 0
+    }
+
+    private let state: Mutex<State>
 
     init(_ marks: [StreamKey: UInt64] = [:]) {
-        self.marks = Mutex(marks)
+        self.state = Mutex(State())
+        replaceAll(with: marks)
     }
 
     /// The stored high-water mark of `stream`, 0 when nothing is stored.
     func mark(for stream: StreamKey) -> UInt64 {
-        marks.withLock { $0[stream] ?? 0 }
+        state.withLock { $0.streams[stream] ?? 0 }
     }
 
+    /// Raises stream and origin marks (keys from `StreamKey.origin`) to the given values where they are higher.
     func raise(_ entries: [(StreamKey, UInt64)]) {
-        marks.withLock { marks in
-            for (stream, mark) in entries where mark > marks[stream] ?? 0 { marks[stream] = mark }
+        state.withLock { state in
+            for (key, mark) in entries {
+                if let agent = key.originAgent {
+                    state.generation += 1
+                    var origins = state.origins[agent] ?? AgentOrigins()
+                    if mark > origins.offsets[key.epoch] ?? 0 { origins.offsets[key.epoch] = mark }
+                    origins.raisedAt[key.epoch] = state.generation
+                    if origins.offsets.count > Self.maximumOriginsPerAgent + Self.pruneSlack { Self.prune(&origins) }
+                    state.origins[agent] = origins
+                } else if mark > state.streams[key] ?? 0 {
+                    state.streams[key] = mark
+                }
+            }
         }
     }
 
-    func replaceAll(with newMarks: [StreamKey: UInt64]) {
-        marks.withLock { $0 = newMarks }
+    private static func prune(_ origins: inout AgentOrigins) {
+        let keep = origins.raisedAt.sorted { $0.value > $1.value }.prefix(maximumOriginsPerAgent).map(\.key)
+        var offsets: [UInt64: UInt64] = [:]
+        var raisedAt: [UInt64: UInt64] = [:]
+        for id in keep {
+            offsets[id] = origins.offsets[id]
+            raisedAt[id] = origins.raisedAt[id]
+        }
+        origins = AgentOrigins(offsets: offsets, raisedAt: raisedAt)
     }
 
+    func replaceAll(with newMarks: [StreamKey: UInt64]) {
+        var fresh = State()
+        for (key, mark) in newMarks {
+            if let agent = key.originAgent {
+                fresh.origins[agent, default: AgentOrigins()].offsets[key.epoch] = mark
+                fresh.origins[agent, default: AgentOrigins()].raisedAt[key.epoch] = 0
+            } else {
+                fresh.streams[key] = mark
+            }
+        }
+        state.withLock { $0 = fresh }
+    }
+
+    /// Every mark, origin marks under their `StreamKey.origin` keys (for the ledger).
     func snapshot() -> [StreamKey: UInt64] {
-        marks.withLock { $0 }
+        state.withLock { state in
+            var marks = state.streams
+            for (agent, origins) in state.origins {
+                for (id, offset) in origins.offsets { marks[StreamKey.origin(agent: agent, id: id)] = offset }
+            }
+            return marks
+        }
     }
 
     /// The streams' marks without the origin marks.
     func streamMarks() -> [StreamKey: UInt64] {
-        marks.withLock { $0.filter { !$0.key.isOrigin } }
+        state.withLock { $0.streams }
     }
 
     /// The stored origin marks of `agent`: origin id → highest stored offset.
     func originMarks(agent: String) -> [UInt64: UInt64] {
-        let originAgent = agent + StreamKey.originSuffix
-        return marks.withLock { marks in
-            var origins: [UInt64: UInt64] = [:]
-            for (key, offset) in marks where key.agent == originAgent { origins[key.epoch] = offset }
-            return origins
-        }
+        state.withLock { $0.origins[agent]?.offsets ?? [:] }
     }
 }
 

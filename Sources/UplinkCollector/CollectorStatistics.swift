@@ -26,6 +26,9 @@ public struct StreamKey: Hashable, Sendable, CustomStringConvertible {
 
     /// Whether this key holds an origin mark rather than a stream's.
     var isOrigin: Bool { agent.hasSuffix(Self.originSuffix) }
+
+    /// For an origin mark's key, the agent it belongs to; nil for a stream's key.
+    var originAgent: String? { isOrigin ? String(agent.dropLast(Self.originSuffix.count)) : nil }
 }
 
 /// Counts since the collector started (marks: since the data directory was created).

@@ -123,3 +123,32 @@ extension String {
         count >= length ? self : String(repeating: "0", count: length - count) + self
     }
 }
+
+@Suite struct MarkTableOriginTests {
+    @Test func originMarksArePerAgentAndTheLongestUnraisedAreForgottenFirst() {
+        let table = MarkTable([StreamKey(agent: "a", epoch: 1): 5, StreamKey.origin(agent: "a", id: 900_000): 77])
+        #expect(table.originMarks(agent: "a") == [900_000: 77])
+        #expect(table.streamMarks() == [StreamKey(agent: "a", epoch: 1): 5])
+        let limit = MarkTable.maximumOriginsPerAgent
+        // Many incarnations come and go; origin 1 (a file still being written) keeps being raised.
+        for id in UInt64(2)...UInt64(limit + 600) {
+            table.raise([(StreamKey.origin(agent: "a", id: id), 10), (StreamKey.origin(agent: "a", id: 1), id)])
+        }
+        table.raise([(StreamKey.origin(agent: "b", id: 2), 3)])
+        let origins = table.originMarks(agent: "a")
+        #expect(origins.count <= limit + 512)
+        #expect(origins.count >= limit)
+        #expect(origins[1] == UInt64(limit + 600))
+        #expect(origins[UInt64(limit + 600)] == 10)
+        #expect(origins[2] == nil, "the oldest finished incarnation is forgotten")
+        #expect(origins[900_000] == nil, "an origin loaded at start and never raised again goes first")
+        #expect(table.originMarks(agent: "b") == [2: 3])
+        // A lower offset never lowers a mark.
+        table.raise([(StreamKey.origin(agent: "b", id: 2), 1)])
+        #expect(table.originMarks(agent: "b") == [2: 3])
+        let snapshot = table.snapshot()
+        #expect(snapshot[StreamKey.origin(agent: "b", id: 2)] == 3)
+        #expect(snapshot[StreamKey(agent: "a", epoch: 1)] == 5)
+        #expect(snapshot.count == 1 + origins.count + 1)
+    }
+}

@@ -175,8 +175,9 @@ extension Collector {
         return buffer
     }
 
-    /// The receiving side: each received chunk is one batch, stored before the next chunk is read; an `ack`
-    /// follows every batch that raised the mark.
+    /// The receiving side. A child task stores batches while this one reads and sorts the next chunks, which
+    /// wait in a `BatchHandoff` merged into one; an `ack` follows every stored batch that raised the mark. The
+    /// stream's batches are stored one at a time, in order.
     private func receive(
         _ stream: StreamKey, mark: UInt64, body: RequestBody, control: StreamControl, storage: Storage,
         events: AsyncStream<StreamEvent>.Continuation, logger: Logger
@@ -184,26 +185,49 @@ extension Collector {
         var processor = StreamProcessor(
             stream: stream, mark: mark, originMarks: marks.originMarks(agent: stream.agent),
             maxLineBytes: configuration.maxLineBytes)
+        let handoff = BatchHandoff(limitBytes: Self.maximumWaitingBatchBytes)
         var stopped: Bool { control.isStopRequested || Task.isCancelled }
-        do {
-            for try await chunk in body {
-                let batch = processor.process(chunk)
-                try await store(batch, of: stream, storage: storage, events: events, logger: logger)
-                if stopped { return .stopped }
+        return await withTaskGroup(of: StreamEnding?.self) { group in
+            group.addTask {
+                while let batch = await handoff.take() {
+                    do {
+                        try await self.store(batch, of: stream, storage: storage, events: events, logger: logger)
+                    } catch {
+                        // Ends the exchange, which cancels the reading side wherever it waits.
+                        events.yield(.stop)
+                        return .failed(error)
+                    }
+                }
+                return nil
             }
-        } catch {
-            return stopped ? .stopped : .failed(error)
-        }
-        if stopped { return .stopped }
-        if let cut = processor.finish() {
+            // Reading: ends at the end of the body, on a broken connection, on stop, or when storing failed.
+            let reading: StreamEnding
             do {
-                try await store(cut, of: stream, storage: storage, events: events, logger: logger)
+                reading = try await {
+                    for try await chunk in body {
+                        await handoff.put(processor.process(chunk))
+                        if stopped { return .stopped }
+                    }
+                    if let cut = processor.finish() { await handoff.put(cut) }
+                    return stopped ? .stopped : .bodyEnded
+                }()
             } catch {
-                return .failed(error)
+                reading = stopped ? .stopped : .failed(error)
             }
+            if case .bodyEnded = reading {
+                // Store what is waiting before answering the end of the request.
+                handoff.finish()
+            } else {
+                group.cancelAll()
+            }
+            let storing = await group.next() ?? nil
+            if let storing { return storing }
+            return reading
         }
-        return .bodyEnded
     }
+
+    /// How many bytes of received lines may wait while the previous batch is being stored; reading pauses above.
+    static let maximumWaitingBatchBytes = 4 << 20
 
     private func store(
         _ batch: ReceivedBatch, of stream: StreamKey, storage: Storage, events: AsyncStream<StreamEvent>.Continuation,

@@ -319,3 +319,25 @@ struct CollectorStreamTests {
         }
     }
 }
+
+@Suite(.timeLimit(.minutes(3)))
+struct CollectorStorageFailureTests {
+    /// records.jsonl on /dev/full: every write fails with ENOSPC. Nothing may be acknowledged, and the stream ends at
+    /// once (the agent reconnects and sends again) instead of reading on into a storage that cannot take it.
+    @Test func aFailingSinkEndsTheStreamWithoutAcknowledging() async throws {
+        try await withTemporaryDirectory { directory in
+            try FileManager.default.createSymbolicLink(atPath: directory + "/records.jsonl", withDestinationPath: "/dev/full")
+            try await withCollector(testConfiguration(directory)) { collector, port in
+                try await withClient { client in
+                    let connection = try await AgentConnection.open(client, port: port, agent: "full", epoch: 1)
+                    #expect(try await connection.nextAck() == .resume(0))
+                    connection.send(body(1...3))
+                    #expect(await connection.readUntilEnd() == [])
+                    connection.finishUpload()
+                }
+                #expect(collector.statistics().recordsStored == 0)
+                #expect(collector.statistics().marks[StreamKey(agent: "full", epoch: 1)] == nil)
+            }
+        }
+    }
+}

@@ -17,13 +17,21 @@ struct CollectorRestartTests {
         let agent = RunningAgent(
             url: "http://127.0.0.1:\(port)", sources: [.generator(rate: 5_000, count: total)], bufferBytes: 32 << 20
         )
+        var streamsBeforeKill = 0
         for round in 0..<20 {
-            // Let some records through on the fresh collector before the next kill.
+            // Let some records through on the fresh collector before the next kill: first a stream to it (acks of
+            // the killed one may still be on their way in the agent under load, so acks alone prove nothing), then
+            // acknowledged progress on that stream.
+            let connected = await Harness.eventually(timeout: .seconds(20)) {
+                agent.uplink.statistics().streamsOpened > streamsBeforeKill
+            }
+            #expect(connected, "round \(round): no stream to the restarted collector")
             let acknowledgedBefore = agent.ring.statistics().acknowledged
             let progressed = await Harness.eventually(timeout: .seconds(20)) {
                 agent.ring.statistics().acknowledged > acknowledgedBefore + 200
             }
             #expect(progressed, "round \(round): no progress after restart")
+            streamsBeforeKill = agent.uplink.statistics().streamsOpened
             collector.kill()
             collector = try CollectorProcess(binary: binary, port: port, dataDirectory: dataDirectory)
             try await collector.waitUntilHealthy()

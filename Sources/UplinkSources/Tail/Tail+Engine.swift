@@ -1,4 +1,5 @@
 import Logging
+import Synchronization
 import UplinkCore
 
 #if canImport(Glibc)
@@ -30,7 +31,12 @@ final class TailEngine {
     let clock = ContinuousClock()
     let opener = TailOpener()
     let wakeup = TailWakeup()
-    var inotify: TailInotify?
+    var inotify: TailInotify? {
+        // Polling stands in for inotify's events; with inotify, looking now and then is only a safety net.
+        didSet { scanInterval.set(inotify == nil ? config.pollInterval : config.discoveryInterval) }
+    }
+    /// How often the opener looks at the followed paths from its own task (see `run`).
+    let scanInterval: TailScanInterval
 
     /// Followed files in the order they were opened (older incarnations of a path before newer ones).
     var files: [TailedFile] = []
@@ -106,6 +112,7 @@ final class TailEngine {
         } else {
             checkpointPath = nil
         }
+        scanInterval = TailScanInterval(config.pollInterval)
         buffer = .allocate(byteCount: Self.chunkBytes, alignment: 16)
         scratch = .allocate(byteCount: TailFingerprint.maximumLength, alignment: 16)
         let now = clock.now
@@ -126,12 +133,13 @@ final class TailEngine {
         startWatching()
         let opener = self.opener
         let wakeup = self.wakeup
-        let interval = max(config.pollInterval, .milliseconds(1))
+        let scanInterval = self.scanInterval
         await withTaskGroup(of: Void.self) { group in
-            // Catches files replaced at a followed path while the reader waits (for buffer space, or idle).
+            // Catches files replaced at a followed path while the reader waits (for buffer space, or idle). With
+            // inotify the watcher thread does this on every directory event, so an idle agent stays asleep.
             group.addTask {
                 while !Task.isCancelled {
-                    try? await Task.sleep(for: interval)
+                    try? await Task.sleep(for: max(scanInterval.get(), .milliseconds(1)))
                     if opener.scan() { wakeup.signal() }
                 }
             }
@@ -196,10 +204,11 @@ final class TailEngine {
         return more
     }
 
-    /// How long to wait when idle: until the next timer, at most the poll interval (a second with inotify).
+    /// How long to wait when idle: until the next timer, at most the poll interval (with inotify, whose events
+    /// wake the engine, until the next discovery).
     private func idleTimeout() -> Duration {
         let now = clock.now
-        let safetyNet = inotify == nil ? config.pollInterval : max(config.pollInterval, .seconds(1))
+        let safetyNet = inotify == nil ? config.pollInterval : max(config.pollInterval, config.discoveryInterval)
         var deadline = min(nextDiscovery, now.advanced(by: safetyNet))
         for file in files where !file.isClosed {
             if file.splitter.hasCarry {
@@ -515,4 +524,16 @@ final class TailEngine {
             checkpointDirty = true
         }
     }
+}
+
+/// The opener task's scan interval, changed by the engine when inotify starts or is given up.
+final class TailScanInterval: Sendable {
+    private let value: Mutex<Duration>
+
+    init(_ interval: Duration) {
+        value = Mutex(interval)
+    }
+
+    func get() -> Duration { value.withLock { $0 } }
+    func set(_ interval: Duration) { value.withLock { $0 = interval } }
 }

@@ -17,6 +17,16 @@ struct TailEndToEndTests {
         return bytes
     }
 
+    /// `count` numbered lines from `counter` on, advancing it.
+    static func lines(_ count: Int, from counter: inout Int) -> [UInt8] {
+        var chunk: [UInt8] = []
+        for _ in 0..<count {
+            chunk += line(counter)
+            counter += 1
+        }
+        return chunk
+    }
+
     /// The counter of a stored tail record, and its origin.
     static func counterAndOrigin(_ record: Record) -> (counter: Int, origin: UInt64)? {
         guard case .log(let line) = record.payload, line.message.hasPrefix("n="),
@@ -91,12 +101,7 @@ struct TailEndToEndTests {
         for rotation in 0..<rotations {
             // A few writes per file, several lines each, as a busy service would.
             for _ in 0..<4 {
-                var chunk: [UInt8] = []
-                for _ in 0..<(linesPerFile / 4) {
-                    chunk += Self.line(counter)
-                    counter += 1
-                }
-                Self.append(descriptor, chunk)
+                Self.append(descriptor, Self.lines(linesPerFile / 4, from: &counter))
             }
             close(descriptor)
             #expect(rename(logPath, logPath + ".\(rotation)") == 0)
@@ -140,12 +145,7 @@ struct TailEndToEndTests {
             let start = counter
             // ~2,000 lines in 20 writes, 1 ms apart: about 200 kB/s, a busy service.
             for _ in 0..<20 {
-                var chunk: [UInt8] = []
-                for _ in 0..<100 {
-                    chunk += Self.line(counter)
-                    counter += 1
-                }
-                Self.append(descriptor, chunk)
+                Self.append(descriptor, Self.lines(100, from: &counter))
                 try await Task.sleep(for: .milliseconds(1))
             }
             segments.append(start..<counter)
@@ -182,12 +182,7 @@ struct TailEndToEndTests {
         var counter = 0
         let descriptor = Self.openForAppend(logPath)
         func writeLines(_ count: Int) {
-            var chunk: [UInt8] = []
-            for _ in 0..<count {
-                chunk += Self.line(counter)
-                counter += 1
-            }
-            Self.append(descriptor, chunk)
+            Self.append(descriptor, Self.lines(count, from: &counter))
         }
         for round in 0..<3 {
             let agent = RunningAgent(url: collector.url, sources: [Self.tailSource([logPath])], stateDirectory: directory + "/state")
@@ -250,12 +245,7 @@ struct TailEndToEndTests {
             let process = try startAgent()
             // Lines keep coming while the agent reads, sends and checkpoints; then it is killed mid-stream.
             for _ in 0..<40 {
-                var chunk: [UInt8] = []
-                for _ in 0..<250 {
-                    chunk += Self.line(counter)
-                    counter += 1
-                }
-                Self.append(descriptor, chunk)
+                Self.append(descriptor, Self.lines(250, from: &counter))
                 try await Task.sleep(for: .milliseconds(10))
             }
             kill(process.processIdentifier, SIGKILL)

@@ -141,20 +141,29 @@ extension TailEngine {
         let now = clock.now
         await send(file) { batch, timestamp in
             var truncated = 0
-            file.splitter.flushCarry(endOffset: file.readOffset) { message, endOffset, originalLength in
-                if file.multiline == nil {
-                    Self.append(message, endOffset, originalLength, timestamp, &batch, &truncated)
-                } else {
-                    file.multiline!.add(message, endOffset: endOffset, originalLength: originalLength, now: now) {
-                        message, endOffset, originalLength in
-                        Self.append(message, endOffset, originalLength, timestamp, &batch, &truncated)
-                    }
-                }
-            }
+            Self.appendCarry(of: file, timestamp: timestamp, now: now, &batch, &truncated)
             file.multiline?.flush { message, endOffset, originalLength in
                 Self.append(message, endOffset, originalLength, timestamp, &batch, &truncated)
             }
             statistics.truncatedLines += truncated
+        }
+    }
+
+    /// Adds the file's unfinished last line to `batch` as a line of its own, or to the multi-line record being
+    /// built (which may complete the one before it).
+    private static func appendCarry(
+        of file: TailedFile, timestamp: Int64, now: ContinuousClock.Instant, _ batch: inout LogLineBatch,
+        _ truncated: inout Int
+    ) {
+        file.splitter.flushCarry(endOffset: file.readOffset) { message, endOffset, originalLength in
+            if file.multiline == nil {
+                append(message, endOffset, originalLength, timestamp, &batch, &truncated)
+            } else {
+                file.multiline!.add(message, endOffset: endOffset, originalLength: originalLength, now: now) {
+                    message, endOffset, originalLength in
+                    append(message, endOffset, originalLength, timestamp, &batch, &truncated)
+                }
+            }
         }
     }
 
@@ -166,16 +175,7 @@ extension TailEngine {
                 let timestamp = WallClock.nowNanoseconds()
                 await send(file) { batch, _ in
                     var truncated = 0
-                    file.splitter.flushCarry(endOffset: file.readOffset) { message, endOffset, originalLength in
-                        if file.multiline == nil {
-                            Self.append(message, endOffset, originalLength, timestamp, &batch, &truncated)
-                        } else {
-                            file.multiline!.add(message, endOffset: endOffset, originalLength: originalLength, now: now) {
-                                message, endOffset, originalLength in
-                                Self.append(message, endOffset, originalLength, timestamp, &batch, &truncated)
-                            }
-                        }
-                    }
+                    Self.appendCarry(of: file, timestamp: timestamp, now: now, &batch, &truncated)
                     statistics.truncatedLines += truncated
                 }
             }

@@ -10,6 +10,7 @@
 #   UPLINK_MAX_BYTES     size limit (default: 25 MB = 25000000 bytes)
 #   UPLINK_SCRATCH_PATH  SwiftPM build folder (default: .build-dist; the flags below differ from a plain
 #                        `swift build -c release`, so sharing .build would rebuild everything each time either runs)
+#   UPLINK_LINK_MAP      also write lld's link map to this file (deploy/idle-memory.sh --order-file needs it)
 #   SWIFT_BUILD_FLAGS    extra flags for `swift build` (e.g. "--swift-sdk aarch64-swift-linux-musl", see docs/deploy.md)
 #   STRIP                the strip program (default: strip; e.g. llvm-strip when cross-building)
 #
@@ -61,6 +62,9 @@ if [ -n "$glibc" ] && [ "$(printf '%s\n' 2.36 "$glibc" | sort -V | head -n 1)" =
     link_flags+=(-Xlinker -z -Xlinker pack-relative-relocs)
 else
     echo "build-release: glibc ${glibc:-unknown} < 2.36 here: no RELR relocations (binary about 2 MB larger)" >&2
+fi
+if [ -n "${UPLINK_LINK_MAP:-}" ]; then
+    link_flags+=(-Xlinker "-Map=$(readlink -f "$(dirname "$UPLINK_LINK_MAP")")/$(basename "$UPLINK_LINK_MAP")")
 fi
 
 bin_dir="$(swift build "${build_flags[@]}" "${extra_flags[@]}" --show-bin-path)"

@@ -14,7 +14,7 @@
 #   SWIFT_BUILD_FLAGS    extra flags for `swift build` (e.g. "--swift-sdk aarch64-swift-linux-musl", see docs/deploy.md)
 #   STRIP                the strip program (default: strip; e.g. llvm-strip when cross-building)
 #
-# Prints the path of the binary as its last line. docs/deploy.md explains the flags.
+# Prints the path of the binary as its last line. docs/deploy.md ("Size and memory") explains every flag.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -35,8 +35,8 @@ fail() { echo "build-release: error: $*" >&2; exit 1; }
 # - -Osize: about 1.3 MB smaller than -O. The send path (UplinkCore, UplinkWire) stays -O, see Package.swift;
 # - no debug information: the binary is stripped anyway, and with -g every Swift function also gets an .eh_frame
 #   unwind entry (0.9 MB in all); without it, only the functions that can unwind have one;
-# - one section per function and per datum, so that --gc-sections drops unused ones and --icf can fold them;
-# - lld (shipped with the toolchain) for --icf and -z pack-relative-relocs.
+# - one section per function and per datum, so that --gc-sections drops unused ones and the linker can order them;
+# - lld (shipped with the toolchain) for --icf, -z pack-relative-relocs and --symbol-ordering-file.
 build_flags=(
     -c release --product uplink --static-swift-stdlib --scratch-path "$scratch_path"
     -Xswiftc -Osize -debug-info-format none
@@ -48,13 +48,18 @@ build_flags=(
 # - uplink.exports exports nothing: swiftc links executables with --export-dynamic, which puts every public symbol
 #   (33,000+) into .dynsym and keeps it alive through --gc-sections;
 # - --icf=all folds functions whose code is identical (generic specializations, thunks);
+# - uplink.order puts the code and constants the idle agent uses next to each other, uplink-text.lds the unnamed code:
+#   the kernel maps a 64 KB window around each page the agent touches (fault-around), so scattered hot code made
+#   most of the binary resident (see docs/deploy.md; deploy/idle-memory.sh regenerates the order file);
 # - no $ORIGIN rpath (--disable-local-rpath): the binary must not load libraries from the directory it is in.
 link_flags=(
     --disable-local-rpath
     -Xlinker "--version-script=$PWD/deploy/uplink.exports"
     -Xlinker --icf=all
+    -Xlinker "--symbol-ordering-file=$PWD/deploy/uplink.order" -Xlinker --no-warn-symbol-ordering
+    -Xlinker "$PWD/deploy/uplink-text.lds"
 )
-# - RELR relative relocations (-z pack-relative-relocs): 2 MB of .rela.dyn become 20 KB, which ld.so no longer reads
+# - RELR relative relocations (-z pack-relative-relocs): 2 MB of .rela.dyn become 16 KB, which ld.so no longer reads
 #   at every start. Needs glibc >= 2.36 (Debian 12) on the box, so only where the build machine has it: the binary
 #   needs the build machine's glibc anyway (build on the oldest release you deploy to, see docs/deploy.md).
 glibc="$(getconf GNU_LIBC_VERSION 2>/dev/null | sed -n 's/^glibc //p')"
@@ -69,6 +74,8 @@ fi
 
 bin_dir="$(swift build "${build_flags[@]}" "${extra_flags[@]}" --show-bin-path)"
 built="$bin_dir/uplink"
+# SwiftPM does not know that the link reads uplink.order and uplink-text.lds: without the old binary it relinks.
+rm -f "$built"
 echo "build-release: swift build ${build_flags[*]} ${link_flags[*]} ${extra_flags[*]}" >&2
 swift build "${build_flags[@]}" "${link_flags[@]}" "${extra_flags[@]}" >&2
 [ -x "$built" ] || fail "no binary at $built"

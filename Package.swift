@@ -7,6 +7,13 @@ let strict: [SwiftSetting] = [
     .enableUpcomingFeature("ExistentialAny"),
 ]
 
+// deploy/build-release.sh compiles everything for size (-Osize: the binary must stay small). The ring and the wire
+// encoder are the send path, so these two modules are optimized for speed anyway: a frontend -O given last wins over
+// the driver's -Osize. In a plain release build both are -O already; debug builds are unaffected.
+let sendPath: [SwiftSetting] = strict + [
+    .unsafeFlags(["-Xfrontend", "-O"], .when(configuration: .release)),
+]
+
 let package = Package(
     name: "uplink",
     platforms: [.macOS(.v15)],
@@ -44,7 +51,7 @@ let package = Package(
                 .product(name: "Metrics", package: "swift-metrics"),
                 .product(name: "DequeModule", package: "swift-collections"),
             ],
-            swiftSettings: strict
+            swiftSettings: sendPath
         ),
         .target(
             name: "UplinkWire",
@@ -52,7 +59,7 @@ let package = Package(
                 "UplinkCore",
                 .product(name: "NIOCore", package: "swift-nio"),
             ],
-            swiftSettings: strict
+            swiftSettings: sendPath
         ),
         .target(
             name: "UplinkSources",

@@ -6,12 +6,15 @@
 #   UPLINK_DIST_DIR=/tmp/out deploy/build-release.sh
 #
 # Environment:
-#   UPLINK_DIST_DIR    where to put the binary (default: .build/dist, which git ignores)
-#   UPLINK_MAX_BYTES   size limit (default: 25 MB = 25000000 bytes)
-#   SWIFT_BUILD_FLAGS  extra flags for `swift build` (e.g. "--swift-sdk aarch64-swift-linux-musl", see docs/deploy.md)
-#   STRIP              the strip program (default: strip; e.g. llvm-strip when cross-building)
+#   UPLINK_DIST_DIR      where to put the binary (default: .build/dist, which git ignores)
+#   UPLINK_MAX_BYTES     size limit (default: 25 MB = 25000000 bytes)
+#   UPLINK_SCRATCH_PATH  SwiftPM build folder (default: .build-dist; the flags below differ from a plain
+#                        `swift build -c release`, so sharing .build would rebuild everything each time either runs)
+#   UPLINK_LINK_MAP      also write lld's link map to this file (deploy/idle-memory.sh --order-file needs it)
+#   SWIFT_BUILD_FLAGS    extra flags for `swift build` (e.g. "--swift-sdk aarch64-swift-linux-musl", see docs/deploy.md)
+#   STRIP                the strip program (default: strip; e.g. llvm-strip when cross-building)
 #
-# Prints the path of the binary as its last line.
+# Prints the path of the binary as its last line. docs/deploy.md ("Size and memory") explains every flag.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -21,21 +24,60 @@ fi
 
 dist_dir="${UPLINK_DIST_DIR:-.build/dist}"
 max_bytes="${UPLINK_MAX_BYTES:-25000000}"
+scratch_path="${UPLINK_SCRATCH_PATH:-.build-dist}"
 strip_program="${STRIP:-strip}"
 # shellcheck disable=SC2206  # word splitting of the extra flags is intended
 extra_flags=(${SWIFT_BUILD_FLAGS:-})
 
 fail() { echo "build-release: error: $*" >&2; exit 1; }
 
-# swiftc links executables with --export-dynamic: every public symbol (33,000+) lands in .dynsym and stays alive
-# through --gc-sections. uplink.exports makes them all local: about 3.5 MB less. Only a linker flag, so this build
-# shares .build/release with `swift build -c release` and `swift run -c release uplink-bench`.
-link_flags=(-Xlinker "--version-script=$PWD/deploy/uplink.exports")
+# Compiler flags (changing one recompiles everything in $scratch_path):
+# - -Osize: about 1.3 MB smaller than -O. The send path (UplinkCore, UplinkWire) stays -O, see Package.swift;
+# - no debug information: the binary is stripped anyway, and with -g every Swift function also gets an .eh_frame
+#   unwind entry (0.9 MB in all); without it, only the functions that can unwind have one;
+# - one section per function and per datum, so that --gc-sections drops unused ones and the linker can order them;
+# - lld (shipped with the toolchain) for --icf, -z pack-relative-relocs and --symbol-ordering-file.
+build_flags=(
+    -c release --product uplink --static-swift-stdlib --scratch-path "$scratch_path"
+    -Xswiftc -Osize -debug-info-format none
+    -Xswiftc -Xfrontend -Xswiftc -function-sections
+    -Xcc -ffunction-sections -Xcc -fdata-sections -Xcxx -ffunction-sections -Xcxx -fdata-sections
+    -Xswiftc -use-ld=lld
+)
+# Linker flags (a change only relinks):
+# - uplink.exports exports nothing: swiftc links executables with --export-dynamic, which puts every public symbol
+#   (33,000+) into .dynsym and keeps it alive through --gc-sections;
+# - --icf=all folds functions whose code is identical (generic specializations, thunks);
+# - uplink.order puts the code and constants the idle agent uses next to each other, uplink-text.lds the unnamed code:
+#   the kernel maps a 64 KB window around each page the agent touches (fault-around), so scattered hot code made
+#   most of the binary resident (see docs/deploy.md; deploy/idle-memory.sh regenerates the order file);
+# - no $ORIGIN rpath (--disable-local-rpath): the binary must not load libraries from the directory it is in.
+link_flags=(
+    --disable-local-rpath
+    -Xlinker "--version-script=$PWD/deploy/uplink.exports"
+    -Xlinker --icf=all
+    -Xlinker "--symbol-ordering-file=$PWD/deploy/uplink.order" -Xlinker --no-warn-symbol-ordering
+    -Xlinker "$PWD/deploy/uplink-text.lds"
+)
+# - RELR relative relocations (-z pack-relative-relocs): 2 MB of .rela.dyn become 16 KB, which ld.so no longer reads
+#   at every start. Needs glibc >= 2.36 (Debian 12) on the box, so only where the build machine has it: the binary
+#   needs the build machine's glibc anyway (build on the oldest release you deploy to, see docs/deploy.md).
+glibc="$(getconf GNU_LIBC_VERSION 2>/dev/null | sed -n 's/^glibc //p')"
+if [ -n "$glibc" ] && [ "$(printf '%s\n' 2.36 "$glibc" | sort -V | head -n 1)" = 2.36 ]; then
+    link_flags+=(-Xlinker -z -Xlinker pack-relative-relocs)
+else
+    echo "build-release: glibc ${glibc:-unknown} < 2.36 here: no RELR relocations (binary about 2 MB larger)" >&2
+fi
+if [ -n "${UPLINK_LINK_MAP:-}" ]; then
+    link_flags+=(-Xlinker "-Map=$(readlink -f "$(dirname "$UPLINK_LINK_MAP")")/$(basename "$UPLINK_LINK_MAP")")
+fi
 
-echo "build-release: swift build -c release --product uplink --static-swift-stdlib ${link_flags[*]} ${extra_flags[*]}" >&2
-swift build -c release --product uplink --static-swift-stdlib "${link_flags[@]}" "${extra_flags[@]}" >&2
-bin_dir="$(swift build -c release --static-swift-stdlib "${extra_flags[@]}" --show-bin-path)"
+bin_dir="$(swift build "${build_flags[@]}" "${extra_flags[@]}" --show-bin-path)"
 built="$bin_dir/uplink"
+# SwiftPM does not know that the link reads uplink.order and uplink-text.lds: without the old binary it relinks.
+rm -f "$built"
+echo "build-release: swift build ${build_flags[*]} ${link_flags[*]} ${extra_flags[*]}" >&2
+swift build "${build_flags[@]}" "${link_flags[@]}" "${extra_flags[@]}" >&2
 [ -x "$built" ] || fail "no binary at $built"
 
 # The architecture the binary was built for, as ELF says (x86_64, aarch64, armv7), not the build machine's.

@@ -6,7 +6,7 @@
 #
 #   deploy/test-packaging.sh
 #   UPLINK_BINARY=.build/dist/uplink-0.1.0-x86_64 deploy/test-packaging.sh   # reuse a release binary
-#   UPLINK_MAX_BYTES=34000000 deploy/test-packaging.sh                     # size limit (default 25 MB)
+#   UPLINK_MAX_BYTES=26000000 deploy/test-packaging.sh                     # size limit (default 25 MB)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 repo="$PWD"

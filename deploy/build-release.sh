@@ -48,6 +48,7 @@ build_flags=(
 # - uplink.exports exports nothing: swiftc links executables with --export-dynamic, which puts every public symbol
 #   (33,000+) into .dynsym and keeps it alive through --gc-sections;
 # - --icf=all folds functions whose code is identical (generic specializations, thunks);
+# - -O2 lets lld merge string constants that end another (8 KB);
 # - uplink.order puts the code and constants the idle agent uses next to each other, uplink-text.lds the unnamed code:
 #   the kernel maps a 64 KB window around each page the agent touches (fault-around), so scattered hot code made
 #   most of the binary resident (see docs/deploy.md; deploy/idle-memory.sh regenerates the order file);
@@ -56,6 +57,7 @@ link_flags=(
     --disable-local-rpath
     -Xlinker "--version-script=$PWD/deploy/uplink.exports"
     -Xlinker --icf=all
+    -Xlinker -O2
     -Xlinker "--symbol-ordering-file=$PWD/deploy/uplink.order" -Xlinker --no-warn-symbol-ordering
     -Xlinker "$PWD/deploy/uplink-text.lds"
 )

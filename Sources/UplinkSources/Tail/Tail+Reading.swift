@@ -58,14 +58,7 @@ extension TailEngine {
         var truncated = 0
         if file.multiline == nil {
             file.splitter.split(chunk, base: base) { message, endOffset, originalLength in
-                if originalLength > message.count {
-                    truncated += 1
-                    batch.append(
-                        message: message, timestamp: timestamp, originOffset: endOffset,
-                        extraFields: [Tag("truncated", String(originalLength))])
-                } else {
-                    batch.append(message: message, timestamp: timestamp, originOffset: endOffset)
-                }
+                Self.append(message, endOffset, originalLength, timestamp, &batch, &truncated)
             }
         } else {
             let now = clock.now
@@ -79,6 +72,8 @@ extension TailEngine {
         statistics.truncatedLines += truncated
     }
 
+    /// Adds one line, marking it `truncated` (with its full length) when it was cut to `max_line_bytes`.
+    @inline(__always)
     private static func append(
         _ message: UnsafeRawBufferPointer, _ endOffset: UInt64, _ originalLength: Int, _ timestamp: Int64,
         _ batch: inout LogLineBatch, _ truncated: inout Int

@@ -93,10 +93,14 @@ struct JSONScanner {
         var hasEscapes = false
         let count = bytes.count
         while true {
-            // Eight plain bytes at a time: none a quote, a backslash, a control character or non-ASCII.
+            // Eight plain bytes at a time (none a quote, a backslash, a control character or non-ASCII), then
+            // straight to the first byte that is not plain.
             while index &+ 8 <= count {
-                let word = bytes.loadUnaligned(fromByteOffset: index, as: UInt64.self)
-                if JSONScanner.needsAttention(word) { break }
+                let attention = JSONScanner.attentionBits(bytes.loadUnaligned(fromByteOffset: index, as: UInt64.self))
+                if attention != 0 {
+                    index &+= attention.trailingZeroBitCount &>> 3
+                    break
+                }
                 index &+= 8
             }
             guard index < count else {
@@ -127,6 +131,14 @@ struct JSONScanner {
     /// Whether any byte of `word` is `"`, `\`, below 0x20 or above 0x7F.
     @inline(__always)
     static func needsAttention(_ word: UInt64) -> Bool {
+        attentionBits(word) != 0
+    }
+
+    /// The high bit set in the bytes of `word` (loaded little-endian) that are `"`, `\`, below 0x20 or above
+    /// 0x7F. Bytes above the first such byte may be flagged falsely (borrows), so only the lowest set bit is exact:
+    /// `trailingZeroBitCount / 8` is the position of the first byte that needs attention.
+    @inline(__always)
+    static func attentionBits(_ word: UInt64) -> UInt64 {
         let ones: UInt64 = 0x0101_0101_0101_0101
         let highs: UInt64 = 0x8080_8080_8080_8080
         let quote = word ^ (ones &* 0x22)
@@ -134,7 +146,7 @@ struct JSONScanner {
         let control = (word &- ones &* 0x20) & ~word
         let hasQuote = (quote &- ones) & ~quote
         let hasBackslash = (backslash &- ones) & ~backslash
-        return ((word | control | hasQuote | hasBackslash) & highs) != 0
+        return (word | control | hasQuote | hasBackslash) & highs
     }
 
     /// Validates one escape sequence; `index` is at the backslash.
@@ -220,6 +232,37 @@ struct JSONScanner {
             isInteger = false
         }
         return NumberSpan(start: start, end: index, isInteger: isInteger)
+    }
+
+    /// Reads a plain non-negative integer (digits only, no leading zero, no fraction or exponent) that fits in a
+    /// `UInt64`, leaving `index` after it. Returns nil and leaves `index` where it was for anything else, so the
+    /// caller can fall back to `scanNumber` and its precise errors.
+    @inline(__always)
+    mutating func scanPlainUInt64() -> UInt64? {
+        let start = index
+        var value: UInt64 = 0
+        while index < bytes.count {
+            let digit = bytes[index] &- UInt8(ascii: "0")
+            guard digit < 10 else { break }
+            let (times10, overflow1) = value.multipliedReportingOverflow(by: 10)
+            let (sum, overflow2) = times10.addingReportingOverflow(UInt64(digit))
+            guard !overflow1 && !overflow2 else {
+                index = start
+                return nil
+            }
+            value = sum
+            index &+= 1
+        }
+        let digits = index &- start
+        let plain =
+            digits > 0 && (digits == 1 || bytes[start] != UInt8(ascii: "0"))
+            && (index == bytes.count
+                || (bytes[index] != UInt8(ascii: ".") && bytes[index] | 0x20 != UInt8(ascii: "e")))
+        guard plain else {
+            index = start
+            return nil
+        }
+        return value
     }
 
     @inline(__always)

@@ -185,6 +185,23 @@ private struct LineLayout {
     }
 
     private static func knownKey(_ span: StringSpan, _ scanner: JSONScanner) -> Key? {
+        let length = span.end - span.start
+        if !span.hasEscapes && length <= 8 && span.start + 8 <= scanner.bytes.count {
+            // The key's bytes as one little-endian word: one comparison per candidate.
+            let word = scanner.bytes.loadUnaligned(fromByteOffset: span.start, as: UInt64.self) & KeyWords.mask(length)
+            switch length {
+            case 2: return word == KeyWords.ts ? .ts : nil
+            case 3: return word == KeyWords.seq ? .seq : word == KeyWords.src ? .src : word == KeyWords.log ? .log : nil
+            case 4: return word == KeyWords.unit ? .unit : word == KeyWords.tags ? .tags : nil
+            case 5: return word == KeyWords.value ? .value : nil
+            case 6:
+                if word == KeyWords.metric { return .metric }
+                if word == KeyWords.fields { return .fields }
+                if word == KeyWords.origin { return .origin }
+                return word == KeyWords.offset ? .offset : nil
+            default: return nil
+            }
+        }
         if !span.hasEscapes {
             // Without escapes the length decides which keys can match (no allocation, no loop over all keys).
             switch span.end - span.start {
@@ -220,6 +237,50 @@ private struct LineLayout {
     private mutating func scanValue(of key: Key, _ scanner: inout JSONScanner) throws(WireDecodingError) {
         let offset = scanner.index
         switch key {
+        case .seq, .origin, .offset, .ts, .heartbeat:
+            // The common form, read in one pass; anything else takes the general path below for its errors.
+            if let value = scanner.scanPlainUInt64() {
+                switch key {
+                case .seq where value >= 1: sequence = value
+                case .origin where value >= 1: originID = value
+                case .offset: originOffset = value
+                case .ts where value <= UInt64(Int64.max): timestamp = Int64(value)
+                case .heartbeat where value <= UInt64(Int64.max): heartbeat = Int64(value)
+                default:
+                    scanner.index = offset
+                    try scanIntegerValue(of: key, &scanner)
+                }
+            } else {
+                try scanIntegerValue(of: key, &scanner)
+            }
+        case .src:
+            source = try LineLayout.string(key, &scanner)
+        case .metric:
+            metric = try LineLayout.string(key, &scanner)
+        case .unit:
+            unit = try LineLayout.string(key, &scanner)
+        case .log:
+            log = try LineLayout.string(key, &scanner)
+        case .value:
+            switch scanner.current ?? 0 {
+            case UInt8(ascii: "n"):
+                try scanner.scanLiteral("null")
+            case UInt8(ascii: "-"), UInt8(ascii: "0")...UInt8(ascii: "9"):
+                value = try scanner.scanNumber()
+            default:
+                try LineLayout.wrongType(key, "a number or null", &scanner)
+            }
+        case .tags:
+            tags = try LineLayout.scanStringObject(key, &scanner)
+        case .fields:
+            fields = try LineLayout.scanStringObject(key, &scanner)
+        }
+    }
+
+    /// Reads the integer value of `key` in any valid JSON form, with the precise error for each invalid one.
+    private mutating func scanIntegerValue(of key: Key, _ scanner: inout JSONScanner) throws(WireDecodingError) {
+        let offset = scanner.index
+        switch key {
         case .seq:
             let number = try LineLayout.integer(key, &scanner)
             guard let sequence = scanner.uint64(number), sequence >= 1 else {
@@ -248,27 +309,8 @@ private struct LineLayout {
                     WireDecodingError.Code.invalidValue, "'\(key.name)' does not fit in a signed 64-bit integer", at: offset)
             }
             if key == .ts { timestamp = value } else { heartbeat = value }
-        case .src:
-            source = try LineLayout.string(key, &scanner)
-        case .metric:
-            metric = try LineLayout.string(key, &scanner)
-        case .unit:
-            unit = try LineLayout.string(key, &scanner)
-        case .log:
-            log = try LineLayout.string(key, &scanner)
-        case .value:
-            switch scanner.current ?? 0 {
-            case UInt8(ascii: "n"):
-                try scanner.scanLiteral("null")
-            case UInt8(ascii: "-"), UInt8(ascii: "0")...UInt8(ascii: "9"):
-                value = try scanner.scanNumber()
-            default:
-                try LineLayout.wrongType(key, "a number or null", &scanner)
-            }
-        case .tags:
-            tags = try LineLayout.scanStringObject(key, &scanner)
-        case .fields:
-            fields = try LineLayout.scanStringObject(key, &scanner)
+        default:
+            preconditionFailure("'\(key.name)' is not an integer key")
         }
     }
 
@@ -376,6 +418,29 @@ private struct LineLayout {
         } else {
             throw missing("missing key 'metric' or 'log'")
         }
+    }
+}
+
+/// The known keys of up to eight bytes as little-endian words (first character in the lowest byte), for
+/// `LineLayout.knownKey`. Literal constants, so reading them costs no lazy initialisation; every protocol test
+/// that decodes a key checks its word.
+private enum KeyWords {
+    static let ts: UInt64 = 0x73_74  // "ts"
+    static let seq: UInt64 = 0x71_65_73  // "seq"
+    static let src: UInt64 = 0x63_72_73  // "src"
+    static let log: UInt64 = 0x67_6f_6c  // "log"
+    static let unit: UInt64 = 0x74_69_6e_75  // "unit"
+    static let tags: UInt64 = 0x73_67_61_74  // "tags"
+    static let value: UInt64 = 0x65_75_6c_61_76  // "value"
+    static let metric: UInt64 = 0x63_69_72_74_65_6d  // "metric"
+    static let fields: UInt64 = 0x73_64_6c_65_69_66  // "fields"
+    static let origin: UInt64 = 0x6e_69_67_69_72_6f  // "origin"
+    static let offset: UInt64 = 0x74_65_73_66_66_6f  // "offset"
+
+    /// Keeps the low `length` bytes of a word.
+    @inline(__always)
+    static func mask(_ length: Int) -> UInt64 {
+        length >= 8 ? .max : (1 << (UInt64(length) * 8)) - 1
     }
 }
 

@@ -237,3 +237,80 @@ extension Result {
         return nil
     }
 }
+
+/// The string scanner reads eight bytes at a time and jumps to the first one that needs attention: a special
+/// byte at every place within and across those words must be found exactly where it is.
+@Suite struct WireStringScanningTests {
+    private static let prefix = Array(#"{"seq":1,"ts":1,"src":"s","log":""#.utf8)
+
+    private static func line(_ message: [UInt8]) -> [UInt8] { prefix + message + Array(#""}"#.utf8) }
+
+    @Test func specialBytesAreFoundAtEveryPosition() throws {
+        let specials: [(raw: [UInt8], decoded: String)] = [
+            (Array(#"\""#.utf8), "\""), (Array(#"\\"#.utf8), "\\"), (Array(#"\n"#.utf8), "\n"),
+            (Array(#"\u00e9"#.utf8), "é"), (Array("é".utf8), "é"), (Array("😀".utf8), "😀"),
+        ]
+        for length in 0...20 {
+            for position in 0...length {
+                for special in specials {
+                    var message = Array(repeating: UInt8(ascii: "a"), count: length)
+                    message.insert(contentsOf: special.raw, at: position)
+                    let expected = String(repeating: "a", count: position) + special.decoded
+                        + String(repeating: "a", count: length - position)
+                    let (_, record) = try #require(decodeRecord(String(decoding: Self.line(message), as: UTF8.self)))
+                    #expect(record == .log(expected, source: "s", timestamp: 1), "length \(length) position \(position)")
+                }
+            }
+        }
+    }
+
+    @Test func badBytesAreReportedWhereTheyAre() {
+        for length in 0...20 {
+            for position in 0..<max(1, length) {
+                for (bad, code) in [(UInt8(0x01), "invalid_json"), (0x1F, "invalid_json"), (0xFF, "invalid_utf8"), (0xC0, "invalid_utf8")] {
+                    var message = Array(repeating: UInt8(ascii: "b"), count: length)
+                    message.insert(bad, at: min(position, length))
+                    guard case .failure(let error) = scanLine(Self.line(message)) else {
+                        Issue.record("accepted byte \(bad) at \(position) of \(length)")
+                        continue
+                    }
+                    #expect(error.code == code)
+                    #expect(error.offset == Self.prefix.count + min(position, length), "byte \(bad) at \(position) of \(length)")
+                }
+            }
+        }
+    }
+
+    private enum Expected {
+        case value(UInt64)
+        case code(String)
+    }
+
+    @Test func integersInEveryFormGiveTheSameAnswers() {
+        let base = #""src":"s","log":"x""#
+        let cases: [(String, Expected)] = [
+            ("1", .value(1)), ("9", .value(9)), ("10", .value(10)), ("18446744073709551615", .value(.max)),
+            ("0", .code("invalid_value")), ("00", .code("invalid_json")), ("01", .code("invalid_json")),
+            ("-1", .code("invalid_value")), ("1.0", .code("wrong_type")), ("1e2", .code("wrong_type")),
+            ("1E2", .code("wrong_type")), ("18446744073709551616", .code("invalid_value")),
+            ("99999999999999999999", .code("invalid_value")), ("1x", .code("invalid_json")),
+        ]
+        for (text, expected) in cases {
+            let result = scanLine(Array(#"{"seq":\#(text),"ts":1,\#(base)}"#.utf8))
+            switch (result, expected) {
+            case (.success(.record(let sequence, _)), .value(let value)): #expect(sequence == value, "\(text)")
+            case (.failure(let error), .code(let code)): #expect(error.code == code, "\(text)")
+            default: Issue.record("\(text): got \(result), expected \(expected)")
+            }
+        }
+        #expect(scanLine(Array(#"{"seq":1,"ts":9223372036854775807,\#(base)}"#.utf8)) == .success(.record(sequence: 1, origin: nil)))
+        #expect((try? scanLine(Array(#"{"seq":1,"ts":9223372036854775808,\#(base)}"#.utf8)).get()) == nil)
+        #expect(scanLine(Array(#"{"seq":1,"ts":1,\#(base),"origin":7,"offset":0}"#.utf8))
+            == .success(.record(sequence: 1, origin: RecordOrigin(id: 7, offset: 0))))
+        if case .failure(let error) = scanLine(Array(#"{"seq":1,"ts":1,\#(base),"origin":0,"offset":0}"#.utf8)) {
+            #expect(error.code == "invalid_value")
+        } else {
+            Issue.record("origin 0 accepted")
+        }
+    }
+}

@@ -31,7 +31,7 @@ final class BatchHandoff: Sendable {
             }
             guard let taker = state.taker else {
                 state.waiting = waiting
-                state.waitingBytes += batch.lines.reduce(0) { $0 + $1.readableBytes }
+                state.waitingBytes += batch.lines.byteCount
                 return nil
             }
             (state.taker, state.waiting, state.waitingBytes) = (nil, nil, 0)

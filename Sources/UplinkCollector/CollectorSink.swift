@@ -4,8 +4,8 @@ import NIOCore
 public struct CollectorBatch: Sendable {
     /// Whose records these are.
     public var stream: StreamKey
-    /// The received body lines, each without its line terminator, in increasing sequence order.
-    public var lines: [ByteBuffer]
+    /// The received body lines, in increasing sequence order.
+    public var lines: RecordLines
     /// The stream's mark once the batch is stored: the sequence of the last line, or higher when records after
     /// it were recognised as sent before (see `origins`). A batch may have no lines and only raise the mark.
     public var highestSequence: UInt64
@@ -13,7 +13,7 @@ public struct CollectorBatch: Sendable {
     public var origins: [UInt64: UInt64]
 
     /// Creates a batch; `lines` must be in increasing sequence order, the last at most `highestSequence`.
-    public init(stream: StreamKey, lines: [ByteBuffer], highestSequence: UInt64, origins: [UInt64: UInt64] = [:]) {
+    public init(stream: StreamKey, lines: RecordLines, highestSequence: UInt64, origins: [UInt64: UInt64] = [:]) {
         self.stream = stream
         self.lines = lines
         self.highestSequence = highestSequence

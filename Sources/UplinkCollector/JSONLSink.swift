@@ -9,14 +9,18 @@ import UplinkWire
 /// fails the file is truncated back to its previous end, so a batch is either wholly in the file or not at all
 /// (a crash mid-write leaves an unterminated last line, which start-up recovery removes). The file's size after
 /// each write is what the marks ledger records.
-final class JSONLSink: CollectorSink {
+package final class JSONLSink: CollectorSink {
     let path: String
     let fsync: Bool
     private struct State {
         var descriptor: Int32
         var size: Int64
+        /// The bytes of one write, kept between writes so that each does not allocate (and fault in) a new buffer.
+        var scratch: [UInt8] = []
     }
     private let state: Mutex<State>
+    /// Scratch capacity kept after a write; a larger buffer (after an unusually large write) is let go.
+    private static let retainedScratchBytes = 16 << 20
 
     /// Takes over `descriptor` (opened for appending) whose file is `size` bytes long.
     init(path: String, descriptor: Int32, size: Int64, fsync: Bool) {
@@ -32,14 +36,19 @@ final class JSONLSink: CollectorSink {
     /// The file's length after the last write.
     var size: Int64 { state.withLock { $0.size } }
 
-    func write(_ batches: [CollectorBatch]) throws {
-        var bytes: [UInt8] = []
-        bytes.reserveCapacity(batches.reduce(0) { $0 + $1.lines.reduce(0) { $0 + $1.readableBytes + 64 } })
-        for batch in batches {
-            JSONLSink.append(batch, to: &bytes)
-        }
-        guard !bytes.isEmpty else { return }
+    package func write(_ batches: [CollectorBatch]) throws {
         try state.withLock { state throws(CollectorError) in
+            var bytes = state.scratch
+            state.scratch = []
+            defer {
+                bytes.removeAll(keepingCapacity: bytes.capacity <= JSONLSink.retainedScratchBytes)
+                state.scratch = bytes
+            }
+            bytes.reserveCapacity(batches.reduce(0) { $0 + $1.lines.byteCount + $1.lines.count * 64 })
+            for batch in batches {
+                JSONLSink.append(batch, to: &bytes)
+            }
+            guard !bytes.isEmpty else { return }
             do throws(CollectorError) {
                 try FileIO.writeAll(state.descriptor, bytes, path: path)
                 if fsync { try FileIO.syncFile(state.descriptor, path: path) }
@@ -53,21 +62,19 @@ final class JSONLSink: CollectorSink {
     }
 
     /// Appends the stored form of every line of `batch`.
-    static func append(_ batch: CollectorBatch, to bytes: inout [UInt8]) {
+    package static func append(_ batch: CollectorBatch, to bytes: inout [UInt8]) {
         var prefix: [UInt8] = Array(#"{"agent":"#.utf8)
         WireLineWriter.appendJSONString(batch.stream.agent, to: &prefix)
         prefix.append(contentsOf: #","epoch":"#.utf8)
         prefix.append(contentsOf: String(batch.stream.epoch).utf8)
         prefix.append(UInt8(ascii: ","))
-        for line in batch.lines {
-            line.withUnsafeReadableBytes { raw in
-                // Accepted lines are JSON objects: skip whitespace before the `{` and splice after it.
-                var start = 0
-                while start < raw.count && raw[start] != UInt8(ascii: "{") { start += 1 }
-                bytes.append(contentsOf: prefix)
-                bytes.append(contentsOf: UnsafeRawBufferPointer(rebasing: raw[(start + 1)...]))
-                bytes.append(UInt8(ascii: "\n"))
-            }
+        batch.lines.forEach { raw in
+            // Accepted lines are JSON objects: skip whitespace before the `{` and splice after it.
+            var start = 0
+            while start < raw.count && raw[start] != UInt8(ascii: "{") { start += 1 }
+            bytes.append(contentsOf: prefix)
+            bytes.append(contentsOf: UnsafeRawBufferPointer(rebasing: raw[(start + 1)...]))
+            bytes.append(UInt8(ascii: "\n"))
         }
     }
 }

@@ -37,9 +37,9 @@ struct StdoutSink: CollectorSink {
     func write(_ batches: [CollectorBatch]) throws {
         var text: [UInt8] = []
         for batch in batches {
-            for line in batch.lines {
+            batch.lines.forEach { line in
                 // Lines were validated on arrival, so decoding does not fail.
-                guard case .record(_, let record) = try? WireLineParser.decode(line) else { continue }
+                guard case .record(_, let record) = try? WireLineParser.decode(line) else { return }
                 StdoutSink.format(record, agent: batch.stream.agent, to: &text)
             }
         }

@@ -40,6 +40,9 @@ public struct LineSplitter: Sendable {
     /// Bytes held for a line whose newline has not arrived yet.
     public var bufferedBytes: Int { pending.readableBytes }
 
+    /// Whether a line begun in earlier chunks is waiting for its newline (held, or being discarded as too long).
+    public var isMidLine: Bool { pending.readableBytes > 0 || discarding != nil }
+
     /// Adds the next chunk of the stream.
     public mutating func append(_ chunk: ByteBuffer) {
         var chunk = chunk

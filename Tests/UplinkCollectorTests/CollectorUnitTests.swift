@@ -48,30 +48,80 @@ import UplinkWire
 
     @Test func theProcessorSortsChunksSplitAnywhereTheSameWay() {
         let stream = StreamKey(agent: "p", epoch: 1)
+        let tooLong = Array(repeating: UInt8(ascii: "x"), count: 300)
         let lines = [recordLine(3), recordLine(4), Array("junk".utf8), recordLine(4), recordLine(8), Array(#"{"heartbeat":1}"#.utf8),
-                     recordLine(2), recordLine(9)]
+                     recordLine(2), tooLong, recordLine(9) + [UInt8(ascii: "\r")], recordLine(10)]
         let bytes = lines.flatMap { $0 + [UInt8(ascii: "\n")] }
         for split in 0...bytes.count {
-            var processor = StreamProcessor(stream: stream, mark: 2, maxLineBytes: 1 << 20)
+            var processor = StreamProcessor(stream: stream, mark: 2, maxLineBytes: 200)
             let first = processor.process(ByteBufferAllocator().buffer(bytes: bytes[..<split]))
             let second = processor.process(ByteBufferAllocator().buffer(bytes: bytes[split...]))
-            let accepted = (first.lines + second.lines).map { Array($0.readableBytesView) }
-            #expect(accepted == [recordLine(3), recordLine(4), recordLine(8), recordLine(9)])
+            let accepted = first.lines.lineArrays + second.lines.lineArrays
+            #expect(accepted == [recordLine(3), recordLine(4), recordLine(8), recordLine(9), recordLine(10)], "split at \(split)")
+            #expect(first.lines.count + second.lines.count == 5)
+            // Terminators included; record 9's "\r" unless the split made the splitter join (and trim) that line.
+            let terminated = [3, 4, 8, 9, 10].map { recordLine($0).count + 1 }.reduce(0, +)
+            #expect((terminated...terminated + 1).contains(first.lines.byteCount + second.lines.byteCount))
             #expect(first.duplicates + second.duplicates == 2)
             #expect(first.heartbeats + second.heartbeats == 1)
             #expect(first.malformed + second.malformed == 1)
+            #expect(first.tooLong + second.tooLong == 1)
             #expect(first.gaps + second.gaps == [SequenceGap(after: 4, next: 8)])
             #expect(first.missing + second.missing == 3)
-            #expect(second.highestSequence == 9)
-            #expect(processor.mark == 9)
+            #expect(second.highestSequence == 10)
+            #expect(processor.mark == 10)
             #expect(processor.finish() == nil)
         }
+    }
+
+    @Test func originOffsetsAreCheckedPerLineWhereverChunksAreCut() {
+        func line(_ sequence: UInt64, origin: UInt64, offset: UInt64) -> [UInt8] {
+            recordLine(sequence, Record(
+                timestamp: 1, source: "t",
+                payload: .log(LogLine(message: "m\(sequence)", origin: RecordOrigin(id: origin, offset: offset)))))
+        }
+        // Origin 7 was stored up to 100 before; 8 is new. Lines 3 and 6 repeat offsets already taken.
+        let lines = [
+            line(1, origin: 7, offset: 90), line(2, origin: 7, offset: 110), line(3, origin: 7, offset: 110),
+            line(4, origin: 8, offset: 5), line(5, origin: 7, offset: 120), line(6, origin: 8, offset: 5),
+            line(7, origin: 8, offset: 9),
+        ]
+        let bytes = lines.flatMap { $0 + [UInt8(ascii: "\n")] }
+        for split in 0...bytes.count {
+            var processor = StreamProcessor(
+                stream: StreamKey(agent: "p", epoch: 1), mark: 0, originMarks: [7: 100], maxLineBytes: 1 << 20)
+            var batch = processor.process(ByteBufferAllocator().buffer(bytes: bytes[..<split]))
+            batch.merge(processor.process(ByteBufferAllocator().buffer(bytes: bytes[split...])))
+            #expect(batch.lines.lineArrays == [lines[1], lines[3], lines[4], lines[6]], "split at \(split)")
+            #expect(batch.resent == 3)
+            #expect(batch.origins == [7: 120, 8: 9])
+            #expect(processor.originMarks == [7: 120, 8: 9])
+            #expect(batch.highestSequence == 7)
+        }
+    }
+
+    @Test func consecutiveAcceptedLinesOfAChunkStayOneSlice() {
+        var processor = StreamProcessor(stream: StreamKey(agent: "p", epoch: 1), mark: 0, maxLineBytes: 1 << 20)
+        let bytes = (1...1_000).flatMap { recordLine(UInt64($0)) + [UInt8(ascii: "\n")] }
+        // The chunk ends in the middle of record 1,000: 999 lines in one slice, the last one joined later.
+        let batch = processor.process(ByteBufferAllocator().buffer(bytes: bytes.dropLast(5)))
+        #expect(batch.lines.count == 999)
+        #expect(batch.lines.runs.count == 1)
+        // A duplicate in the middle splits the slice in two.
+        let rest = Array(bytes.suffix(5)) + recordLine(500) + [UInt8(ascii: "\n")] + recordLine(1_001) + [UInt8(ascii: "\n")]
+        let next = processor.process(ByteBufferAllocator().buffer(bytes: rest))
+        #expect(next.lines.lineArrays == [recordLine(1_000), recordLine(1_001)])
+        #expect(next.lines.runs.count == 2)
+        #expect(next.duplicates == 1)
     }
 
     @Test func storedRecordsAreSplicedAndParsedBack() throws {
         let batch = CollectorBatch(
             stream: StreamKey(agent: "edge-1", epoch: 99),
-            lines: [ByteBufferAllocator().buffer(bytes: recordLine(5)), ByteBufferAllocator().buffer(string: #"  {"seq":6,"ts":1,"src":"s","log":""}"#)],
+            lines: RecordLines([
+                ByteBufferAllocator().buffer(bytes: recordLine(5)),
+                ByteBufferAllocator().buffer(string: #"  {"seq":6,"ts":1,"src":"s","log":""}"#),
+            ]),
             highestSequence: 6)
         var bytes: [UInt8] = []
         JSONLSink.append(batch, to: &bytes)

@@ -1,6 +1,10 @@
 import Logging
 
-// `swift run -c release uplink-bench [ring|e2e|latency|tail|idle]...`: runs the named benchmarks (all by default) and prints
+#if canImport(Glibc)
+import Glibc
+#endif
+
+// `swift run -c release uplink-bench [ring|e2e|ingest|latency|tail|idle]...`: runs the named benchmarks (all by default) and prints
 // their numbers. Agent and collector share this process, so CPU time covers both sides.
 let requested = Set(CommandLine.arguments.dropFirst())
 func wanted(_ name: String) -> Bool { requested.isEmpty || requested.contains(name) }
@@ -16,10 +20,17 @@ if wanted("ring") {
     RingBenchmark.run(frames: 20_000_000, frameBytes: 200).print()
 }
 if wanted("e2e") {
+    // UPLINK_BENCH_RECORDS=N runs fewer records, e.g. under `valgrind --tool=callgrind` to count instructions.
+    let records = Int(getenv("UPLINK_BENCH_RECORDS").map { String(cString: $0) } ?? "") ?? 2_000_000
     for streamBufferBytes in [64 << 10, 256 << 10, 1 << 20] {
         try await EndToEndBenchmark.throughput(
-            records: 2_000_000, recordBytes: 200, streamBufferBytes: streamBufferBytes, logger: logger
+            records: records, recordBytes: 200, streamBufferBytes: streamBufferBytes, logger: logger
         ).print()
+    }
+}
+if wanted("ingest") {
+    for kind in [IngestBenchmark.Kind.generator, .tail] {
+        IngestBenchmark.run(kind: kind, records: 500_000, messageBytes: 200, rounds: 4).print()
     }
 }
 if wanted("latency") {

@@ -15,6 +15,7 @@ let logger = Logger(label: "uplink-bench")
 if wanted("ring") {
     RingBenchmark.run(frames: 20_000_000, frameBytes: 200).print()
 }
+if requested.contains("encode") { for result in try await EncodeBenchmark.run(logger: logger) { result.print() } }
 if wanted("e2e") {
     for streamBufferBytes in [64 << 10, 256 << 10, 1 << 20] {
         try await EndToEndBenchmark.throughput(

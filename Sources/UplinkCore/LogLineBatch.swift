@@ -19,7 +19,7 @@ public struct LogLineBatch: Sendable {
         public var extraFieldsEnd: Int
 
         /// Whether the line has fields of its own (see `LogLineBatch.extraFields(ofLine:)`).
-        @inline(__always)
+        @inlinable
         public var hasExtraFields: Bool { extraFieldsEnd > extraFieldsStart }
     }
 
@@ -67,18 +67,26 @@ public struct LogLineBatch: Sendable {
         decimal value: UInt64
     ) {
         let extraStart = extraFieldBytes.count
-        appendExtraFieldPart(UnsafeRawBufferPointer(start: key.utf8Start, count: key.utf8CodeUnitCount))
-        // Twenty digits at most, in the low end of a 24-byte scratch.
-        var digits: (UInt64, UInt64, UInt64) = (0, 0, 0)
-        withUnsafeMutableBytes(of: &digits) { scratch in
+        // The whole field (length, key, length, at most 20 digits) is put together on the stack, back to front, and
+        // appended at once.
+        let keyCount = key.utf8CodeUnitCount
+        withUnsafeTemporaryAllocation(byteCount: keyCount + 28, alignment: 4) { scratch in
+            var position = scratch.count
             var rest = value
-            var position = 24
             repeat {
                 position -= 1
                 scratch[position] = UInt8(ascii: "0") &+ UInt8(truncatingIfNeeded: rest % 10)
                 rest /= 10
             } while rest != 0
-            appendExtraFieldPart(UnsafeRawBufferPointer(rebasing: scratch[position..<24]))
+            let digitCount = scratch.count - position
+            position -= 4
+            scratch.storeBytes(of: UInt32(digitCount).littleEndian, toByteOffset: position, as: UInt32.self)
+            position -= keyCount
+            UnsafeMutableRawBufferPointer(rebasing: scratch[position..<(position + keyCount)])
+                .copyMemory(from: UnsafeRawBufferPointer(start: key.utf8Start, count: keyCount))
+            position -= 4
+            scratch.storeBytes(of: UInt32(keyCount).littleEndian, toByteOffset: position, as: UInt32.self)
+            extraFieldBytes.append(contentsOf: UnsafeRawBufferPointer(rebasing: scratch[position...]))
         }
         appendLine(message: message, timestamp: timestamp, originOffset: originOffset, extraStart: extraStart)
     }
@@ -113,7 +121,7 @@ public struct LogLineBatch: Sendable {
 
     /// Calls `body` with the key and the value of each of line `index`'s own fields, in order, as UTF-8 bytes
     /// (or whatever bytes a `Tag`'s strings held).
-    @inline(__always)
+    @inlinable
     public func forEachExtraField(
         ofLine index: Int, _ body: (_ key: UnsafeRawBufferPointer, _ value: UnsafeRawBufferPointer) -> Void
     ) {

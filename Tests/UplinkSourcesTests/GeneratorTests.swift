@@ -25,7 +25,7 @@ struct GeneratorTests {
         }
     }
 
-    @Test("rate 0 hands records over in batches that double up to 256, without origin or batch fields")
+    @Test("rate 0 hands records over in batches that double up to 256 (and 256 KiB), without origin or batch fields")
     func unpacedBatches() async throws {
         final class BatchSink: RecordSink {
             let state = Mutex<(sizes: [Int], records: [Record])>(([], []))
@@ -45,6 +45,11 @@ struct GeneratorTests {
         try await run(GeneratorSource(name: "b", config: GeneratorConfig(rate: 0, recordBytes: 30, count: 700)), sink: sink)
         let (sizes, records) = sink.state.withLock { $0 }
         #expect(sizes == [1, 2, 4, 8, 16, 32, 64, 128, 256, 189])
+
+        let large = BatchSink()
+        try await run(
+            GeneratorSource(name: "b", config: GeneratorConfig(rate: 0, recordBytes: 100_000, count: 8)), sink: large)
+        #expect(large.state.withLock { $0.sizes } == [1, 2, 2, 2, 1], "at most 256 KiB of messages per batch")
         var messages = GeneratorSource.MessageBuilder(sourceName: "b", recordBytes: 30)
         for (index, record) in records.enumerated() {
             #expect(record == .log(

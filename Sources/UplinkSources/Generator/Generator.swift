@@ -18,9 +18,11 @@ public struct GeneratorSource: Source {
 
     /// Unpaced mode yields to other tasks after this many records, in case the sink never suspends.
     static let yieldEvery: UInt64 = 1024
-    /// Most records in one batch of unpaced mode. Batches start with one record and double up to this, so a sink
-    /// that rejects every record (larger than the whole buffer) is found out after one.
+    /// Most records in one batch of unpaced mode, and most message bytes (but at least one record). Batches start
+    /// with one record and double up to this, so a sink that rejects every record (larger than the whole buffer) is
+    /// found out after one.
     static let maximumBatch: UInt64 = 256
+    static let maximumBatchBytes = 256 * 1024
 
     public init(name: String, config: GeneratorConfig = GeneratorConfig()) {
         self.name = name
@@ -75,6 +77,7 @@ public struct GeneratorSource: Source {
     private func runUnpaced(limit: UInt64?, messages: inout MessageBuilder, context: SourceContext) async {
         var batch = LogLineBatch(source: name, fields: [], originID: 0)
         var emitted: UInt64 = 0
+        let maximumBatch = min(Self.maximumBatch, UInt64(max(1, Self.maximumBatchBytes / max(1, config.recordBytes))))
         var batchSize: UInt64 = 1
         var sinceYield: UInt64 = 0
         while limit.map({ emitted < $0 }) ?? true {
@@ -93,7 +96,7 @@ public struct GeneratorSource: Source {
             }
             sinceYield += end - emitted
             emitted = end
-            batchSize = min(batchSize * 2, Self.maximumBatch)
+            batchSize = min(batchSize * 2, maximumBatch)
             if sinceYield >= Self.yieldEvery {
                 sinceYield = 0
                 await Task.yield()

@@ -61,7 +61,10 @@ public struct NDJSONFrameEncoder: RecordFrameEncoder {
     }
 
     public func encodeLogFrames(_ batch: LogLineBatch) -> (frames: [UInt8], ends: [Int]) {
+        guard !batch.isEmpty else { return ([], []) }
         let layout = BatchLayout(batch)
+        // Messages as strings (6 bytes per byte, 2 quotes), and lines' own fields: a field is stored in 8 + k + v
+        // bytes and written in at most 6k + 6v + 6 (`,"k":"v"`).
         let maximumBytes = batch.count * layout.maximumLineBytes
             + 6 * batch.messageBytes.count + 2 * batch.count + 6 * batch.extraFieldBytes.count
         var frames: [UInt8] = []

@@ -103,7 +103,8 @@ enum EncodeBenchmark {
         BenchmarkResult(
             name: "encoding: \(name)",
             lines: [
-                "\(unit)s: \(count)" + (frameBytes.map { ", frame bytes: \($0) (\(format(Double($0) / Double(count))) per \(unit))" } ?? ""),
+                "\(unit)s: \(count)"
+                    + (frameBytes.map { ", frame bytes: \($0) (\(format(Double($0) / Double(count))) per \(unit))" } ?? ""),
                 "\(format(elapsed.seconds * 1e9 / Double(count))) ns per \(unit) (wall), "
                     + "\(format(cpu * 1e9 / Double(count))) ns per \(unit) (cpu)",
             ])

@@ -155,7 +155,9 @@ import UplinkWire
             power *= 10
         }
         var random = SeededRandom(seed: 0x5EED_0B03)
-        for _ in 0..<2000 { values.append(UInt64.random(in: 0...UInt64.max, using: &random) >> UInt64.random(in: 0...63, using: &random)) }
+        for _ in 0..<2000 {
+            values.append(UInt64.random(in: 0...UInt64.max, using: &random) >> UInt64.random(in: 0...63, using: &random))
+        }
         for value in values {
             var buffer = ByteBufferAllocator().buffer(capacity: 0)
             WireLineWriter.appendRecordLine(sequence: value, frame: UnsafeRawBufferPointer(start: nil, count: 0), to: &buffer)

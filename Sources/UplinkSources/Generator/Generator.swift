@@ -31,19 +31,18 @@ public struct GeneratorSource: Source {
 
     public func run(context: SourceContext) async throws {
         let limit: UInt64? = config.count.map { UInt64(max(0, $0)) }
+        if !config.isPaced {
+            await runUnpaced(limit: limit, context: context)
+            return
+        }
+
         var messages = MessageBuilder(sourceName: name, recordBytes: config.recordBytes)
         var emitted: UInt64 = 0
-
         func makeRecord() -> Record {
             .log(
                 messages.message(for: emitted), fields: [Tag("n", String(emitted))], source: name,
                 timestamp: WallClock.nowNanoseconds()
             )
-        }
-
-        if !config.isPaced {
-            await runUnpaced(limit: limit, messages: &messages, context: context)
-            return
         }
 
         let clock = ContinuousClock()
@@ -74,7 +73,8 @@ public struct GeneratorSource: Source {
     }
 
     /// Rate 0: batches of records, each batch offered with `emitWaitingForSpace` and waiting for room.
-    private func runUnpaced(limit: UInt64?, messages: inout MessageBuilder, context: SourceContext) async {
+    private func runUnpaced(limit: UInt64?, context: SourceContext) async {
+        var messages = MessageBuilder(sourceName: name, recordBytes: config.recordBytes)
         var batch = LogLineBatch(source: name, fields: [], originID: 0)
         var emitted: UInt64 = 0
         let maximumBatch = min(Self.maximumBatch, UInt64(max(1, Self.maximumBatchBytes / max(1, config.recordBytes))))
@@ -92,7 +92,8 @@ public struct GeneratorSource: Source {
                 }
             }
             for outcome in await context.sink.emitWaitingForSpace(batch) {
-                if rejected(outcome, logger: context.logger) || outcome == .droppedNewest { return }  // dropped: cancelled while waiting
+                // `droppedNewest` comes only after cancellation.
+                if rejected(outcome, logger: context.logger) || outcome == .droppedNewest { return }
             }
             sinceYield += end - emitted
             emitted = end

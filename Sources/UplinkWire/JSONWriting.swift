@@ -75,21 +75,32 @@ enum JSONWriting {
         return estimate &+ (nonzero >= powerOfTen(estimate) ? 1 : 0)
     }
 
-    /// 10^exponent for exponent in 0...19.
+    /// 10^exponent for exponent in 0...19 (a switch, which the optimizer turns into a table of constants).
     @inline(__always)
     private static func powerOfTen(_ exponent: Int) -> UInt64 {
-        withUnsafeBytes(of: powersOfTen) { $0.load(fromByteOffset: exponent &* 8, as: UInt64.self) }
+        switch exponent {
+        case 0: 1
+        case 1: 10
+        case 2: 100
+        case 3: 1_000
+        case 4: 10_000
+        case 5: 100_000
+        case 6: 1_000_000
+        case 7: 10_000_000
+        case 8: 100_000_000
+        case 9: 1_000_000_000
+        case 10: 10_000_000_000
+        case 11: 100_000_000_000
+        case 12: 1_000_000_000_000
+        case 13: 10_000_000_000_000
+        case 14: 100_000_000_000_000
+        case 15: 1_000_000_000_000_000
+        case 16: 10_000_000_000_000_000
+        case 17: 100_000_000_000_000_000
+        case 18: 1_000_000_000_000_000_000
+        default: 10_000_000_000_000_000_000
+        }
     }
-
-    private static let powersOfTen: (
-        UInt64, UInt64, UInt64, UInt64, UInt64, UInt64, UInt64, UInt64, UInt64, UInt64,
-        UInt64, UInt64, UInt64, UInt64, UInt64, UInt64, UInt64, UInt64, UInt64, UInt64
-    ) = (
-        1, 10, 100, 1_000, 10_000, 100_000, 1_000_000, 10_000_000, 100_000_000, 1_000_000_000,
-        10_000_000_000, 100_000_000_000, 1_000_000_000_000, 10_000_000_000_000, 100_000_000_000_000,
-        1_000_000_000_000_000, 10_000_000_000_000_000, 100_000_000_000_000_000, 1_000_000_000_000_000_000,
-        10_000_000_000_000_000_000
-    )
 
     /// "00" "01" … "99": two digits per division by 100.
     private static let digitPairs: StaticString = """

@@ -14,24 +14,17 @@ public struct RingRecordSink: RecordSink {
 
     @discardableResult
     public func emit(_ record: Record) -> AppendOutcome {
-        ring.append(encode(record), source: sourceID)
+        ring.append(encoder.frame(for: record), source: sourceID)
     }
 
     @discardableResult
     public func emitWaitingForSpace(_ record: Record) async -> AppendOutcome {
-        await ring.appendWaitingForSpace(encode(record), source: sourceID)
+        await ring.appendWaitingForSpace(encoder.frame(for: record), source: sourceID)
     }
 
     @discardableResult
     public func emitWaitingForSpace(_ batch: LogLineBatch) async -> [AppendOutcome] {
-        var frames: [UInt8] = []
-        frames.reserveCapacity(batch.messageBytes.count + batch.count * (72 + batch.source.utf8.count))
-        var ends: [Int] = []
-        ends.reserveCapacity(batch.count)
-        for index in 0..<batch.count {
-            encoder.encodeLogFrame(batch, line: index, into: &frames)
-            ends.append(frames.count)
-        }
+        let (frames, ends) = encoder.encodeLogFrames(batch)
         return await ring.appendWaitingForSpace(frames: frames, ends: ends, source: sourceID)
     }
 
@@ -39,12 +32,5 @@ public struct RingRecordSink: RecordSink {
 
     public func waitForAcknowledgement(after sequence: UInt64) async -> UInt64 {
         await ring.waitForAcknowledgement(after: sequence)
-    }
-
-    private func encode(_ record: Record) -> [UInt8] {
-        var frame: [UInt8] = []
-        frame.reserveCapacity(record.estimatedFrameBytes)
-        encoder.encodeFrame(record, into: &frame)
-        return frame
     }
 }

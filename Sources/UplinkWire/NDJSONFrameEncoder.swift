@@ -4,36 +4,23 @@ import UplinkCore
 /// `WireLineWriter.appendRecordLine` puts in front when the frame is sent.
 ///
 /// A frame looks like `"ts":1763704818123456789,"src":"cpu","metric":"cpu.user","value":12.5,"unit":"percent"}` + `\n`.
+///
+/// Frames are written with `JSONRawWriter` into memory sized for the worst case (every byte escaped), so the
+/// writing itself has no capacity checks; `encodeLogFrames(_:)` also writes the parts every line of a batch shares
+/// only once.
 public struct NDJSONFrameEncoder: RecordFrameEncoder {
     public init() {}
 
     public func encodeFrame(_ record: Record, into frame: inout [UInt8]) {
-        frame.append(contentsOf: #""ts":"#.utf8)
-        JSONWriting.appendInteger(record.timestamp, to: &frame)
-        frame.append(contentsOf: #","src":"#.utf8)
-        JSONWriting.appendString(record.source, to: &frame)
-        switch record.payload {
-        case .metric(let metric):
-            frame.append(contentsOf: #","metric":"#.utf8)
-            JSONWriting.appendString(metric.name, to: &frame)
-            frame.append(contentsOf: #","value":"#.utf8)
-            JSONWriting.appendNumber(metric.value, to: &frame)
-            frame.append(contentsOf: #","unit":"#.utf8)
-            JSONWriting.appendString(metric.unit, to: &frame)
-            if !metric.tags.isEmpty {
-                frame.append(contentsOf: #","tags":"#.utf8)
-                JSONWriting.appendObject(metric.tags, to: &frame)
-            }
-        case .log(let line):
-            frame.append(contentsOf: #","log":"#.utf8)
-            JSONWriting.appendString(line.message, to: &frame)
-            if !line.fields.isEmpty {
-                frame.append(contentsOf: #","fields":"#.utf8)
-                JSONWriting.appendObject(line.fields, to: &frame)
-            }
-            if let origin = line.origin { Self.appendOrigin(origin, to: &frame) }
+        frame.appendJSON(maximumBytes: Self.maximumFrameBytes(record)) { Self.write(record, to: &$0) }
+    }
+
+    public func frame(for record: Record) -> [UInt8] {
+        [UInt8](unsafeUninitializedCapacity: Self.maximumFrameBytes(record)) { buffer, count in
+            var writer = JSONRawWriter(buffer.baseAddress!)
+            Self.write(record, to: &writer)
+            count = writer.position - buffer.baseAddress!
         }
-        frame.append(contentsOf: "}\n".utf8)
     }
 
     /// Encodes a log record whose message is raw bytes (e.g. a line read from a file), replacing ill-formed UTF-8,
@@ -42,43 +29,228 @@ public struct NDJSONFrameEncoder: RecordFrameEncoder {
         timestamp: Int64, source: String, message: UnsafeRawBufferPointer, fields: [Tag], origin: RecordOrigin? = nil,
         into frame: inout [UInt8]
     ) {
-        frame.append(contentsOf: #""ts":"#.utf8)
-        JSONWriting.appendInteger(timestamp, to: &frame)
-        frame.append(contentsOf: #","src":"#.utf8)
-        JSONWriting.appendString(source, to: &frame)
-        frame.append(contentsOf: #","log":"#.utf8)
-        JSONWriting.appendString(bytes: message, to: &frame)
-        if !fields.isEmpty {
-            frame.append(contentsOf: #","fields":"#.utf8)
-            JSONWriting.appendObject(fields, to: &frame)
+        let maximumBytes = Self.fixedFrameBytes + JSONWriting.maximumStringBytes(source.utf8.count)
+            + JSONWriting.maximumStringBytes(message.count) + JSONWriting.maximumObjectBytes(fields)
+        frame.appendJSON(maximumBytes: maximumBytes) { writer in
+            writer.literal(#""ts":"#)
+            writer.integer(timestamp)
+            writer.literal(#","src":"#)
+            writer.string(source)
+            writer.literal(#","log":"#)
+            writer.string(bytes: message)
+            Self.writeLogEnd(fields: fields, origin: origin, to: &writer)
         }
-        if let origin { Self.appendOrigin(origin, to: &frame) }
-        frame.append(contentsOf: "}\n".utf8)
     }
 
     /// Encodes line `index` of `batch` straight from its bytes (no `String`, no `Record`).
     public func encodeLogFrame(_ batch: LogLineBatch, line index: Int, into frame: inout [UInt8]) {
+        let layout = BatchLayout(batch)
         let line = batch.lines[index]
-        frame.append(contentsOf: #""ts":"#.utf8)
-        JSONWriting.appendInteger(line.timestamp, to: &frame)
-        frame.append(contentsOf: #","src":"#.utf8)
-        JSONWriting.appendString(batch.source, to: &frame)
-        frame.append(contentsOf: #","log":"#.utf8)
-        batch.messageBytes.withUnsafeBytes { bytes in
-            JSONWriting.appendString(bytes: UnsafeRawBufferPointer(rebasing: bytes[line.start..<line.end]), to: &frame)
+        let maximumBytes = layout.maximumLineBytes + JSONWriting.maximumStringBytes(line.end - line.start)
+            + 6 * (line.extraFieldsEnd - line.extraFieldsStart)
+        batch.messageBytes.withUnsafeBytes { messages in
+            frame.appendJSON(maximumBytes: maximumBytes) { writer in
+                layout.withParts { parts in
+                    writer.literal(#""ts":"#)
+                    writer.integer(line.timestamp)
+                    writer.bytes(parts.head)
+                    Self.writeLineRest(of: batch, index, line, messages: messages, parts: parts, to: &writer)
+                }
+            }
         }
-        if !batch.fields.isEmpty || !line.extraFields.isEmpty {
-            frame.append(contentsOf: #","fields":"#.utf8)
-            JSONWriting.appendObject(line.extraFields.isEmpty ? batch.fields : batch.fields + line.extraFields, to: &frame)
-        }
-        if let origin = batch.origin(of: index) { Self.appendOrigin(origin, to: &frame) }
-        frame.append(contentsOf: "}\n".utf8)
     }
 
-    private static func appendOrigin(_ origin: RecordOrigin, to frame: inout [UInt8]) {
-        frame.append(contentsOf: #","origin":"#.utf8)
-        JSONWriting.appendInteger(origin.id, to: &frame)
-        frame.append(contentsOf: #","offset":"#.utf8)
-        JSONWriting.appendInteger(origin.offset, to: &frame)
+    public func encodeLogFrames(_ batch: LogLineBatch) -> (frames: [UInt8], ends: [Int]) {
+        guard !batch.isEmpty else { return ([], []) }
+        let layout = BatchLayout(batch)
+        // Messages as strings (6 bytes per byte, 2 quotes), and lines' own fields: a field is stored in 8 + k + v
+        // bytes and written in at most 6k + 6v + 6 (`,"k":"v"`).
+        let maximumBytes = batch.count * layout.maximumLineBytes
+            + 6 * batch.messageBytes.count + 2 * batch.count + 6 * batch.extraFieldBytes.count
+        var frames: [UInt8] = []
+        let ends = [Int](unsafeUninitializedCapacity: batch.count) { ends, endsCount in
+            frames = [UInt8](unsafeUninitializedCapacity: maximumBytes) { buffer, count in
+                let base = buffer.baseAddress!
+                var writer = JSONRawWriter(base)
+                layout.withParts { parts in
+                    batch.messageBytes.withUnsafeBytes { messages in
+                        batch.lines.withUnsafeBufferPointer { lines in
+                            // Lines read together share a timestamp: then `"ts":…,"src":…,"log":` is copied from
+                            // the frame before.
+                            var previousStart = base
+                            var previousTimestamp: Int64 = 0
+                            var prefixLength = 0
+                            for index in 0..<lines.count {
+                                let line = lines[index]
+                                let start = writer.position
+                                if prefixLength > 0 && line.timestamp == previousTimestamp {
+                                    writer.bytes(UnsafeRawBufferPointer(start: previousStart, count: prefixLength))
+                                } else {
+                                    writer.literal(#""ts":"#)
+                                    writer.integer(line.timestamp)
+                                    writer.bytes(parts.head)
+                                    prefixLength = writer.position - start
+                                    previousTimestamp = line.timestamp
+                                }
+                                previousStart = start
+                                Self.writeLineRest(of: batch, index, line, messages: messages, parts: parts, to: &writer)
+                                ends[index] = writer.position - base
+                            }
+                        }
+                    }
+                }
+                count = writer.position - base
+            }
+            endsCount = batch.count
+        }
+        return (frames, ends)
+    }
+
+    // MARK: Writing
+
+    /// Room for the keys, integers, numbers and closing bytes of any frame; strings and objects come on top.
+    private static let fixedFrameBytes = 128
+
+    private static func maximumFrameBytes(_ record: Record) -> Int {
+        var bytes = fixedFrameBytes + JSONWriting.maximumStringBytes(record.source.utf8.count)
+        switch record.payload {
+        case .metric(let metric):
+            bytes += JSONWriting.maximumStringBytes(metric.name.utf8.count)
+                + JSONWriting.maximumStringBytes(metric.unit.utf8.count) + JSONWriting.maximumObjectBytes(metric.tags)
+        case .log(let line):
+            bytes += JSONWriting.maximumStringBytes(line.message.utf8.count) + JSONWriting.maximumObjectBytes(line.fields)
+        }
+        return bytes
+    }
+
+    private static func write(_ record: Record, to writer: inout JSONRawWriter) {
+        writer.literal(#""ts":"#)
+        writer.integer(record.timestamp)
+        writer.literal(#","src":"#)
+        writer.string(record.source)
+        switch record.payload {
+        case .metric(let metric):
+            writer.literal(#","metric":"#)
+            writer.string(metric.name)
+            writer.literal(#","value":"#)
+            writer.number(metric.value)
+            writer.literal(#","unit":"#)
+            writer.string(metric.unit)
+            if !metric.tags.isEmpty {
+                writer.literal(#","tags":"#)
+                writer.object(metric.tags)
+            }
+            writer.literal("}\n")
+        case .log(let line):
+            writer.literal(#","log":"#)
+            writer.string(line.message)
+            writeLogEnd(fields: line.fields, origin: line.origin, to: &writer)
+        }
+    }
+
+    /// What follows a log record's message.
+    private static func writeLogEnd(fields: [Tag], origin: RecordOrigin?, to writer: inout JSONRawWriter) {
+        if !fields.isEmpty {
+            writer.literal(#","fields":"#)
+            writer.object(fields)
+        }
+        if let origin {
+            writer.literal(#","origin":"#)
+            writer.decimal(origin.id)
+            writer.literal(#","offset":"#)
+            writer.decimal(origin.offset)
+        }
+        writer.literal("}\n")
+    }
+
+    /// A batch line's frame from its message on.
+    @inline(__always)
+    private static func writeLineRest(
+        of batch: LogLineBatch, _ index: Int, _ line: LogLineBatch.Line, messages: UnsafeRawBufferPointer,
+        parts: BatchLayout.Parts, to writer: inout JSONRawWriter
+    ) {
+        writer.string(bytes: UnsafeRawBufferPointer(rebasing: messages[line.start..<line.end]))
+        if line.hasExtraFields {
+            writer.bytes(parts.fieldsOpen)
+            var first = batch.fields.isEmpty
+            batch.forEachExtraField(ofLine: index) { key, value in
+                if !first { writer.byte(UInt8(ascii: ",")) }
+                first = false
+                writer.string(bytes: key)
+                writer.byte(UInt8(ascii: ":"))
+                writer.string(bytes: value)
+            }
+            writer.byte(UInt8(ascii: "}"))
+            writer.bytes(parts.origin)
+        } else {
+            writer.bytes(parts.tail)
+        }
+        if batch.originID != 0 { writer.decimal(line.originOffset) }
+        writer.literal("}\n")
+    }
+}
+
+/// The parts of a batch's frames that are the same on every line, encoded once.
+private struct BatchLayout {
+    /// `head`, `fieldsOpen`, `tail` and `origin` back to back.
+    private let bytes: [UInt8]
+    private let headEnd: Int
+    private let fieldsOpenEnd: Int
+    private let tailEnd: Int
+
+    /// Most bytes a line's frame takes besides its message (quotes included) and its own fields.
+    let maximumLineBytes: Int
+
+    struct Parts {
+        /// `,"src":"<source>","log":`
+        let head: UnsafeRawBufferPointer
+        /// `,"fields":{` and the batch's fields (without a closing brace), for lines with fields of their own.
+        let fieldsOpen: UnsafeRawBufferPointer
+        /// What follows the message on a line without fields of its own: the fields object if the batch has
+        /// fields, then `origin`.
+        let tail: UnsafeRawBufferPointer
+        /// `,"origin":<id>,"offset":` when the batch has an origin id; empty otherwise.
+        let origin: UnsafeRawBufferPointer
+    }
+
+    init(_ batch: LogLineBatch) {
+        var bytes: [UInt8] = Array(#","src":"#.utf8)
+        JSONWriting.appendString(batch.source, to: &bytes)
+        bytes.append(contentsOf: #","log":"#.utf8)
+        headEnd = bytes.count
+
+        let fieldsStart = bytes.count
+        bytes.append(contentsOf: #","fields":{"#.utf8)
+        bytes.appendJSON(maximumBytes: JSONWriting.maximumObjectBytes(batch.fields)) { $0.members(batch.fields, first: true) }
+        fieldsOpenEnd = bytes.count
+
+        var origin: [UInt8] = []
+        if batch.originID != 0 {
+            origin.append(contentsOf: #","origin":"#.utf8)
+            JSONWriting.appendInteger(batch.originID, to: &origin)
+            origin.append(contentsOf: #","offset":"#.utf8)
+        }
+        if !batch.fields.isEmpty {
+            bytes.append(contentsOf: bytes[fieldsStart..<fieldsOpenEnd])
+            bytes.append(UInt8(ascii: "}"))
+        }
+        bytes.append(contentsOf: origin)
+        tailEnd = bytes.count
+        bytes.append(contentsOf: origin)
+        self.bytes = bytes
+
+        // "ts": + integer, head, fields (opening, closing brace) or tail, origin, offset, "}\n".
+        maximumLineBytes = 5 + JSONWriting.maximumIntegerBytes + headEnd + (fieldsOpenEnd - headEnd) + 1
+            + origin.count + JSONWriting.maximumIntegerBytes + 2
+    }
+
+    func withParts<Result>(_ body: (Parts) -> Result) -> Result {
+        bytes.withUnsafeBytes { bytes in
+            body(Parts(
+                head: UnsafeRawBufferPointer(rebasing: bytes[0..<headEnd]),
+                fieldsOpen: UnsafeRawBufferPointer(rebasing: bytes[headEnd..<fieldsOpenEnd]),
+                tail: UnsafeRawBufferPointer(rebasing: bytes[fieldsOpenEnd..<tailEnd]),
+                origin: UnsafeRawBufferPointer(rebasing: bytes[tailEnd...])))
+        }
     }
 }

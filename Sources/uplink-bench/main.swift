@@ -19,6 +19,7 @@ let logger = Logger(label: "uplink-bench")
 if wanted("ring") {
     RingBenchmark.run(frames: 20_000_000, frameBytes: 200).print()
 }
+if requested.contains("encode") { for result in try await EncodeBenchmark.run(logger: logger) { result.print() } }
 if wanted("e2e") {
     // UPLINK_BENCH_RECORDS=N runs fewer records, e.g. under `valgrind --tool=callgrind` to count instructions.
     let records = Int(getenv("UPLINK_BENCH_RECORDS").map { String(cString: $0) } ?? "") ?? 2_000_000

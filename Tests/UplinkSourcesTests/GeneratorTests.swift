@@ -25,6 +25,49 @@ struct GeneratorTests {
         }
     }
 
+    @Test("rate 0 hands records over in batches that double up to 256 (and 256 KiB), without origin or batch fields")
+    func unpacedBatches() async throws {
+        final class BatchSink: RecordSink {
+            let state = Mutex<(sizes: [Int], records: [Record])>(([], []))
+            func emit(_ record: Record) -> AppendOutcome { .droppedNewest }
+            func emitWaitingForSpace(_ record: Record) async -> AppendOutcome { .droppedNewest }
+            func emitWaitingForSpace(_ batch: LogLineBatch) async -> [AppendOutcome] {
+                state.withLock { state in
+                    #expect(batch.fields.isEmpty && batch.originID == 0 && batch.source == "b")
+                    state.sizes.append(batch.count)
+                    for index in 0..<batch.count { state.records.append(batch.record(at: index)) }
+                    let first = state.records.count - batch.count
+                    return (0..<batch.count).map { .appended(sequence: UInt64(first + $0 + 1)) }
+                }
+            }
+        }
+        let sink = BatchSink()
+        try await run(GeneratorSource(name: "b", config: GeneratorConfig(rate: 0, recordBytes: 30, count: 700)), sink: sink)
+        let (sizes, records) = sink.state.withLock { $0 }
+        #expect(sizes == [1, 2, 4, 8, 16, 32, 64, 128, 256, 189])
+
+        let large = BatchSink()
+        try await run(
+            GeneratorSource(name: "b", config: GeneratorConfig(rate: 0, recordBytes: 100_000, count: 8)), sink: large)
+        #expect(large.state.withLock { $0.sizes } == [1, 2, 2, 2, 1], "at most 256 KiB of messages per batch")
+        var messages = GeneratorSource.MessageBuilder(sourceName: "b", recordBytes: 30)
+        for (index, record) in records.enumerated() {
+            #expect(record == .log(
+                messages.message(for: UInt64(index)), fields: [Tag("n", "\(index)")], source: "b",
+                timestamp: record.timestamp))
+            #expect(record.timestamp > 1_700_000_000_000_000_000)
+        }
+    }
+
+    @Test("messages as bytes are the messages as strings, also beyond 12 digits")
+    func messageBytes() {
+        var messages = GeneratorSource.MessageBuilder(sourceName: "m", recordBytes: 25)
+        for counter: UInt64 in [0, 7, 999_999_999_999, 1_000_000_000_000, .max] {
+            let bytes = messages.withMessageBytes(for: counter) { Array($0) }
+            #expect(String(decoding: bytes, as: UTF8.self) == messages.message(for: counter))
+        }
+    }
+
     @Test("record_bytes smaller than the prefix gives just the prefix; sizes count UTF-8 bytes")
     func sizes() {
         var small = GeneratorSource.MessageBuilder(sourceName: "gen-a", recordBytes: 10)

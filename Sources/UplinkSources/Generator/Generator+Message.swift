@@ -33,17 +33,27 @@ extension GeneratorSource {
 
         /// The message of record `counter`.
         mutating func message(for counter: UInt64) -> String {
+            withMessageBytes(for: counter) { String(decoding: $0, as: UTF8.self) }
+        }
+
+        /// Calls `body` with the message of record `counter` as UTF-8 bytes.
+        mutating func withMessageBytes<Result>(
+            for counter: UInt64, _ body: (UnsafeRawBufferPointer) -> Result
+        ) -> Result {
             guard counter < Self.counterLimit else {
-                return Self.longMessage(sourceName: sourceName, counter: counter, recordBytes: recordBytes)
+                var message = Self.longMessage(sourceName: sourceName, counter: counter, recordBytes: recordBytes)
+                return message.withUTF8 { body(UnsafeRawBufferPointer($0)) }
             }
-            var rest = counter
-            var index = counterOffset + Self.counterDigits - 1
-            for _ in 0..<Self.counterDigits {
-                template[index] = UInt8(ascii: "0") + UInt8(truncatingIfNeeded: rest % 10)
-                rest /= 10
-                index -= 1
+            return template.withUnsafeMutableBytes { template in
+                var rest = counter
+                var index = counterOffset + Self.counterDigits - 1
+                for _ in 0..<Self.counterDigits {
+                    template[index] = UInt8(ascii: "0") &+ UInt8(truncatingIfNeeded: rest % 10)
+                    rest /= 10
+                    index -= 1
+                }
+                return body(UnsafeRawBufferPointer(template))
             }
-            return String(decoding: template, as: UTF8.self)
         }
 
         /// Counters of 10^12 and more have more than 12 digits; the message grows if it must.

@@ -82,7 +82,7 @@ extension TailEngine {
             truncated += 1
             batch.append(
                 message: message, timestamp: timestamp, originOffset: endOffset,
-                extraFields: [Tag("truncated", String(originalLength))])
+                extraField: "truncated", decimal: UInt64(originalLength))
         } else {
             batch.append(message: message, timestamp: timestamp, originOffset: endOffset)
         }

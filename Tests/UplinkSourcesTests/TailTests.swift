@@ -86,7 +86,7 @@ struct TailTests {
         #expect(await eventually { sink.count >= 3 })
         try await tail.stop()
         let records = sink.records
-        #expect(records.count == 3)
+        try #require(records.count == 3)
         #expect(records[0].tailMessage == "before")
         #expect(records[1].tailMessage == String(repeating: "x", count: 1000))
         #expect(records[1].tailField("truncated") == String(10 * 1024 * 1024))

@@ -4,8 +4,8 @@ import Logging
 import Glibc
 #endif
 
-// `swift run -c release uplink-bench [ring|e2e|ingest|latency|tail|idle]...`: runs the named benchmarks (all by default) and prints
-// their numbers. Agent and collector share this process, so CPU time covers both sides.
+// `swift run -c release uplink-bench [ring|e2e|ingest|latency|tail|idle|encode]...`: runs the named benchmarks (all but
+// `encode` by default) and prints their numbers. Agent and collector share this process, so CPU time covers both sides.
 let requested = Set(CommandLine.arguments.dropFirst())
 func wanted(_ name: String) -> Bool { requested.isEmpty || requested.contains(name) }
 
@@ -19,6 +19,7 @@ let logger = Logger(label: "uplink-bench")
 if wanted("ring") {
     RingBenchmark.run(frames: 20_000_000, frameBytes: 200).print()
 }
+// The producing side alone (not in the default set): what encoding costs per record, for work on the encoder.
 if requested.contains("encode") { for result in try await EncodeBenchmark.run(logger: logger) { result.print() } }
 if wanted("e2e") {
     // UPLINK_BENCH_RECORDS=N runs fewer records, e.g. under `valgrind --tool=callgrind` to count instructions.

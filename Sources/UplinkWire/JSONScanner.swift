@@ -128,15 +128,10 @@ struct JSONScanner {
         }
     }
 
-    /// Whether any byte of `word` is `"`, `\`, below 0x20 or above 0x7F.
-    @inline(__always)
-    static func needsAttention(_ word: UInt64) -> Bool {
-        attentionBits(word) != 0
-    }
-
     /// The high bit set in the bytes of `word` (loaded little-endian) that are `"`, `\`, below 0x20 or above
     /// 0x7F. Bytes above the first such byte may be flagged falsely (borrows), so only the lowest set bit is exact:
-    /// `trailingZeroBitCount / 8` is the position of the first byte that needs attention.
+    /// `trailingZeroBitCount / 8` is the position of the first byte that needs attention. The decoder uses it to
+    /// skip plain string bytes, the encoder (`JSONRawWriter`) to copy them.
     @inline(__always)
     static func attentionBits(_ word: UInt64) -> UInt64 {
         let ones: UInt64 = 0x0101_0101_0101_0101

@@ -252,7 +252,7 @@ struct JSONRawWriter {
             while index &+ 8 <= count {
                 let word = source.loadUnaligned(fromByteOffset: index, as: UInt64.self)
                 UnsafeMutableRawPointer(position).storeBytes(of: word, as: UInt64.self)
-                let attention = Self.attentionMask(word)
+                let attention = JSONScanner.attentionBits(word)
                 if attention != 0 {
                     let plain = attention.trailingZeroBitCount &>> 3
                     index &+= plain
@@ -307,22 +307,6 @@ struct JSONRawWriter {
             byte(hex.utf8Start[Int(value &>> 4)])
             byte(hex.utf8Start[Int(value & 0x0F)])
         }
-    }
-
-    /// The high bit of each byte of `word` (little-endian) that is a quote, a backslash, a control character or
-    /// not ASCII, and possibly of bytes after such a byte; zero when all eight bytes are plain. The lowest set bit
-    /// is exact, so `trailingZeroBitCount / 8` is the number of plain bytes in front. (`JSONScanner.needsAttention`
-    /// is the same test as a Bool.)
-    @inline(__always)
-    static func attentionMask(_ word: UInt64) -> UInt64 {
-        let ones: UInt64 = 0x0101_0101_0101_0101
-        let highs: UInt64 = 0x8080_8080_8080_8080
-        let quote = word ^ (ones &* 0x22)
-        let backslash = word ^ (ones &* 0x5C)
-        let control = (word &- ones &* 0x20) & ~word
-        let hasQuote = (quote &- ones) & ~quote
-        let hasBackslash = (backslash &- ones) & ~backslash
-        return (word | control | hasQuote | hasBackslash) & highs
     }
 }
 

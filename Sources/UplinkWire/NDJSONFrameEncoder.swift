@@ -42,24 +42,8 @@ public struct NDJSONFrameEncoder: RecordFrameEncoder {
         }
     }
 
-    /// Encodes line `index` of `batch` straight from its bytes (no `String`, no `Record`).
-    public func encodeLogFrame(_ batch: LogLineBatch, line index: Int, into frame: inout [UInt8]) {
-        let layout = BatchLayout(batch)
-        let line = batch.lines[index]
-        let maximumBytes = layout.maximumLineBytes + JSONWriting.maximumStringBytes(line.end - line.start)
-            + 6 * (line.extraFieldsEnd - line.extraFieldsStart)
-        batch.messageBytes.withUnsafeBytes { messages in
-            frame.appendJSON(maximumBytes: maximumBytes) { writer in
-                layout.withParts { parts in
-                    writer.literal(#""ts":"#)
-                    writer.integer(line.timestamp)
-                    writer.bytes(parts.head)
-                    Self.writeLineRest(of: batch, index, line, messages: messages, parts: parts, to: &writer)
-                }
-            }
-        }
-    }
-
+    /// Every line of `batch` straight from its bytes (no `String`, no `Record` per line). A single line
+    /// (`encodeLogFrame(_:line:into:)`) takes the protocol's path through a `Record`, which gives the same bytes.
     public func encodeLogFrames(_ batch: LogLineBatch) -> (frames: [UInt8], ends: [Int]) {
         guard !batch.isEmpty else { return ([], []) }
         let layout = BatchLayout(batch)

@@ -203,10 +203,10 @@ import UplinkWire
             }
         }
         let encoder = NDJSONFrameEncoder()
+        let (frames, ends) = encoder.encodeLogFrames(batch)
         for index in 0..<batch.count {
-            var fast: [UInt8] = []
+            let fast = Array(frames[(index == 0 ? 0 : ends[index - 1])..<ends[index]])
             var slow: [UInt8] = []
-            encoder.encodeLogFrame(batch, line: index, into: &fast)
             encoder.encodeFrame(batch.record(at: index), into: &slow)
             #expect(fast == slow)
         }

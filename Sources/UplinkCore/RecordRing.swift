@@ -8,7 +8,7 @@ public struct SourceID: Hashable, Sendable {
 
 /// The bounded circular buffer between the sources and the uplink.
 ///
-/// It stores encoded frames back to back in one fixed allocation of `capacity` bytes (each frame behind an
+/// It stores encoded frames back to back in one reserved mapping of `capacity` bytes (each frame behind an
 /// 8-byte header: body length and source id), numbers them with consecutive sequence numbers starting at 1,
 /// and keeps three cursors:
 ///
@@ -21,6 +21,9 @@ public struct SourceID: Hashable, Sendable {
 /// `appendWaitingForSpace` (sources whose data is durable elsewhere, such as log tailers that checkpoint on
 /// acknowledgement) are never dropped to make room: when one of them is the oldest frame, an append that would
 /// have to drop it is refused instead (counted as `droppedNewest`).
+///
+/// Memory follows the backlog: pages of the storage cost memory only from their first write, and the chunks that
+/// acknowledged frames leave behind are given back to the system (see `RingMemory`).
 ///
 /// All methods are safe to call from many threads at once. The lock is held only to copy bytes.
 public final class RecordRing: Sendable {
@@ -36,7 +39,7 @@ public final class RecordRing: Sendable {
     /// What happens to an append that does not fit.
     public let policy: OverflowPolicy
 
-    // Only touched with `state` locked.
+    // Only touched with `state` locked; `state.memory` owns the mapping.
     private nonisolated(unsafe) let storage: UnsafeMutableRawPointer
     private let state: Mutex<State>
     private let usedBytesGauge = Gauge(label: "uplink_ring_used_bytes")
@@ -46,12 +49,13 @@ public final class RecordRing: Sendable {
         precondition(capacity >= 64, "ring capacity must be at least 64 bytes")
         self.capacity = capacity
         self.policy = policy
-        self.storage = UnsafeMutableRawPointer.allocate(byteCount: capacity, alignment: 16)
-        self.state = Mutex(State())
+        let memory = RingMemory(capacity: capacity)
+        self.storage = memory.map()
+        self.state = Mutex(State(memory: memory))
     }
 
     deinit {
-        storage.deallocate()
+        state.withLock { $0.memory.unmap(storage) }
     }
 
     // MARK: Sources
@@ -182,6 +186,7 @@ public final class RecordRing: Sendable {
             usedBytesGauge.record(state.used + needed)
         }
         let sourceWord = kept ? source.rawValue | Self.keptFlag : source.rawValue
+        state.memory.noteWritten(at: state.tail, count: needed)
         if state.tail + needed <= capacity {
             // Common case: the frame does not wrap around the end of the storage.
             let destination = storage + state.tail
@@ -322,10 +327,12 @@ public final class RecordRing: Sendable {
     public func acknowledge(through sequence: UInt64) {
         let (spaceWaiters, acknowledgementWaiters, acknowledged) = state.withLock { state in
             if sequence > state.acknowledged { state.acknowledged = sequence }
+            let (oldHead, oldUsed) = (state.head, state.used)
             while state.headSequence <= sequence && state.headSequence < state.nextSequence {
                 let (length, _) = header(at: state.head)
                 releaseHeadLocked(&state, frameBytes: Self.frameHeaderBytes + length)
             }
+            state.memory.release(from: oldHead, released: oldUsed - state.used, tail: state.tail, used: state.used, in: storage)
             reportMetricsLocked(&state)
             return (takeSatisfiedSpaceWaiters(&state), takeSatisfiedAcknowledgementWaiters(&state), state.acknowledged)
         }
@@ -430,6 +437,12 @@ public final class RecordRing: Sendable {
         }
     }
 
+    /// Bytes of the ring's storage in memory now, as the kernel reports them; nil where it cannot tell. At most
+    /// `capacity` rounded up to whole pages; small while the collector keeps up (see `RingMemory`).
+    public func residentBytes() -> Int? {
+        state.withLock { $0.memory.residentBytes(of: storage) }
+    }
+
     // MARK: Waiting for space
 
     private func waitForSpace(_ needed: Int) async {
@@ -497,6 +510,7 @@ public final class RecordRing: Sendable {
 
 extension RecordRing {
     fileprivate struct State {
+        var memory: RingMemory
         var head = 0
         var tail = 0
         var send = 0

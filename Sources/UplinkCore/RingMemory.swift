@@ -1,0 +1,133 @@
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+/// The memory behind a `RecordRing`: one anonymous mapping of `capacity` bytes whose pages the system lends only
+/// while frames need them.
+///
+/// The mapping is reserved, not committed: a page costs memory from the first write into it. The ring's storage is
+/// split into chunks (a power of two of at least one page, at most 1 MiB, at least 16 per ring). When the oldest
+/// retained frame moves out of a chunk and the chunk lies wholly in the free part of the ring, its pages are handed
+/// back with `madvise(MADV_DONTNEED)`; the next write into it starts from fresh zero pages. So an agent whose
+/// collector keeps up holds a chunk or two of its ring, and the ring still grows to its full capacity during an
+/// outage.
+///
+/// A free chunk close ahead of the write position is kept: the writer is about to use it, and giving it back would
+/// only cost page faults. With a nearly full ring (bulk transfers, where the sources wait for space) every free
+/// chunk is that close, so a busy ring keeps its memory and pays nothing per lap.
+///
+/// Not thread-safe: the ring calls it with its lock held, which is also what keeps a chunk from being written while
+/// it is handed back.
+struct RingMemory: Sendable {
+    /// Usable bytes (the mapping is rounded up to whole pages).
+    let capacity: Int
+    private let mappedBytes: Int
+    /// log2 of the chunk size; 0 when the ring is too small to hand anything back.
+    private let chunkShift: Int
+    /// Whether each chunk may hold pages written since it was last handed back.
+    private var touched: [Bool]
+    /// Free chunks closer than this ahead of the write position are kept.
+    private let keepAheadBytes: Int
+
+    /// Largest chunk handed back at once.
+    static let maximumChunkBytes = 1 << 20
+    /// A ring is split into at least this many chunks, so a small ring can still give memory back.
+    static let minimumChunks = 16
+    /// Free chunks within this many chunks ahead of the writer are kept.
+    static let chunksKeptAhead = 2
+
+    /// Plans the memory of a ring of `capacity` bytes; `map()` reserves it.
+    init(capacity: Int) {
+        let page = Int(sysconf(Int32(_SC_PAGESIZE)))
+        let pageBytes = page > 0 ? page : 4096
+        self.capacity = capacity
+        self.mappedBytes = (capacity + pageBytes - 1) / pageBytes * pageBytes
+        var chunk = Self.maximumChunkBytes
+        while chunk > pageBytes && capacity / chunk < Self.minimumChunks { chunk >>= 1 }
+        if chunk >= pageBytes && capacity / chunk >= 2 {
+            self.chunkShift = chunk.trailingZeroBitCount
+            self.touched = Array(repeating: false, count: (capacity + chunk - 1) / chunk)
+        } else {
+            self.chunkShift = 0
+            self.touched = []
+        }
+        self.keepAheadBytes = Self.chunksKeptAhead << chunkShift
+    }
+
+    /// Reserves the storage: `capacity` bytes, zero, costing memory only where written. Traps when the system
+    /// refuses (the configuration bounds the size to what fits the machine).
+    func map() -> UnsafeMutableRawPointer {
+        let mapped = mmap(nil, mappedBytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0)
+        guard let mapped, mapped != MAP_FAILED else {
+            fatalError("RecordRing: cannot reserve \(capacity) bytes of address space (errno \(errno))")
+        }
+        return mapped
+    }
+
+    /// Unmaps the storage that `map()` returned; the ring calls it once, from its `deinit`.
+    func unmap(_ base: UnsafeMutableRawPointer) {
+        munmap(base, mappedBytes)
+    }
+
+    /// Notes that `count` bytes were written at `offset` (wrapping at `capacity`).
+    @inline(__always)
+    mutating func noteWritten(at offset: Int, count: Int) {
+        guard chunkShift > 0, count > 0 else { return }
+        let first = offset >> chunkShift
+        let lastOffset = offset + count - 1
+        let last = (lastOffset < capacity ? lastOffset : lastOffset - capacity) >> chunkShift
+        if first == last && touched[first] { return }
+        var chunk = first
+        while true {
+            touched[chunk] = true
+            if chunk == last { break }
+            chunk = chunk + 1 == touched.count ? 0 : chunk + 1
+        }
+    }
+
+    /// Hands back the chunks the oldest frame moved out of.
+    ///
+    /// - Parameters:
+    ///   - oldHead: Where the oldest retained frame started before frames were released.
+    ///   - released: How many bytes were released from there.
+    ///   - tail: Where the next frame will be written.
+    ///   - used: Bytes still held by frames (from the new head to `tail`).
+    mutating func release(from oldHead: Int, released: Int, tail: Int, used: Int, in base: UnsafeMutableRawPointer) {
+        guard chunkShift > 0, released > 0 else { return }
+        let free = capacity - used
+        var offset = oldHead
+        var remaining = released
+        while remaining > 0 {
+            let chunk = offset >> chunkShift
+            let chunkStart = chunk << chunkShift
+            let chunkEnd = min(chunkStart + (1 << chunkShift), capacity)
+            let toEnd = chunkEnd - offset
+            guard remaining >= toEnd else { break }
+            remaining -= toEnd
+            offset = chunkEnd == capacity ? 0 : chunkEnd
+            guard touched[chunk] else { continue }
+            // The chunk must lie wholly in the free region [tail, tail + free), and not just ahead of the writer.
+            let ahead = chunkStart >= tail ? chunkStart - tail : chunkStart + capacity - tail
+            if ahead >= keepAheadBytes && ahead + (chunkEnd - chunkStart) <= free {
+                madvise(base + chunkStart, chunkEnd - chunkStart, MADV_DONTNEED)
+                touched[chunk] = false
+            }
+        }
+    }
+
+    /// Bytes of the storage that are in memory now, as the kernel reports them (`mincore(2)`); nil if it cannot
+    /// tell.
+    func residentBytes(of base: UnsafeMutableRawPointer) -> Int? {
+        let page = Int(sysconf(Int32(_SC_PAGESIZE)))
+        guard page > 0 else { return nil }
+        let pages = mappedBytes / page
+        var vector = [UInt8](repeating: 0, count: pages)
+        let result = vector.withUnsafeMutableBufferPointer { mincore(base, mappedBytes, $0.baseAddress) }
+        guard result == 0 else { return nil }
+        return vector.reduce(0) { $0 + Int($1 & 1) } * page
+    }
+}

@@ -1,0 +1,93 @@
+import Testing
+import UplinkCore
+
+/// The ring gives the memory of acknowledged regions back to the system (as the kernel's `mincore` reports it)
+/// and still keeps every retained byte.
+extension RecordRingTests {
+    private static let mebibyte = 1 << 20
+
+    @Test func aRingCostsNoMemoryBeforeItIsWritten() throws {
+        let ring = RecordRing(capacity: 64 * Self.mebibyte)
+        let resident = try #require(ring.residentBytes())
+        #expect(resident == 0)
+    }
+
+    @Test func anUnacknowledgedBacklogFillsTheWholeCapacity() throws {
+        let capacity = 16 * Self.mebibyte
+        let ring = RecordRing(capacity: capacity)
+        let source = ring.registerSource("s")
+        let frame = pattern(1, count: 4000)
+        while ring.statistics().usedBytes + header + frame.count <= capacity {
+            ring.append(frame, source: source)
+        }
+        let resident = try #require(ring.residentBytes())
+        #expect(resident >= capacity - 2 * header - 2 * frame.count)
+
+        // Everything acknowledged at once: all but the chunks at and just ahead of the writer go back.
+        ring.acknowledge(through: ring.statistics().nextToWrite - 1)
+        let afterAcknowledgement = try #require(ring.residentBytes())
+        #expect(afterAcknowledgement <= 4 * Self.mebibyte, "\(afterAcknowledgement) bytes still resident")
+    }
+
+    @Test func aCollectorThatKeepsUpLeavesOnlyAFewChunksResident() throws {
+        let capacity = 16 * Self.mebibyte
+        let ring = RecordRing(capacity: capacity)
+        let source = ring.registerSource("s")
+        var peak = 0
+        let patterns = (0..<256).map { pattern($0, count: 300) }
+        // Three laps of 300-byte frames, each acknowledged soon after it was written (a backlog of <= 100 frames).
+        for index in 0..<(3 * capacity / 308) {
+            ring.append(patterns[index % 256], source: source)
+            if index % 100 == 99 {
+                let frames = readUnsent(ring)
+                #expect(frames.allSatisfy { $0.bytes == patterns[Int($0.sequence - 1) % 256] })
+                ring.acknowledge(through: frames.last?.sequence ?? 0)
+            }
+            if index % 5000 == 0 { peak = max(peak, try #require(ring.residentBytes())) }
+        }
+        let resident = try #require(ring.residentBytes())
+        #expect(resident <= 4 * Self.mebibyte, "\(resident) bytes resident after three laps")
+        #expect(peak <= 4 * Self.mebibyte, "peak \(peak) bytes resident")
+    }
+
+    /// Random frame sizes and acknowledgement patterns on a ring small enough to be handed back chunk by chunk
+    /// (64 KiB: 16 chunks of one 4 KiB page): every frame reads back exactly as written, so no page that held a
+    /// retained byte was ever given back.
+    @Test(arguments: 1...6 as ClosedRange<UInt64>)
+    func framesSurviveTheirNeighboursBeingGivenBack(seed: UInt64) {
+        var random = SplitMix64(seed: seed &* 0x5DEE_CE66)
+        let capacity = 64 * 1024 + Int(seed) * 40  // not always a whole number of pages
+        let ring = RecordRing(capacity: capacity, policy: .dropNewest)
+        let source = ring.registerSource("s")
+        var retained: [(sequence: UInt64, bytes: [UInt8])] = []
+        var nextSequence: UInt64 = 1
+        for step in 0..<20_000 {
+            switch Int.random(in: 0..<10, using: &random) {
+            case 0..<6:
+                let size = random.next() % 8 == 0 ? Int.random(in: 0...9000, using: &random) : Int.random(in: 0...300, using: &random)
+                let frame = pattern(step, count: size)
+                if case .appended(let sequence) = ring.append(frame, source: source) {
+                    #expect(sequence == nextSequence)
+                    retained.append((sequence, frame))
+                    nextSequence += 1
+                }
+            case 6..<8:
+                for frame in readUnsent(ring) {
+                    let expected = retained.first { $0.sequence == frame.sequence }
+                    #expect(frame.bytes == expected?.bytes, "seed \(seed) step \(step) frame \(frame.sequence)")
+                }
+            case 8:
+                ring.rewindToAcknowledged()
+            default:
+                guard !retained.isEmpty else { continue }
+                // Usually most of the backlog, sometimes all of it.
+                let keep = random.next() % 3 == 0 ? 0 : Int.random(in: 0...min(3, retained.count), using: &random)
+                guard keep < retained.count else { continue }
+                ring.acknowledge(through: retained[retained.count - keep - 1].sequence)
+                retained.removeFirst(retained.count - keep)
+            }
+        }
+        ring.rewindToAcknowledged()
+        #expect(readUnsent(ring).map(\.bytes) == retained.map(\.bytes))
+    }
+}

@@ -133,4 +133,42 @@ struct UplinkNetworkConfigurationTests {
             "\(path):8:5: uplink.tls.ca_fil: unknown key 'ca_fil' (hint: did you mean 'ca_file'? allowed keys: ca_file, use_system_trust, cert_file, key_file, server_name, min_version)",
         ], "\(found)")
     }
+
+    @Test("uplink validate reports a TLS file problem with file:line:col and exits 78; a good tls block validates")
+    func validateCommand() throws {
+        let good = directory + "/good.yaml"
+        try """
+            uplink:
+              url: https://collector.example:4318
+              tls:
+                ca_file: \(ca.certificateFile)
+                cert_file: \(client.certificateFile)
+                key_file: \(client.keyFile)
+            sources:
+              - { name: cpu, type: cpu }
+            """.write(toFile: good, atomically: true, encoding: .utf8)
+        let bad = directory + "/bad.yaml"
+        try """
+            uplink:
+              url: https://collector.example:4318
+              tls:
+                cert_file: \(client.certificateFile)
+                key_file: /nonexistent/agent.key
+            sources:
+              - { name: cpu, type: cpu }
+            """.write(toFile: bad, atomically: true, encoding: .utf8)
+        for (file, expectedStatus) in [(good, Int32(0)), (bad, Int32(78))] {
+            let output = file + ".out"
+            let process = try ChildProcess([try UplinkBinary.path(), "validate", "--config", file], outputPath: output)
+            #expect(process.waitForExit(seconds: 60))
+            #expect(process.exitStatus.map { ($0 >> 8) & 0xff } == expectedStatus)
+            let text = try String(contentsOfFile: output, encoding: .utf8)
+            if expectedStatus == 0 {
+                #expect(text.contains("\(good): valid: agent"), "\(text)")
+            } else {
+                #expect(text.contains("\(bad):5:15: uplink.tls.key_file: cannot read '/nonexistent/agent.key': No such file or directory"), "\(text)")
+                #expect(text.contains("1 configuration issue; nothing was started"), "\(text)")
+            }
+        }
+    }
 }

@@ -13,7 +13,7 @@ public final class ChildProcess: @unchecked Sendable {
     /// The child's process id.
     public let processIdentifier: pid_t
     private let lock = NSLock()
-    private var exitStatus: Int32?
+    private var status: Int32?
 
     /// Starts `arguments[0]` (an absolute path) with the rest as arguments; standard output and error go to
     /// `outputPath` (appended; `/dev/null` when nil), standard input is `/dev/null`.
@@ -49,15 +49,23 @@ public final class ChildProcess: @unchecked Sendable {
         processIdentifier = pid
     }
 
+    /// The raw `waitpid` status once the child has exited (`(status >> 8) & 0xff` is the exit code).
+    public var exitStatus: Int32? {
+        _ = isRunning
+        lock.lock()
+        defer { lock.unlock() }
+        return status
+    }
+
     /// Whether the child has not exited yet (reaps it when it has).
     public var isRunning: Bool {
         lock.lock()
         defer { lock.unlock() }
-        if exitStatus != nil { return false }
-        var status: Int32 = 0
-        let result = waitpid(processIdentifier, &status, WNOHANG)
+        if status != nil { return false }
+        var raw: Int32 = 0
+        let result = waitpid(processIdentifier, &raw, WNOHANG)
         if result == processIdentifier || result < 0 {
-            exitStatus = status
+            status = raw
             return false
         }
         return true

@@ -73,6 +73,9 @@ public final class Uplink: Service {
         // No read timeout: an idle stream legitimately receives nothing; stalls are detected by the uplink itself.
         configuration.timeout = .init(connect: .seconds(10), read: nil)
         configuration.decompression = .disabled
+        // Reconnects follow uplink.backoff alone: a refused connection or a failed TLS handshake fails the request at
+        // once (AHC would otherwise retry on its own until the connect timeout, hiding the cause for 10 s).
+        configuration.connectionPool.retryConnectionEstablishment = false
         if let proxy = uplink.proxy {
             let authorization = proxy.username.map { HTTPClient.Authorization.basic(username: $0, password: proxy.password ?? "") }
             configuration.proxy = .server(host: proxy.host, port: proxy.port, authorization: authorization)

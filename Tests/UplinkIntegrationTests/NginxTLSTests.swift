@@ -109,6 +109,22 @@ struct NginxTLSTests {
         try await collector.stop()
     }
 
+    @Test("Without ca_file, SSL_CERT_FILE names the trusted bundle (a private CA is trusted, the system store is not needed)")
+    func sslCertFileEnvironment() async throws {
+        let pki = try TestPKI("ssl-cert-file")
+        let collector = try await InProcessCollector(name: "nginx-ssl-cert-file")
+        let nginxConfiguration = TestNginx.Configuration(upstreamPort: collector.port, tls: .init(certificate: pki.server))
+        try await TestNginx.withNginx(nginxConfiguration) { nginx in
+            let tls = UplinkTLS().withTrustEnvironment { $0 == "SSL_CERT_FILE" ? pki.ca.certificateFile : nil }
+            let agent = NetworkAgent(
+                UplinkConfiguration(url: nginx.localhostURL, agentID: "agent-1", tls: tls), sources: [.generator(rate: 0, count: 100)])
+            #expect(await agent.waitUntilAllAcknowledged(records: 100, timeout: .seconds(30)))
+            try await agent.stop()
+            #expect(agent.uplink.statistics().failures == 0, "\(String(describing: agent.uplink.statistics().lastFailure))")
+        }
+        try await collector.stop()
+    }
+
     @Test("A client certificate rotated on disk during a stream is presented on the next connection; nothing is lost", arguments: [false, true])
     func rotationDuringStream(http2: Bool) async throws {
         let pki = try TestPKI("rotate-\(http2)")

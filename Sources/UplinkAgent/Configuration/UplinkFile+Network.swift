@@ -21,9 +21,10 @@ extension UplinkFile.UplinkSection {
             }
         }
         guard let tls = section.mapping("tls", allowedKeys: tlsKeys) else { return }
-        var isHTTPS = false
-        if case .url(let url) = uplink.target { isHTTPS = url.lowercased().hasPrefix("https://") }
-        if !isHTTPS, section.value("url") != nil {
+        // Judged on the text as written, so an https URL with another problem (already reported) is not also
+        // reported here.
+        let urlText = section.value("url")?.scalar?.value.lowercased()
+        if let urlText, !urlText.hasPrefix("https://") {
             section.decoder.report(
                 .invalidValue, at: tls.node.mark, path: section.path("tls"),
                 "'tls' applies only to an https:// url", hint: "use an https:// url, or remove 'tls'")

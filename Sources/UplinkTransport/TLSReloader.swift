@@ -17,6 +17,8 @@ final class TLSReloader: Sendable {
         var current: TLSMaterial?
         /// Identities of a set that failed to load, so one broken rotation is logged once, not per connection.
         var failedIdentities: [TLSFileIdentity?]?
+        /// Why that set failed.
+        var lastProblem: UplinkTLSProblem?
         var reloads = 0
     }
 
@@ -28,13 +30,14 @@ final class TLSReloader: Sendable {
         self.settings = settings
         self.logger = logger
         var initial = State()
-        do {
+        do throws(UplinkTLSProblem) {
             let material = try TLSMaterial.load(settings)
             Self.warnIfExpired(material, settings: settings, logger: logger)
             initial.current = material
         } catch {
             logger.error("uplink.tls cannot be used: \(error)")
             initial.failedIdentities = settings.watchedFiles.map { TLSMaterial.identity(of: $0.path) }
+            initial.lastProblem = error
         }
         state = Mutex(initial)
     }
@@ -50,7 +53,7 @@ final class TLSReloader: Sendable {
             if let current = state.current, current.identities == identities { return .success(current.configuration) }
             if state.failedIdentities == identities {
                 if let current = state.current { return .success(current.configuration) }
-                return .failure(UplinkTLSProblem(key: "tls", message: "the files of uplink.tls could not be loaded"))
+                return .failure(state.lastProblem ?? UplinkTLSProblem(key: "tls", message: "the files could not be loaded"))
             }
             do throws(UplinkTLSProblem) {
                 let material = try TLSMaterial.load(settings)
@@ -65,6 +68,7 @@ final class TLSReloader: Sendable {
                 return .success(material.configuration)
             } catch {
                 state.failedIdentities = identities
+                state.lastProblem = error
                 if let current = state.current {
                     logger.error("uplink.tls files changed on disk but cannot be used; keeping the previous ones: \(error)")
                     return .success(current.configuration)

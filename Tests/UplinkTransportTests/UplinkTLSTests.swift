@@ -122,7 +122,9 @@ struct UplinkTLSTests {
     @Test("A reloader whose files never loaded fails each connection with the problem")
     func neverLoaded() {
         let reloader = TLSReloader(settings: UplinkTLS(caFile: directory + "/absent.pem"), logger: Logger(label: "test") { _ in SwiftLogNoOpLogHandler() })
-        #expect(throws: UplinkTLSProblem.self) { try reloader.configuration() }
+        #expect(throws: UplinkTLSProblem(
+            key: "ca_file", message: "cannot read '\(directory)/absent.pem': No such file or directory", unreadable: true)
+        ) { try reloader.configuration() }
     }
 }
 

@@ -28,6 +28,10 @@ enum TLSErrorText {
     static func describe(_ error: any Error) -> String? {
         let text = String(describing: error)
         if let error = error as? NIOSSLExtraError {
+            if error == .failedToValidateHostname {
+                return "TLS failed: the collector's certificate does not name the host in uplink.url "
+                    + "(set uplink.tls.server_name to a name it carries; \(error))"
+            }
             return "TLS failed: \(error)"
         }
         if error is NIOSSLError || text.contains("OPENSSL_internal") {

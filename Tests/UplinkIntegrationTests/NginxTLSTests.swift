@@ -125,6 +125,58 @@ struct NginxTLSTests {
         try await collector.stop()
     }
 
+    @Test("server_name verifies a certificate that names only the server name while connecting to 127.0.0.1; without it verification fails")
+    func serverNameOverride() async throws {
+        let pki = try TestPKI("server-name")
+        let named = try pki.ca.issue(commonName: "collector.test", dnsNames: ["collector.test"])
+        let collector = try await InProcessCollector(name: "nginx-server-name")
+        let nginxConfiguration = TestNginx.Configuration(upstreamPort: collector.port, tls: .init(certificate: named))
+        try await TestNginx.withNginx(nginxConfiguration) { nginx in
+            let withName = NetworkAgent(
+                UplinkConfiguration(url: nginx.url, agentID: "agent-1", tls: UplinkTLS(caFile: pki.ca.certificateFile, serverName: "collector.test")),
+                sources: [.generator(rate: 0, count: 100)])
+            #expect(await withName.waitUntilAllAcknowledged(records: 100, timeout: .seconds(30)))
+            try await withName.stop()
+            #expect(withName.uplink.statistics().failures == 0, "\(String(describing: withName.uplink.statistics().lastFailure))")
+
+            let withoutName = NetworkAgent(
+                UplinkConfiguration(url: nginx.url, agentID: "agent-2", tls: UplinkTLS(caFile: pki.ca.certificateFile)),
+                sources: [.generator(rate: 0, count: 10)])
+            let failed = await Harness.eventually(timeout: .seconds(20)) { withoutName.uplink.statistics().failures >= 1 }
+            try await withoutName.stop()
+            #expect(failed)
+            #expect(withoutName.log.contains("TLS failed: the collector's certificate does not name the host in uplink.url (set uplink.tls.server_name"), "\(withoutName.log.all.filter { $0.hasPrefix("warning") }.prefix(2))")
+        }
+        try await collector.stop()
+    }
+
+    @Test("min_version 1.3 against a TLS 1.2-only server fails with a log line naming the version mismatch")
+    func minimumVersion() async throws {
+        let pki = try TestPKI("min-version")
+        let collector = try await InProcessCollector(name: "nginx-min-version")
+        let nginxConfiguration = TestNginx.Configuration(
+            upstreamPort: collector.port, tls: .init(certificate: pki.server, protocols: "TLSv1.2"))
+        try await TestNginx.withNginx(nginxConfiguration) { nginx in
+            let agent = NetworkAgent(
+                UplinkConfiguration(url: nginx.url, agentID: "agent-1", tls: UplinkTLS(caFile: pki.ca.certificateFile, minimumVersion: .tls13)),
+                sources: [.generator(rate: 0, count: 10)])
+            let failed = await Harness.eventually(timeout: .seconds(20)) { agent.uplink.statistics().failures >= 1 }
+            try await agent.stop()
+            #expect(failed)
+            #expect(agent.log.contains("no TLS version in common with the collector"), "\(agent.log.all.filter { $0.hasPrefix("warning") }.prefix(2))")
+
+            // The default (1.2 or later) connects.
+            let relaxed = NetworkAgent(
+                UplinkConfiguration(url: nginx.url, agentID: "agent-2", tls: UplinkTLS(caFile: pki.ca.certificateFile)),
+                sources: [.generator(rate: 0, count: 10)])
+            #expect(await relaxed.waitUntilAllAcknowledged(records: 10, timeout: .seconds(30)))
+            try await relaxed.stop()
+            let stream = nginx.accessLog().first { $0.contains("/v1/stream") } ?? ""
+            #expect(stream.hasPrefix("HTTP/1.1 TLSv1.2 200"), "\(stream)")
+        }
+        try await collector.stop()
+    }
+
     @Test("A client certificate rotated on disk during a stream is presented on the next connection; nothing is lost", arguments: [false, true])
     func rotationDuringStream(http2: Bool) async throws {
         let pki = try TestPKI("rotate-\(http2)")

@@ -175,7 +175,11 @@ let package = Package(
         ),
         .testTarget(
             name: "UplinkTransportTests",
-            dependencies: ["UplinkTransport", "UplinkCore", "UplinkWire", "UplinkTestSupport"],
+            dependencies: [
+                "UplinkTransport", "UplinkCore", "UplinkWire", "UplinkTestSupport",
+                .product(name: "NIOSSL", package: "swift-nio-ssl"),
+                .product(name: "Logging", package: "swift-log"),
+            ],
             swiftSettings: strict
         ),
         .testTarget(

@@ -24,7 +24,15 @@ extension UplinkDriver {
         self.pair = pair
         pending = ByteBuffer()
 
-        let request = Self.makeRequest(configuration, body: pair.input)
+        var request = Self.makeRequest(configuration, body: pair.input)
+        if let reloader = uplink.tlsReloader {
+            do {
+                request.tlsConfiguration = try reloader.configuration()
+            } catch {
+                events.yield(.streamFailed(connection, .transport("TLS settings unusable: \(error)")))
+                return
+            }
+        }
         let headTimeout = configuration.stallTimeout
         connectionTask = Task { [client, logger] in
             await UplinkDriver.exchange(
@@ -33,7 +41,7 @@ extension UplinkDriver {
     }
 
     private static func makeRequest(_ configuration: UplinkConfiguration, body: BoundInputStream) -> HTTPClientRequest {
-        var request = HTTPClientRequest(url: configuration.streamURL)
+        var request = HTTPClientRequest(url: configuration.requestURL)
         request.method = .POST
         request.headers.add(name: "Content-Type", value: "application/x-ndjson")
         request.headers.add(name: "Uplink-Protocol", value: "1")
@@ -53,8 +61,13 @@ extension UplinkDriver {
     ) async {
         do {
             let response = try await client.execute(request, timeout: .nanoseconds(headTimeout.nanoseconds), logger: logger)
-            events.yield(.responseHead(connection, status: Int(response.status.code)))
-            guard response.status == .ok else { return }
+            guard response.status == .ok else {
+                // A proxy or TLS terminator says why in its body (nginx: "No required SSL certificate was sent").
+                let detail = await RejectionDetail.read(response.body, within: .seconds(2))
+                events.yield(.responseHead(connection, status: Int(response.status.code), detail: detail))
+                return
+            }
+            events.yield(.responseHead(connection, status: Int(response.status.code), detail: nil))
             var splitter = LineSplitter(maxLineBytes: 64 * 1024)
             for try await chunk in response.body {
                 splitter.append(chunk)
@@ -65,12 +78,18 @@ extension UplinkDriver {
                 }
             }
             events.yield(.streamFailed(connection, .responseEnded))
+        } catch let error as HTTPClientError where error == .proxyAuthenticationRequired {
+            // The proxy's 407 is as much a configuration problem as a collector's 4xx: back off long, say so.
+            events.yield(.responseHead(
+                connection, status: 407,
+                detail: "the HTTP proxy requires credentials: give them as http://user:password@host:port in uplink.proxy or HTTPS_PROXY"))
         } catch {
             events.yield(.streamFailed(connection, .transport(describe(error))))
         }
     }
 
     private static func describe(_ error: any Error) -> String {
+        if let tls = TLSErrorText.describe(error) { return tls }
         if let error = error as? HTTPClientError { return "\(error)" }
         if let error = error as? IOError { return "\(error.description)" }
         return String(describing: error)

@@ -23,6 +23,8 @@ final class UplinkDriver {
     private var timerTask: Task<Void, Never>?
     private var timerDeadline: ContinuousClock.Instant?
     private var backoffTask: Task<Void, Never>?
+    /// What the body of the last non-200 answer said, for the log line.
+    private var rejectionDetail: String?
     private var finished = false
     private var endedCleanly = false
 
@@ -54,7 +56,9 @@ final class UplinkDriver {
     private func handle(_ event: UplinkEvent) {
         let now = ContinuousClock.now
         switch event {
-        case .responseHead(let connection, let status):
+        case .responseHead(let connection, let status, let detail):
+            rejectionDetail = detail
+            if let detail { uplink.statisticsBox.withLock { $0.lastRejectionDetail = detail } }
             perform(machine.responseHead(connection, status: status, now: now))
         case .ackLine(let connection, .resume(let sequence)):
             perform(machine.resumeReceived(connection, collectorHas: sequence, now: now))
@@ -135,10 +139,13 @@ final class UplinkDriver {
         }
         var metadata: Logger.Metadata = ["url": "\(uplink.configuration.streamURL)"]
         if let delay { metadata["retry_in"] = "\(delay)" }
+        var said = ""
+        if case .status = failure, let detail = rejectionDetail { said = " (\(detail))" }
         if failure.isConfigurationProblem {
-            logger.error("collector rejected the stream: \(failure); check uplink.url and the token", metadata: metadata)
+            let check = uplink.configuration.usesTLS ? "uplink.url, the token and uplink.tls" : "uplink.url and the token"
+            logger.error("collector rejected the stream: \(failure)\(said); check \(check)", metadata: metadata)
         } else {
-            logger.warning("stream broken: \(failure)", metadata: metadata)
+            logger.warning("stream broken: \(failure)\(said)", metadata: metadata)
         }
     }
 

@@ -21,9 +21,12 @@ public final class Uplink: Service {
     private let suppliedClient: HTTPClient?
     let statisticsBox = Mutex(UplinkStatistics())
     let metrics = UplinkMetrics()
+    /// Reads `uplink.tls`'s files and reads them again when they change; nil for an `http://` URL.
+    let tlsReloader: TLSReloader?
 
     /// - Parameters:
-    ///   - httpClient: the client to use; by default the uplink creates and shuts down its own.
+    ///   - httpClient: the client to use; by default the uplink creates and shuts down its own (with the
+    ///     configuration's proxy and server name). A supplied client's proxy settings apply instead.
     ///   - backoffSleep: waits out a backoff delay; tests substitute it to observe the schedule.
     public init(
         configuration: UplinkConfiguration,
@@ -37,6 +40,7 @@ public final class Uplink: Service {
         self.logger = logger
         self.suppliedClient = httpClient
         self.backoffSleep = backoffSleep
+        self.tlsReloader = configuration.usesTLS ? TLSReloader(settings: configuration.tls, logger: logger) : nil
     }
 
     /// A snapshot of the counters.
@@ -46,7 +50,11 @@ public final class Uplink: Service {
 
     /// Streams until graceful shutdown (then drains, bounded by `drainTimeout`) or cancellation (then stops at once).
     public func run() async throws {
-        let client = suppliedClient ?? HTTPClient(eventLoopGroupProvider: .singleton, configuration: Self.clientConfiguration())
+        let client = suppliedClient
+            ?? HTTPClient(eventLoopGroupProvider: .singleton, configuration: Self.clientConfiguration(configuration))
+        if let proxy = configuration.proxy, suppliedClient == nil {
+            logger.info("uplink tunnels through an HTTP proxy", metadata: ["proxy": "\(proxy)"])
+        }
         let (events, continuation) = AsyncStream.makeStream(of: UplinkEvent.self)
         let driver = UplinkDriver(uplink: self, client: client, events: continuation)
         await withGracefulShutdownHandler {
@@ -58,11 +66,23 @@ public final class Uplink: Service {
         if suppliedClient == nil { try await client.shutdown() }
     }
 
-    static func clientConfiguration() -> HTTPClient.Configuration {
+    /// The HTTP client's settings: no read timeout, no decompression, the proxy and the server name override of
+    /// `uplink`. (TLS settings go with each request, so that rotated certificates apply to the next connection.)
+    public static func clientConfiguration(_ uplink: UplinkConfiguration) -> HTTPClient.Configuration {
         var configuration = HTTPClient.Configuration()
         // No read timeout: an idle stream legitimately receives nothing; stalls are detected by the uplink itself.
         configuration.timeout = .init(connect: .seconds(10), read: nil)
         configuration.decompression = .disabled
+        // Reconnects follow uplink.backoff alone: a refused connection or a failed TLS handshake fails the request at
+        // once (AHC would otherwise retry on its own until the connect timeout, hiding the cause for 10 s).
+        configuration.connectionPool.retryConnectionEstablishment = false
+        if let proxy = uplink.proxy {
+            let authorization = proxy.username.map { HTTPClient.Authorization.basic(username: $0, password: proxy.password ?? "") }
+            configuration.proxy = .server(host: proxy.host, port: proxy.port, authorization: authorization)
+        }
+        if uplink.usesTLS, let serverName = uplink.tls.serverName, let target = ProxyEnvironment.Target(url: uplink.url) {
+            configuration.dnsOverride = [serverName: target.host]
+        }
         return configuration
     }
 }
@@ -70,7 +90,7 @@ public final class Uplink: Service {
 /// Everything that wakes the uplink, funnelled into one stream so one task owns all state.
 enum UplinkEvent: Sendable {
     typealias ConnectionID = UplinkStateMachine.ConnectionID
-    case responseHead(ConnectionID, status: Int)
+    case responseHead(ConnectionID, status: Int, detail: String?)
     case ackLine(ConnectionID, AckLine)
     case streamFailed(ConnectionID, StreamFailure)
     case spaceAvailable(ConnectionID)

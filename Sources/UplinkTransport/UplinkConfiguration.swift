@@ -23,6 +23,11 @@ public struct UplinkConfiguration: Sendable {
     public var drainTimeout: Duration
     /// Seed for the backoff jitter; nil (default) seeds from the system's random source.
     public var jitterSeed: UInt64?
+    /// TLS settings for an `https://` URL (ignored for `http://`). Default: the system trust store, TLS 1.2 or later.
+    public var tls: UplinkTLS
+    /// The HTTP proxy to tunnel through with CONNECT; nil (default) connects directly. The agent's assembly fills it
+    /// from `uplink.proxy` or, without it, from `HTTPS_PROXY`/`HTTP_PROXY`/`NO_PROXY` (`ProxyEnvironment`).
+    public var proxy: UplinkProxy?
 
     public init(
         url: String,
@@ -34,7 +39,9 @@ public struct UplinkConfiguration: Sendable {
         stallTimeout: Duration = .seconds(30),
         streamBufferBytes: Int = BoundStreamPair.defaultCapacity,
         drainTimeout: Duration = .seconds(5),
-        jitterSeed: UInt64? = nil
+        jitterSeed: UInt64? = nil,
+        tls: UplinkTLS = UplinkTLS(),
+        proxy: UplinkProxy? = nil
     ) {
         self.url = url
         self.agentID = agentID
@@ -46,7 +53,27 @@ public struct UplinkConfiguration: Sendable {
         self.streamBufferBytes = streamBufferBytes
         self.drainTimeout = drainTimeout
         self.jitterSeed = jitterSeed
+        self.tls = tls
+        self.proxy = proxy
     }
+
+    /// Whether the URL is `https://` (any case).
+    public var usesTLS: Bool {
+        url.lowercased().hasPrefix("https://")
+    }
+
+    /// The URL the request is made to: `streamURL`, with the host replaced by `tls.serverName` when one is set (the
+    /// client then connects to the URL's real host through a DNS override, see `Uplink.clientConfiguration`).
+    var requestURL: String {
+        guard usesTLS, let serverName = tls.serverName, let target = ProxyEnvironment.Target(url: url) else {
+            return streamURL
+        }
+        let afterScheme = streamURL.dropFirst("https://".count)
+        let authorityLength = afterScheme.prefix { $0 != "/" }.count
+        let name = serverName.contains(":") ? "[\(serverName)]" : serverName
+        return "https://\(name):\(target.port)" + afterScheme.dropFirst(authorityLength)
+    }
+
 
     /// `url` with the stream path appended.
     public var streamURL: String {

@@ -9,6 +9,9 @@ public struct UplinkStatistics: Sendable, Equatable {
     public var failures = 0
     /// Why the last stream was given up.
     public var lastFailure: StreamFailure?
+    /// The text of the last non-200 answer's body, when it had one (e.g. nginx's "No required SSL certificate was
+    /// sent").
+    public var lastRejectionDetail: String?
     /// The backoff delays chosen, oldest first (the last 128).
     public var backoffDelays: [Duration] = []
     /// Body bytes handed to the HTTP client.

@@ -22,6 +22,10 @@ struct RunCommand: AsyncParsableCommand {
             default) the agent starts a collector inside the same process on a free loopback port and prints every \
             record it receives, so records flow end to end with nothing else running. Stop with Ctrl-C or SIGTERM: \
             the agent drains what it buffered (up to its drain timeout, 5 s by default) and exits.
+
+            An https:// collector is verified against the system trust store (or SSL_CERT_FILE / SSL_CERT_DIR); \
+            uplink.tls in a file sets a private CA, a client certificate, a server name and a minimum version. \
+            Unless uplink.proxy says otherwise, HTTPS_PROXY / HTTP_PROXY / NO_PROXY choose an HTTP CONNECT proxy.
             """
     )
 
@@ -73,6 +77,13 @@ struct RunCommand: AsyncParsableCommand {
                     configuration: CollectorConfiguration(file.collector ?? UplinkFile.CollectorSection()), logger: logger)
             }
             configuration = file.agentConfiguration(embeddedURL: embedded?.url)
+            if case .url(let url) = file.uplink.target {
+                switch file.uplink.proxy {
+                case .environment: Self.logProxyEnvironment(url: url, logger: logger)
+                case .none: logger.info("uplink.proxy is 'none': connecting directly")
+                case .proxy: break
+                }
+            }
         } else {
             if url == "embedded" {
                 embedded = try await EmbeddedCollector.startQuickstart(logger: logger)
@@ -80,6 +91,7 @@ struct RunCommand: AsyncParsableCommand {
             configuration = quickstartConfiguration(collectorURL: embedded?.url ?? url)
         }
         if let embedded { logger.info("embedded collector listening", metadata: ["url": "\(embedded.url)"]) }
+        if config == nil, url != "embedded" { Self.logProxyEnvironment(url: url, logger: logger) }
 
         let agent = Agent(configuration: configuration, logger: logger)
         // Last, so that it runs once the uplink and sources have been started (READY=1) and hears of a graceful
@@ -114,7 +126,32 @@ struct RunCommand: AsyncParsableCommand {
         if let generatorRate {
             sources.append(.init(name: "generator", config: .generator(GeneratorConfig(rate: generatorRate))))
         }
-        let uplink = UplinkConfiguration(url: collectorURL, agentID: agentId ?? AgentConfiguration.hostName(), token: token)
+        var uplink = UplinkConfiguration(
+            url: collectorURL, agentID: agentId ?? AgentConfiguration.hostName(), token: token,
+            tls: UplinkTLS().withTrustEnvironment(Self.environment))
+        if url != "embedded",
+            case .proxy(let proxy, _) = ProxyEnvironment.resolve(collectorURL: collectorURL, environment: Self.environment)
+        {
+            uplink.proxy = proxy
+        }
         return AgentConfiguration(uplink: uplink, sources: sources, bufferBytes: bufferBytes)
+    }
+
+    /// The process environment, for `SSL_CERT_*` and the proxy variables.
+    private static func environment(_ name: String) -> String? {
+        getenv(name).map { String(cString: $0) }
+    }
+
+    /// Says which proxy the environment chose, if any, or why a proxy variable was ignored.
+    private static func logProxyEnvironment(url: String, logger: Logger) {
+        switch ProxyEnvironment.resolve(collectorURL: url, environment: environment) {
+        case .direct: break
+        case .exempt(let entry):
+            logger.info("NO_PROXY exempts the collector: connecting directly", metadata: ["entry": "\(entry)"])
+        case .proxy(let proxy, let variable):
+            logger.info("using the proxy from the environment", metadata: ["variable": "\(variable)", "proxy": "\(proxy)"])
+        case .invalid(let variable, let problem):
+            logger.error("\(variable) ignored, connecting directly: \(problem)")
+        }
     }
 }

@@ -13,7 +13,11 @@ extension UplinkFile {
     /// embedded collector that requires a token accepts its own agent. Each call draws a fresh stream epoch (as
     /// every agent start must). Meaningful when `configuresAgent` is true: for a collector-only file the result has
     /// no sources and targets the collector's listen address.
-    public func agentConfiguration(embeddedURL: String?) -> AgentConfiguration {
+    ///
+    /// `environment` supplies `SSL_CERT_FILE`/`SSL_CERT_DIR` (trust without `uplink.tls.ca_file`) and, when
+    /// `uplink.proxy` is absent, `HTTPS_PROXY`/`HTTP_PROXY`/`NO_PROXY` (see `ProxyEnvironment`); an embedded
+    /// collector is always reached directly.
+    public func agentConfiguration(embeddedURL: String?, environment: ConfigEnvironment = .process) -> AgentConfiguration {
         let url: String
         var token = uplink.token
         switch uplink.target {
@@ -24,10 +28,21 @@ extension UplinkFile {
             url = embeddedURL ?? "http://\(collector.listen)"
             token = token ?? collector.token
         }
-        let uplinkConfiguration = UplinkConfiguration(
+        var uplinkConfiguration = UplinkConfiguration(
             url: url, agentID: agent.id, token: token, backoff: uplink.backoff, heartbeatInterval: uplink.heartbeat,
             stallTimeout: uplink.stallTimeout, streamBufferBytes: uplink.streamBufferBytes,
-            drainTimeout: uplink.drainTimeout)
+            drainTimeout: uplink.drainTimeout,
+            tls: (uplink.tls ?? UplinkTLS()).withTrustEnvironment { environment.value(of: $0) })
+        if case .url = uplink.target {
+            switch uplink.proxy {
+            case .none: break
+            case .proxy(let proxy): uplinkConfiguration.proxy = proxy
+            case .environment:
+                if case .proxy(let proxy, _) = ProxyEnvironment.resolve(collectorURL: url, environment: { environment.value(of: $0) }) {
+                    uplinkConfiguration.proxy = proxy
+                }
+            }
+        }
         return AgentConfiguration(
             uplink: uplinkConfiguration, sources: sources, bufferBytes: buffer.maxBytes, overflow: buffer.overflow,
             stateDirectory: agent.stateDirectory)

@@ -54,6 +54,7 @@ extension UplinkFile.UplinkSection {
             uplink.streamBufferBytes = bytes
         }
         if let drain = section.duration("drain_timeout") { uplink.drainTimeout = drain }
+        decodeNetwork(section, into: &uplink)
         return uplink
     }
 

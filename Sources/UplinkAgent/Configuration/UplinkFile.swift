@@ -134,11 +134,22 @@ public struct UplinkFile: Sendable, Equatable {
         /// `uplink.drain_timeout` (duration ≥ 0): on shutdown, how long to keep streaming until everything buffered
         /// is acknowledged. Default `5s`.
         public var drainTimeout: Duration
+        /// `uplink.tls` (mapping, only with an `https://` URL): trust, client certificate (mTLS), server name and
+        /// minimum version; see `UplinkTLS` for each key (`ca_file`, `use_system_trust`, `cert_file`, `key_file`,
+        /// `server_name`, `min_version`). Relative paths are resolved against the configuration file's directory;
+        /// every file is read and checked when the configuration is loaded. Default: none (the system trust store,
+        /// or `SSL_CERT_FILE`/`SSL_CERT_DIR`; TLS 1.2 or later; no client certificate).
+        public var tls: UplinkTLS?
+        /// `uplink.proxy` (`http://[user:password@]host:port` or `none`): the HTTP proxy to tunnel through with
+        /// CONNECT, or `none` for a direct connection whatever the environment says. Default (absent): the
+        /// `HTTPS_PROXY`/`HTTP_PROXY`/`NO_PROXY` environment variables (`ProxyEnvironment`).
+        public var proxy: ProxySetting
 
         public init(
             target: Target = .embedded, token: String? = nil, backoff: Backoff = Backoff(),
             heartbeat: Duration = .seconds(15), stallTimeout: Duration = .seconds(30),
-            streamBufferBytes: Int = BoundStreamPair.defaultCapacity, drainTimeout: Duration = .seconds(5)
+            streamBufferBytes: Int = BoundStreamPair.defaultCapacity, drainTimeout: Duration = .seconds(5),
+            tls: UplinkTLS? = nil, proxy: ProxySetting = .environment
         ) {
             self.target = target
             self.token = token
@@ -147,11 +158,25 @@ public struct UplinkFile: Sendable, Equatable {
             self.stallTimeout = stallTimeout
             self.streamBufferBytes = streamBufferBytes
             self.drainTimeout = drainTimeout
+            self.tls = tls
+            self.proxy = proxy
+        }
+
+        /// The value of `uplink.proxy`.
+        public enum ProxySetting: Sendable, Equatable {
+            /// Absent: follow `HTTPS_PROXY`/`HTTP_PROXY`/`NO_PROXY`.
+            case environment
+            /// `none`: always connect directly.
+            case none
+            /// A proxy URL.
+            case proxy(UplinkProxy)
         }
 
         static let keys = [
             "url", "token", "token_file", "backoff", "heartbeat", "stall_timeout", "stream_buffer", "drain_timeout",
+            "tls", "proxy",
         ]
+        static let tlsKeys = ["ca_file", "use_system_trust", "cert_file", "key_file", "server_name", "min_version"]
         static let backoffKeys = ["initial", "multiplier", "max", "reset_after"]
         /// Smallest `stream_buffer` accepted.
         public static let minimumStreamBufferBytes = 1024

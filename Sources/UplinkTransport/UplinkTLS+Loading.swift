@@ -1,0 +1,201 @@
+import NIOSSL
+
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#endif
+
+/// Why the files of `uplink.tls` cannot be used: which setting, which file, what is wrong.
+public struct UplinkTLSProblem: Error, Sendable, Equatable, CustomStringConvertible {
+    /// The key under `uplink.tls` the problem belongs to (`ca_file`, `cert_file`, `key_file`), or the environment
+    /// variable (`SSL_CERT_FILE`, `SSL_CERT_DIR`).
+    public var key: String
+    /// What is wrong, naming the file.
+    public var message: String
+    /// True when the file could not be read at all (missing, no permission, empty); false when its contents are
+    /// wrong.
+    public var unreadable: Bool
+
+    public init(key: String, message: String, unreadable: Bool = false) {
+        self.key = key
+        self.message = message
+        self.unreadable = unreadable
+    }
+
+    public var description: String { "\(key): \(message)" }
+}
+
+/// Identity of one file on disk: when any part changes, the file was replaced or rewritten.
+struct TLSFileIdentity: Sendable, Equatable {
+    var device: UInt64
+    var inode: UInt64
+    var size: Int64
+    var modified: Int64
+    var changed: Int64
+}
+
+/// Certificates and keys of `uplink.tls`, read from disk and turned into a swift-nio-ssl configuration.
+struct TLSMaterial: Sendable {
+    /// What AHC uses for the next connection.
+    var configuration: TLSConfiguration
+    /// The identities of the files read, in `UplinkTLS.watchedFiles` order (nil: the file could not be stat'ed).
+    var identities: [TLSFileIdentity?]
+    /// The client certificate's end of validity (seconds since the epoch), when one is configured.
+    var clientCertificateNotValidAfter: Int?
+
+    /// Largest certificate or key file read.
+    static let maximumFileBytes = 4 << 20
+
+    /// Reads every file and checks that they form a usable configuration: certificates parse, the key parses and
+    /// belongs to the certificate, and swift-nio-ssl accepts the whole (the same check a connection makes).
+    static func load(_ settings: UplinkTLS) throws(UplinkTLSProblem) -> TLSMaterial {
+        let identities = settings.watchedFiles.map { identity(of: $0.path) }
+        var configuration = TLSConfiguration.makeClientConfiguration()
+        configuration.minimumTLSVersion = settings.minimumVersion == .tls13 ? .tlsv13 : .tlsv12
+        if let caFile = settings.caFile {
+            let authorities = try certificates(in: caFile, key: "ca_file", what: "CA bundle")
+            if settings.useSystemTrust {
+                configuration.trustRoots = .default
+                configuration.additionalTrustRoots = [.certificates(authorities)]
+            } else {
+                configuration.trustRoots = .certificates(authorities)
+            }
+        } else if settings.environmentCAFile != nil || !settings.environmentCADirectories.isEmpty {
+            // As OpenSSL: SSL_CERT_FILE replaces the system bundle, SSL_CERT_DIR the system directory. swift-nio-ssl
+            // takes one hashed directory (as the trust roots) plus bundles (as additional roots).
+            let file = settings.environmentCAFile ?? UplinkTLS.systemCAFile
+            let directory = settings.environmentCADirectories.first ?? UplinkTLS.systemCADirectory
+            if settings.environmentCADirectories.first != nil, !isDirectory(directory) {
+                throw UplinkTLSProblem(key: "SSL_CERT_DIR", message: "'\(directory)' is not a directory")
+            }
+            let authorities: [NIOSSLCertificate]
+            if settings.environmentCAFile != nil {
+                authorities = try certificates(in: file, key: "SSL_CERT_FILE", what: "CA bundle")
+            } else {
+                authorities = (try? NIOSSLCertificate.fromPEMBytes(contents(of: file, key: "SSL_CERT_FILE"))) ?? []
+            }
+            configuration.trustRoots = isDirectory(directory) ? .file(directory) : .certificates([])
+            if !authorities.isEmpty { configuration.additionalTrustRoots = [.certificates(authorities)] }
+        }
+        var notValidAfter: Int?
+        switch (settings.certificateFile, settings.keyFile) {
+        case (let certificateFile?, let keyFile?):
+            let chain = try certificates(in: certificateFile, key: "cert_file", what: "certificate")
+            let key = try privateKey(in: keyFile)
+            configuration.certificateChain = chain.map { .certificate($0) }
+            configuration.privateKey = .privateKey(key)
+            notValidAfter = Int(chain[0].notValidAfter)
+        case (nil, nil):
+            break
+        case (nil, _?):
+            throw UplinkTLSProblem(key: "key_file", message: "'key_file' is set without 'cert_file'")
+        case (_?, nil):
+            throw UplinkTLSProblem(key: "cert_file", message: "'cert_file' is set without 'key_file'")
+        }
+        do {
+            _ = try NIOSSLContext(configuration: configuration)
+        } catch {
+            let reason = TLSErrorText.reasons(of: error)
+            // The key parsed above, so swift-nio-ssl refusing it means it does not match the certificate.
+            if configuration.privateKey != nil,
+                (error as? NIOSSLError) == .failedToLoadPrivateKey || reason.contains("KEY_VALUES_MISMATCH")
+            {
+                throw UplinkTLSProblem(
+                    key: "key_file",
+                    message: "the key in '\(settings.keyFile ?? "")' does not belong to the certificate in '\(settings.certificateFile ?? "")'")
+            }
+            throw UplinkTLSProblem(key: settings.keyFile != nil ? "key_file" : "ca_file", message: "unusable TLS settings: \(reason)")
+        }
+        return TLSMaterial(configuration: configuration, identities: identities, clientCertificateNotValidAfter: notValidAfter)
+    }
+
+    private static func certificates(in path: String, key: String, what: String) throws(UplinkTLSProblem) -> [NIOSSLCertificate] {
+        let bytes = try contents(of: path, key: key)
+        let found: [NIOSSLCertificate]
+        do {
+            found = try NIOSSLCertificate.fromPEMBytes(bytes)
+        } catch {
+            throw UplinkTLSProblem(key: key, message: "'\(path)' is not a PEM \(what): \(TLSErrorText.reasons(of: error))")
+        }
+        guard !found.isEmpty else {
+            throw UplinkTLSProblem(key: key, message: "'\(path)' holds no PEM certificate (-----BEGIN CERTIFICATE-----)")
+        }
+        return found
+    }
+
+    private static func privateKey(in path: String) throws(UplinkTLSProblem) -> NIOSSLPrivateKey {
+        let bytes = try contents(of: path, key: "key_file")
+        do {
+            return try NIOSSLPrivateKey(bytes: bytes, format: .pem)
+        } catch {
+            throw UplinkTLSProblem(
+                key: "key_file",
+                message: "'\(path)' is not an unencrypted PEM private key: \(TLSErrorText.reasons(of: error))")
+        }
+    }
+
+    /// The whole file, or a problem with the system's error text.
+    static func contents(of path: String, key: String) throws(UplinkTLSProblem) -> [UInt8] {
+        let descriptor = open(path, O_RDONLY | O_CLOEXEC)
+        guard descriptor >= 0 else {
+            throw UplinkTLSProblem(key: key, message: "cannot read '\(path)': \(String(cString: strerror(errno)))", unreadable: true)
+        }
+        defer { close(descriptor) }
+        var contents: [UInt8] = []
+        var chunk = [UInt8](repeating: 0, count: 64 * 1024)
+        while true {
+            let count = chunk.withUnsafeMutableBytes { read(descriptor, $0.baseAddress, $0.count) }
+            if count < 0 {
+                if errno == EINTR { continue }
+                throw UplinkTLSProblem(key: key, message: "cannot read '\(path)': \(String(cString: strerror(errno)))", unreadable: true)
+            }
+            if count == 0 { break }
+            contents.append(contentsOf: chunk[..<count])
+            if contents.count > maximumFileBytes {
+                throw UplinkTLSProblem(key: key, message: "'\(path)' is larger than \(maximumFileBytes) bytes")
+            }
+        }
+        if contents.isEmpty { throw UplinkTLSProblem(key: key, message: "'\(path)' is empty", unreadable: true) }
+        return contents
+    }
+
+    static func isDirectory(_ path: String) -> Bool {
+        var status = stat()
+        return stat(path, &status) == 0 && (status.st_mode & UInt32(S_IFMT)) == UInt32(S_IFDIR)
+    }
+
+    /// The file's identity now, or nil when it cannot be stat'ed (following symbolic links, so a swapped link
+    /// counts as a change).
+    static func identity(of path: String) -> TLSFileIdentity? {
+        var status = stat()
+        guard stat(path, &status) == 0 else { return nil }
+        return TLSFileIdentity(
+            device: UInt64(status.st_dev), inode: UInt64(status.st_ino), size: Int64(status.st_size),
+            modified: Int64(status.st_mtim.tv_sec) * 1_000_000_000 + Int64(status.st_mtim.tv_nsec),
+            changed: Int64(status.st_ctim.tv_sec) * 1_000_000_000 + Int64(status.st_ctim.tv_nsec))
+    }
+}
+
+extension UplinkTLS {
+    /// The files whose change on disk triggers a reload, with the key that names each.
+    var watchedFiles: [(key: String, path: String)] {
+        var files: [(String, String)] = []
+        if let caFile { files.append(("ca_file", caFile)) }
+        if let certificateFile { files.append(("cert_file", certificateFile)) }
+        if let keyFile { files.append(("key_file", keyFile)) }
+        if caFile == nil, let environmentCAFile { files.append(("SSL_CERT_FILE", environmentCAFile)) }
+        return files
+    }
+
+    /// Reads and checks every file now: nil when they form a usable configuration, else the first problem.
+    /// `uplink validate` and the agent's configuration loading use this, so bad files are configuration errors.
+    public func check() -> UplinkTLSProblem? {
+        do throws(UplinkTLSProblem) {
+            _ = try TLSMaterial.load(self)
+            return nil
+        } catch {
+            return error
+        }
+    }
+}

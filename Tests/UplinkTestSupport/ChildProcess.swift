@@ -1,0 +1,106 @@
+import Foundation
+
+/// A child process for test daemons (nginx, tinyproxy), spawned with `posix_spawn` and a clean signal state: an
+/// empty signal mask and default dispositions, whatever the test process blocks or ignores (signals blocked there
+/// would otherwise be inherited, and `timeout(1)` or the daemon would never see SIGTERM). It is reaped with
+/// `waitpid` here, so no run loop or SIGCHLD handling is needed.
+public final class ChildProcess: @unchecked Sendable {
+    public struct Failure: Error, CustomStringConvertible {
+        public let description: String
+        public init(description: String) { self.description = description }
+    }
+
+    /// The child's process id.
+    public let processIdentifier: pid_t
+    private let lock = NSLock()
+    private var status: Int32?
+
+    /// Starts `arguments[0]` (an absolute path) with the rest as arguments; standard output and error go to
+    /// `outputPath` (appended; `/dev/null` when nil), standard input is `/dev/null`.
+    public init(_ arguments: [String], outputPath: String? = nil) throws {
+        var actions = posix_spawn_file_actions_t()
+        posix_spawn_file_actions_init(&actions)
+        defer { posix_spawn_file_actions_destroy(&actions) }
+        posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
+        let output = outputPath ?? "/dev/null"
+        posix_spawn_file_actions_addopen(&actions, 1, output, O_WRONLY | O_CREAT | O_APPEND, 0o644)
+        posix_spawn_file_actions_adddup2(&actions, 1, 2)
+
+        var attributes = posix_spawnattr_t()
+        posix_spawnattr_init(&attributes)
+        defer { posix_spawnattr_destroy(&attributes) }
+        var empty = sigset_t()
+        sigemptyset(&empty)
+        posix_spawnattr_setsigmask(&attributes, &empty)
+        var all = sigset_t()
+        sigfillset(&all)
+        sigdelset(&all, SIGKILL)
+        sigdelset(&all, SIGSTOP)
+        posix_spawnattr_setsigdefault(&attributes, &all)
+        posix_spawnattr_setflags(&attributes, Int16(POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF))
+
+        var pid = pid_t()
+        let argv: [UnsafeMutablePointer<CChar>?] = arguments.map { strdup($0) } + [nil]
+        defer { for pointer in argv { free(pointer) } }
+        let result = posix_spawn(&pid, arguments[0], &actions, &attributes, argv, environ)
+        guard result == 0 else {
+            throw Failure(description: "posix_spawn \(arguments[0]): \(String(cString: strerror(result)))")
+        }
+        processIdentifier = pid
+    }
+
+    /// The raw `waitpid` status once the child has exited (`(status >> 8) & 0xff` is the exit code).
+    public var exitStatus: Int32? {
+        _ = isRunning
+        lock.lock()
+        defer { lock.unlock() }
+        return status
+    }
+
+    /// Whether the child has not exited yet (reaps it when it has).
+    public var isRunning: Bool {
+        lock.lock()
+        defer { lock.unlock() }
+        if status != nil { return false }
+        var raw: Int32 = 0
+        let result = waitpid(processIdentifier, &raw, WNOHANG)
+        if result == processIdentifier || result < 0 {
+            status = raw
+            return false
+        }
+        return true
+    }
+
+    /// Sends `signal` to the child if it is still running.
+    public func send(_ signal: Int32) {
+        if isRunning { kill(processIdentifier, signal) }
+    }
+
+    /// Waits up to `seconds` for the child to exit; returns whether it did.
+    @discardableResult
+    public func waitForExit(seconds: Double) -> Bool {
+        let deadline = Date().addingTimeInterval(seconds)
+        while isRunning {
+            if Date() >= deadline { return false }
+            usleep(10_000)
+        }
+        return true
+    }
+
+    /// SIGTERM, then SIGKILL if it has not exited after `grace` seconds; returns once it has exited.
+    public func terminate(grace: Double = 5) {
+        send(SIGTERM)
+        if !waitForExit(seconds: grace) {
+            send(SIGKILL)
+            waitForExit(seconds: 5)
+        }
+    }
+
+    deinit {
+        if isRunning {
+            kill(processIdentifier, SIGKILL)
+            var status: Int32 = 0
+            waitpid(processIdentifier, &status, 0)
+        }
+    }
+}

@@ -111,6 +111,7 @@ let package = Package(
                 "UplinkWire",
                 "UplinkSources",
                 "UplinkTransport",
+                .product(name: "NIOSSL", package: "swift-nio-ssl"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "Logging", package: "swift-log"),
             ],
@@ -183,6 +184,7 @@ let package = Package(
             dependencies: [
                 "UplinkCollector", "UplinkCore", "UplinkWire", "UplinkTestSupport",
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                .product(name: "NIOSSL", package: "swift-nio-ssl"),
             ],
             swiftSettings: strict
         ),
@@ -193,6 +195,7 @@ let package = Package(
                 "UplinkTestSupport",
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                .product(name: "NIOSSL", package: "swift-nio-ssl"),
             ],
             swiftSettings: strict
         ),

@@ -46,25 +46,26 @@ extension Collector {
     /// `POST /v1/stream`: checks the headers, the stream limit and the agent's identity, then answers `200` with a
     /// body that runs the stream.
     func openStream(_ request: Request, context: CollectorRequestContext, storage: Storage) async -> Response {
+        let http2 = StreamConnection.isHTTP2(context.channel)
         if let token = configuration.token {
             guard let authorization = request.headers[.authorization], Self.isBearer(authorization, token: token) else {
-                return reject(.unauthorized, "missing or wrong bearer token", extraHeaders: [.wwwAuthenticate: "Bearer"])
+                return reject(http2: http2, .unauthorized, "missing or wrong bearer token", extraHeaders: [.wwwAuthenticate: "Bearer"])
             }
         }
         if let version = request.headers[.uplinkProtocol], version.trimmingSpaces != "1" {
-            return reject(.unsupportedMediaType, "unsupported Uplink-Protocol \(version); this collector speaks version 1")
+            return reject(http2: http2, .unsupportedMediaType, "unsupported Uplink-Protocol \(version); this collector speaks version 1")
         }
         if let encoding = request.headers[.contentEncoding], encoding.trimmingSpaces.lowercased() != "identity" {
-            return reject(.unsupportedMediaType, "unsupported Content-Encoding \(encoding); send the body uncompressed")
+            return reject(http2: http2, .unsupportedMediaType, "unsupported Content-Encoding \(encoding); send the body uncompressed")
         }
         guard let agentHeader = request.headers[.uplinkAgent], let agent = AgentID.validated(agentHeader.utf8) else {
-            return reject(.badRequest, "missing or invalid Uplink-Agent header: 1-128 bytes of [A-Za-z0-9._:-]")
+            return reject(http2: http2, .badRequest, "missing or invalid Uplink-Agent header: 1-128 bytes of [A-Za-z0-9._:-]")
         }
         guard let epochHeader = request.headers[.uplinkEpoch], let epoch = Decimal.uint64(epochHeader.utf8) else {
-            return reject(.badRequest, "missing or invalid Uplink-Epoch header: a decimal unsigned 64-bit integer")
+            return reject(http2: http2, .badRequest, "missing or invalid Uplink-Epoch header: a decimal unsigned 64-bit integer")
         }
         guard !registry.isShuttingDown else {
-            return reject(.serviceUnavailable, "the collector is shutting down")
+            return reject(http2: http2, .serviceUnavailable, "the collector is shutting down")
         }
         let connection = await StreamConnection.inspect(context.channel, tls: configuration.tls != nil)
         if configuration.tls?.agentIdentity == .certificate, let refusal = identityRefusal(agent: agent, connection) {
@@ -72,14 +73,14 @@ extension Collector {
             edge.limiter.log(
                 logger, .warning, kind: "identity", "Refused a stream: \(refusal)",
                 metadata: ["agent": "\(agent)", "peer": "\(connection.peer)"])
-            return reject(.forbidden, refusal)
+            return reject(http2: http2, .forbidden, refusal)
         }
         guard let slot = registry.takeSlot(agent: agent, limit: configuration.maxStreams) else {
             edge.recorder.record(.streamOverLimit)
             edge.limiter.log(
                 logger, .warning, kind: "stream-limit", "Refused a stream: the stream limit is reached",
                 metadata: ["agent": "\(agent)", "limit": "\(configuration.maxStreams)"])
-            return reject(
+            return reject(http2: http2, 
                 .serviceUnavailable,
                 "too many streams: this collector serves at most \(configuration.maxStreams) at once; retry later",
                 extraHeaders: [.retryAfter: "5"])
@@ -117,10 +118,15 @@ extension Collector {
         return nil
     }
 
-    private func reject(_ status: HTTPResponse.Status, _ reason: String, extraHeaders: HTTPFields = [:]) -> Response {
+    /// A refusal with its reason as the body. Over HTTP/1.1 the connection is closed after it (its request body may
+    /// never end); an HTTP/2 response must not carry `Connection`, and the stream ends on its own.
+    private func reject(
+        http2: Bool, _ status: HTTPResponse.Status, _ reason: String, extraHeaders: HTTPFields = [:]
+    ) -> Response {
         recorder.streamRejected()
         logger.debug("Refused a stream", metadata: ["status": "\(status.code)", "reason": "\(reason)"])
-        var headers: HTTPFields = [.contentType: "text/plain; charset=utf-8", .connection: "close"]
+        var headers: HTTPFields = [.contentType: "text/plain; charset=utf-8"]
+        if !http2 { headers[.connection] = "close" }
         headers.append(contentsOf: extraHeaders)
         return Response(status: status, headers: headers, body: ResponseBody(byteBuffer: ByteBuffer(string: reason + "\n")))
     }

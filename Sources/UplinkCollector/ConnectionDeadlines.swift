@@ -89,9 +89,22 @@ final class RequestDeadlineHandler: ChannelDuplexHandler, RemovableChannelHandle
     }
 
     func write(context: ChannelHandlerContext, data: NIOAny, promise: EventLoopPromise<Void>?) {
-        if case .end = unwrapOutboundIn(data) {
-            responseEnded = true
-            if case .responding = phase { awaitHead(context) }
+        guard case .end = unwrapOutboundIn(data) else { return context.write(data, promise: promise) }
+        responseEnded = true
+        switch phase {
+        case .responding?:
+            awaitHead(context)
+        case .readingBody?:
+            // Answered before the request ended (a refusal): the rest of the body is of no use, and over HTTP/2 the
+            // stream would otherwise stay open until the agent gives up. Close once the answer is out.
+            cancelTimer()
+            let written = promise ?? context.eventLoop.makePromise()
+            let closing = NIOLoopBound(context, eventLoop: context.eventLoop)
+            written.futureResult.whenComplete { _ in closing.value.close(promise: nil) }
+            context.writeAndFlush(data, promise: written)
+            return
+        default:
+            break
         }
         context.write(data, promise: promise)
     }

@@ -1,5 +1,4 @@
 import NIOCore
-import NIOHTTPTypesHTTP2
 import NIOSSL
 
 /// How a request reached the collector: over HTTP/2 or HTTP/1.1, with TLS or not, and the client certificate.
@@ -31,9 +30,15 @@ struct StreamConnection: Sendable {
         return parts.joined(separator: ",")
     }
 
+    /// Whether `channel` is an HTTP/2 stream: its parent is the connection, whose parent is the listening socket
+    /// (an HTTP/1.1 connection's parent is the listening socket itself).
+    static func isHTTP2(_ channel: any Channel) -> Bool {
+        channel.parent?.parent != nil
+    }
+
     /// Looks at `channel` (an HTTP/1.1 connection, or an HTTP/2 stream whose parent is the connection).
     static func inspect(_ channel: any Channel, tls: Bool) async -> StreamConnection {
-        let isHTTP2 = (try? await channel.pipeline.containsHandler(type: HTTP2FramePayloadToHTTPServerCodec.self).get()) != nil
+        let isHTTP2 = isHTTP2(channel)
         let connection = isHTTP2 ? (channel.parent ?? channel) : channel
         var certificate: NIOSSLCertificate?
         var version: String?

@@ -101,26 +101,30 @@ struct CollectorTLSTests {
                 let cases: [(TestCertificateAuthority.Certificate?, String)] = [
                     (nil, "no certificate"), (pki.expired, "expired"), (pki.foreign, "other CA"),
                 ]
-                for (number, (certificate, name)) in cases.enumerated() {
+                for (certificate, name) in cases {
+                    let failuresBefore = collector.edgeStatistics().tlsHandshakeFailures
+                    let linesBefore = log.entries(containing: "Refused a TLS connection").count
                     try await withTLSClient(try pki.clientTLS(presenting: certificate)) { client in
                         await #expect(throws: (any Error).self, "\(name) must be refused") {
                             let connection = try await AgentConnection.open(
-                                client, port: port, agent: "agent-1", epoch: "1", scheme: "https")
+                                client, port: port, agent: "agent-1", epoch: "1", scheme: "https", timeout: .seconds(2))
                             // TLS 1.3: the client may finish its side first; the refusal then ends the response.
                             _ = try await connection.nextAck()
                             connection.send(body(1...3))
                             _ = try await connection.close()
                         }
                     }
-                    let refused = await eventually { log.entries(containing: "Refused a TLS connection").count == number + 1 }
-                    #expect(refused, "\(name): no log line; log: \(log.all)")
+                    let refused = await eventually { log.entries(containing: "Refused a TLS connection").count > linesBefore }
+                    #expect(refused, "\(name): no log line")
+                    let line = log.entries(containing: "Refused a TLS connection")[linesBefore]
+                    #expect(line.level == .warning)
+                    #expect(line.metadata["peer"]?.contains("127.0.0.1") == true)
+                    let expected = certificate == nil ? "the client presented no certificate" : "the client certificate is not valid"
+                    #expect(line.metadata["reason"]?.hasPrefix(expected) == true, "\(name): \(line)")
+                    #expect(collector.edgeStatistics().tlsHandshakeFailures > failuresBefore)
                 }
-                let lines = log.entries(containing: "Refused a TLS connection")
-                #expect(lines.count == 3)
-                #expect(lines.allSatisfy { $0.level == .warning && $0.metadata["peer"]?.contains("127.0.0.1") == true })
-                #expect(lines.first?.metadata["reason"]?.contains("no certificate") == true, "\(lines)")
-                #expect(lines.dropFirst().allSatisfy { $0.metadata["reason"]?.contains("client certificate") == true }, "\(lines)")
                 #expect(collector.edgeStatistics().tlsHandshakeFailures == 3)
+                #expect(log.entries(containing: "Refused a TLS connection").count == 3)
                 #expect(collector.statistics().streamsAccepted == 0)
             }
             #expect(try storedSequences(directory + "/data", agent: "agent-1", epoch: 1).isEmpty)
@@ -166,12 +170,13 @@ struct CollectorTLSTests {
                 }
                 try await withTLSClient(try pki.clientTLS(presenting: pki.foreign)) { client in
                     await #expect(throws: (any Error).self) {
-                        let connection = try await AgentConnection.open(client, port: port, agent: "agent-1", epoch: "1", scheme: "https")
+                        let connection = try await AgentConnection.open(
+                            client, port: port, agent: "agent-1", epoch: "1", scheme: "https", timeout: .seconds(2))
                         _ = try await connection.nextAck()
                         _ = try await connection.close()
                     }
                 }
-                #expect(await eventually { collector.edgeStatistics().tlsHandshakeFailures == 1 })
+                #expect(await eventually { collector.edgeStatistics().tlsHandshakeFailures >= 1 })
             }
             #expect(try storedSequences(directory + "/data", agent: "anonymous", epoch: 1) == [1, 2, 3])
         }

@@ -138,6 +138,8 @@ func withTLSClient<T>(_ tls: TLSConfiguration, http1Only: Bool = false, _ body: 
     configuration.tlsConfiguration = tls
     configuration.httpVersion = http1Only ? .http1Only : .automatic
     configuration.timeout = .init(connect: .seconds(10), read: nil)
+    // One handshake per request: a refused one fails the request instead of being retried until its deadline.
+    configuration.connectionPool.retryConnectionEstablishment = false
     let client = HTTPClient(eventLoopGroupProvider: .singleton, configuration: configuration)
     do {
         let result = try await body(client)

@@ -144,7 +144,7 @@ final class AgentConnection {
 
     static func open(
         _ client: HTTPClient, port: Int, agent: String?, epoch: String?, token: String? = nil,
-        headers extra: [(String, String)] = [], scheme: String = "http"
+        headers extra: [(String, String)] = [], scheme: String = "http", timeout: TimeAmount = .minutes(5)
     ) async throws -> AgentConnection {
         let (stream, upload) = AsyncStream.makeStream(of: ByteBuffer.self)
         var request = HTTPClientRequest(url: "\(scheme)://127.0.0.1:\(port)/v1/stream")
@@ -156,7 +156,7 @@ final class AgentConnection {
         if let token { request.headers.add(name: "Authorization", value: "Bearer \(token)") }
         for (name, value) in extra { request.headers.replaceOrAdd(name: name, value: value) }
         request.body = .stream(stream, length: .unknown)
-        let response = try await client.execute(request, timeout: .minutes(5))
+        let response = try await client.execute(request, timeout: timeout)
         return AgentConnection(response: response, upload: upload)
     }
 

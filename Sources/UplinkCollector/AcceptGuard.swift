@@ -17,8 +17,9 @@ import Darwin
 /// queue, so the event loop wakes up at once, calls `accept` again, fails again: 100 % CPU, and nothing else gets
 /// served. This handler keeps one spare descriptor (to `/dev/null`); on EMFILE or ENFILE it logs (rate-limited),
 /// closes the spare, lets the next `accept` take that descriptor and closes the connection at once (it is shed,
-/// and counted), then opens the spare again. The successful `accept` ends the wake-ups, and the backoff handler's
-/// pause (1 s) then applies. libuv does the same (`uv__emfile_trick`).
+/// and counted), then opens the spare again (connections accepted before it is back are shed too). The successful
+/// `accept` ends the wake-ups, and the backoff handler's pause (1 s) then applies. libuv does the same
+/// (`uv__emfile_trick`).
 final class AcceptGuard: ChannelInboundHandler, RemovableChannelHandler {
     typealias InboundIn = any Channel
     typealias InboundOut = any Channel
@@ -68,18 +69,25 @@ final class AcceptGuard: ChannelInboundHandler, RemovableChannelHandler {
             context.fireChannelRead(data)
             return
         }
-        shedding = false
+        // This connection got a descriptor only because the spare was given up: close it, and take the descriptor
+        // back for the spare before the next accept can. Until the spare is back, every accepted connection is
+        // shed, since each would hold the descriptor the spare needs.
         edge.record(.connectionShed)
         let child = unwrapInboundIn(data)
-        let guardOnLoop = NIOLoopBound(self, eventLoop: context.eventLoop)
-        // Not yet registered: closing it releases its descriptor on its own event loop.
         child.close(promise: nil)
-        child.closeFuture.whenComplete { _ in
-            guardOnLoop.eventLoop.execute { guardOnLoop.value.reopenSpare() }
+        reopenSpare()
+        if shedding {
+            // The child lives on another event loop: its descriptor is released there, a little later.
+            let guardOnLoop = NIOLoopBound(self, eventLoop: context.eventLoop)
+            child.closeFuture.whenComplete { _ in
+                guardOnLoop.eventLoop.execute { guardOnLoop.value.reopenSpare() }
+            }
         }
     }
 
     private func reopenSpare() {
-        if spare < 0 { spare = Self.openSpare() }
+        guard shedding else { return }
+        spare = Self.openSpare()
+        if spare >= 0 { shedding = false }
     }
 }

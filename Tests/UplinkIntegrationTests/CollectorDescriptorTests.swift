@@ -71,8 +71,8 @@ struct CollectorDescriptorTests {
         #expect(said, "no log line about EMFILE: \(log.text.suffix(2000))")
 
         // While still out of descriptors: the CPU time the collector uses over a stretch of wall time. Spinning on
-        // accept uses a whole core (ratio near 1, or at least a large share on a busy machine); backing off uses a
-        // few wake-ups per second (ratio near 0).
+        // accept uses a core (measured here: 0.24 on a machine with a load of 8 on 2 cores, 0.67 with less load);
+        // backing off uses a few wake-ups per second (measured: 0.002).
         let clock = ContinuousClock()
         let cpuBefore = try Self.cpuSeconds(process.processIdentifier)
         let start = clock.now
@@ -80,7 +80,7 @@ struct CollectorDescriptorTests {
         let cpu = try Self.cpuSeconds(process.processIdentifier) - cpuBefore
         let elapsed = clock.now - start
         let ratio = cpu / (Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) * 1e-18)
-        #expect(ratio < 0.25, "the collector used \(cpu) s of CPU in \(elapsed): it spins")
+        #expect(ratio < 0.1, "the collector used \(cpu) s of CPU in \(elapsed): it spins")
         print("EMFILE flood: collector CPU \(cpu) s over \(elapsed) (ratio \(ratio))")
         #expect(process.isRunning)
 
@@ -99,7 +99,7 @@ struct CollectorDescriptorTests {
         let process = Process()
         process.executableURL = URL(fileURLWithPath: "/bin/sh")
         process.arguments = [
-            "-c", #"ulimit -H -n 4096 && ulimit -S -n 256 && exec "$0" "$@""#, try UplinkBinary.path(), "collector",
+            "-c", #"ulimit -S -n 256 && exec "$0" "$@""#, try UplinkBinary.path(), "collector",
             "--port", String(port), "--data-dir", directory, "--no-stdout",
         ]
         let errors = Pipe()
@@ -111,13 +111,19 @@ struct CollectorDescriptorTests {
             if process.isRunning { process.terminate() }
             process.waitUntilExit()
         }
+        var limit = rlimit()
+        getrlimit(__rlimit_resource_t(RLIMIT_NOFILE.rawValue), &limit)
+        let hard = Int(limit.rlim_max)
+        try #require(hard > 256, "the hard limit here is \(hard): nothing to raise")
         let raised = await Harness.eventually(timeout: .seconds(30)) {
             (try? String(contentsOfFile: "/proc/\(process.processIdentifier)/limits", encoding: .utf8))?
                 .split(separator: "\n").first { $0.hasPrefix("Max open files") }?
-                .split(separator: " ", omittingEmptySubsequences: true).dropFirst(3).prefix(2) == ["4096", "4096"]
+                .split(separator: " ", omittingEmptySubsequences: true).dropFirst(3).prefix(2).map(String.init)
+                == [String(hard), String(hard)]
         }
         #expect(raised)
         #expect(await Harness.eventually(timeout: .seconds(10)) { log.text.contains("Raised the open file limit") })
         #expect(log.text.contains("previous=256"))
+        #expect(log.text.contains("soft=\(hard)"))
     }
 }

@@ -5,6 +5,8 @@ import Synchronization
 /// its agent.
 final class StreamControl: Sendable {
     let channel: any Channel
+    /// How the stream is connected and who its certificate says it is (for `Collector.openStreams()`).
+    let description: OpenStream
     private struct State {
         var stopRequested = false
         var stopHandler: (@Sendable () -> Void)?
@@ -13,8 +15,9 @@ final class StreamControl: Sendable {
     }
     private let state = Mutex(State())
 
-    init(channel: any Channel) {
+    init(channel: any Channel, description: OpenStream) {
         self.channel = channel
+        self.description = description
     }
 
     var isStopRequested: Bool { state.withLock { $0.stopRequested } }
@@ -70,8 +73,29 @@ final class AgentRegistry: Sendable {
     private struct State {
         var owners: [String: StreamControl] = [:]
         var shuttingDown = false
+        var slotsTaken = 0
     }
     private let state = Mutex(State())
+
+    /// Takes one of `limit` stream slots for `agent`, or returns nil when all are taken. An agent that owns a
+    /// stream already may go over the limit: its new stream replaces the old one, which gives its slot back soon.
+    func takeSlot(agent: String, limit: Int) -> StreamSlot? {
+        let taken = state.withLock { state in
+            guard state.slotsTaken < limit || state.owners[agent] != nil else { return false }
+            state.slotsTaken += 1
+            return true
+        }
+        return taken ? StreamSlot(registry: self) : nil
+    }
+
+    fileprivate func releaseSlot() {
+        state.withLock { $0.slotsTaken -= 1 }
+    }
+
+    /// The streams that own their agent now.
+    func openStreams() -> [OpenStream] {
+        state.withLock { $0.owners.values.map(\.description) }.sorted { $0.agent < $1.agent }
+    }
 
     /// Makes `control` the owner of `agent`; returns the previous owner, which the caller must stop and wait for.
     /// During shutdown `control` is told to stop at once.
@@ -100,5 +124,53 @@ final class AgentRegistry: Sendable {
             return Array(state.owners.values)
         }
         for control in owners { control.requestStop(closingConnection: false) }
+    }
+}
+
+/// One taken stream slot, given back by `release()` or, should the response that holds it never run, when it is
+/// dropped.
+final class StreamSlot: Sendable {
+    private let registry: AgentRegistry
+    private let released = Atomic(false)
+
+    fileprivate init(registry: AgentRegistry) {
+        self.registry = registry
+    }
+
+    deinit { release() }
+
+    func release() {
+        if !released.exchange(true, ordering: .relaxed) { registry.releaseSlot() }
+    }
+}
+
+/// A stream the collector serves now, as `Collector.openStreams()` lists it.
+public struct OpenStream: Sendable, Equatable {
+    /// The agent id (`Uplink-Agent`).
+    public var agent: String
+    /// The stream epoch (`Uplink-Epoch`).
+    public var epoch: UInt64
+    /// `HTTP/1.1` or `HTTP/2`.
+    public var httpVersion: String
+    /// Whether the connection is TLS.
+    public var tls: Bool
+    /// The TLS version negotiated (`TLSv1.2`, `TLSv1.3`), nil without TLS.
+    public var tlsVersion: String?
+    /// The client certificate's subject (e.g. `CN=agent-1`) when the agent presented one, else nil.
+    public var certificateSubject: String?
+    /// The peer's address.
+    public var peer: String
+
+    public init(
+        agent: String, epoch: UInt64, httpVersion: String, tls: Bool, tlsVersion: String?, certificateSubject: String?,
+        peer: String
+    ) {
+        self.agent = agent
+        self.epoch = epoch
+        self.httpVersion = httpVersion
+        self.tls = tls
+        self.tlsVersion = tlsVersion
+        self.certificateSubject = certificateSubject
+        self.peer = peer
     }
 }

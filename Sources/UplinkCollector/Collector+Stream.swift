@@ -2,6 +2,8 @@ import HTTPTypes
 import Hummingbird
 import Logging
 import NIOCore
+import Synchronization
+import UplinkCore
 import UplinkWire
 
 extension HTTPField.Name {
@@ -23,49 +25,108 @@ enum StreamEnding: Sendable {
 /// What the receiving side tells the response side.
 enum StreamEvent: Sendable {
     case ack(UInt64)
+    /// Heartbeat lines arrived: answer with one (see `HeartbeatAnswer`).
+    case heartbeat
     case stop
 }
 
+/// Makes sure at most one heartbeat answer waits to be written, however fast heartbeat lines arrive: a peer that
+/// sends them without reading the response cannot make the collector buffer answers.
+final class HeartbeatAnswer: Sendable {
+    private let pending = Atomic(false)
+
+    /// Called by the receiving side: whether an answer must be asked for (none is waiting yet).
+    func request() -> Bool { !pending.exchange(true, ordering: .acquiringAndReleasing) }
+
+    /// Called by the response side before it writes the answer.
+    func taken() { pending.store(false, ordering: .releasing) }
+}
+
 extension Collector {
-    /// `POST /v1/stream`: checks the headers, then answers `200` with a body that runs the stream.
-    func openStream(_ request: Request, context: CollectorRequestContext, storage: Storage) -> Response {
+    /// `POST /v1/stream`: checks the headers, the stream limit and the agent's identity, then answers `200` with a
+    /// body that runs the stream.
+    func openStream(_ request: Request, context: CollectorRequestContext, storage: Storage) async -> Response {
+        let http2 = StreamConnection.isHTTP2(context.channel)
         if let token = configuration.token {
             guard let authorization = request.headers[.authorization], Self.isBearer(authorization, token: token) else {
-                return reject(.unauthorized, "missing or wrong bearer token", extraHeaders: [.wwwAuthenticate: "Bearer"])
+                return reject(http2: http2, .unauthorized, "missing or wrong bearer token", extraHeaders: [.wwwAuthenticate: "Bearer"])
             }
         }
         if let version = request.headers[.uplinkProtocol], version.trimmingSpaces != "1" {
-            return reject(.unsupportedMediaType, "unsupported Uplink-Protocol \(version); this collector speaks version 1")
+            return reject(http2: http2, .unsupportedMediaType, "unsupported Uplink-Protocol \(version); this collector speaks version 1")
         }
         if let encoding = request.headers[.contentEncoding], encoding.trimmingSpaces.lowercased() != "identity" {
-            return reject(.unsupportedMediaType, "unsupported Content-Encoding \(encoding); send the body uncompressed")
+            return reject(http2: http2, .unsupportedMediaType, "unsupported Content-Encoding \(encoding); send the body uncompressed")
         }
         guard let agentHeader = request.headers[.uplinkAgent], let agent = AgentID.validated(agentHeader.utf8) else {
-            return reject(.badRequest, "missing or invalid Uplink-Agent header: 1-128 bytes of [A-Za-z0-9._:-]")
+            return reject(http2: http2, .badRequest, "missing or invalid Uplink-Agent header: 1-128 bytes of [A-Za-z0-9._:-]")
         }
         guard let epochHeader = request.headers[.uplinkEpoch], let epoch = Decimal.uint64(epochHeader.utf8) else {
-            return reject(.badRequest, "missing or invalid Uplink-Epoch header: a decimal unsigned 64-bit integer")
+            return reject(http2: http2, .badRequest, "missing or invalid Uplink-Epoch header: a decimal unsigned 64-bit integer")
         }
         guard !registry.isShuttingDown else {
-            return reject(.serviceUnavailable, "the collector is shutting down")
+            return reject(http2: http2, .serviceUnavailable, "the collector is shutting down")
         }
+        let connection = await StreamConnection.inspect(context.channel, tls: configuration.tls != nil)
+        if configuration.tls?.agentIdentity == .certificate, let refusal = identityRefusal(agent: agent, connection) {
+            edge.recorder.record(.identityRefused)
+            edge.limiter.log(
+                logger, .warning, kind: "identity", "Refused a stream: \(refusal)",
+                metadata: ["agent": "\(agent)", "peer": "\(connection.peer)"])
+            return reject(http2: http2, .forbidden, refusal)
+        }
+        guard let slot = registry.takeSlot(agent: agent, limit: configuration.maxStreams) else {
+            edge.recorder.record(.streamOverLimit)
+            edge.limiter.log(
+                logger, .warning, kind: "stream-limit", "Refused a stream: the stream limit is reached",
+                metadata: ["agent": "\(agent)", "limit": "\(configuration.maxStreams)"])
+            return reject(http2: http2, 
+                .serviceUnavailable,
+                "too many streams: this collector serves at most \(configuration.maxStreams) at once; retry later",
+                extraHeaders: [.retryAfter: "5"])
+        }
+        if connection.isHTTP2 { edge.recorder.record(.http2Stream) }
+        if connection.isTLS { edge.recorder.record(.tlsStream) }
         let stream = StreamKey(agent: agent, epoch: epoch)
-        let control = StreamControl(channel: context.channel)
+        let control = StreamControl(
+            channel: context.channel,
+            description: OpenStream(
+                agent: agent, epoch: epoch, httpVersion: connection.isHTTP2 ? "HTTP/2" : "HTTP/1.1", tls: connection.isTLS,
+                tlsVersion: connection.tlsVersion, certificateSubject: connection.certificateSubject, peer: connection.peer))
         let body = request.body
         let logger = context.logger
         return Response(
             status: .ok,
             headers: [.contentType: "application/x-ndjson", .cacheControl: "no-store"],
             body: ResponseBody { writer in
+                defer { slot.release() }
                 await self.serveStream(stream, control: control, body: body, writer: &writer, storage: storage, logger: logger)
             }
         )
     }
 
-    private func reject(_ status: HTTPResponse.Status, _ reason: String, extraHeaders: HTTPFields = [:]) -> Response {
+    /// Why `agent` may not stream on `connection` under `agent_identity: certificate`, or nil when it may.
+    private func identityRefusal(agent: String, _ connection: StreamConnection) -> String? {
+        guard let certificate = connection.certificate else {
+            return "agent_identity is certificate, and the connection presented no client certificate"
+        }
+        let names = CollectorTLS.identities(of: certificate)
+        guard names.contains(agent) else {
+            let listed = names.isEmpty ? "none" : names.joined(separator: ", ")
+            return "Uplink-Agent '\(agent)' is not a name of the client certificate (its CN and DNS names: \(listed))"
+        }
+        return nil
+    }
+
+    /// A refusal with its reason as the body. Over HTTP/1.1 the connection is closed after it (its request body may
+    /// never end); an HTTP/2 response must not carry `Connection`, and the stream ends on its own.
+    private func reject(
+        http2: Bool, _ status: HTTPResponse.Status, _ reason: String, extraHeaders: HTTPFields = [:]
+    ) -> Response {
         recorder.streamRejected()
         logger.debug("Refused a stream", metadata: ["status": "\(status.code)", "reason": "\(reason)"])
-        var headers: HTTPFields = [.contentType: "text/plain; charset=utf-8", .connection: "close"]
+        var headers: HTTPFields = [.contentType: "text/plain; charset=utf-8"]
+        if !http2 { headers[.connection] = "close" }
         headers.append(contentsOf: extraHeaders)
         return Response(status: status, headers: headers, body: ResponseBody(byteBuffer: ByteBuffer(string: reason + "\n")))
     }
@@ -141,11 +202,13 @@ extension Collector {
 
         let (events, eventSink) = AsyncStream.makeStream(of: StreamEvent.self)
         control.onStop { eventSink.yield(.stop) }
+        let heartbeat = HeartbeatAnswer()
         return await withTaskGroup(of: StreamEnding.self) { group in
             group.addTask {
                 defer { eventSink.finish() }
                 return await self.receive(
-                    stream, mark: mark, body: body, control: control, storage: storage, events: eventSink, logger: logger)
+                    stream, mark: mark, body: body, control: control, storage: storage, events: eventSink,
+                    heartbeat: heartbeat, logger: logger)
             }
             var writeFailure: (any Error)?
             loop: for await event in events {
@@ -153,6 +216,14 @@ extension Collector {
                 case .ack(let sequence):
                     do {
                         try await writer.write(Self.ackBuffer(.ack(sequence)))
+                    } catch {
+                        writeFailure = error
+                        break loop
+                    }
+                case .heartbeat:
+                    heartbeat.taken()
+                    do {
+                        try await writer.write(Self.heartbeatBuffer())
                     } catch {
                         writeFailure = error
                         break loop
@@ -169,6 +240,13 @@ extension Collector {
         }
     }
 
+    /// `{"heartbeat":<the collector's wall clock, ns since the Unix epoch>}` and its newline.
+    static func heartbeatBuffer() -> ByteBuffer {
+        var buffer = ByteBufferAllocator().buffer(capacity: 36)
+        _ = WireLineWriter.appendHeartbeat(timestamp: WallClock.nowNanoseconds(), to: &buffer)
+        return buffer
+    }
+
     static func ackBuffer(_ line: AckLine) -> ByteBuffer {
         var buffer = ByteBufferAllocator().buffer(capacity: 32)
         WireLineWriter.appendAckLine(line, to: &buffer)
@@ -180,7 +258,7 @@ extension Collector {
     /// stream's batches are stored one at a time, in order.
     private func receive(
         _ stream: StreamKey, mark: UInt64, body: RequestBody, control: StreamControl, storage: Storage,
-        events: AsyncStream<StreamEvent>.Continuation, logger: Logger
+        events: AsyncStream<StreamEvent>.Continuation, heartbeat: HeartbeatAnswer, logger: Logger
     ) async -> StreamEnding {
         var processor = StreamProcessor(
             stream: stream, mark: mark, originMarks: marks.originMarks(agent: stream.agent),
@@ -205,7 +283,9 @@ extension Collector {
             do {
                 reading = try await {
                     for try await chunk in body {
-                        await handoff.put(processor.process(chunk))
+                        let batch = processor.process(chunk)
+                        if batch.heartbeats > 0, heartbeat.request() { events.yield(.heartbeat) }
+                        await handoff.put(batch)
                         if stopped { return .stopped }
                     }
                     if let cut = processor.finish() { await handoff.put(cut) }

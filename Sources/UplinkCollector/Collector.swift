@@ -1,6 +1,7 @@
 import Hummingbird
 import Logging
 import NIOCore
+import NIOSSL
 import ServiceLifecycle
 import Synchronization
 
@@ -27,6 +28,7 @@ public final class Collector: Service {
     let marks = MarkTable()
     let recorder = StatisticsRecorder()
     let registry = AgentRegistry()
+    let edge = CollectorEdge()
     private let listening = Mutex(ListeningState())
     private let started = Mutex(false)
 
@@ -56,13 +58,13 @@ public final class Collector: Service {
             throw CollectorError(code: "already_started", message: "Collector.run() can be called only once")
         }
         do {
-            guard configuration.maxLineBytes > 0 else {
-                throw CollectorError(code: "invalid_configuration", message: "maxLineBytes must be at least 1")
-            }
+            try configuration.checkLimits()
+            // Read before anything else, so that a bad certificate or key stops the start, not the first handshake.
+            let tls = try configuration.tls?.serverConfiguration()
             let storage = try await Storage.open(
                 configuration: configuration, output: output, marks: marks, recorder: recorder, logger: logger)
             do {
-                try await serve(storage: storage)
+                try await serve(storage: storage, tls: tls)
             } catch {
                 await storage.close()
                 throw error
@@ -104,6 +106,16 @@ public final class Collector: Service {
         recorder.snapshot(marks: marks.streamMarks())
     }
 
+    /// What the network edge refused, cut or noticed so far: limits, deadlines, TLS and identity.
+    public func edgeStatistics() -> CollectorEdgeStatistics {
+        edge.recorder.snapshot()
+    }
+
+    /// The streams open now, one per agent: how each is connected and who its certificate says it is.
+    public func openStreams() -> [OpenStream] {
+        registry.openStreams()
+    }
+
     private struct ListeningState {
         var result: Result<Int, any Error>?
         var waiters: [Int: CheckedContinuation<Int, any Error>] = [:]
@@ -121,22 +133,27 @@ public final class Collector: Service {
         for waiter in waiters { waiter.resume(with: result) }
     }
 
-    private func serve(storage: Storage) async throws {
+    private func serve(storage: Storage, tls: TLSConfiguration?) async throws {
         let router = Router(context: CollectorRequestContext.self)
         router.get("healthz") { _, _ -> String in "ok" }
         router.post("v1/stream") { request, context -> Response in
-            self.openStream(request, context: context, storage: storage)
+            await self.openStream(request, context: context, storage: storage)
         }
         let port = configuration.port
         let application = Application(
             router: router,
+            server: serverBuilder(tls: tls),
             configuration: ApplicationConfiguration(
                 address: .hostname(configuration.host, port: port), serverName: nil, backlog: 1024),
             onServerRunning: { channel in
+                await self.guardAccepting(channel)
                 let bound = channel.localAddress?.port ?? port
                 self.logger.info(
                     "Collector listening",
-                    metadata: ["host": "\(self.configuration.host)", "port": "\(bound)", "data": "\(self.configuration.dataDirectory)"])
+                    metadata: [
+                        "host": "\(self.configuration.host)", "port": "\(bound)", "data": "\(self.configuration.dataDirectory)",
+                        "tls": "\(self.tlsDescription)",
+                    ])
                 self.finishListening(.success(bound))
             },
             logger: logger

@@ -30,6 +30,22 @@ public struct CollectorConfiguration: Sendable {
     /// crash or `SIGKILL` of the collector; with it they also survive a power loss, at the cost of one disk flush
     /// per group of batches.
     public var fsync: Bool
+    /// How long a new connection may take to deliver a complete request head (with TLS: to finish the handshake,
+    /// then to deliver the head), and how long a kept-alive connection may sit between requests. Past it the
+    /// connection is closed. Default 10 s.
+    public var requestHeadTimeout: Duration
+    /// How long a stream's request body may bring no bytes at all before the collector ends the stream and closes
+    /// its connection. Agents send a heartbeat line after 15 s without other lines (the default
+    /// `uplink.heartbeat`), so the default, 90 s, lets several heartbeats go missing before a live agent is cut.
+    /// Time during which the collector itself is not reading (its storage is busy) does not count.
+    public var streamIdleTimeout: Duration
+    /// Most streams served at once. A stream beyond it is answered `503 Service Unavailable` (counted in
+    /// `CollectorEdgeStatistics.streamsOverLimit`); an agent that already has a stream may always replace it.
+    /// Default 1024.
+    public var maxStreams: Int
+    /// TLS on the listening socket, with HTTP/2 offered through ALPN; `nil` (the default) serves plaintext
+    /// HTTP/1.1 (on loopback, or behind a TLS-terminating proxy).
+    public var tls: CollectorTLS?
 
     /// Creates a configuration; every parameter has the default documented on its property.
     public init(
@@ -41,7 +57,11 @@ public struct CollectorConfiguration: Sendable {
         token: String? = nil,
         maxLineBytes: Int = 1 << 20,
         rejectsFile: String? = nil,
-        fsync: Bool = false
+        fsync: Bool = false,
+        requestHeadTimeout: Duration = .seconds(10),
+        streamIdleTimeout: Duration = .seconds(90),
+        maxStreams: Int = 1024,
+        tls: CollectorTLS? = nil
     ) {
         self.host = host
         self.port = port
@@ -52,6 +72,10 @@ public struct CollectorConfiguration: Sendable {
         self.maxLineBytes = maxLineBytes
         self.rejectsFile = rejectsFile
         self.fsync = fsync
+        self.requestHeadTimeout = requestHeadTimeout
+        self.streamIdleTimeout = streamIdleTimeout
+        self.maxStreams = maxStreams
+        self.tls = tls
     }
 
     /// `<dataDirectory>/records.jsonl`.
@@ -63,5 +87,24 @@ public struct CollectorConfiguration: Sendable {
 
     private func path(in directory: String, _ name: String) -> String {
         directory.hasSuffix("/") ? directory + name : directory + "/" + name
+    }
+}
+
+extension CollectorConfiguration {
+    /// Throws a `CollectorError` (`invalid_configuration`) for a limit no collector can run with.
+    func checkLimits() throws {
+        func invalid(_ message: String) -> CollectorError { CollectorError(code: "invalid_configuration", message: message) }
+        guard maxLineBytes > 0 else { throw invalid("maxLineBytes must be at least 1") }
+        guard maxStreams > 0 else { throw invalid("maxStreams must be at least 1") }
+        guard requestHeadTimeout > .zero else { throw invalid("requestHeadTimeout must be longer than zero") }
+        guard streamIdleTimeout > .zero else { throw invalid("streamIdleTimeout must be longer than zero") }
+    }
+}
+
+extension Collector {
+    /// For the start-up log line: `off`, or the client authentication and identity rule.
+    var tlsDescription: String {
+        guard let tls = configuration.tls else { return "off" }
+        return "on (h2, http/1.1; client_auth \(tls.clientAuthentication.rawValue), agent_identity \(tls.agentIdentity.rawValue))"
     }
 }

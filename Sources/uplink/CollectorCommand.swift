@@ -3,6 +3,7 @@ import Logging
 import ServiceLifecycle
 import UplinkAgent
 import UplinkCollector
+import UplinkCore
 
 /// `uplink collector`: the receiving server.
 struct CollectorCommand: AsyncParsableCommand {
@@ -53,6 +54,7 @@ struct CollectorCommand: AsyncParsableCommand {
     func run() async throws {
         logging.bootstrap()
         let logger = Logger(label: "uplink.collector")
+        FileDescriptorLimit.raiseSoftLimit(logger: logger)
         var configuration = CollectorConfiguration()
         if let config {
             let file = try ConfigurationLoading.load(config)
@@ -86,5 +88,15 @@ struct CollectorCommand: AsyncParsableCommand {
             }
         }
         try await group.run()
+    }
+}
+
+extension CollectorTLS {
+    /// The `collector.tls` section of a configuration file (its paths already resolved and its files checked).
+    init(_ section: UplinkFile.CollectorSection.TLSSection) {
+        self.init(
+            certificateFile: section.certFile, keyFile: section.keyFile, clientCAFile: section.clientCAFile,
+            clientAuthentication: ClientAuthentication(rawValue: section.clientAuth.rawValue) ?? .required,
+            agentIdentity: AgentIdentity(rawValue: section.agentIdentity.rawValue) ?? .certificate)
     }
 }

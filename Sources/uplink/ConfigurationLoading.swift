@@ -43,7 +43,11 @@ extension CollectorConfiguration {
             token: section.token,
             maxLineBytes: section.maxLineBytes,
             rejectsFile: section.rejectsFile,
-            fsync: section.fsync
+            fsync: section.fsync,
+            requestHeadTimeout: section.requestHeadTimeout,
+            streamIdleTimeout: section.streamIdleTimeout,
+            maxStreams: section.maxStreams,
+            tls: section.tls.map(CollectorTLS.init)
         )
     }
 }

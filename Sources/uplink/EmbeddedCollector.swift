@@ -6,7 +6,8 @@ import Glibc
 #endif
 
 /// The in-process collector of `uplink run` with the URL `embedded`: it serves only the agent in the same process,
-/// so it always listens on a free loopback port, whatever a configuration's `collector.listen` says.
+/// so it always listens on a free loopback port in plaintext, whatever a configuration's `collector.listen` and
+/// `collector.tls` say.
 enum EmbeddedCollector {
     /// The quickstart's collector: prints records, keeps its state in a fresh temporary directory.
     static func startQuickstart(logger: Logger) async throws -> BackgroundCollector {
@@ -26,6 +27,8 @@ enum EmbeddedCollector {
         var configuration = configuration
         configuration.host = "127.0.0.1"
         configuration.port = 0
+        // The agent in the same process connects over loopback in plaintext.
+        configuration.tls = nil
         var collectorLogger = logger
         collectorLogger[metadataKey: "component"] = "embedded-collector"
         return try await BackgroundCollector.start(configuration: configuration, logger: collectorLogger)

@@ -63,6 +63,7 @@ struct RunCommand: AsyncParsableCommand {
     func run() async throws {
         logging.bootstrap()
         let logger = Logger(label: "uplink")
+        FileDescriptorLimit.raiseSoftLimit(logger: logger)
         var embedded: BackgroundCollector?
         let configuration: AgentConfiguration
         if let config {

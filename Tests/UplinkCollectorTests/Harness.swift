@@ -144,10 +144,10 @@ final class AgentConnection {
 
     static func open(
         _ client: HTTPClient, port: Int, agent: String?, epoch: String?, token: String? = nil,
-        headers extra: [(String, String)] = []
+        headers extra: [(String, String)] = [], scheme: String = "http", timeout: TimeAmount = .minutes(5)
     ) async throws -> AgentConnection {
         let (stream, upload) = AsyncStream.makeStream(of: ByteBuffer.self)
-        var request = HTTPClientRequest(url: "http://127.0.0.1:\(port)/v1/stream")
+        var request = HTTPClientRequest(url: "\(scheme)://127.0.0.1:\(port)/v1/stream")
         request.method = .POST
         request.headers.add(name: "Content-Type", value: "application/x-ndjson")
         request.headers.add(name: "Uplink-Protocol", value: "1")
@@ -156,7 +156,7 @@ final class AgentConnection {
         if let token { request.headers.add(name: "Authorization", value: "Bearer \(token)") }
         for (name, value) in extra { request.headers.replaceOrAdd(name: name, value: value) }
         request.body = .stream(stream, length: .unknown)
-        let response = try await client.execute(request, timeout: .minutes(5))
+        let response = try await client.execute(request, timeout: timeout)
         return AgentConnection(response: response, upload: upload)
     }
 
@@ -194,9 +194,11 @@ final class AgentConnection {
         }
     }
 
-    /// The next response line as an ack line (a test failure if it is not one).
+    /// The next response line as an ack line (a test failure if it is not one); heartbeat answers are skipped.
     func nextAck(sourceLocation: SourceLocation = #_sourceLocation) async throws -> AckLine? {
-        guard let line = try await nextLine() else { return nil }
+        var next = try await nextLine()
+        while let line = next, line.readableBytesView.starts(with: #"{"heartbeat":"#.utf8) { next = try await nextLine() }
+        guard let line = next else { return nil }
         let ack = AckLine.parse(line)
         #expect(ack != nil, "not an ack line: \(String(buffer: line))", sourceLocation: sourceLocation)
         return ack

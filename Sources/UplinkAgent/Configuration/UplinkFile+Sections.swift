@@ -103,6 +103,7 @@ extension UplinkFile.CollectorSection {
         if let bytes = section.size("max_line_bytes", .atLeast(minimumLineBytes)) { collector.maxLineBytes = bytes }
         if let fsync = section.bool("fsync") { collector.fsync = fsync }
         if let rejects = section.string("rejects_file") { collector.rejectsFile = rejects }
+        collector.decodeEdge(section)
         return collector
     }
 }

@@ -209,11 +209,27 @@ public struct UplinkFile: Sendable, Equatable {
         /// `collector.rejects_file` (path): where malformed and too-long lines are noted. Default: none, meaning
         /// `<data_dir>/rejects.jsonl`.
         public var rejectsFile: String?
+        /// `collector.request_head_timeout` (duration > 0, at most `1h`): how long a new connection may take to
+        /// deliver a complete request head (with TLS: to finish the handshake, then the head), and how long a
+        /// kept-alive connection may sit between requests; then it is closed. Default `10s`.
+        public var requestHeadTimeout: Duration
+        /// `collector.stream_idle_timeout` (duration > 0, at most `24h`): a stream whose body brings no bytes for
+        /// this long is ended and its connection closed. Keep it well above the agents' `uplink.heartbeat`
+        /// (default `15s`): an idle agent sends only heartbeats. Default `90s`.
+        public var streamIdleTimeout: Duration
+        /// `collector.max_streams` (integer, 1 to 1,000,000): most streams served at once; one more is answered
+        /// `503` (an agent replacing its own stream is always let in). Default `1024`.
+        public var maxStreams: Int
+        /// `collector.tls` (mapping): TLS on the listening socket, HTTP/2 and HTTP/1.1 offered through ALPN, TLS 1.2
+        /// minimum. Default: none (plaintext HTTP/1.1).
+        public var tls: TLSSection?
 
         public init(
             listen: ConfigHostPort = ConfigHostPort(host: "127.0.0.1", port: 4318),
             dataDirectory: String = "./collector-data", stdout: Bool = true, jsonl: Bool = true, token: String? = nil,
-            maxLineBytes: Int = 1 << 20, fsync: Bool = false, rejectsFile: String? = nil
+            maxLineBytes: Int = 1 << 20, fsync: Bool = false, rejectsFile: String? = nil,
+            requestHeadTimeout: Duration = .seconds(10), streamIdleTimeout: Duration = .seconds(90),
+            maxStreams: Int = 1024, tls: TLSSection? = nil
         ) {
             self.listen = listen
             self.dataDirectory = dataDirectory
@@ -223,10 +239,15 @@ public struct UplinkFile: Sendable, Equatable {
             self.maxLineBytes = maxLineBytes
             self.fsync = fsync
             self.rejectsFile = rejectsFile
+            self.requestHeadTimeout = requestHeadTimeout
+            self.streamIdleTimeout = streamIdleTimeout
+            self.maxStreams = maxStreams
+            self.tls = tls
         }
 
         static let keys = [
             "listen", "data_dir", "stdout", "jsonl", "token", "token_file", "max_line_bytes", "fsync", "rejects_file",
+            "request_head_timeout", "stream_idle_timeout", "max_streams", "tls",
         ]
         /// Smallest `max_line_bytes` accepted.
         public static let minimumLineBytes = 1024

@@ -1,0 +1,164 @@
+import AsyncHTTPClient
+import Foundation
+import Logging
+import NIOCore
+import NIOSSL
+import ServiceLifecycle
+import Synchronization
+import Testing
+import UplinkCollector
+import UplinkTestSupport
+
+/// Log lines a collector wrote, for tests that check what an operator would read.
+final class LogCapture: Sendable {
+    struct Entry: Sendable, CustomStringConvertible {
+        var level: Logger.Level
+        var message: String
+        var metadata: [String: String]
+
+        var description: String {
+            "\(level) \(message) " + metadata.sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value)" }.joined(separator: " ")
+        }
+    }
+
+    private let entries = Mutex<[Entry]>([])
+
+    var logger: Logger {
+        var logger = Logger(label: "edge-tests") { _ in Handler(capture: self) }
+        logger.logLevel = .info
+        return logger
+    }
+
+    var all: [Entry] { entries.withLock { $0 } }
+
+    /// The entries whose message contains `text`.
+    func entries(containing text: String) -> [Entry] { all.filter { $0.message.contains(text) } }
+
+    fileprivate func append(_ entry: Entry) { entries.withLock { $0.append(entry) } }
+
+    private struct Handler: LogHandler {
+        let capture: LogCapture
+        var metadata: Logger.Metadata = [:]
+        var logLevel: Logger.Level = .trace
+
+        func log(event: LogEvent) {
+            var merged = metadata
+            if let extra = event.metadata { merged.merge(extra) { $1 } }
+            capture.append(Entry(level: event.level, message: "\(event.message)", metadata: merged.mapValues { "\($0)" }))
+        }
+
+        subscript(metadataKey key: String) -> Logger.Metadata.Value? {
+            get { metadata[key] }
+            set { metadata[key] = newValue }
+        }
+    }
+}
+
+/// Runs a collector whose log goes to `log` for the duration of `body`, then shuts it down gracefully.
+func withEdgeCollector<T>(
+    _ configuration: CollectorConfiguration, log: LogCapture, _ body: (Collector, Int) async throws -> T
+) async throws -> T {
+    let collector = Collector(configuration: configuration, logger: log.logger, stdout: RecordingOutput())
+    let group = ServiceGroup(configuration: .init(services: [collector], logger: quietLogger))
+    let task = Task { try await group.run() }
+    let result: T
+    do {
+        let port = try await collector.waitUntilListening()
+        result = try await body(collector, port)
+    } catch {
+        await group.triggerGracefulShutdown()
+        _ = try? await task.value
+        throw error
+    }
+    await group.triggerGracefulShutdown()
+    try await task.value
+    return result
+}
+
+/// Polls `condition` every 10 ms until it holds; `timeout` only bounds a failing test, it measures nothing.
+func eventually(timeout: Duration = .seconds(20), _ condition: () async throws -> Bool) async rethrows -> Bool {
+    let clock = ContinuousClock()
+    let deadline = clock.now + timeout
+    let maxPolls = Int(timeout / .milliseconds(10)) + 1
+    for _ in 0..<maxPolls {
+        if try await condition() { return true }
+        if clock.now >= deadline { break }
+        try? await Task.sleep(for: .milliseconds(10))
+    }
+    return try await condition()
+}
+
+/// A private CA with a server certificate for 127.0.0.1/localhost, agent certificates, an expired one, and a
+/// certificate from another CA, all made with openssl in `directory`.
+struct TestPKI: Sendable {
+    let authority: TestCertificateAuthority
+    let server: TestCertificateAuthority.Certificate
+    /// CN `agent-1`, DNS name `agent-1.fleet`.
+    let agent: TestCertificateAuthority.Certificate
+    /// CN `agent-1`, expired yesterday.
+    let expired: TestCertificateAuthority.Certificate
+    /// CN `agent-1`, from another authority.
+    let foreign: TestCertificateAuthority.Certificate
+
+    init(directory: String) throws {
+        authority = try TestCertificateAuthority.create(in: directory + "/ca")
+        server = try authority.issue(commonName: "localhost", dnsNames: ["localhost"], ipAddresses: ["127.0.0.1", "::1"])
+        agent = try authority.issue(commonName: "agent-1", dnsNames: ["agent-1.fleet"], usage: .client)
+        expired = try authority.issue(commonName: "agent-1", usage: .client, expired: true)
+        let other = try TestCertificateAuthority.create(in: directory + "/other-ca", name: "other-ca")
+        foreign = try other.issue(commonName: "agent-1", usage: .client)
+    }
+
+    /// The collector's TLS setting with this PKI.
+    func collectorTLS(
+        clientAuthentication: CollectorTLS.ClientAuthentication = .none, agentIdentity: CollectorTLS.AgentIdentity = .header
+    ) -> CollectorTLS {
+        CollectorTLS(
+            certificateFile: server.certificateFile, keyFile: server.keyFile,
+            clientCAFile: clientAuthentication == .none ? nil : authority.certificateFile,
+            clientAuthentication: clientAuthentication, agentIdentity: agentIdentity)
+    }
+
+    /// A client configuration that trusts this CA and presents `certificate` if given.
+    func clientTLS(presenting certificate: TestCertificateAuthority.Certificate? = nil) throws -> TLSConfiguration {
+        var tls = TLSConfiguration.makeClientConfiguration()
+        tls.trustRoots = .certificates(try NIOSSLCertificate.fromPEMFile(authority.certificateFile))
+        if let certificate {
+            tls.certificateChain = try NIOSSLCertificate.fromPEMFile(certificate.certificateFile).map { .certificate($0) }
+            tls.privateKey = .privateKey(try NIOSSLPrivateKey(file: certificate.keyFile, format: .pem))
+        }
+        return tls
+    }
+}
+
+/// Runs `body` with an HTTP client using `tls`; `http1Only` keeps it from offering h2.
+@discardableResult
+func withTLSClient<T>(_ tls: TLSConfiguration, http1Only: Bool = false, _ body: (HTTPClient) async throws -> T) async throws -> T {
+    var configuration = HTTPClient.Configuration()
+    configuration.tlsConfiguration = tls
+    configuration.httpVersion = http1Only ? .http1Only : .automatic
+    configuration.timeout = .init(connect: .seconds(10), read: nil)
+    // One handshake per request: a refused one fails the request instead of being retried until its deadline.
+    configuration.connectionPool.retryConnectionEstablishment = false
+    let client = HTTPClient(eventLoopGroupProvider: .singleton, configuration: configuration)
+    do {
+        let result = try await body(client)
+        try await client.shutdown()
+        return result
+    } catch {
+        try? await client.shutdown()
+        throw error
+    }
+}
+
+/// `GET /healthz` over `client`; whether it answered `200 ok`.
+func healthzAnswers(_ client: HTTPClient, port: Int, scheme: String = "http") async -> Bool {
+    do {
+        let response = try await client.execute(
+            HTTPClientRequest(url: "\(scheme)://127.0.0.1:\(port)/healthz"), timeout: .seconds(10))
+        let body = try await response.body.collect(upTo: 1024)
+        return response.status == .ok && String(buffer: body) == "ok"
+    } catch {
+        return false
+    }
+}

@@ -144,6 +144,22 @@ let package = Package(
             ],
             swiftSettings: strict
         ),
+        // Fuzz targets (README, "Fuzzing"): the library the tests run briefly; uplink-fuzz is a seeded driver in a
+        // normal build and a libFuzzer binary when fuzz/run.sh builds it with -sanitize=fuzzer.
+        .target(
+            name: "UplinkFuzzTargets",
+            dependencies: [
+                "UplinkCore", "UplinkWire", "UplinkConfig", "UplinkCollector", "UplinkAgent",
+                .product(name: "NIOCore", package: "swift-nio"),
+            ],
+            swiftSettings: strict
+        ),
+        .target(name: "CLibFuzzer"),
+        .executableTarget(
+            name: "uplink-fuzz",
+            dependencies: ["UplinkFuzzTargets", "CLibFuzzer"],
+            swiftSettings: strict
+        ),
         .target(
             name: "UplinkTestSupport",
             dependencies: [
@@ -164,6 +180,7 @@ let package = Package(
             swiftSettings: strict
         ),
         .testTarget(name: "UplinkCoreTests", dependencies: ["UplinkCore"], swiftSettings: strict),
+        .testTarget(name: "UplinkFuzzTargetsTests", dependencies: ["UplinkFuzzTargets"], swiftSettings: strict),
         .testTarget(name: "UplinkWireTests", dependencies: ["UplinkWire", "UplinkCore"], swiftSettings: strict),
         .testTarget(
             name: "UplinkSourcesTests",

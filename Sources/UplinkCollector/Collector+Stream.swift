@@ -52,7 +52,7 @@ extension Collector {
                 return reject(http2: http2, .unauthorized, "missing or wrong bearer token", extraHeaders: [.wwwAuthenticate: "Bearer"])
             }
         }
-        if let version = request.headers[.uplinkProtocol], version.trimmingSpaces != "1" {
+        if let version = request.headers[.uplinkProtocol], !StreamHeaders.isSupportedProtocol(version.utf8) {
             return reject(http2: http2, .unsupportedMediaType, "unsupported Uplink-Protocol \(version); this collector speaks version 1")
         }
         if let encoding = request.headers[.contentEncoding], encoding.trimmingSpaces.lowercased() != "identity" {
@@ -61,8 +61,8 @@ extension Collector {
         guard let agentHeader = request.headers[.uplinkAgent], let agent = AgentID.validated(agentHeader.utf8) else {
             return reject(http2: http2, .badRequest, "missing or invalid Uplink-Agent header: 1-128 bytes of [A-Za-z0-9._:-]")
         }
-        guard let epochHeader = request.headers[.uplinkEpoch], let epoch = Decimal.uint64(epochHeader.utf8) else {
-            return reject(http2: http2, .badRequest, "missing or invalid Uplink-Epoch header: a decimal unsigned 64-bit integer")
+        guard let epochHeader = request.headers[.uplinkEpoch], let epoch = StreamHeaders.epoch(epochHeader.utf8) else {
+            return reject(http2: http2, .badRequest, "missing or invalid Uplink-Epoch header: a decimal integer from 1 to 2^63-1")
         }
         guard !registry.isShuttingDown else {
             return reject(http2: http2, .serviceUnavailable, "the collector is shutting down")
@@ -133,12 +133,7 @@ extension Collector {
 
     /// Compares in time independent of where the first difference is.
     static func isBearer(_ authorization: String, token: String) -> Bool {
-        let given = Array(authorization.utf8)
-        let expected = Array(("Bearer " + token).utf8)
-        guard given.count == expected.count else { return false }
-        var difference: UInt8 = 0
-        for index in given.indices { difference |= given[index] ^ expected[index] }
-        return difference == 0
+        StreamHeaders.isBearer(authorization.utf8, token: token.utf8)
     }
 
     /// Runs one stream inside its response body: takes over the agent, sends `resume`, then acknowledges what the

@@ -102,7 +102,9 @@ final class MarkTable: Sendable {
 }
 
 /// Keeps `CollectorStatistics` and reports the same counts through swift-metrics.
-final class StatisticsRecorder: Sendable {
+package final class StatisticsRecorder: Sendable {
+    package init() {}
+
     private let statistics = Mutex(CollectorStatistics())
     private let recordsStored = Counter(label: "uplink_collector_records_stored_total")
     private let duplicates = Counter(label: "uplink_collector_duplicates_total")
@@ -119,17 +121,17 @@ final class StatisticsRecorder: Sendable {
     private let activeStreams = Gauge(label: "uplink_collector_active_streams")
 
     /// Counts what a received chunk held (before it is stored).
-    func received(_ batch: ReceivedBatch) {
+    package func received(_ batch: ReceivedBatch) {
         let (gapCount, missingCount) = (UInt64(batch.gaps.count), batch.missing)
         let (malformedCount, tooLongCount) = (batch.malformed, batch.tooLong)
         statistics.withLock {
-            $0.duplicatesDiscarded += batch.duplicates
-            $0.resentDiscarded += batch.resent
-            $0.heartbeats += batch.heartbeats
-            $0.gaps += gapCount
-            $0.recordsMissing += missingCount
-            $0.malformedLines += malformedCount
-            $0.tooLongLines += tooLongCount
+            $0.duplicatesDiscarded.addSaturating(batch.duplicates)
+            $0.resentDiscarded.addSaturating(batch.resent)
+            $0.heartbeats.addSaturating(batch.heartbeats)
+            $0.gaps.addSaturating(gapCount)
+            $0.recordsMissing.addSaturating(missingCount)
+            $0.malformedLines.addSaturating(malformedCount)
+            $0.tooLongLines.addSaturating(tooLongCount)
         }
         Self.add(batch.duplicates, to: duplicates)
         Self.add(batch.resent, to: resent)
@@ -141,14 +143,14 @@ final class StatisticsRecorder: Sendable {
     }
 
     func stored(_ count: Int) {
-        statistics.withLock { $0.recordsStored += UInt64(count) }
+        statistics.withLock { $0.recordsStored.addSaturating(UInt64(count)) }
         Self.add(UInt64(count), to: recordsStored)
     }
 
     func streamOpened(replacing: Bool) {
         let active = statistics.withLock {
-            $0.streamsAccepted += 1
-            if replacing { $0.streamsReplaced += 1 }
+            $0.streamsAccepted.addSaturating(1)
+            if replacing { $0.streamsReplaced.addSaturating(1) }
             $0.activeStreams += 1
             return $0.activeStreams
         }
@@ -166,16 +168,16 @@ final class StatisticsRecorder: Sendable {
     }
 
     func streamRejected() {
-        statistics.withLock { $0.streamsRejected += 1 }
+        statistics.withLock { $0.streamsRejected.addSaturating(1) }
         streamsRejected.increment()
     }
 
     func sinkError() {
-        statistics.withLock { $0.sinkErrors += 1 }
+        statistics.withLock { $0.sinkErrors.addSaturating(1) }
         sinkErrors.increment()
     }
 
-    func snapshot(marks: [StreamKey: UInt64]) -> CollectorStatistics {
+    package func snapshot(marks: [StreamKey: UInt64]) -> CollectorStatistics {
         var snapshot = statistics.withLock { $0 }
         snapshot.marks = marks
         return snapshot

@@ -33,7 +33,9 @@ public struct StreamKey: Hashable, Sendable, CustomStringConvertible {
 
 /// Counts since the collector started (marks: since the data directory was created).
 ///
-/// Every count is also reported through swift-metrics (`uplink_collector_*`).
+/// Every count is also reported through swift-metrics (`uplink_collector_*`). Counts saturate at `UInt64.max`
+/// rather than wrap or trap: what agents send decides some of them (a gap's size is the difference of two
+/// sequence numbers), so no input can make a count crash the collector.
 public struct CollectorStatistics: Sendable, Equatable {
     /// Records accepted and stored by the sinks (`uplink_collector_records_stored_total`).
     public var recordsStored: UInt64 = 0
@@ -68,4 +70,12 @@ public struct CollectorStatistics: Sendable, Equatable {
 
     /// All counts zero, no marks.
     public init() {}
+}
+
+extension UInt64 {
+    /// Adds `amount`, stopping at `UInt64.max` instead of overflowing: for counts that input decides.
+    mutating func addSaturating(_ amount: UInt64) {
+        let (sum, overflow) = addingReportingOverflow(amount)
+        self = overflow ? .max : sum
+    }
 }

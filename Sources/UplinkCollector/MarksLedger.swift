@@ -142,30 +142,28 @@ final class MarksLedger {
 
     static func parseLine(_ line: ByteBuffer) -> (StreamKey, UInt64, Int64)? {
         let fields = line.readableBytesView.split(separator: UInt8(ascii: " "), omittingEmptySubsequences: false)
-        guard fields.count == 4,
-            let agent = AgentID.validated(fields[0]) ?? AgentID.validatedOriginKey(fields[0]),
-            let epoch = Decimal.uint64(fields[1]),
-            let mark = Decimal.uint64(fields[2]),
-            let recordsSize = Decimal.uint64(fields[3]), recordsSize <= UInt64(Int64.max)
+        // The same ranges as on the wire: a stream's epoch and mark, or an origin's id and offset
+        // (docs/protocol.md, "Integer ranges"); the records size is a file length.
+        guard fields.count == 4 else { return nil }
+        let stream: StreamKey
+        if let agent = AgentID.validated(fields[0]), let epoch = StreamHeaders.epoch(fields[1]) {
+            stream = StreamKey(agent: agent, epoch: epoch)
+        } else if let key = AgentID.validatedOriginKey(fields[0]),
+            let id = WireIntegers.decimal(fields[1], in: WireIntegers.origin)
+        {
+            stream = StreamKey(agent: key, epoch: id)
+        } else {
+            return nil
+        }
+        guard let mark = WireIntegers.decimal(fields[2], in: stream.isOrigin ? WireIntegers.offset : WireIntegers.mark),
+            let recordsSize = WireIntegers.decimal(fields[3], in: 0...UInt64(Int64.max))
         else { return nil }
-        return (StreamKey(agent: agent, epoch: epoch), mark, Int64(recordsSize))
+        return (stream, mark, Int64(recordsSize))
     }
 }
 
-/// Agent ids: 1-128 bytes of `[A-Za-z0-9._:-]` (docs/protocol.md).
+/// Agent ids: 1-128 bytes of `[A-Za-z0-9._:-]` (docs/protocol.md; `StreamHeaders.agentID`).
 enum AgentID {
-    static let maximumLength = 128
-
-    static func isAllowed(_ byte: UInt8) -> Bool {
-        switch byte {
-        case UInt8(ascii: "A")...UInt8(ascii: "Z"), UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "0")...UInt8(ascii: "9"),
-            UInt8(ascii: "."), UInt8(ascii: "_"), UInt8(ascii: ":"), UInt8(ascii: "-"):
-            true
-        default:
-            false
-        }
-    }
-
     /// The agent part of an origin mark's key (`<agent>/origin`), when `bytes` form a valid one.
     static func validatedOriginKey<Bytes: Collection<UInt8>>(_ bytes: Bytes) -> String? {
         let suffix = Array(StreamKey.originSuffix.utf8)
@@ -177,24 +175,7 @@ enum AgentID {
 
     /// The id, when `bytes` form a valid one.
     static func validated<Bytes: Collection<UInt8>>(_ bytes: Bytes) -> String? {
-        guard (1...maximumLength).contains(bytes.count), bytes.allSatisfy(isAllowed) else { return nil }
-        return String(decoding: bytes, as: UTF8.self)
-    }
-}
-
-/// Strict decimal parsing: digits only, no sign, no spaces, no overflow.
-enum Decimal {
-    static func uint64<Bytes: Collection<UInt8>>(_ bytes: Bytes) -> UInt64? {
-        guard !bytes.isEmpty else { return nil }
-        var value: UInt64 = 0
-        for byte in bytes {
-            guard byte >= UInt8(ascii: "0") && byte <= UInt8(ascii: "9") else { return nil }
-            let (times10, overflow1) = value.multipliedReportingOverflow(by: 10)
-            let (sum, overflow2) = times10.addingReportingOverflow(UInt64(byte - UInt8(ascii: "0")))
-            guard !overflow1 && !overflow2 else { return nil }
-            value = sum
-        }
-        return value
+        StreamHeaders.agentID(bytes)
     }
 }
 

@@ -113,7 +113,7 @@ enum StorageRecovery {
             guard let agent = AgentID.validated(raw[agentStart..<index]), consume(epochKey) else { return nil }
             let epochStart = index
             while index < raw.count && raw[index] != UInt8(ascii: ",") { index += 1 }
-            guard let epoch = Decimal.uint64(raw[epochStart..<index]) else { return nil }
+            guard let epoch = StreamHeaders.epoch(raw[epochStart..<index]) else { return nil }
             guard case .record(let sequence, let origin)? = try? WireLineParser.scan(raw) else { return nil }
             return (StreamKey(agent: agent, epoch: epoch), sequence, origin)
         }

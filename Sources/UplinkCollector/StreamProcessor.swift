@@ -15,8 +15,8 @@ struct SequenceGap: Sendable, Equatable {
     var after: UInt64
     /// The first sequence received after it.
     var next: UInt64
-    /// How many records are missing.
-    var missing: UInt64 { next - after - 1 }
+    /// How many records are missing (`next > after + 1` for every gap the processor notes).
+    package var missing: UInt64 { next &- after &- 1 }
 }
 
 /// A line the collector could not take, for the rejects file.
@@ -58,16 +58,22 @@ package struct ReceivedBatch: Sendable {
     /// Origins whose highest offset the batch raises: origin id → offset.
     var origins: [UInt64: UInt64] = [:]
     /// Records at or below the stream's mark.
-    var duplicates: UInt64 = 0
+    package var duplicates: UInt64 = 0
     /// Records above the mark whose origin offset was stored before: lines an agent sent again after a restart.
-    var resent: UInt64 = 0
-    var heartbeats: UInt64 = 0
+    package var resent: UInt64 = 0
+    package var heartbeats: UInt64 = 0
     var gaps: [SequenceGap] = []
+    /// How many gaps `gaps` holds.
+    package var gapCount: Int { gaps.count }
     var rejects: [RejectNote] = []
 
-    var missing: UInt64 { gaps.reduce(0) { $0 + $1.missing } }
-    var tooLong: UInt64 { UInt64(rejects.count(where: \.isTooLong)) }
-    var malformed: UInt64 { UInt64(rejects.count) - tooLong }
+    /// Records missing in `gaps`, saturating: two gaps of an agent sending sequences near the top of the range
+    /// add up to more than a `UInt64`.
+    package var missing: UInt64 {
+        gaps.reduce(into: 0) { $0.addSaturating($1.missing) }
+    }
+    package var tooLong: UInt64 { UInt64(rejects.count(where: \.isTooLong)) }
+    package var malformed: UInt64 { UInt64(rejects.count) - tooLong }
     var needsStorage: Bool { raisesMark || !rejects.isEmpty }
 }
 
@@ -135,7 +141,7 @@ package struct StreamProcessor {
     }
 
     /// At the normal end of the request: a batch noting a cut-off last line, if there is one.
-    mutating func finish() -> ReceivedBatch? {
+    package mutating func finish() -> ReceivedBatch? {
         guard let length = splitter.finish() else { return nil }
         var batch = ReceivedBatch(highestSequence: mark)
         batch.rejects.append(RejectNote(stream: stream, kind: .truncated(length: length)))

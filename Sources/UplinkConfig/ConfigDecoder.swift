@@ -150,7 +150,9 @@ public final class ConfigDecoder {
             report(.outOfRange, at: node.mark, path: path, "'\(text)' is too large for an integer")
             return nil
         }
-        return check(value, text: text, constraint, format: { "\($0)" }, at: node.mark, path: path)
+        return check(
+            value, text: text, constraint, ceiling: ConfigLimits.maximumInteger, hint: ConfigLimits.integerHint,
+            format: { "\($0)" }, at: node.mark, path: path)
     }
 
     /// A finite decimal number (`1000`, `0.5`, `1e3`), within `constraint`.
@@ -175,8 +177,8 @@ public final class ConfigDecoder {
         do {
             let value = try ConfigValueParsing.duration(scalar.value)
             return check(
-                value, text: scalar.value, constraint, format: ConfigValueParsing.format(duration:), at: node.mark,
-                path: path)
+                value, text: scalar.value, constraint, ceiling: ConfigLimits.maximumDuration,
+                hint: ConfigLimits.durationHint, format: ConfigValueParsing.format(duration:), at: node.mark, path: path)
         } catch {
             report(error, at: node.mark, path: path)
             return nil
@@ -189,8 +191,8 @@ public final class ConfigDecoder {
         do {
             let value = try ConfigValueParsing.size(scalar.value)
             return check(
-                value, text: scalar.value, constraint, format: ConfigValueParsing.format(size:), at: node.mark,
-                path: path)
+                value, text: scalar.value, constraint, ceiling: ConfigLimits.sizeCeiling, hint: ConfigLimits.sizeHint,
+                format: ConfigValueParsing.format(size:), at: node.mark, path: path)
         } catch {
             report(error, at: node.mark, path: path)
             return nil
@@ -246,6 +248,23 @@ public final class ConfigDecoder {
     ) -> Value? {
         guard let problem = constraint.violation(by: value, written: text, format: format) else { return value }
         report(.outOfRange, at: mark, path: path, problem)
+        return nil
+    }
+
+    /// `check`, then the value against `ceiling` (`ConfigLimits`), with `hint` explaining the ceiling. A key's own
+    /// bound, when tighter, is what is reported: its maximum is below the ceiling.
+    private func check<Value>(
+        _ value: Value, text: String, _ constraint: ConfigConstraint<Value>, ceiling: Value, hint: String,
+        format: (Value) -> String, at mark: ConfigMark, path: ConfigPath
+    ) -> Value? {
+        if let problem = constraint.violation(by: value, written: text, format: format) {
+            report(.outOfRange, at: mark, path: path, problem)
+            return nil
+        }
+        guard let problem = ConfigConstraint.atMost(ceiling).violation(by: value, written: text, format: format) else {
+            return value
+        }
+        report(.outOfRange, at: mark, path: path, problem, hint: hint)
         return nil
     }
 }

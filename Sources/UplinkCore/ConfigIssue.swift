@@ -80,14 +80,44 @@ public struct ConfigIssue: Error, Sendable, Equatable, CustomStringConvertible {
     }
 
     /// `FILE:LINE:COLUMN: KEY.PATH: MESSAGE (hint: HINT)`; see the type's documentation for the omitted parts.
+    /// Control characters in any part (a quoted value with a newline, an escape sequence, a NUL) are escaped with
+    /// `escapingControlCharacters(_:)`, so an issue is always exactly one line and sends a terminal nothing but
+    /// text.
     public var description: String {
-        var text = file
+        var text = Self.escapingControlCharacters(file)
         if line > 0 { text += ":\(line):\(column)" }
         text += ": "
-        if !keyPath.isEmpty { text += keyPath + ": " }
-        text += message
-        if let hint { text += " (hint: \(hint))" }
+        if !keyPath.isEmpty { text += Self.escapingControlCharacters(keyPath) + ": " }
+        text += Self.escapingControlCharacters(message)
+        if let hint { text += " (hint: \(Self.escapingControlCharacters(hint)))" }
         return text
+    }
+
+    /// `text` with its control characters written as escapes: `\n`, `\r`, `\t`, and `\uXXXX` (lowercase hex)
+    /// for the other C0 controls, DEL, the C1 controls (U+0080 to U+009F) and the line and paragraph separators
+    /// U+2028 and U+2029. Other characters, backslashes included, are kept as they are.
+    public static func escapingControlCharacters(_ text: String) -> String {
+        func needsEscape(_ scalar: Unicode.Scalar) -> Bool {
+            let value = scalar.value
+            return value < 0x20 || (0x7F...0x9F).contains(value) || value == 0x2028 || value == 0x2029
+        }
+        guard text.unicodeScalars.contains(where: needsEscape) else { return text }
+        var escaped = String.UnicodeScalarView()
+        for scalar in text.unicodeScalars {
+            guard needsEscape(scalar) else {
+                escaped.append(scalar)
+                continue
+            }
+            switch scalar {
+            case "\n": escaped.append(contentsOf: #"\n"#.unicodeScalars)
+            case "\r": escaped.append(contentsOf: #"\r"#.unicodeScalars)
+            case "\t": escaped.append(contentsOf: #"\t"#.unicodeScalars)
+            default:
+                let hex = String(scalar.value, radix: 16)
+                escaped.append(contentsOf: (#"\u"# + String(repeating: "0", count: 4 - hex.count) + hex).unicodeScalars)
+            }
+        }
+        return String(escaped)
     }
 }
 

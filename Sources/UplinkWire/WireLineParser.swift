@@ -24,7 +24,7 @@ public enum WireLine: Sendable, Equatable {
 /// (RFC 8259, strings well-formed UTF-8) of the protocol's shape. Keys may come in any order; unknown keys are
 /// skipped, including nested values up to `maximumDepth`. Known keys may appear once.
 ///
-/// A record needs `seq` (integer ≥ 1), `ts` (integer), `src` (string) and either `metric` (string) with `value`
+/// A record needs `seq` (integer from 1 to 2^63 − 1, `WireIntegers.sequence`), `ts` (integer), `src` (string) and either `metric` (string) with `value`
 /// (number or `null`) and optionally `unit` (string) and `tags` (object of strings), or `log` (string) with
 /// optionally `fields` (object of strings). A heartbeat is `{"heartbeat":<integer>}`.
 public enum WireLineParser {
@@ -241,9 +241,9 @@ private struct LineLayout {
             // The common form, read in one pass; anything else takes the general path below for its errors.
             if let value = scanner.scanPlainUInt64() {
                 switch key {
-                case .seq where value >= 1: sequence = value
-                case .origin where value >= 1: originID = value
-                case .offset: originOffset = value
+                case .seq where WireIntegers.sequence.contains(value): sequence = value
+                case .origin where WireIntegers.origin.contains(value): originID = value
+                case .offset where WireIntegers.offset.contains(value): originOffset = value
                 case .ts where value <= UInt64(Int64.max): timestamp = Int64(value)
                 case .heartbeat where value <= UInt64(Int64.max): heartbeat = Int64(value)
                 default:
@@ -283,23 +283,23 @@ private struct LineLayout {
         switch key {
         case .seq:
             let number = try LineLayout.integer(key, &scanner)
-            guard let sequence = scanner.uint64(number), sequence >= 1 else {
+            guard let sequence = scanner.uint64(number), WireIntegers.sequence.contains(sequence) else {
                 throw JSONScanner.error(
-                    WireDecodingError.Code.invalidValue, "'seq' must be an integer from 1 to 2^64-1", at: offset)
+                    WireDecodingError.Code.invalidValue, "'seq' must be an integer from 1 to 2^63-1", at: offset)
             }
             self.sequence = sequence
         case .origin:
             let number = try LineLayout.integer(key, &scanner)
-            guard let id = scanner.uint64(number), id >= 1 else {
+            guard let id = scanner.uint64(number), WireIntegers.origin.contains(id) else {
                 throw JSONScanner.error(
-                    WireDecodingError.Code.invalidValue, "'origin' must be an integer from 1 to 2^64-1", at: offset)
+                    WireDecodingError.Code.invalidValue, "'origin' must be an integer from 1 to 2^63-1", at: offset)
             }
             originID = id
         case .offset:
             let number = try LineLayout.integer(key, &scanner)
-            guard let value = scanner.uint64(number) else {
+            guard let value = scanner.uint64(number), WireIntegers.offset.contains(value) else {
                 throw JSONScanner.error(
-                    WireDecodingError.Code.invalidValue, "'offset' must be an integer from 0 to 2^64-1", at: offset)
+                    WireDecodingError.Code.invalidValue, "'offset' must be an integer from 0 to 2^63-1", at: offset)
             }
             originOffset = value
         case .ts, .heartbeat:

@@ -70,9 +70,11 @@ public enum AckLine: Sendable, Equatable {
 }
 
 extension AckLine {
-    /// Reads a response line. Returns nil for lines that are neither `resume` nor `ack` (later protocol versions
-    /// may add other lines; they are ignored) and for malformed numbers, including numbers above 2^63 − 1, which
-    /// no sequence reaches: a collector sending one is confused, and the agent must not act on it.
+    /// Reads a response line. Returns nil for every other line, which the agent ignores: lines that are neither
+    /// `resume` nor `ack` (a heartbeat reply `{"heartbeat":<ns>}`, or what later protocol versions add), and
+    /// `resume`/`ack` lines whose number is not a canonical decimal in `WireIntegers.mark` (0 to 2^63 − 1: a
+    /// sign, a fraction, an exponent, a leading zero, or a value no sequence reaches). A collector sending those is
+    /// confused, and the agent must not act on them; docs/protocol.md, "Integer ranges".
     public static func parse(_ line: ByteBuffer) -> AckLine? {
         line.withUnsafeReadableBytes { parse($0) }
     }
@@ -92,16 +94,9 @@ extension AckLine {
         skipSpaces()
         guard consume(":") else { return nil }
         skipSpaces()
-        var value: UInt64 = 0
         let digitsStart = index
-        while index < bytes.count, bytes[index] >= UInt8(ascii: "0"), bytes[index] <= UInt8(ascii: "9") {
-            let (times10, overflow1) = value.multipliedReportingOverflow(by: 10)
-            let (sum, overflow2) = times10.addingReportingOverflow(UInt64(bytes[index] - UInt8(ascii: "0")))
-            guard !overflow1 && !overflow2 else { return nil }
-            value = sum
-            index += 1
-        }
-        guard index > digitsStart, value <= UInt64(Int64.max) else { return nil }
+        while index < bytes.count, bytes[index] >= UInt8(ascii: "0"), bytes[index] <= UInt8(ascii: "9") { index += 1 }
+        guard let value = WireIntegers.decimal(bytes[digitsStart..<index], in: WireIntegers.mark) else { return nil }
         skipSpaces()
         guard consume("}") else { return nil }
         skipSpaces()

@@ -237,9 +237,13 @@ struct CollectorStreamTests {
         (String(repeating: "a", count: 129), "1", nil, 400, "Uplink-Agent"),
         ("a", nil, nil, 400, "Uplink-Epoch"), ("a", "", nil, 400, "Uplink-Epoch"), ("a", "-1", nil, 400, "Uplink-Epoch"),
         ("a", "0x10", nil, 400, "Uplink-Epoch"), ("a", "18446744073709551616", nil, 400, "Uplink-Epoch"),
+        // Epochs are 1 to 2^63-1, written without leading zeros (docs/protocol.md, "Integer ranges").
+        ("a", "0", nil, 400, "Uplink-Epoch"), ("a", "9223372036854775808", nil, 400, "Uplink-Epoch"),
+        ("a", "18446744073709551615", nil, 400, "Uplink-Epoch"), ("a", "007", nil, 400, "Uplink-Epoch"),
+        ("a", "+1", nil, 400, "Uplink-Epoch"), ("a", String(repeating: "9", count: 5000), nil, 400, "Uplink-Epoch"),
         ("a", "1", "2", 415, "Uplink-Protocol"), ("a", "1", "1.1", 415, "Uplink-Protocol"),
-        (String(repeating: "a", count: 128), "18446744073709551615", "1", 200, ""),
-        ("A.b_c:d-9", "0", nil, 200, ""),
+        (String(repeating: "a", count: 128), "9223372036854775807", "1", 200, ""),
+        ("A.b_c:d-9", "1", nil, 200, ""),
     ] as [(String?, String?, String?, Int, String)])
     func headersAreChecked(agent: String?, epoch: String?, version: String?, status: Int, reason: String) async throws {
         try await withTemporaryDirectory { directory in

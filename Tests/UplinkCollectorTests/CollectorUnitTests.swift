@@ -148,11 +148,18 @@ import UplinkWire
         func parse(_ text: String) -> (StreamKey, UInt64, Int64)? {
             MarksLedger.parseLine(ByteBufferAllocator().buffer(string: text))
         }
-        let parsed = parse("edge-1 18446744073709551615 7 1234")
-        #expect(parsed?.0 == StreamKey(agent: "edge-1", epoch: UInt64.max))
+        let parsed = parse("edge-1 9223372036854775807 7 1234")
+        #expect(parsed?.0 == StreamKey(agent: "edge-1", epoch: UInt64(Int64.max)))
+        let origin = parse("edge-1/origin 9223372036854775807 0 1")
+        #expect(origin?.0 == StreamKey.origin(agent: "edge-1", id: UInt64(Int64.max)))
+        #expect(origin?.1 == 0)
         #expect(parsed?.1 == 7)
         #expect(parsed?.2 == 1234)
-        for bad in ["", "a 1 2", "a 1 2 3 4", "a  1 2 3", "a 1 2 -3", "a b 2 3", "a 1 2 9223372036854775808", "é 1 2 3", "a 1 2 3 "] {
+        for bad in ["", "a 1 2", "a 1 2 3 4", "a  1 2 3", "a 1 2 -3", "a b 2 3", "a 1 2 9223372036854775808", "é 1 2 3", "a 1 2 3 ",
+            // The wire's ranges (docs/protocol.md, "Integer ranges"): epoch and origin 1...2^63-1, marks 0...2^63-1.
+            "a 0 2 3", "a 9223372036854775808 2 3", "a 18446744073709551615 2 3", "a 1 9223372036854775808 3",
+            "a 01 2 3", "a +1 2 3", "a/origin 0 2 3", "a/origin 9223372036854775808 2 3", "a/origin 1 9223372036854775808 3",
+            "a 1 " + String(repeating: "9", count: 5000) + " 3"] {
             #expect(parse(bad) == nil, "\(bad)")
         }
         var bytes: [UInt8] = []

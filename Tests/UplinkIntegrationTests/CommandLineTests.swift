@@ -68,7 +68,7 @@ struct CommandLineTests {
         #expect(log.contains("unacknowledged=0"))
     }
 
-    private func run(_ arguments: [String]) throws -> (status: Int32, standardOutput: String, standardError: String) {
+    func run(_ arguments: [String]) throws -> (status: Int32, standardOutput: String, standardError: String) {
         let process = Process()
         process.executableURL = URL(fileURLWithPath: try UplinkBinary.path())
         process.arguments = arguments

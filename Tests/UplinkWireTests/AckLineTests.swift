@@ -10,7 +10,7 @@ import UplinkWire
     @Test(arguments: [
         (#"{"resume":0}"#, AckLine.resume(0)), (#"{"resume":40}"#, .resume(40)), (#"{"ack":41}"#, .ack(41)),
         (#" { "ack" : 97 } "#, .ack(97)), ("\t{\t\"ack\"\t:\t5\t}\t", .ack(5)),
-        (#"{"ack":9223372036854775807}"#, .ack(UInt64(Int64.max))), (#"{"resume":007}"#, .resume(7)),
+        (#"{"ack":9223372036854775807}"#, .ack(UInt64(Int64.max))),
     ] as [(String, AckLine)])
     func accepts(text: String, expected: AckLine) {
         #expect(Self.parse(text) == expected)
@@ -23,6 +23,11 @@ import UplinkWire
         #"{"resume":99999999999999999999999}"#, #"{"ack" 1}"#, #"{ack:1}"#,
         // Above 2^63 − 1 no sequence can be: such a line would make the agent release or renumber nonsense.
         #"{"ack":18446744073709551615}"#, #"{"resume":9223372036854775808}"#,
+        // Not canonical decimals (docs/protocol.md, "Integer ranges").
+        #"{"resume":007}"#, #"{"ack":00}"#, #"{"ack":1e3}"#, #"{"ack":+1}"#, #"{"ack":-0}"#,
+        "{\"ack\":" + String(repeating: "9", count: 5000) + "}", "{\"resume\":1" + String(repeating: "0", count: 5000) + "}",
+        // Response lines the agent does not know: ignored, like the collector's heartbeat replies.
+        #"{"heartbeat":1700000000000000000}"#, #"{"heartbeat":0}"#, #"{"ack":1,"heartbeat":2}"#, #"{"mark":5}"#,
     ])
     func rejects(text: String) {
         #expect(Self.parse(text) == nil)

@@ -90,7 +90,7 @@ import UplinkWire
         let encoder = NDJSONFrameEncoder()
         for _ in 0..<3000 {
             let record = random.record()
-            let sequence = Bool.random(using: &random) ? UInt64.random(in: 1...UInt64.max, using: &random) : UInt64.random(in: 1...1000, using: &random)
+            let sequence = Bool.random(using: &random) ? UInt64.random(in: WireIntegers.sequence, using: &random) : UInt64.random(in: 1...1000, using: &random)
             var frame: [UInt8] = []
             encoder.encodeFrame(record, into: &frame)
             let bytes = Self.line(sequence: sequence, frame: frame)

@@ -45,10 +45,10 @@ func decodeRecord(_ text: String, sourceLocation: SourceLocation = #_sourceLocat
     @Test func keysInAnyOrderWhitespaceAndUnknownKeys() throws {
         let line = """
              { "tags" : { "b" : "2" , "a" : "1" } , "future" : {"x":[1,-2.5e3,true,false,null,{"y":[]},"s\\u00e9"]},
-            \t"value":-0.25,"unit":"","metric":"m","src":"s","ts":-7,"seq":18446744073709551615, "z":[] }\r
+            \t"value":-0.25,"unit":"","metric":"m","src":"s","ts":-7,"seq":9223372036854775807, "z":[] }\r
             """.split(separator: "\n").joined(separator: " ")
         let (sequence, record) = try #require(decodeRecord(line))
-        #expect(sequence == UInt64.max)
+        #expect(sequence == UInt64(Int64.max))
         #expect(record == .metric("m", value: -0.25, unit: "", tags: [Tag("b", "2"), Tag("a", "1")], source: "s", timestamp: -7))
     }
 
@@ -165,6 +165,11 @@ func decodeRecord(_ text: String, sourceLocation: SourceLocation = #_sourceLocat
         (#"{"heartbeat":1.5}"#, "wrong_type"),
         (#"{"seq":0,\#(base)}"#, "invalid_value"), (#"{"seq":-1,\#(base)}"#, "invalid_value"), (#"{"seq":-0,\#(base)}"#, "invalid_value"),
         (#"{"seq":18446744073709551616,\#(base)}"#, "invalid_value"),
+        (#"{"seq":9223372036854775808,\#(base)}"#, "invalid_value"), (#"{"seq":18446744073709551615,\#(base)}"#, "invalid_value"),
+        (#"{"seq":1,"ts":1,"src":"s","log":"x","origin":9223372036854775808,"offset":0}"#, "invalid_value"),
+        (#"{"seq":1,"ts":1,"src":"s","log":"x","origin":0,"offset":0}"#, "invalid_value"),
+        (#"{"seq":1,"ts":1,"src":"s","log":"x","origin":1,"offset":9223372036854775808}"#, "invalid_value"),
+        (#"{"seq":1,"ts":1,"src":"s","log":"x","origin":1,"offset":-1}"#, "invalid_value"),
         (#"{"seq":1,"ts":9223372036854775808,"src":"s","log":"x"}"#, "invalid_value"),
         (#"{"seq":1,"ts":-9223372036854775809,"src":"s","log":"x"}"#, "invalid_value"),
         (#"{"heartbeat":99999999999999999999}"#, "invalid_value"),
@@ -289,7 +294,9 @@ extension Result {
     @Test func integersInEveryFormGiveTheSameAnswers() {
         let base = #""src":"s","log":"x""#
         let cases: [(String, Expected)] = [
-            ("1", .value(1)), ("9", .value(9)), ("10", .value(10)), ("18446744073709551615", .value(.max)),
+            ("1", .value(1)), ("9", .value(9)), ("10", .value(10)), ("9223372036854775807", .value(UInt64(Int64.max))),
+            ("9223372036854775808", .code("invalid_value")), ("18446744073709551615", .code("invalid_value")),
+            (String(repeating: "9", count: 5000), .code("invalid_value")), ("-" + String(repeating: "1", count: 5000), .code("invalid_value")),
             ("0", .code("invalid_value")), ("00", .code("invalid_json")), ("01", .code("invalid_json")),
             ("-1", .code("invalid_value")), ("1.0", .code("wrong_type")), ("1e2", .code("wrong_type")),
             ("1E2", .code("wrong_type")), ("18446744073709551616", .code("invalid_value")),

@@ -78,7 +78,8 @@ public struct UplinkFile: Sendable, Equatable {
     /// The `buffer` section.
     public struct BufferSection: Sendable, Equatable {
         /// `buffer.max_bytes` (size, e.g. `64MiB`): capacity of the circular buffer holding records until the
-        /// collector acknowledges them. At least `4KiB`. Default `64MiB`.
+        /// collector acknowledges them, allocated at start. At least `4KiB`, at most `ConfigLimits.sizeCeiling`
+        /// (`16GiB`, or the physical memory when that is less). Default `64MiB`.
         public var maxBytes: Int
         /// `buffer.overflow` (`drop_oldest` or `drop_newest`): what a full buffer does with a new record: drop the
         /// oldest records to make room, or refuse the new one. Drops are counted per source. Default `drop_oldest`.

@@ -69,19 +69,22 @@ enum TailCheckpointFile {
             let number = index + 1
             if ended { return .failure(FormatError(line: number, reason: "text after the end line")) }
             if line.hasPrefix("end ") {
-                guard Int(line.dropFirst(4)) == checkpoints.count else {
+                guard decimal(line.dropFirst(4), upTo: .max) == UInt64(checkpoints.count) else {
                     return .failure(FormatError(line: number, reason: "the end line does not match the entries"))
                 }
                 ended = true
                 continue
             }
             let fields = line.split(separator: " ", maxSplits: 6, omittingEmptySubsequences: false)
+            // Every number in range where it is read: origin and offset go on the wire (docs/protocol.md,
+            // "Integer ranges": 1...2^63-1 and 0...2^63-1).
             guard fields.count == 7,
-                let device = UInt64(fields[0]), let inode = UInt64(fields[1]),
-                let length = Int(fields[2]), (0...TailFingerprint.maximumLength).contains(length),
-                fields[3].utf8.count == 16, let hash = UInt64(fields[3], radix: 16),
-                let origin = UInt64(fields[4]), origin >= 1, origin <= UInt64(Int64.max),
-                let offset = UInt64(fields[5]),
+                let device = decimal(fields[0], upTo: .max), let inode = decimal(fields[1], upTo: .max),
+                let length = decimal(fields[2], upTo: UInt64(TailFingerprint.maximumLength)).map(Int.init),
+                fields[3].utf8.count == 16, fields[3].utf8.allSatisfy({ (0x30...0x39).contains($0) || (0x61...0x66).contains($0 | 0x20) }),
+                let hash = UInt64(fields[3], radix: 16),
+                let origin = decimal(fields[4], upTo: UInt64(Int64.max)), origin >= 1,
+                let offset = decimal(fields[5], upTo: UInt64(Int64.max)),
                 let path = unescape(fields[6]), !path.isEmpty
             else {
                 return .failure(FormatError(line: number, reason: "malformed entry"))
@@ -93,6 +96,14 @@ enum TailCheckpointFile {
         }
         guard ended else { return .failure(FormatError(line: lines.count, reason: "incomplete (no end line)")) }
         return .success(checkpoints)
+    }
+
+    /// A field of ASCII digits only (no sign, which `UInt64(_:)` would take) whose value is at most `maximum`.
+    private static func decimal(_ field: Substring, upTo maximum: UInt64) -> UInt64? {
+        guard !field.isEmpty, field.utf8.allSatisfy({ $0 >= UInt8(ascii: "0") && $0 <= UInt8(ascii: "9") }),
+            let value = UInt64(field), value <= maximum
+        else { return nil }
+        return value
     }
 
     private static func hex(_ value: UInt64) -> String {

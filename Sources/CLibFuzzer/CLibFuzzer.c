@@ -1,0 +1,2 @@
+// Declarations only (include/CLibFuzzer.h); SwiftPM needs a source file for a C target.
+#include "CLibFuzzer.h"

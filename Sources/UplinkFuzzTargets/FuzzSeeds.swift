@@ -1,0 +1,94 @@
+extension FuzzTarget {
+    /// Starting inputs: valid and nearly valid examples of what the target reads.
+    public var seeds: [[UInt8]] {
+        switch self {
+        case .wireLine:
+            return Self.wireLines.map { Array($0.utf8) }
+        case .lineSplitter:
+            return [
+                [8, 1] + Array("a\nbb\r\nccc\n\n\r\nlonger than eight\npartial".utf8),
+                [0, 7] + Array("\n\n\r\r\n".utf8), [63, 200] + Array(repeating: UInt8(ascii: "x"), count: 70) + [10],
+            ]
+        case .streamProcessor:
+            let body = Self.wireLines.joined(separator: "\n") + "\n" + Self.hostileLines.joined(separator: "\n")
+            return [[3, 0] + Array(body.utf8), [9, 4] + Array((body + "\n").utf8), [1, 5] + Array(Self.hostileLines.joined(separator: "\r\n").utf8)]
+        case .ackLine:
+            return [
+                #"{"resume":0}"#, #"{"ack":41}"#, #" { "ack" : 97 } "#, #"{"ack":9223372036854775807}"#,
+                #"{"heartbeat":1700000000000000000}"#, #"{"resume":18446744073709551615}"#, #"{"ack":007}"#,
+            ].map { Array($0.utf8) }
+        case .streamHeaders:
+            return [
+                "edge-1\n42\n1\nBearer secret\nsecret", "a.b_c:d-e\n9223372036854775807\n 1\t\nBearer \n",
+                "x\n9223372036854775808\n2\nbearer t\nt", "\n0\n\n\n", "é\n-1\n01\nBearer  x\n x",
+            ].map { Array($0.utf8) }
+        case .config:
+            return Self.configs.map { Array($0.utf8) }
+        }
+    }
+
+    /// Pieces of the target's syntax that mutations insert.
+    public var tokens: [[UInt8]] {
+        let strings: [String]
+        switch self {
+        case .wireLine, .streamProcessor, .lineSplitter:
+            strings = [
+                #""seq":"#, #""ts":"#, #""src":"#, #""metric":"#, #""value":"#, #""unit":"#, #""tags":"#, #""log":"#,
+                #""fields":"#, #""origin":"#, #""offset":"#, #""heartbeat":"#, "9223372036854775807", "9223372036854775808",
+                "18446744073709551615", "18446744073709551616", "-1", "-0", "1e3", "0.5", "null", "true", "\\u0000",
+                "\\ud800", "\\\"", "{", "}", "[", "]", ",", ":", "\n", "\r\n", "\u{FFFD}", "\u{1F600}",
+            ]
+        case .ackLine:
+            strings = [#""ack""#, #""resume""#, #""heartbeat""#, ":", "{", "}", " ", "\t", "9223372036854775807", "0", "-"]
+        case .streamHeaders:
+            strings = ["Bearer ", "\n", "9223372036854775807", "9223372036854775808", "0", "1", " ", "\t", "-", ".", "_", ":"]
+        case .config:
+            strings = [
+                "agent:", "buffer:", "uplink:", "sources:", "collector:", "max_bytes: ", "overflow: ", "url: ", "- name: ",
+                "type: ", "interval: ", "1TiB", "16EiB", "99999999999999999999", "-1", "0s", "720h", "721h", "${UPLINK_FUZZ}",
+                "\"\\n\\e\\a\\0\"", "\u{1B}[31m", "\u{07}", "\u{00}", "\u{85}", "\u{2028}", "&a", "*a", "<<: ", "!!str ",
+                "{ ", " }", "[", "]", "\n  ", "\n", "# ", "'", "\"", "|\n", "count: ", "rate: ", "tail", "exec", "cpu",
+            ]
+        }
+        return strings.map { Array($0.utf8) }
+    }
+
+    static let wireLines = [
+        #"{"seq":1,"ts":1700000000000000000,"src":"cpu","metric":"cpu.user","value":12.5,"unit":"%","tags":{"core":"0"}}"#,
+        #"{"seq":2,"ts":1,"src":"app","log":"hello \u00e9\n","fields":{"path":"/var/log/app.log"},"origin":3,"offset":99}"#,
+        #"{"heartbeat":1700000000000000000}"#,
+        #"{"seq":9223372036854775807,"ts":-5,"src":"s","metric":"m","value":null}"#,
+        #"{ "src" : "s" , "ts" : 0 , "seq" : 3 , "log" : "" , "x" : [ { "y" : [ 1 , 2e-3 , true ] } ] }"#,
+    ]
+
+    /// Lines from the hostile-input tests: out-of-range numbers, bad UTF-8, bad JSON.
+    static let hostileLines = [
+        #"{"seq":18446744073709551615,"ts":1,"src":"s","metric":"m","value":1}"#,
+        #"{"seq":9223372036854775808,"ts":1,"src":"s","metric":"m","value":1}"#,
+        #"{"seq":0,"ts":1,"src":"s","metric":"m","value":1}"#, #"{"seq":-1,"ts":1,"src":"s","metric":"m","value":1}"#,
+        #"{"seq":1e3,"ts":1,"src":"s","metric":"m","value":1}"#, #"{"seq":007,"ts":1,"src":"s","metric":"m","value":1}"#,
+        #"{"seq":4,"ts":1,"src":"s","log":"x","origin":9223372036854775808,"offset":0}"#,
+        "{\"seq\":\"\u{FF}\"}", "garbage", "",
+    ]
+
+    static let configs = [
+        """
+        agent: { id: edge-1 }
+        buffer: { max_bytes: 64MiB, overflow: drop_oldest }
+        uplink:
+          url: http://127.0.0.1:4318
+          heartbeat: 5s
+          backoff: { initial: 100ms, max: 30s }
+        sources:
+          - { name: cpu, type: cpu, interval: 10s }
+          - name: gen
+            type: generator
+            rate: 100
+            count: 5
+        """,
+        "buffer: { max_bytes: 1TiB }\nuplink: { url: embedded }\nsources: [{ name: c, type: cpu }]\n",
+        "collector: { listen: 127.0.0.1:4318, max_line_bytes: 1MiB }\n",
+        "uplink: { url: \"http://h\\n\\e[31m\" }\nsources: [{ name: \"a\\u0007\\u0000\", type: cpu, interval: \"1\\ns\" }]\n",
+        "a: &x [*x]\n", "sources:\n  - name: t\n    type: tail\n    paths: [/nonexistent/*.log]\n    max_line_bytes: 99TiB\n",
+    ]
+}

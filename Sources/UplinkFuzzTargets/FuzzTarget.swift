@@ -1,0 +1,256 @@
+import NIOCore
+import UplinkAgent
+import UplinkCollector
+import UplinkConfig
+import UplinkCore
+import UplinkWire
+
+/// The fuzz targets (README, "Fuzzing"): each takes arbitrary bytes, runs one parser or checker on them and traps
+/// when a property that must hold for every input does not. libFuzzer drives them through `uplink-fuzz` built by
+/// `fuzz/run.sh`; `FuzzDriver` drives them with seeded mutations in the test suite and in a plain `uplink-fuzz`.
+public enum FuzzTarget: String, CaseIterable, Sendable {
+    /// The collector's body line scanner and validator (`WireLineParser`, `JSONScanner`).
+    case wireLine = "wire-line"
+    /// `LineSplitter` fed in chunks cut where the input's first bytes say, against a reference split.
+    case lineSplitter = "line-splitter"
+    /// The collector's `StreamProcessor` (splitter, scanner, marks, gaps, statistics) with random chunk cuts:
+    /// the cuts change nothing, and no input traps.
+    case streamProcessor = "stream-processor"
+    /// The agent's response line parser (`AckLine.parse`).
+    case ackLine = "ack-line"
+    /// The stream request's header checks (`StreamHeaders`): agent id, epoch, protocol version, bearer token.
+    case streamHeaders = "stream-headers"
+    /// The YAML configuration loader: bytes → `UplinkFile.decode`.
+    case config = "config"
+
+    /// Runs the target on one input.
+    public func run(_ data: UnsafeRawBufferPointer) {
+        switch self {
+        case .wireLine: FuzzChecks.wireLine(data)
+        case .lineSplitter: FuzzChecks.lineSplitter(data)
+        case .streamProcessor: FuzzChecks.streamProcessor(data)
+        case .ackLine: FuzzChecks.ackLine(data)
+        case .streamHeaders: FuzzChecks.streamHeaders(data)
+        case .config: FuzzChecks.config(data)
+        }
+    }
+
+    /// Runs the target on one input.
+    public func run(_ data: [UInt8]) {
+        data.withUnsafeBytes { run($0) }
+    }
+}
+
+/// Stops the process with `message` when `condition` is false, in every build configuration (a fuzzer's crash).
+@inline(__always)
+func require(_ condition: @autoclosure () -> Bool, _ message: @autoclosure () -> String) {
+    if !condition() { fatalError("fuzz property violated: \(message())") }
+}
+
+enum FuzzChecks {
+    // MARK: wire-line
+
+    static func wireLine(_ data: UnsafeRawBufferPointer) {
+        let summary = try? WireLineParser.scan(data)
+        let line = try? WireLineParser.decode(data)
+        switch (summary, line) {
+        case (nil, nil):
+            return
+        case (.heartbeat(let a)?, .heartbeat(let b)?):
+            require(a == b, "scan and decode disagree on a heartbeat")
+        case (.record(let sequence, let origin)?, .record(let decodedSequence, let record)?):
+            require(sequence == decodedSequence, "scan and decode disagree on seq")
+            require(WireIntegers.sequence.contains(sequence), "seq \(sequence) out of range")
+            if let origin {
+                require(WireIntegers.origin.contains(origin.id), "origin out of range")
+                require(WireIntegers.offset.contains(origin.offset), "offset out of range")
+            }
+            if case .log(let log) = record.payload { require(log.origin == origin, "scan and decode disagree on origin") }
+        default:
+            fatalError("fuzz property violated: scan and decode disagree on \(Array(data))")
+        }
+    }
+
+    // MARK: line-splitter
+
+    /// Input: one byte of `maxLineBytes` (1...64), one byte seeding the cuts, then the stream.
+    static func lineSplitter(_ data: UnsafeRawBufferPointer) {
+        guard data.count >= 2 else { return }
+        let maxLineBytes = Int(data[0] % 64) + 1
+        var random = SplitMix64(seed: UInt64(data[1]))
+        let stream = Array(data[2...])
+
+        var splitter = LineSplitter(maxLineBytes: maxLineBytes)
+        var pieces: [LineSplitter.Piece] = []
+        var position = 0
+        while position < stream.count {
+            let length = Int(random.next() % 9)  // empty chunks too
+            let end = min(stream.count, position + length)
+            splitter.append(ByteBuffer(bytes: stream[position..<end]))
+            while let piece = splitter.nextLine() { pieces.append(piece) }
+            require(splitter.bufferedBytes <= maxLineBytes + 1 + 8, "splitter holds \(splitter.bufferedBytes) bytes")
+            position = end
+        }
+        let leftover = splitter.finish()
+
+        // The reference: split the whole stream at once.
+        var expected: [LineSplitter.Piece] = []
+        var start = 0
+        for (index, byte) in stream.enumerated() where byte == UInt8(ascii: "\n") {
+            var line = stream[start..<index]
+            if line.last == UInt8(ascii: "\r") { line = line.dropLast() }
+            expected.append(line.count > maxLineBytes ? .tooLong(length: line.count) : .line(ByteBuffer(bytes: line)))
+            start = index + 1
+        }
+        let expectedLeftover = stream.count > start ? stream.count - start : nil
+        require(pieces == expected, "splitter pieces differ from the reference split")
+        require(leftover == expectedLeftover, "splitter leftover \(String(describing: leftover)) != \(String(describing: expectedLeftover))")
+    }
+
+    // MARK: stream-processor
+
+    /// Input: one byte seeding the cuts, one byte choosing the starting mark, then the body.
+    static func streamProcessor(_ data: UnsafeRawBufferPointer) {
+        guard data.count >= 2 else { return }
+        var random = SplitMix64(seed: UInt64(data[0]))
+        let marks: [UInt64] = [0, 1, 5, 1 << 32, WireIntegers.maximum - 1, WireIntegers.maximum]
+        let mark = marks[Int(data[1]) % marks.count]
+        let body = Array(data[2...])
+        let stream = StreamKey(agent: "fuzz", epoch: 1)
+        let recorder = StatisticsRecorder()
+
+        func summarize(_ chunks: [ArraySlice<UInt8>]) -> ProcessorSummary {
+            var processor = StreamProcessor(stream: stream, mark: mark, maxLineBytes: 256)
+            var summary = ProcessorSummary(mark: mark)
+            for chunk in chunks {
+                let batch = processor.process(ByteBuffer(bytes: chunk))
+                require(batch.highestSequence >= summary.mark, "the mark went down")
+                summary.add(batch)
+                recorder.received(batch)
+            }
+            if let cut = processor.finish() {
+                summary.add(cut)
+                recorder.received(cut)
+            }
+            return summary
+        }
+
+        let whole = summarize([body[...]])
+        var chunks: [ArraySlice<UInt8>] = []
+        var position = 0
+        while position < body.count {
+            let end = min(body.count, position + Int(random.next() % 40))
+            chunks.append(body[position..<end])
+            position = end
+        }
+        let cut = summarize(chunks)
+        require(whole == cut, "chunk cuts changed the result: \(whole) vs \(cut)")
+        let statistics = recorder.snapshot(marks: [:])
+        require(statistics.recordsMissing >= whole.missing, "the missing count went down")
+    }
+
+    struct ProcessorSummary: Equatable {
+        var mark: UInt64
+        var lines = 0
+        var duplicates: UInt64 = 0
+        var resent: UInt64 = 0
+        var heartbeats: UInt64 = 0
+        var gaps = 0
+        var missing: UInt64 = 0
+        var malformed: UInt64 = 0
+        var tooLong: UInt64 = 0
+
+        mutating func add(_ batch: ReceivedBatch) {
+            mark = batch.highestSequence
+            lines += batch.lines.count
+            duplicates += batch.duplicates
+            resent += batch.resent
+            heartbeats += batch.heartbeats
+            gaps += batch.gapCount
+            let (sum, overflow) = missing.addingReportingOverflow(batch.missing)
+            missing = overflow ? .max : sum
+            malformed += batch.malformed
+            tooLong += batch.tooLong
+        }
+    }
+
+    // MARK: ack-line
+
+    static func ackLine(_ data: UnsafeRawBufferPointer) {
+        guard let line = AckLine.parse(data) else { return }
+        let value: UInt64
+        switch line {
+        case .resume(let mark), .ack(let mark): value = mark
+        }
+        require(WireIntegers.mark.contains(value), "ack/resume \(value) out of range")
+        var buffer = ByteBufferAllocator().buffer(capacity: 32)
+        WireLineWriter.appendAckLine(line, to: &buffer)
+        buffer.moveWriterIndex(to: buffer.writerIndex - 1)
+        require(AckLine.parse(buffer) == line, "the writer's line does not parse back")
+        // Only spaces and tabs may separate what the writer writes.
+        let stripped = data.filter { $0 != UInt8(ascii: " ") && $0 != UInt8(ascii: "\t") }
+        require(stripped == Array(buffer.readableBytesView), "a non-canonical line was accepted")
+    }
+
+    // MARK: stream-headers
+
+    /// Input: fields separated by `\n`: agent id, epoch, protocol, authorization, token.
+    static func streamHeaders(_ data: UnsafeRawBufferPointer) {
+        let fields = data.split(separator: UInt8(ascii: "\n"), maxSplits: 4, omittingEmptySubsequences: false)
+        func field(_ index: Int) -> [UInt8] { index < fields.count ? Array(fields[index]) : [] }
+        let (agent, epoch, version, authorization, token) = (field(0), field(1), field(2), field(3), field(4))
+
+        if let id = StreamHeaders.agentID(agent) {
+            require(Array(id.utf8) == agent && (1...128).contains(agent.count), "agent id not kept as given")
+            require(agent.allSatisfy(StreamHeaders.isAgentIDByte), "agent id with a forbidden byte")
+        } else {
+            require(agent.isEmpty || agent.count > 128 || !agent.allSatisfy(StreamHeaders.isAgentIDByte), "valid agent id refused")
+        }
+
+        if let value = StreamHeaders.epoch(epoch) {
+            require(WireIntegers.epoch.contains(value), "epoch out of range")
+            require(Array(String(value).utf8) == epoch, "epoch not canonical")
+        } else if let text = String(validating: epoch, as: UTF8.self), let value = UInt64(text),
+            String(value) == text, WireIntegers.epoch.contains(value)
+        {
+            fatalError("fuzz property violated: canonical epoch \(text) refused")
+        }
+
+        let trimmed = version.drop { $0 == 32 || $0 == 9 }.reversed().drop { $0 == 32 || $0 == 9 }
+        require(StreamHeaders.isSupportedProtocol(version) == (Array(trimmed) == [UInt8(ascii: "1")]), "protocol check")
+
+        require(
+            StreamHeaders.isBearer(authorization, token: token) == (authorization == Array("Bearer ".utf8) + token),
+            "bearer comparison")
+    }
+
+    // MARK: config
+
+    static func config(_ data: UnsafeRawBufferPointer) {
+        let text = String(decoding: data, as: UTF8.self)
+        let result = UplinkFile.decode(text, file: "fuzz.yaml", environment: ["HOME": "/nonexistent", "UPLINK_FUZZ": "x\n\u{1b}"])
+        require((result.value == nil) == !result.issues.isEmpty, "a value with issues, or no value and no issue")
+        for issue in result.issues {
+            let line = issue.description
+            require(
+                !line.unicodeScalars.contains { $0.value < 0x20 || (0x7F...0x9F).contains($0.value) || $0 == "\u{2028}" || $0 == "\u{2029}" },
+                "an issue with a control character: \(line.debugDescription)")
+            require(issue.line >= 0 && issue.column >= 0, "negative position")
+        }
+    }
+}
+
+/// A small, fast, seedable generator (the same sequence on every platform).
+public struct SplitMix64: RandomNumberGenerator, Sendable {
+    private var state: UInt64
+
+    public init(seed: UInt64) { state = seed }
+
+    public mutating func next() -> UInt64 {
+        state &+= 0x9E37_79B9_7F4A_7C15
+        var z = state
+        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
+        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
+        return z ^ (z >> 31)
+    }
+}

@@ -15,8 +15,10 @@ import Glibc
 /// Agent and collector in this process, talking HTTP over loopback.
 enum EndToEndBenchmark {
     /// A generator producing as fast as the pipeline takes records; the collector stores them in records.jsonl.
+    /// With `tls`, the collector listens with TLS (ALPN offers h2 and http/1.1) and the agent trusts its CA.
     static func throughput(
-        records: Int, recordBytes: Int, streamBufferBytes: Int = BoundStreamPair.defaultCapacity, logger: Logger
+        records: Int, recordBytes: Int, streamBufferBytes: Int = BoundStreamPair.defaultCapacity,
+        tls: TLSBenchmark.Files? = nil, logger: Logger
     ) async throws -> BenchmarkResult {
         let directory = try temporaryDirectory()
         defer { removeTree(directory) }
@@ -25,13 +27,17 @@ enum EndToEndBenchmark {
         collectorConfiguration.dataDirectory = directory
         collectorConfiguration.stdoutSink = false
         collectorConfiguration.jsonlSink = true
+        if let tls {
+            collectorConfiguration.tls = CollectorTLS(certificateFile: tls.certificateFile, keyFile: tls.keyFile)
+        }
         let background = try await BackgroundCollector.start(configuration: collectorConfiguration, logger: logger)
         let collector = background.collector
 
         let agent = Agent(
             configuration: AgentConfiguration(
                 uplink: UplinkConfiguration(
-                    url: background.url, agentID: "bench", streamBufferBytes: streamBufferBytes),
+                    url: tls == nil ? background.url : "https://127.0.0.1:\(background.port)", agentID: "bench",
+                    streamBufferBytes: streamBufferBytes, tls: UplinkTLS(caFile: tls?.caFile)),
                 sources: [.init(name: "gen", config: .generator(GeneratorConfig(rate: 0, recordBytes: recordBytes, count: records)))]
             ),
             logger: logger
@@ -56,8 +62,8 @@ enum EndToEndBenchmark {
         let mebibytes = Double(bytes) / 1_048_576
         let gibibytes = Double(bytes) / 1_073_741_824
         return BenchmarkResult(
-            name: "end to end on loopback, generator → collector (records.jsonl), \(recordBytes)-byte messages, "
-                + "\(streamBufferBytes / 1024) KiB stream buffer",
+            name: "end to end on loopback\(tls == nil ? "" : " over TLS"), generator → collector (records.jsonl), "
+                + "\(recordBytes)-byte messages, \(streamBufferBytes / 1024) KiB stream buffer",
             lines: [
                 "records: \(records), wire bytes: \(bytes) (\(format(Double(bytes) / Double(records))) bytes/line)",
                 "throughput: \(format(mebibytes / elapsed.seconds)) MiB/s of wire lines, "

@@ -4,7 +4,7 @@ import Logging
 import Glibc
 #endif
 
-// `swift run -c release uplink-bench [ring|e2e|ingest|latency|tail|idle|encode]...`: runs the named benchmarks (all but
+// `swift run -c release uplink-bench [ring|e2e|tls|ingest|latency|tail|idle|encode]...`: runs the named benchmarks (all but
 // `encode` by default) and prints their numbers. Agent and collector share this process, so CPU time covers both sides.
 let requested = Set(CommandLine.arguments.dropFirst())
 func wanted(_ name: String) -> Bool { requested.isEmpty || requested.contains(name) }
@@ -29,6 +29,21 @@ if wanted("e2e") {
             records: records, recordBytes: 200, streamBufferBytes: streamBufferBytes, logger: logger
         ).print()
     }
+}
+// TLS: stream throughput over TLS and plaintext side by side (64 KiB and 1 MiB stream buffers), and what a TLS
+// handshake costs per new connection. Needs the openssl command to make a private CA.
+if wanted("tls") {
+    let records = Int(getenv("UPLINK_BENCH_RECORDS").map { String(cString: $0) } ?? "") ?? 2_000_000
+    let files = try TLSBenchmark.Files.make()
+    defer { files.remove() }
+    for streamBufferBytes in [64 << 10, 1 << 20] {
+        for tls in [nil, files] {
+            try await EndToEndBenchmark.throughput(
+                records: records, recordBytes: 200, streamBufferBytes: streamBufferBytes, tls: tls, logger: logger
+            ).print()
+        }
+    }
+    try await TLSBenchmark.handshakes(connections: 1_000, files: files, logger: logger).print()
 }
 if wanted("ingest") {
     for kind in [IngestBenchmark.Kind.generator, .tail] {

@@ -49,17 +49,20 @@ extension Collector {
         let http2 = StreamConnection.isHTTP2(context.channel)
         if let token = configuration.token {
             guard let authorization = request.headers[.authorization], Self.isBearer(authorization, token: token) else {
-                return reject(http2: http2, .unauthorized, "missing or wrong bearer token", extraHeaders: [.wwwAuthenticate: "Bearer"])
+                return reject(
+                    http2: http2, .unauthorized, "missing or wrong bearer token", extraHeaders: [.wwwAuthenticate: "Bearer"])
             }
         }
         if let version = request.headers[.uplinkProtocol], !StreamHeaders.isSupportedProtocol(version.utf8) {
             return reject(http2: http2, .unsupportedMediaType, "unsupported Uplink-Protocol \(version); this collector speaks version 1")
         }
         if let encoding = request.headers[.contentEncoding], encoding.trimmingSpaces.lowercased() != "identity" {
-            return reject(http2: http2, .unsupportedMediaType, "unsupported Content-Encoding \(encoding); send the body uncompressed")
+            return reject(
+                http2: http2, .unsupportedMediaType, "unsupported Content-Encoding \(encoding); send the body uncompressed")
         }
         guard let agentHeader = request.headers[.uplinkAgent], let agent = AgentID.validated(agentHeader.utf8) else {
-            return reject(http2: http2, .badRequest, "missing or invalid Uplink-Agent header: 1-128 bytes of [A-Za-z0-9._:-]")
+            return reject(
+                http2: http2, .badRequest, "missing or invalid Uplink-Agent header: 1-128 bytes of [A-Za-z0-9._:-]")
         }
         guard let epochHeader = request.headers[.uplinkEpoch], let epoch = StreamHeaders.epoch(epochHeader.utf8) else {
             return reject(http2: http2, .badRequest, "missing or invalid Uplink-Epoch header: a decimal integer from 1 to 2^63-1")
@@ -80,8 +83,8 @@ extension Collector {
             edge.limiter.log(
                 logger, .warning, kind: "stream-limit", "Refused a stream: the stream limit is reached",
                 metadata: ["agent": "\(agent)", "limit": "\(configuration.maxStreams)"])
-            return reject(http2: http2, 
-                .serviceUnavailable,
+            return reject(
+                http2: http2, .serviceUnavailable,
                 "too many streams: this collector serves at most \(configuration.maxStreams) at once; retry later",
                 extraHeaders: [.retryAfter: "5"])
         }

@@ -1,5 +1,12 @@
 import AsyncHTTPClient
 import Logging
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#elseif canImport(Darwin)
+import Darwin
+#endif
 import NIOCore
 import NIOHTTP1
 import UplinkCore
@@ -102,6 +109,10 @@ extension UplinkDriver {
             return "no connection within the connect timeout (\(connectTimeout), uplink.connect_timeout): \(error)"
         }
         if let error = error as? HTTPClientError { return "\(error)" }
+        // NIO words a refused connect as "connection reset (error set): Connection refused"; say only what happened.
+        if let error = error as? IOError, error.errnoCode == ECONNREFUSED {
+            return "connection refused (nothing accepts connections at that address and port)"
+        }
         if let error = error as? IOError { return "\(error.description)" }
         return String(describing: error)
     }

@@ -44,7 +44,7 @@ struct UplinkReconnectTests {
                 Issue.record("attempt \(index + 1) failed with \(String(describing: call.failure)), not a transport failure")
                 continue
             }
-            #expect(text.lowercased().contains("refused"), "attempt \(index + 1): \(text)")
+            #expect(text.hasPrefix("connection refused"), "attempt \(index + 1): \(text)")
             #expect(!text.contains("connect_timeout"), "attempt \(index + 1): \(text)")
         }
     }

@@ -67,6 +67,26 @@ enum LoopbackSockets {
         }
     }
 
+    /// A TCP listener on 127.0.0.1 that never accepts and never reads: the kernel completes the TCP handshake (the
+    /// connection waits in the accept queue), but nothing ever answers, e.g. a TLS ClientHello.
+    final class Silent {
+        let port: Int
+        private let listener: Int32
+
+        init() throws {
+            listener = try boundSocket()
+            guard listen(listener, 16) == 0 else {
+                close(listener)
+                throw Failure("listen")
+            }
+            port = try LoopbackSockets.port(of: listener)
+        }
+
+        deinit {
+            close(listener)
+        }
+    }
+
     private static func boundSocket() throws -> Int32 {
         let descriptor = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
         guard descriptor >= 0 else { throw Failure("socket") }

@@ -105,6 +105,26 @@ struct UplinkReconnectTests {
         #expect(hole.acceptQueue().length == 1, "\(hole.acceptQueue())")
     }
 
+    @Test("A TLS handshake that never completes fails with the connect timeout too")
+    func tlsHandshakeTimeout() async throws {
+        let silent = try LoopbackSockets.Silent()
+        var configuration = Self.configuration(port: silent.port)
+        configuration.url = "https://127.0.0.1:\(silent.port)"
+        configuration.connectTimeout = .seconds(1)
+        configuration.stallTimeout = .seconds(4)
+        let recorder = BackoffRecorder(returningAtOnce: 0)
+        try await Self.run(configuration, recorder: recorder) { _ in
+            #expect(await recorder.waitForCalls(1, within: .seconds(60)))
+        }
+        let calls = recorder.calls
+        try #require(calls.count == 1)
+        guard case .transport(let text) = calls[0].failure else {
+            Issue.record("the attempt failed with \(String(describing: calls[0].failure)), not with the connect timeout")
+            return
+        }
+        #expect(text.contains("no connection within the connect timeout (1.0 seconds, uplink.connect_timeout)"), "\(text)")
+    }
+
     @Test("The client's connect timeout is connect_timeout, or stall_timeout when that is smaller")
     func effectiveConnectTimeout() {
         var configuration = UplinkConfiguration(url: "http://127.0.0.1:1", agentID: "a")

@@ -1,5 +1,12 @@
 import AsyncHTTPClient
 import Logging
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#elseif canImport(Darwin)
+import Darwin
+#endif
 import NIOCore
 import NIOHTTP1
 import UplinkCore
@@ -34,9 +41,11 @@ extension UplinkDriver {
             }
         }
         let headTimeout = configuration.stallTimeout
+        let connectTimeout = configuration.effectiveConnectTimeout
         connectionTask = Task { [client, logger] in
             await UplinkDriver.exchange(
-                request, connection: connection, client: client, logger: logger, headTimeout: headTimeout, events: events)
+                request, connection: connection, client: client, logger: logger, headTimeout: headTimeout,
+                connectTimeout: connectTimeout, events: events)
         }
     }
 
@@ -57,7 +66,7 @@ extension UplinkDriver {
     /// Runs one request: reports the response head, then every ack line, then how the exchange ended.
     private static func exchange(
         _ request: HTTPClientRequest, connection: ConnectionID, client: HTTPClient, logger: Logger,
-        headTimeout: Duration, events: AsyncStream<UplinkEvent>.Continuation
+        headTimeout: Duration, connectTimeout: Duration, events: AsyncStream<UplinkEvent>.Continuation
     ) async {
         do {
             let response = try await client.execute(request, timeout: .nanoseconds(headTimeout.nanoseconds), logger: logger)
@@ -84,13 +93,26 @@ extension UplinkDriver {
                 connection, status: 407,
                 detail: "the HTTP proxy requires credentials: give them as http://user:password@host:port in uplink.proxy or HTTPS_PROXY"))
         } catch {
-            events.yield(.streamFailed(connection, .transport(describe(error))))
+            events.yield(.streamFailed(connection, .transport(describe(error, connectTimeout: connectTimeout))))
         }
     }
 
-    private static func describe(_ error: any Error) -> String {
+    private static let connectTimeoutErrors: [HTTPClientError] = [
+        .connectTimeout, .getConnectionFromPoolTimeout, .tlsHandshakeTimeout, .httpProxyHandshakeTimeout,
+    ]
+
+    static func describe(_ error: any Error, connectTimeout: Duration) -> String {
         if let tls = TLSErrorText.describe(error) { return tls }
+        // AHC fails the request with whichever of its connect deadlines fires first (the connection's, the queued
+        // request's, the proxy's or the TLS handshake's); all of them are the one connect timeout here.
+        if let error = error as? HTTPClientError, connectTimeoutErrors.contains(error) {
+            return "no connection within the connect timeout (\(connectTimeout), uplink.connect_timeout): \(error)"
+        }
         if let error = error as? HTTPClientError { return "\(error)" }
+        // NIO words a refused connect as "connection reset (error set): Connection refused"; say only what happened.
+        if let error = error as? IOError, error.errnoCode == ECONNREFUSED {
+            return "connection refused (nothing accepts connections at that address and port)"
+        }
         if let error = error as? IOError { return "\(error.description)" }
         return String(describing: error)
     }

@@ -66,12 +66,13 @@ public final class Uplink: Service {
         if suppliedClient == nil { try await client.shutdown() }
     }
 
-    /// The HTTP client's settings: no read timeout, no decompression, the proxy and the server name override of
-    /// `uplink`. (TLS settings go with each request, so that rotated certificates apply to the next connection.)
+    /// The HTTP client's settings: the connect timeout (`effectiveConnectTimeout`), no read timeout, no
+    /// decompression, no retrying of its own, the proxy and the server name override of `uplink`. (TLS settings go
+    /// with each request, so that rotated certificates apply to the next connection.)
     public static func clientConfiguration(_ uplink: UplinkConfiguration) -> HTTPClient.Configuration {
         var configuration = HTTPClient.Configuration()
         // No read timeout: an idle stream legitimately receives nothing; stalls are detected by the uplink itself.
-        configuration.timeout = .init(connect: .seconds(10), read: nil)
+        configuration.timeout = .init(connect: .nanoseconds(uplink.effectiveConnectTimeout.nanoseconds), read: nil)
         configuration.decompression = .disabled
         // Reconnects follow uplink.backoff alone: a refused connection or a failed TLS handshake fails the request at
         // once (AHC would otherwise retry on its own until the connect timeout, hiding the cause for 10 s).

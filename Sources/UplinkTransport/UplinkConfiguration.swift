@@ -17,6 +17,11 @@ public struct UplinkConfiguration: Sendable {
     /// The stream counts as broken when records are outstanding and no ack came for this long, or when the pair had
     /// no room for this long, or when no response/resume line came this long after connecting. Default 30 s.
     public var stallTimeout: Duration
+    /// How long one connection attempt may take: name resolution, TCP connect, the proxy's `CONNECT` and the TLS
+    /// handshake together (AsyncHTTPClient's connect timeout covers all of connection establishment). A connection
+    /// that is refused fails the attempt at once; this bounds one that gets no answer. The attempt is also bounded by
+    /// `stallTimeout`, so the smaller of the two applies. Default 5 s.
+    public var connectTimeout: Duration
     /// Capacity of the bound stream pair feeding the HTTP body, in bytes. Default 64 KiB.
     public var streamBufferBytes: Int
     /// On shutdown, how long to keep streaming until everything is acknowledged. Default 5 s.
@@ -37,6 +42,7 @@ public struct UplinkConfiguration: Sendable {
         backoff: Backoff = Backoff(),
         heartbeatInterval: Duration = .seconds(15),
         stallTimeout: Duration = .seconds(30),
+        connectTimeout: Duration = UplinkConfiguration.defaultConnectTimeout,
         streamBufferBytes: Int = BoundStreamPair.defaultCapacity,
         drainTimeout: Duration = .seconds(5),
         jitterSeed: UInt64? = nil,
@@ -50,11 +56,21 @@ public struct UplinkConfiguration: Sendable {
         self.backoff = backoff
         self.heartbeatInterval = heartbeatInterval
         self.stallTimeout = stallTimeout
+        self.connectTimeout = connectTimeout
         self.streamBufferBytes = streamBufferBytes
         self.drainTimeout = drainTimeout
         self.jitterSeed = jitterSeed
         self.tls = tls
         self.proxy = proxy
+    }
+
+    /// The default `connectTimeout`: 5 s.
+    public static let defaultConnectTimeout: Duration = .seconds(5)
+
+    /// The connect timeout the HTTP client is given: `connectTimeout`, or `stallTimeout` when that is smaller (the
+    /// attempt is given up then anyway; a connection still being made after it would outlive its attempt).
+    public var effectiveConnectTimeout: Duration {
+        min(connectTimeout, stallTimeout)
     }
 
     /// Whether the URL is `https://` (any case).

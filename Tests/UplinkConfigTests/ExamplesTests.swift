@@ -28,6 +28,7 @@ struct ExamplesTests {
         #expect(configuration.uplink.backoff == Backoff())
         #expect(configuration.uplink.heartbeatInterval == .seconds(15))
         #expect(configuration.uplink.stallTimeout == .seconds(30))
+        #expect(configuration.uplink.connectTimeout == .seconds(5))
         #expect(configuration.uplink.streamBufferBytes == 64 * 1024)
         #expect(configuration.uplink.drainTimeout == .seconds(5))
         #expect(configuration.bufferBytes == 64 * 1024 * 1024)
@@ -80,7 +81,7 @@ struct ExamplesTests {
         let keys = [
             "agent:", "id:", "state_dir:", "buffer:", "max_bytes:", "overflow:", "uplink:", "url:", "token:",
             "token_file:", "backoff:", "initial:", "multiplier:", "max:", "reset_after:", "heartbeat:",
-            "stall_timeout:", "stream_buffer:", "drain_timeout:", "sources:", "name:", "type:", "interval:",
+            "stall_timeout:", "connect_timeout:", "stream_buffer:", "drain_timeout:", "sources:", "name:", "type:", "interval:",
             "per_core:", "proc_root:", "jitter:", "tags:", "include:", "exclude:", "devices:", "mount_points:",
             "sys_root:", "path:", "scale:", "offset:", "metric:", "unit:", "command:", "timeout:", "format:", "prefix:", "rate:", "record_bytes:", "count:", "collector:", "listen:", "data_dir:",
             "stdout:", "jsonl:", "max_line_bytes:", "fsync:", "rejects_file:",

@@ -50,6 +50,11 @@ extension UplinkFile.UplinkSection {
         }
         if let heartbeat = section.duration("heartbeat", .greaterThan(.zero)) { uplink.heartbeat = heartbeat }
         if let stall = section.duration("stall_timeout", .greaterThan(.zero)) { uplink.stallTimeout = stall }
+        if let connect = section.duration(
+            "connect_timeout", ConfigConstraint(minimum: (.zero, false), maximum: maximumConnectTimeout))
+        {
+            uplink.connectTimeout = connect
+        }
         if let bytes = section.size("stream_buffer", .atLeast(minimumStreamBufferBytes)) {
             uplink.streamBufferBytes = bytes
         }

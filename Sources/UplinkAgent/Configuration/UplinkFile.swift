@@ -129,6 +129,11 @@ public struct UplinkFile: Sendable, Equatable {
         /// outstanding and no acknowledgement came for this long, when the stream had no room for this long, or when
         /// the collector did not answer this long after connecting. Default `30s`.
         public var stallTimeout: Duration
+        /// `uplink.connect_timeout` (duration > 0, at most `5m`): how long one connection attempt may take, name
+        /// resolution, TCP connect, the proxy's `CONNECT` and the TLS handshake together. A refused connection fails
+        /// the attempt at once; this bounds one that gets no answer. Every attempt, failed or not, is followed by a
+        /// `backoff` delay. `stall_timeout` bounds an attempt too, so the smaller of the two applies. Default `5s`.
+        public var connectTimeout: Duration
         /// `uplink.stream_buffer` (size ≥ `1KiB`): capacity of the pipe between the buffer and the HTTP body.
         /// Default `64KiB`.
         public var streamBufferBytes: Int
@@ -149,6 +154,7 @@ public struct UplinkFile: Sendable, Equatable {
         public init(
             target: Target = .embedded, token: String? = nil, backoff: Backoff = Backoff(),
             heartbeat: Duration = .seconds(15), stallTimeout: Duration = .seconds(30),
+            connectTimeout: Duration = UplinkConfiguration.defaultConnectTimeout,
             streamBufferBytes: Int = BoundStreamPair.defaultCapacity, drainTimeout: Duration = .seconds(5),
             tls: UplinkTLS? = nil, proxy: ProxySetting = .environment
         ) {
@@ -157,6 +163,7 @@ public struct UplinkFile: Sendable, Equatable {
             self.backoff = backoff
             self.heartbeat = heartbeat
             self.stallTimeout = stallTimeout
+            self.connectTimeout = connectTimeout
             self.streamBufferBytes = streamBufferBytes
             self.drainTimeout = drainTimeout
             self.tls = tls
@@ -174,11 +181,14 @@ public struct UplinkFile: Sendable, Equatable {
         }
 
         static let keys = [
-            "url", "token", "token_file", "backoff", "heartbeat", "stall_timeout", "stream_buffer", "drain_timeout",
-            "tls", "proxy",
+            "url", "token", "token_file", "backoff", "heartbeat", "stall_timeout", "connect_timeout", "stream_buffer",
+            "drain_timeout", "tls", "proxy",
         ]
         static let tlsKeys = ["ca_file", "use_system_trust", "cert_file", "key_file", "server_name", "min_version"]
         static let backoffKeys = ["initial", "multiplier", "max", "reset_after"]
+        /// Largest `connect_timeout` accepted: 5 minutes (Linux itself gives up on an unanswered connect after about
+        /// two).
+        public static let maximumConnectTimeout: Duration = .seconds(300)
         /// Smallest `stream_buffer` accepted.
         public static let minimumStreamBufferBytes = 1024
     }

@@ -31,8 +31,8 @@ if wanted("e2e") {
     }
 }
 // TLS: stream throughput over TLS and plaintext side by side (64 KiB and 1 MiB stream buffers), and what a TLS
-// handshake costs per new connection. Needs the openssl command to make a private CA.
-if wanted("tls") {
+// handshake costs per new connection. Needs the openssl command to make a private CA. Not in the default set.
+if requested.contains("tls") {
     let records = Int(getenv("UPLINK_BENCH_RECORDS").map { String(cString: $0) } ?? "") ?? 2_000_000
     let files = try TLSBenchmark.Files.make()
     defer { files.remove() }

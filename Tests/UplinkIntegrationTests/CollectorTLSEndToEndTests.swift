@@ -1,6 +1,4 @@
-import AsyncHTTPClient
 import Foundation
-import NIOSSL
 import ServiceLifecycle
 import Testing
 import UplinkAgent
@@ -9,7 +7,7 @@ import UplinkCore
 import UplinkTestSupport
 import UplinkTransport
 
-/// A real agent (generator source, ring, uplink with an AsyncHTTPClient that trusts a private CA) streaming to an
+/// A real agent (generator source, ring, uplink whose `uplink.tls` trusts a private CA) streaming to an
 /// in-process collector with TLS, over loopback.
 @Suite("Agent to collector over TLS and HTTP/2", .serialized, .timeLimit(.minutes(4)))
 struct CollectorTLSEndToEndTests {
@@ -26,17 +24,9 @@ struct CollectorTLSEndToEndTests {
             agent = try authority.issue(commonName: "edge-agent-1", usage: .client)
         }
 
-        /// An HTTP client for the uplink: trusts the CA, presents the agent's certificate, no read timeout.
-        func client() throws -> HTTPClient {
-            var tls = TLSConfiguration.makeClientConfiguration()
-            tls.trustRoots = .certificates(try NIOSSLCertificate.fromPEMFile(authority.certificateFile))
-            tls.certificateChain = try NIOSSLCertificate.fromPEMFile(agent.certificateFile).map { .certificate($0) }
-            tls.privateKey = .privateKey(try NIOSSLPrivateKey(file: agent.keyFile, format: .pem))
-            var configuration = HTTPClient.Configuration()
-            configuration.tlsConfiguration = tls
-            configuration.timeout = .init(connect: .seconds(10), read: nil)
-            configuration.decompression = .disabled
-            return HTTPClient(eventLoopGroupProvider: .singleton, configuration: configuration)
+        /// The agent's TLS settings: trusts the CA, presents the agent's certificate.
+        var agentTLS: UplinkTLS {
+            UplinkTLS(caFile: authority.certificateFile, certificateFile: agent.certificateFile, keyFile: agent.keyFile)
         }
 
         func collector(streamIdleTimeout: Duration = .seconds(90)) async throws -> BackgroundCollector {
@@ -55,18 +45,17 @@ struct CollectorTLSEndToEndTests {
     /// The agent of these tests: `edge-agent-1`, with the given sources and uplink tuning, run in a service group.
     final class TLSAgent: Sendable {
         let agent: Agent
-        let client: HTTPClient
         private let group: ServiceGroup
         private let task: Task<Void, any Error>
 
-        init(port: Int, client: HTTPClient, sources: [AgentConfiguration.NamedSource], tune: (inout UplinkConfiguration) -> Void) {
-            var uplink = UplinkConfiguration(url: "https://127.0.0.1:\(port)", agentID: "edge-agent-1", jitterSeed: 11)
+        init(port: Int, tls: UplinkTLS, sources: [AgentConfiguration.NamedSource], tune: (inout UplinkConfiguration) -> Void) {
+            var uplink = UplinkConfiguration(
+                url: "https://127.0.0.1:\(port)", agentID: "edge-agent-1", jitterSeed: 11, tls: tls)
             uplink.backoff = Backoff(initial: .milliseconds(20), multiplier: 2, maximum: .milliseconds(400))
             tune(&uplink)
             agent = Agent(
                 configuration: AgentConfiguration(uplink: uplink, sources: sources, bufferBytes: 8 << 20),
-                logger: Harness.logger, httpClient: client)
-            self.client = client
+                logger: Harness.logger)
             group = ServiceGroup(
                 configuration: .init(services: agent.serviceConfigurations, gracefulShutdownSignals: [], logger: Harness.logger))
             task = Task { [group] in try await group.run() }
@@ -75,7 +64,6 @@ struct CollectorTLSEndToEndTests {
         func stop() async throws {
             await group.triggerGracefulShutdown()
             try await task.value
-            try await client.shutdown()
         }
     }
 
@@ -85,7 +73,7 @@ struct CollectorTLSEndToEndTests {
         let collector = try await pki.collector()
         let total = 5_000
         let agent = TLSAgent(
-            port: collector.port, client: try pki.client(), sources: [.generator(rate: 5_000, count: total)]) { _ in }
+            port: collector.port, tls: pki.agentTLS, sources: [.generator(rate: 5_000, count: total)]) { _ in }
         var seen: OpenStream?
         let streaming = await Harness.eventually(timeout: .seconds(30)) {
             seen = collector.collector.openStreams().first
@@ -116,7 +104,7 @@ struct CollectorTLSEndToEndTests {
     func heartbeatsKeepIdleHTTP2StreamAlive() async throws {
         let pki = try PKI("tls-idle")
         let collector = try await pki.collector(streamIdleTimeout: .seconds(1))
-        let agent = TLSAgent(port: collector.port, client: try pki.client(), sources: [.generator(rate: 1_000, count: 10)]) {
+        let agent = TLSAgent(port: collector.port, tls: pki.agentTLS, sources: [.generator(rate: 1_000, count: 10)]) {
             $0.heartbeatInterval = .milliseconds(100)
         }
         let ring = agent.agent.ring
@@ -137,7 +125,7 @@ struct CollectorTLSEndToEndTests {
     func withoutHeartbeatsTheStreamIsCut() async throws {
         let pki = try PKI("tls-idle-cut")
         let collector = try await pki.collector(streamIdleTimeout: .milliseconds(500))
-        let agent = TLSAgent(port: collector.port, client: try pki.client(), sources: [.generator(rate: 1_000, count: 10)]) {
+        let agent = TLSAgent(port: collector.port, tls: pki.agentTLS, sources: [.generator(rate: 1_000, count: 10)]) {
             $0.heartbeatInterval = .seconds(600)
             $0.stallTimeout = .seconds(600)
         }

@@ -3,7 +3,7 @@ import Foundation
 /// A child process for test daemons (nginx, tinyproxy), spawned with `posix_spawn` and a clean signal state: an
 /// empty signal mask and default dispositions, whatever the test process blocks or ignores (signals blocked there
 /// would otherwise be inherited, and `timeout(1)` or the daemon would never see SIGTERM). It is reaped with
-/// `waitpid` here, so no run loop or SIGCHLD handling is needed.
+/// `waitpid` here, so no run loop or SIGCHLD handling is needed. It inherits no descriptor but its standard streams.
 public final class ChildProcess: @unchecked Sendable {
     public struct Failure: Error, CustomStringConvertible {
         public let description: String
@@ -25,6 +25,9 @@ public final class ChildProcess: @unchecked Sendable {
         let output = outputPath ?? "/dev/null"
         posix_spawn_file_actions_addopen(&actions, 1, output, O_WRONLY | O_CREAT | O_APPEND, 0o644)
         posix_spawn_file_actions_adddup2(&actions, 1, 2)
+        // Nothing else of the test process may leak into the daemon: a socket it inherited would stay open after
+        // the test closed it, and its peer would never see the connection end (other tests' connections too).
+        Self.closeInheritedDescriptors(&actions)
 
         var attributes = posix_spawnattr_t()
         posix_spawnattr_init(&attributes)
@@ -47,6 +50,22 @@ public final class ChildProcess: @unchecked Sendable {
             throw Failure(description: "posix_spawn \(arguments[0]): \(String(cString: strerror(result)))")
         }
         processIdentifier = pid
+    }
+
+    /// Makes the child close every descriptor from 3 up: glibc's `posix_spawn_file_actions_addclosefrom_np` (2.34+,
+    /// looked up at run time because Swift's Glibc module does not declare it); where it is missing, the parent's
+    /// descriptors are marked close-on-exec instead, which does the same for everything open now.
+    private static func closeInheritedDescriptors(_ actions: inout posix_spawn_file_actions_t) {
+        typealias CloseFrom = @convention(c) (UnsafeMutablePointer<posix_spawn_file_actions_t>, Int32) -> Int32
+        if let symbol = dlsym(UnsafeMutableRawPointer(bitPattern: 0), "posix_spawn_file_actions_addclosefrom_np") {
+            let closeFrom = unsafeBitCast(symbol, to: CloseFrom.self)
+            if closeFrom(&actions, 3) == 0 { return }
+        }
+        let names = (try? FileManager.default.contentsOfDirectory(atPath: "/proc/self/fd")) ?? []
+        for descriptor in names.compactMap({ Int32($0) }) where descriptor > 2 {
+            let flags = fcntl(descriptor, F_GETFD)
+            if flags >= 0 { _ = fcntl(descriptor, F_SETFD, flags | FD_CLOEXEC) }
+        }
     }
 
     /// The raw `waitpid` status once the child has exited (`(status >> 8) & 0xff` is the exit code).

@@ -45,7 +45,7 @@ struct FuzzMain {
         var argc = CommandLine.argc
         var argv: UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>? = CommandLine.unsafeArgv
         exit(LLVMFuzzerRunDriver(&argc, &argv) { data, size in
-            selected.run(UnsafeRawBufferPointer(start: data, count: size))
+            FuzzMain.selected.run(UnsafeRawBufferPointer(start: data, count: size))
             return 0
         })
         #else

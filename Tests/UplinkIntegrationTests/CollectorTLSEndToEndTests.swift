@@ -103,14 +103,15 @@ struct CollectorTLSEndToEndTests {
     @Test("An idle HTTP/2 stream kept alive only by heartbeats, for several times the collector's idle timeout")
     func heartbeatsKeepIdleHTTP2StreamAlive() async throws {
         let pki = try PKI("tls-idle")
-        let collector = try await pki.collector(streamIdleTimeout: .seconds(1))
+        // Twenty heartbeats per idle timeout: room for a busy machine that delays a few.
+        let collector = try await pki.collector(streamIdleTimeout: .seconds(3))
         let agent = TLSAgent(port: collector.port, tls: pki.agentTLS, sources: [.generator(rate: 1_000, count: 10)]) {
-            $0.heartbeatInterval = .milliseconds(100)
+            $0.heartbeatInterval = .milliseconds(150)
         }
         let ring = agent.agent.ring
         #expect(await Harness.eventually(timeout: .seconds(30)) { ring.statistics().acknowledged >= 10 })
-        // 40 heartbeats at 100 ms: about 4 s of a stream that carries nothing else, four idle timeouts.
-        let heartbeats = await Harness.eventually(timeout: .seconds(60)) { collector.collector.statistics().heartbeats >= 40 }
+        // 80 heartbeats at 150 ms: about 12 s of a stream that carries nothing else, four idle timeouts.
+        let heartbeats = await Harness.eventually(timeout: .seconds(90)) { collector.collector.statistics().heartbeats >= 80 }
         #expect(heartbeats)
         let uplink = agent.agent.uplink.statistics()
         #expect(uplink.streamsOpened == 1, "the stream was cut: \(String(describing: uplink.lastFailure))")

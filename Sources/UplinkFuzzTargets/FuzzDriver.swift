@@ -1,3 +1,5 @@
+import UplinkCore
+
 /// Runs a target on seeded mutations of its seed inputs, without libFuzzer: the bounded runs of the test suite,
 /// and `uplink-fuzz TARGET RUNS SEED` in a normal build. Deterministic for a given seed.
 public struct FuzzDriver {

@@ -2,6 +2,7 @@ import ArgumentParser
 import UplinkAgent
 import UplinkCollector
 import UplinkConfig
+import UplinkCore
 
 #if canImport(Glibc)
 import Glibc
@@ -18,7 +19,9 @@ enum ConfigurationLoading {
         guard let file = result.value else {
             for issue in result.issues { printToStandardError(issue.description) }
             let count = result.issues.count
-            printToStandardError("\(path): \(count) configuration \(count == 1 ? "issue" : "issues"); nothing was started")
+            printToStandardError(
+                ConfigIssue.escapingControlCharacters(path)
+                    + ": \(count) configuration \(count == 1 ? "issue" : "issues"); nothing was started")
             throw ExitCode(configurationErrorExitCode)
         }
         return file

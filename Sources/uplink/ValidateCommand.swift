@@ -2,6 +2,7 @@ import ArgumentParser
 import Logging
 import UplinkAgent
 import UplinkCollector
+import UplinkCore
 
 /// `uplink validate`: the same build path as `run`, without starting anything.
 struct ValidateCommand: ParsableCommand {
@@ -32,6 +33,7 @@ struct ValidateCommand: ParsableCommand {
             let collector = CollectorConfiguration(section)
             summary.append("collector on \(collector.host):\(collector.port) storing in \(collector.dataDirectory)")
         }
-        print("\(config): valid: " + summary.joined(separator: "; "))
+        // Names and paths come from the file: escaped like issues, so the summary stays one line.
+        print(ConfigIssue.escapingControlCharacters("\(config): valid: " + summary.joined(separator: "; ")))
     }
 }

@@ -45,11 +45,17 @@ public final class RecordRing: Sendable {
     private let usedBytesGauge = Gauge(label: "uplink_ring_used_bytes")
 
     /// Creates an empty ring. `capacity` must be at least 64 bytes.
-    public init(capacity: Int = RecordRing.defaultCapacity, policy: OverflowPolicy = .dropOldest) {
+    ///
+    /// `memoryReleaseLap`: memory of acknowledged regions goes back to the system while the writer takes at least
+    /// this long to go round the ring (default 10 s; `.zero` always, as tests use it). See `RingMemory`.
+    public init(
+        capacity: Int = RecordRing.defaultCapacity, policy: OverflowPolicy = .dropOldest,
+        memoryReleaseLap: Duration = .seconds(10)
+    ) {
         precondition(capacity >= 64, "ring capacity must be at least 64 bytes")
         self.capacity = capacity
         self.policy = policy
-        let memory = RingMemory(capacity: capacity)
+        let memory = RingMemory(capacity: capacity, slowLap: memoryReleaseLap)
         self.storage = memory.map()
         self.state = Mutex(State(memory: memory))
     }

@@ -16,9 +16,11 @@ import Darwin
 /// collector keeps up holds a chunk or two of its ring, and the ring still grows to its full capacity during an
 /// outage.
 ///
-/// A free chunk close ahead of the write position is kept: the writer is about to use it, and giving it back would
-/// only cost page faults. With a nearly full ring (bulk transfers, where the sources wait for space) every free
-/// chunk is that close, so a busy ring keeps its memory and pays nothing per lap.
+/// Memory is handed back only while the ring is slow: while the writer takes longer than `slowLap` to go round the
+/// whole ring (10 s by default: below 6.4 MiB/s for the default 64 MiB). A fast ring would write into the chunk again
+/// within moments, and every page handed back would cost a page fault and a zeroed page on the next lap (measured:
+/// about 0.65 ms of CPU per MiB). A ring that speeds up keeps its pages after one lap; one that slows down gives them
+/// back over the next lap. A free chunk close ahead of the write position is kept too: the writer is about to use it.
 ///
 /// Not thread-safe: the ring calls it with its lock held, which is also what keeps a chunk from being written while
 /// it is handed back.
@@ -32,6 +34,14 @@ struct RingMemory: Sendable {
     private var touched: [Bool]
     /// Free chunks closer than this ahead of the write position are kept.
     private let keepAheadBytes: Int
+    /// Memory is handed back only while a lap of the writer takes at least this long.
+    private let slowLap: Duration
+    /// The chunk the last frame was written into; -1 before the first.
+    private var writerChunk = -1
+    /// When the writer last entered each chunk.
+    private var enteredAt: [ContinuousClock.Instant?]
+    /// How long the writer's last lap took, measured when it entered a chunk again; nil before its first lap.
+    private var lastLap: Duration?
 
     /// Largest chunk handed back at once.
     static let maximumChunkBytes = 1 << 20
@@ -40,8 +50,11 @@ struct RingMemory: Sendable {
     /// Free chunks within this many chunks ahead of the writer are kept.
     static let chunksKeptAhead = 2
 
+    /// Handing memory back while the writer's lap takes at least 10 s.
+    static let defaultSlowLap = Duration.seconds(10)
+
     /// Plans the memory of a ring of `capacity` bytes; `map()` reserves it.
-    init(capacity: Int) {
+    init(capacity: Int, slowLap: Duration = Self.defaultSlowLap) {
         let page = Int(sysconf(Int32(_SC_PAGESIZE)))
         let pageBytes = page > 0 ? page : 4096
         self.capacity = capacity
@@ -56,6 +69,8 @@ struct RingMemory: Sendable {
             self.touched = []
         }
         self.keepAheadBytes = Self.chunksKeptAhead << chunkShift
+        self.slowLap = slowLap
+        self.enteredAt = Array(repeating: nil, count: touched.count)
     }
 
     /// Reserves the storage: `capacity` bytes, zero, costing memory only where written. Traps when the system
@@ -80,13 +95,24 @@ struct RingMemory: Sendable {
         let first = offset >> chunkShift
         let lastOffset = offset + count - 1
         let last = (lastOffset < capacity ? lastOffset : lastOffset - capacity) >> chunkShift
-        if first == last && touched[first] { return }
+        if first == writerChunk && last == writerChunk { return }
+        enter(from: first, through: last)
+    }
+
+    /// The writer moved into new chunks: marks them and measures how long its lap took.
+    private mutating func enter(from first: Int, through last: Int) {
+        let now = ContinuousClock.now
         var chunk = first
         while true {
             touched[chunk] = true
+            if chunk != writerChunk {
+                if let previous = enteredAt[chunk] { lastLap = previous.duration(to: now) }
+                enteredAt[chunk] = now
+            }
             if chunk == last { break }
             chunk = chunk + 1 == touched.count ? 0 : chunk + 1
         }
+        writerChunk = last
     }
 
     /// Hands back the chunks the oldest frame moved out of.
@@ -98,6 +124,7 @@ struct RingMemory: Sendable {
     ///   - used: Bytes still held by frames (from the new head to `tail`).
     mutating func release(from oldHead: Int, released: Int, tail: Int, used: Int, in base: UnsafeMutableRawPointer) {
         guard chunkShift > 0, released > 0 else { return }
+        if let lastLap, lastLap < slowLap { return }
         let free = capacity - used
         var offset = oldHead
         var remaining = released

@@ -31,7 +31,8 @@ extension RecordRingTests {
 
     @Test func aCollectorThatKeepsUpLeavesOnlyAFewChunksResident() throws {
         let capacity = 16 * Self.mebibyte
-        let ring = RecordRing(capacity: capacity)
+        // Laps here take milliseconds: release regardless of speed, as a slow ring would.
+        let ring = RecordRing(capacity: capacity, memoryReleaseLap: .zero)
         let source = ring.registerSource("s")
         var peak = 0
         let patterns = (0..<256).map { pattern($0, count: 300) }
@@ -50,6 +51,20 @@ extension RecordRingTests {
         #expect(peak <= 4 * Self.mebibyte, "peak \(peak) bytes resident")
     }
 
+    @Test func aFastRingKeepsItsMemoryAfterItsFirstLap() throws {
+        let capacity = 16 * Self.mebibyte
+        let ring = RecordRing(capacity: capacity, memoryReleaseLap: .seconds(3600))
+        let source = ring.registerSource("s")
+        let frame = pattern(3, count: 4000)
+        // Three laps, each frame acknowledged at once: the first lap gives memory back (no lap measured yet), the
+        // later ones are faster than the threshold, so the ring keeps what it wrote.
+        for _ in 0..<(3 * capacity / (header + frame.count)) {
+            if case .appended(let sequence) = ring.append(frame, source: source) { ring.acknowledge(through: sequence) }
+        }
+        let resident = try #require(ring.residentBytes())
+        #expect(resident >= capacity - 4 * Self.mebibyte, "\(resident) bytes resident")
+    }
+
     /// Random frame sizes and acknowledgement patterns on a ring small enough to be handed back chunk by chunk
     /// (64 KiB: 16 chunks of one 4 KiB page): every frame reads back exactly as written, so no page that held a
     /// retained byte was ever given back.
@@ -57,7 +72,7 @@ extension RecordRingTests {
     func framesSurviveTheirNeighboursBeingGivenBack(seed: UInt64) {
         var random = SplitMix64(seed: seed &* 0x5DEE_CE66)
         let capacity = 64 * 1024 + Int(seed) * 40  // not always a whole number of pages
-        let ring = RecordRing(capacity: capacity, policy: .dropNewest)
+        let ring = RecordRing(capacity: capacity, policy: .dropNewest, memoryReleaseLap: .zero)
         let source = ring.registerSource("s")
         var retained: [(sequence: UInt64, bytes: [UInt8])] = []
         var nextSequence: UInt64 = 1

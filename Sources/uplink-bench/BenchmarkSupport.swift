@@ -10,6 +10,8 @@ struct BenchmarkResult {
     func print() {
         Swift.print("== \(name)")
         for line in lines { Swift.print("   \(line)") }
+        // Each result as soon as it is known, also when stdout is a file or a pipe (fully buffered otherwise).
+        fflush(nil)
     }
 }
 

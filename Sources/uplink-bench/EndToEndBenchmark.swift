@@ -46,9 +46,7 @@ enum EndToEndBenchmark {
         let started = ContinuousClock.now
         let agentGroup = ServiceGroup(configuration: .init(services: agent.serviceConfigurations, gracefulShutdownSignals: [], logger: logger))
         let agentTask = Task { try await agentGroup.run() }
-        while agent.ring.statistics().acknowledged < UInt64(records) {
-            try await Task.sleep(for: .milliseconds(2))
-        }
+        try await waitForAcknowledgements(of: records, agent: agent)
         let elapsed = ContinuousClock.now - started
         let cpu = ResourceUsage.now().cpuSeconds - usage.cpuSeconds
         let uplinkStatistics = agent.uplink.statistics()
@@ -164,4 +162,28 @@ final class LatencyRecordingOutput: CollectorOutput {
     }
 }
 
+extension EndToEndBenchmark {
+    /// How long the benchmark waits without a single new acknowledgement before it gives up.
+    static let stallLimit: Duration = .seconds(30)
 
+    /// Waits until the collector has acknowledged `records` records. Fails, naming the uplink's last failure, when
+    /// nothing is acknowledged for `stallLimit` (a benchmark that cannot connect must not wait forever).
+    static func waitForAcknowledgements(of records: Int, agent: Agent) async throws {
+        var acknowledged = agent.ring.statistics().acknowledged
+        var lastProgress = ContinuousClock.now
+        while acknowledged < UInt64(records) {
+            try await Task.sleep(for: .milliseconds(2))
+            let now = agent.ring.statistics().acknowledged
+            if now != acknowledged {
+                acknowledged = now
+                lastProgress = .now
+            } else if ContinuousClock.now - lastProgress > stallLimit {
+                let failure = agent.uplink.statistics().lastFailure.map { "\($0)" } ?? "none"
+                throw CollectorError(
+                    code: "bench",
+                    message: "no acknowledgement for \(stallLimit) at \(acknowledged) of \(records) records "
+                        + "(the uplink's last failure: \(failure); UPLINK_BENCH_DEBUG=1 logs everything)")
+            }
+        }
+    }
+}

@@ -36,7 +36,9 @@ enum TLSBenchmark {
                 "openssl x509 -req -in \(d)/server.csr -CA \(d)/ca.pem -CAkey \(d)/ca.key -CAcreateserial"
                     + " -out \(d)/server.pem -days 2 -extfile \(d)/server.ext",
             ]
-            for command in commands where system(command + " >/dev/null 2>&1") != 0 {
+            // Braces: the quieting redirect applies to the whole command, not after the printf's own `> file`
+            // (a second stdout redirect would win and leave server.ext empty: a certificate without names).
+            for command in commands where system("{ " + command + "; } >/dev/null 2>&1") != 0 {
                 throw CollectorError(code: "bench", message: "failed (is openssl installed?): \(command)")
             }
             return files

@@ -9,9 +9,10 @@ import Glibc
 let requested = Set(CommandLine.arguments.dropFirst())
 func wanted(_ name: String) -> Bool { requested.isEmpty || requested.contains(name) }
 
+// UPLINK_BENCH_DEBUG=1 logs everything agent and collector log (to stderr), for a benchmark that does not progress.
 LoggingSystem.bootstrap { label in
     var handler = StreamLogHandler.standardError(label: label)
-    handler.logLevel = .error
+    handler.logLevel = getenv("UPLINK_BENCH_DEBUG") != nil ? .debug : .error
     return handler
 }
 let logger = Logger(label: "uplink-bench")

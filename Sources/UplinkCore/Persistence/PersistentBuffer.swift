@@ -233,14 +233,15 @@ public struct PersistentBuffer: Sendable {
         } catch {
             return failed(error.errno, error.description)
         }
-        let header = SegmentFrame.header(sequence: sequence, sourceWord: word, body1, body2)
-        let error = header.withUnsafeBytes { header -> Int32? in
-            var vectors = [
-                iovec(iov_base: UnsafeMutableRawPointer(mutating: header.baseAddress), iov_len: header.count),
-                iovec(iov_base: UnsafeMutableRawPointer(mutating: body1.baseAddress), iov_len: body1.count),
-                iovec(iov_base: UnsafeMutableRawPointer(mutating: body2.baseAddress), iov_len: body2.count),
-            ]
-            return Self.writeVectors(activeFD, &vectors, total: size)
+        // No allocation per frame: the header and the vectors live on the stack.
+        let error = withUnsafeTemporaryAllocation(byteCount: SegmentFrame.headerBytes, alignment: 8) { header in
+            SegmentFrame.writeHeader(into: header, sequence: sequence, sourceWord: word, body1, body2)
+            return withUnsafeTemporaryAllocation(of: iovec.self, capacity: 3) { vectors -> Int32? in
+                vectors[0] = iovec(iov_base: header.baseAddress, iov_len: header.count)
+                vectors[1] = iovec(iov_base: UnsafeMutableRawPointer(mutating: body1.baseAddress), iov_len: body1.count)
+                vectors[2] = iovec(iov_base: UnsafeMutableRawPointer(mutating: body2.baseAddress), iov_len: body2.count)
+                return Self.writeVectors(activeFD, vectors, total: size)
+            }
         }
         if let error { return failed(error, "write failed") }
         segments[segments.count - 1].bytes += size
@@ -254,11 +255,12 @@ public struct PersistentBuffer: Sendable {
         return .written
     }
 
-    private static func writeVectors(_ fd: Int32, _ vectors: inout [iovec], total: Int) -> Int32? {
+    /// Writes all of `vectors` (`total` bytes), continuing after short writes; returns errno on failure.
+    private static func writeVectors(_ fd: Int32, _ vectors: UnsafeMutableBufferPointer<iovec>, total: Int) -> Int32? {
         var remaining = total
         var index = 0
         while remaining > 0 {
-            let count = vectors[index...].withUnsafeBufferPointer { writev(fd, $0.baseAddress, Int32($0.count)) }
+            let count = writev(fd, vectors.baseAddress! + index, Int32(vectors.count - index))
             if count < 0 {
                 if errno == EINTR { continue }
                 return errno

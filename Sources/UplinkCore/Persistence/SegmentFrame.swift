@@ -29,22 +29,19 @@ enum SegmentFrame {
         var isPlaceholder: Bool { sourceWord & SegmentFrame.placeholderFlag != 0 }
     }
 
-    /// The header of a frame with `body` (given in one or two parts).
-    static func header(
-        sequence: UInt64, sourceWord: UInt32, _ first: UnsafeRawBufferPointer, _ second: UnsafeRawBufferPointer
-    ) -> [UInt8] {
-        var header = [UInt8](repeating: 0, count: headerBytes)
-        header.withUnsafeMutableBytes { bytes in
-            bytes.storeBytes(of: magic.littleEndian, toByteOffset: 0, as: UInt32.self)
-            bytes.storeBytes(of: UInt32(first.count + second.count).littleEndian, toByteOffset: 4, as: UInt32.self)
-            bytes.storeBytes(of: sequence.littleEndian, toByteOffset: 8, as: UInt64.self)
-            bytes.storeBytes(of: sourceWord.littleEndian, toByteOffset: 16, as: UInt32.self)
-            var crc = CRC32C.checksum(UnsafeRawBufferPointer(rebasing: UnsafeRawBufferPointer(bytes)[4..<20]))
-            crc = CRC32C.checksum(first, continuing: crc)
-            crc = CRC32C.checksum(second, continuing: crc)
-            bytes.storeBytes(of: crc.littleEndian, toByteOffset: 20, as: UInt32.self)
-        }
-        return header
+    /// Writes the header of a frame with `body` (given in one or two parts) into `bytes` (`headerBytes` long).
+    static func writeHeader(
+        into bytes: UnsafeMutableRawBufferPointer, sequence: UInt64, sourceWord: UInt32,
+        _ first: UnsafeRawBufferPointer, _ second: UnsafeRawBufferPointer
+    ) {
+        bytes.storeBytes(of: magic.littleEndian, toByteOffset: 0, as: UInt32.self)
+        bytes.storeBytes(of: UInt32(first.count + second.count).littleEndian, toByteOffset: 4, as: UInt32.self)
+        bytes.storeBytes(of: sequence.littleEndian, toByteOffset: 8, as: UInt64.self)
+        bytes.storeBytes(of: sourceWord.littleEndian, toByteOffset: 16, as: UInt32.self)
+        var crc = CRC32C.checksum(UnsafeRawBufferPointer(rebasing: UnsafeRawBufferPointer(bytes)[4..<20]))
+        crc = CRC32C.checksum(first, continuing: crc)
+        crc = CRC32C.checksum(second, continuing: crc)
+        bytes.storeBytes(of: crc.littleEndian, toByteOffset: 20, as: UInt32.self)
     }
 
     /// The frame at `offset` if it is whole, its checksum matches and its sequence is above `previous`.

@@ -19,9 +19,10 @@ public final class Agent: Sendable {
     /// One service per configured source, in configuration order.
     public let sources: [SourceService]
 
-    public init(configuration: AgentConfiguration, logger: Logger, httpClient: HTTPClient? = nil) {
+    /// `ring`: a ring built by the caller (`Agent.open` passes one backed by the persistent buffer).
+    public init(configuration: AgentConfiguration, logger: Logger, httpClient: HTTPClient? = nil, ring: RecordRing? = nil) {
         self.configuration = configuration
-        let ring = RecordRing(capacity: configuration.bufferBytes, policy: configuration.overflow)
+        let ring = ring ?? RecordRing(capacity: configuration.bufferBytes, policy: configuration.overflow)
         self.ring = ring
         self.uplink = Uplink(configuration: configuration.uplink, ring: ring, logger: logger, httpClient: httpClient)
         let encoder = NDJSONFrameEncoder()
@@ -36,10 +37,11 @@ public final class Agent: Sendable {
         }
     }
 
-    /// The services to run, uplink first so that it stops last.
+    /// The services to run, uplink first so that it stops last (after it only the persistent buffer's service, which
+    /// saves what the drain left).
     public var serviceConfigurations: [ServiceGroupConfiguration.ServiceConfiguration] {
         // The uplink ending (drain done) ends the agent; a source ending or failing ends only that source.
-        [.init(service: uplink, successTerminationBehavior: .gracefullyShutdownGroup)]
+        persistenceServices + [.init(service: uplink, successTerminationBehavior: .gracefullyShutdownGroup)]
             + sources.map { .init(service: $0, successTerminationBehavior: .ignore, failureTerminationBehavior: .ignore) }
     }
 }

@@ -34,6 +34,9 @@ public struct AgentConfiguration: Sendable {
     /// Where sources keep state across restarts (`agent.state_dir`, default `/var/lib/uplink`): the log
     /// tailer's checkpoints.
     public var stateDirectory: String
+    /// `buffer.persist`: the disk side of the buffer; nil (default) keeps it in memory only. Open the agent with
+    /// `Agent.open` when it is set.
+    public var persistence: PersistentBufferSettings?
 
     public init(
         uplink: UplinkConfiguration,

@@ -25,6 +25,11 @@ public struct SourceID: Hashable, Sendable {
 /// Memory follows the backlog: pages of the storage cost memory only from their first write, and the chunks that
 /// acknowledged frames leave behind are given back to the system (see `RingMemory`).
 ///
+/// With a `PersistentBuffer` (`buffer.persist`) frames also live on disk (`RecordRing+Persistence.swift`): a full
+/// ring moves its oldest frames to disk instead of dropping them (the disk budget and `buffer.overflow` decide what
+/// is dropped there), the send cursor may lie below the oldest frame in memory (those frames are read back from
+/// disk), and numbering continues where the previous run stopped.
+///
 /// All methods are safe to call from many threads at once. The lock is held only to copy bytes.
 public final class RecordRing: Sendable {
     /// 64 MiB.
@@ -32,7 +37,7 @@ public final class RecordRing: Sendable {
     /// Bytes of bookkeeping stored in front of every frame.
     public static let frameHeaderBytes = 8
     /// Set in a frame header's source word for frames that must not be dropped to make room.
-    private static let keptFlag: UInt32 = 0x8000_0000
+    static let keptFlag: UInt32 = 0x8000_0000
 
     /// Size of the buffer in bytes, headers included.
     public let capacity: Int
@@ -40,24 +45,35 @@ public final class RecordRing: Sendable {
     public let policy: OverflowPolicy
 
     // Only touched with `state` locked; `state.memory` owns the mapping.
-    private nonisolated(unsafe) let storage: UnsafeMutableRawPointer
-    private let state: Mutex<State>
+    nonisolated(unsafe) let storage: UnsafeMutableRawPointer
+    let state: Mutex<State>
     private let usedBytesGauge = Gauge(label: "uplink_ring_used_bytes")
 
     /// Creates an empty ring. `capacity` must be at least 64 bytes.
     ///
     /// `memoryReleaseLap`: memory of acknowledged regions goes back to the system while the writer takes at least
     /// this long to go round the ring (default 10 s; `.zero` always, as tests use it). See `RingMemory`.
+    ///
+    /// `persistentBuffer`: the opened disk side (`buffer.persist`); the ring then numbers from its
+    /// `nextSequence` and sends what it holds first. Default none: the ring lives in memory only.
     public init(
         capacity: Int = RecordRing.defaultCapacity, policy: OverflowPolicy = .dropOldest,
-        memoryReleaseLap: Duration = .seconds(10)
+        memoryReleaseLap: Duration = .seconds(10), persistentBuffer: PersistentBuffer? = nil
     ) {
         precondition(capacity >= 64, "ring capacity must be at least 64 bytes")
         self.capacity = capacity
         self.policy = policy
         let memory = RingMemory(capacity: capacity, slowLap: memoryReleaseLap)
         self.storage = memory.map()
-        self.state = Mutex(State(memory: memory))
+        var state = State(memory: memory)
+        if let persistentBuffer {
+            state.nextSequence = persistentBuffer.nextSequence
+            state.headSequence = persistentBuffer.nextSequence
+            state.spilledThrough = persistentBuffer.nextSequence - 1
+            state.sendSequence = 1
+            state.disk = persistentBuffer
+        }
+        self.state = Mutex(state)
     }
 
     deinit {
@@ -181,17 +197,31 @@ public final class RecordRing: Sendable {
             return .rejectedOversize
         }
         if state.used + needed > capacity {
-            guard mayDrop, policy == .dropOldest, canDropOldest(toFit: needed, state) else {
-                state.sources[sourceIndex].droppedNewest += 1
-                state.sources[sourceIndex].droppedNewestCounter.increment()
-                return .droppedNewest
-            }
-            while state.used + needed > capacity {
-                dropOldestLocked(&state)
+            if state.disk != nil {
+                // Moving frames to disk loses nothing, whatever the policy: the disk budget applies it.
+                guard mayDrop, canDropOldest(toFit: needed, state), evictToDiskLocked(toFit: needed, &state) else {
+                    state.sources[sourceIndex].droppedNewest += 1
+                    state.sources[sourceIndex].droppedNewestCounter.increment()
+                    return .droppedNewest
+                }
+            } else {
+                guard mayDrop, policy == .dropOldest, canDropOldest(toFit: needed, state) else {
+                    state.sources[sourceIndex].droppedNewest += 1
+                    state.sources[sourceIndex].droppedNewestCounter.increment()
+                    return .droppedNewest
+                }
+                while state.used + needed > capacity {
+                    dropOldestLocked(&state)
+                }
             }
             usedBytesGauge.record(state.used + needed)
         }
         let sourceWord = kept ? source.rawValue | Self.keptFlag : source.rawValue
+        if state.disk != nil, !writeThroughLocked(frame, sourceWord: sourceWord, &state) {
+            state.sources[sourceIndex].droppedNewest += 1
+            state.sources[sourceIndex].droppedNewestCounter.increment()
+            return .droppedNewest
+        }
         state.memory.noteWritten(at: state.tail, count: needed)
         if state.tail + needed <= capacity {
             // Common case: the frame does not wrap around the end of the storage.
@@ -210,6 +240,7 @@ public final class RecordRing: Sendable {
         state.used += needed
         let sequence = state.nextSequence
         state.nextSequence += 1
+        state.disk?.noteAssigned(next: state.nextSequence)
         state.sources[sourceIndex].appended += 1
         if sequence & 1023 == 0 { reportMetricsLocked(&state) }
         return .appended(sequence: sequence)
@@ -230,7 +261,7 @@ public final class RecordRing: Sendable {
     }
 
     /// Whether dropping oldest frames can make room for `needed` bytes without dropping a kept frame.
-    private func canDropOldest(toFit needed: Int, _ state: State) -> Bool {
+    func canDropOldest(toFit needed: Int, _ state: State) -> Bool {
         var freed = 0
         var offset = state.head
         var sequence = state.headSequence
@@ -252,12 +283,13 @@ public final class RecordRing: Sendable {
         releaseHeadLocked(&state, frameBytes: Self.frameHeaderBytes + length)
     }
 
-    private func releaseHeadLocked(_ state: inout State, frameBytes: Int) {
+    func releaseHeadLocked(_ state: inout State, frameBytes: Int) {
         let wasNextToSend = state.sendSequence == state.headSequence
         state.head = advance(state.head, by: frameBytes)
         state.used -= frameBytes
         state.headSequence += 1
-        if wasNextToSend {
+        // With a disk the send cursor stays: a frame released from memory unsent is read back from disk.
+        if wasNextToSend && state.disk == nil {
             state.send = state.head
             state.sendSequence = state.headSequence
         }
@@ -280,6 +312,10 @@ public final class RecordRing: Sendable {
             var frames = 0
             var bytes = 0
             while state.sendSequence < state.nextSequence {
+                if state.disk != nil {
+                    guard readFromDiskLocked(maxBytes: maxBytes, frames: &frames, bytes: &bytes, &state, body) else { break }
+                    if state.sendSequence >= state.nextSequence { break }
+                }
                 let (length, _) = header(at: state.send)
                 if frames > 0 && bytes + length > maxBytes { break }
                 let bodyStart = advance(state.send, by: Self.frameHeaderBytes)
@@ -300,7 +336,7 @@ public final class RecordRing: Sendable {
 
     /// Whether the ring holds no frames at all (everything written was acknowledged or dropped).
     public var isEmpty: Bool {
-        state.withLock { $0.headSequence == $0.nextSequence }
+        state.withLock { $0.headSequence == $0.nextSequence && !($0.disk?.hasData(above: $0.acknowledged) ?? false) }
     }
 
     /// Whether frames are waiting to be sent.
@@ -339,6 +375,10 @@ public final class RecordRing: Sendable {
                 releaseHeadLocked(&state, frameBytes: Self.frameHeaderBytes + length)
             }
             state.memory.release(from: oldHead, released: oldUsed - state.used, tail: state.tail, used: state.used, in: storage)
+            if state.disk != nil {
+                state.disk?.release(through: state.acknowledged)
+                if state.sendSequence <= sequence { moveSendCursorLocked(to: sequence &+ 1, &state) }
+            }
             reportMetricsLocked(&state)
             return (takeSatisfiedSpaceWaiters(&state), takeSatisfiedAcknowledgementWaiters(&state), state.acknowledged)
         }
@@ -359,6 +399,12 @@ public final class RecordRing: Sendable {
                 // Saturating: a (confused) collector must not be able to crash the agent.
                 state.nextSequence = collectorHas == .max ? .max : collectorHas + 1
                 state.headSequence = state.nextSequence
+                state.spilledThrough = state.nextSequence - 1
+                state.disk?.noteAssigned(next: state.nextSequence)
+            }
+            if state.disk != nil {
+                moveSendCursorLocked(to: collectorHas &+ 1, &state)
+                return state.sendSequence
             }
             state.send = state.head
             state.sendSequence = state.headSequence
@@ -369,6 +415,7 @@ public final class RecordRing: Sendable {
     /// Rewinds the send cursor to the oldest retained frame, so everything not yet acknowledged is sent again.
     public func rewindToAcknowledged() {
         state.withLock { state in
+            if state.disk != nil { return moveSendCursorLocked(to: state.acknowledged &+ 1, &state) }
             state.send = state.head
             state.sendSequence = state.headSequence
         }
@@ -487,7 +534,7 @@ public final class RecordRing: Sendable {
     // MARK: Storage access (callers hold the lock)
 
     @inline(__always)
-    private func advance(_ offset: Int, by bytes: Int) -> Int {
+    func advance(_ offset: Int, by bytes: Int) -> Int {
         let next = offset + bytes
         return next >= capacity ? next - capacity : next
     }
@@ -501,7 +548,7 @@ public final class RecordRing: Sendable {
         }
     }
 
-    private func header(at offset: Int) -> (length: Int, source: UInt32) {
+    func header(at offset: Int) -> (length: Int, source: UInt32) {
         var header: (UInt32, UInt32) = (0, 0)
         withUnsafeMutableBytes(of: &header) { destination in
             let first = min(Self.frameHeaderBytes, capacity - offset)
@@ -515,8 +562,14 @@ public final class RecordRing: Sendable {
 }
 
 extension RecordRing {
-    fileprivate struct State {
+    struct State {
         var memory: RingMemory
+        /// The disk side, with `buffer.persist`.
+        var disk: PersistentBuffer?
+        /// Frames up to this sequence are on disk, or are kept frames that need not be (with a disk only).
+        var spilledThrough: UInt64 = 0
+        /// The disk side's counters once it was closed.
+        var closedDiskStatistics: PersistentBufferStatistics?
         var head = 0
         var tail = 0
         var send = 0
@@ -531,7 +584,7 @@ extension RecordRing {
         var acknowledgementWaiters: [AcknowledgementWaiter] = []
     }
 
-    fileprivate struct SourceCounters {
+    struct SourceCounters {
         let name: String
         var appended = 0
         var appendedReported = 0
@@ -556,13 +609,13 @@ extension RecordRing {
         }
     }
 
-    fileprivate struct SpaceWaiter {
+    struct SpaceWaiter {
         let id: UInt64
         let needed: Int
         let continuation: CheckedContinuation<Void, Never>
     }
 
-    fileprivate struct AcknowledgementWaiter {
+    struct AcknowledgementWaiter {
         let id: UInt64
         let after: UInt64
         let continuation: CheckedContinuation<UInt64, Never>

@@ -1,10 +1,11 @@
 import Logging
+import UplinkCore
 
 #if canImport(Glibc)
 import Glibc
 #endif
 
-// `swift run -c release uplink-bench [ring|e2e|tls|ingest|latency|tail|idle|encode]...`: runs the named benchmarks (all but
+// `swift run -c release uplink-bench [ring|e2e|tls|persist|ingest|latency|tail|idle|encode]...`: runs the named benchmarks (all but
 // `encode` by default) and prints their numbers. Agent and collector share this process, so CPU time covers both sides.
 let requested = Set(CommandLine.arguments.dropFirst())
 func wanted(_ name: String) -> Bool { requested.isEmpty || requested.contains(name) }
@@ -45,6 +46,16 @@ if requested.contains("tls") {
         }
     }
     try await TLSBenchmark.handshakes(connections: 1_000, files: files, logger: logger).print()
+}
+// buffer.persist: throughput, CPU and bytes written per byte of record with the buffer off, 'spill' (healthy: writes
+// nothing) and 'always'; then a restart that delivers a 64 MiB persisted backlog. Writes about 1 GiB to /tmp; not in
+// the default set.
+if requested.contains("persist") {
+    let records = Int(getenv("UPLINK_BENCH_RECORDS").map { String(cString: $0) } ?? "") ?? 2_000_000
+    for mode in [nil, PersistentBufferSettings.Mode.spill, .always] {
+        try await PersistBenchmark.throughput(records: records, recordBytes: 200, mode: mode, logger: logger).print()
+    }
+    try await PersistBenchmark.recovery(backlogBytes: 64 << 20, recordBytes: 200, logger: logger).print()
 }
 if wanted("ingest") {
     for kind in [IngestBenchmark.Kind.generator, .tail] {

@@ -94,7 +94,13 @@ struct RunCommand: AsyncParsableCommand {
         if let embedded { logger.info("embedded collector listening", metadata: ["url": "\(embedded.url)"]) }
         if config == nil, url != "embedded" { Self.logProxyEnvironment(url: url, logger: logger) }
 
-        let agent = Agent(configuration: configuration, logger: logger)
+        let agent: Agent
+        do {
+            agent = try Agent.open(configuration: configuration, logger: logger)
+        } catch {
+            ConfigurationLoading.printToStandardError("\(error)")
+            throw ExitCode(ConfigurationLoading.configurationErrorExitCode)
+        }
         // Last, so that it runs once the uplink and sources have been started (READY=1) and hears of a graceful
         // shutdown first (STOPPING=1). The embedded collector, if any, already listens. No-op without $NOTIFY_SOCKET.
         let notifier = SystemdNotifierService(

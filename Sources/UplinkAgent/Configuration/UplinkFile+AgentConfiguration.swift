@@ -10,8 +10,8 @@ extension UplinkFile {
     ///   `http://<listen>`. Ignored for a collector URL.
     ///
     /// With `url: embedded` and no `uplink.token`, the agent sends the collector's token (if it has one), so an
-    /// embedded collector that requires a token accepts its own agent. Each call draws a fresh stream epoch (as
-    /// every agent start must). Meaningful when `configuresAgent` is true: for a collector-only file the result has
+    /// embedded collector that requires a token accepts its own agent. Each call draws a fresh stream epoch (with
+    /// `buffer.persist`, `Agent.open` replaces it with the persisted one). Meaningful when `configuresAgent` is true: for a collector-only file the result has
     /// no sources and targets the collector's listen address.
     ///
     /// `environment` supplies `SSL_CERT_FILE`/`SSL_CERT_DIR` (trust without `uplink.tls.ca_file`) and, when
@@ -43,8 +43,10 @@ extension UplinkFile {
                 }
             }
         }
-        return AgentConfiguration(
+        var configuration = AgentConfiguration(
             uplink: uplinkConfiguration, sources: sources, bufferBytes: buffer.maxBytes, overflow: buffer.overflow,
             stateDirectory: agent.stateDirectory)
+        configuration.persistence = buffer.persist?.settings(stateDirectory: agent.stateDirectory, overflow: buffer.overflow)
+        return configuration
     }
 }

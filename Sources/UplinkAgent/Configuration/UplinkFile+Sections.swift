@@ -30,6 +30,9 @@ extension UplinkFile.BufferSection {
         var buffer = Self()
         if let bytes = section.size("max_bytes", .atLeast(minimumBytes)) { buffer.maxBytes = bytes }
         if let overflow = section.enumeration("overflow", as: OverflowPolicy.self) { buffer.overflow = overflow }
+        if let persist = section.mapping("persist", allowedKeys: PersistSection.keys) {
+            buffer.persist = PersistSection.decode(persist, bufferBytes: buffer.maxBytes)
+        }
         return buffer
     }
 }

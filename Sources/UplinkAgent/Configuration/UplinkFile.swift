@@ -62,7 +62,7 @@ public struct UplinkFile: Sendable, Equatable {
         /// Default: the machine's host name (`"uplink-agent"` if it cannot be read).
         public var id: String
         /// `agent.state_dir` (path): directory for the agent's own state. Default `"/var/lib/uplink"`.
-        /// Reserved for the persisted ring; nothing is written there yet.
+        /// Holds the log tailer's checkpoints and, by default, the persistent buffer (`buffer.persist`).
         public var stateDirectory: String
 
         public init(id: String = AgentConfiguration.hostName(), stateDirectory: String = "/var/lib/uplink") {
@@ -84,13 +84,20 @@ public struct UplinkFile: Sendable, Equatable {
         /// `buffer.overflow` (`drop_oldest` or `drop_newest`): what a full buffer does with a new record: drop the
         /// oldest records to make room, or refuse the new one. Drops are counted per source. Default `drop_oldest`.
         public var overflow: OverflowPolicy
+        /// `buffer.persist` (mapping): keep buffered records on disk across restarts and outages (see
+        /// `PersistSection`). Default: none.
+        public var persist: PersistSection?
 
-        public init(maxBytes: Int = RecordRing.defaultCapacity, overflow: OverflowPolicy = .dropOldest) {
+        public init(
+            maxBytes: Int = RecordRing.defaultCapacity, overflow: OverflowPolicy = .dropOldest,
+            persist: PersistSection? = nil
+        ) {
             self.maxBytes = maxBytes
             self.overflow = overflow
+            self.persist = persist
         }
 
-        static let keys = ["max_bytes", "overflow"]
+        static let keys = ["max_bytes", "overflow", "persist"]
         /// Smallest `max_bytes` accepted.
         public static let minimumBytes = 4 * 1024
     }

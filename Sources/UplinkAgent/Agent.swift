@@ -10,39 +10,59 @@ import UplinkWire
 ///
 /// Run `serviceConfigurations` in a `ServiceGroup`. They are ordered so that on graceful shutdown the sources stop
 /// first and the uplink then drains what they produced (ServiceGroup stops services in reverse order).
+/// `apply(_:)` (a reload) changes the running sources and uplink settings without stopping the others.
 public final class Agent: Sendable {
+    /// The configuration the agent was started with (a reload does not change it; see `apply(_:)`).
     public let configuration: AgentConfiguration
     /// The circular buffer every source appends to.
     public let ring: RecordRing
-    /// The stream to the collector.
-    public let uplink: Uplink
-    /// One service per configured source, in configuration order.
-    public let sources: [SourceService]
+    /// Runs the uplink, and replaces it when a reload changes its settings.
+    let uplinkHost: UplinkHost
+    /// Runs the sources, and starts or stops single ones on a reload.
+    let sourceSupervisor: SourceSupervisor
+    let logger: Logger
+    let suppliedClient: HTTPClient?
+    let encoder = NDJSONFrameEncoder()
 
     /// `ring`: a ring built by the caller (`Agent.open` passes one backed by the persistent buffer).
     public init(configuration: AgentConfiguration, logger: Logger, httpClient: HTTPClient? = nil, ring: RecordRing? = nil) {
         self.configuration = configuration
         let ring = ring ?? RecordRing(capacity: configuration.bufferBytes, policy: configuration.overflow)
         self.ring = ring
-        self.uplink = Uplink(configuration: configuration.uplink, ring: ring, logger: logger, httpClient: httpClient)
-        let encoder = NDJSONFrameEncoder()
-        self.sources = configuration.sources.map { named in
-            var sourceLogger = logger
-            sourceLogger[metadataKey: "source"] = "\(named.name)"
-            let sink = RingRecordSink(ring: ring, sourceName: named.name, encoder: encoder)
-            return SourceService(
-                source: makeSource(name: named.name, config: named.config),
-                context: SourceContext(sink: sink, logger: sourceLogger, stateDirectory: configuration.stateDirectory)
-            )
+        self.logger = logger
+        self.suppliedClient = httpClient
+        self.uplinkHost = UplinkHost(
+            Uplink(configuration: configuration.uplink, ring: ring, logger: logger, httpClient: httpClient), logger: logger)
+        self.sourceSupervisor = SourceSupervisor()
+        for named in configuration.sources {
+            sourceSupervisor.start(named.name, makeSourceService(named, stateDirectory: configuration.stateDirectory))
         }
     }
+
+    /// The stream to the collector (the current one: a reload that changes uplink settings replaces it).
+    public var uplink: Uplink { uplinkHost.current }
+
+    /// One service per running source, in the order they were started.
+    public var sources: [SourceService] { sourceSupervisor.services }
 
     /// The services to run, uplink first so that it stops last (after it only the persistent buffer's service, which
     /// saves what the drain left).
     public var serviceConfigurations: [ServiceGroupConfiguration.ServiceConfiguration] {
         // The uplink ending (drain done) ends the agent; a source ending or failing ends only that source.
-        persistenceServices + [.init(service: uplink, successTerminationBehavior: .gracefullyShutdownGroup)]
-            + sources.map { .init(service: $0, successTerminationBehavior: .ignore, failureTerminationBehavior: .ignore) }
+        persistenceServices + [
+            .init(service: uplinkHost, successTerminationBehavior: .gracefullyShutdownGroup),
+            .init(service: sourceSupervisor, successTerminationBehavior: .ignore, failureTerminationBehavior: .ignore),
+        ]
+    }
+
+    func makeSourceService(_ named: AgentConfiguration.NamedSource, stateDirectory: String) -> SourceService {
+        var sourceLogger = logger
+        sourceLogger[metadataKey: "source"] = "\(named.name)"
+        let sink = RingRecordSink(ring: ring, sourceName: named.name, encoder: encoder)
+        return SourceService(
+            source: makeSource(name: named.name, config: named.config),
+            context: SourceContext(sink: sink, logger: sourceLogger, stateDirectory: stateDirectory)
+        )
     }
 }
 

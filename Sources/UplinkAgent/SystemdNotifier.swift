@@ -40,6 +40,14 @@ public struct SystemdNotifier: Sendable {
             State(description: "STATUS=" + String(text.map { $0.isNewline ? " " : $0 }))
         }
 
+        /// `MONOTONIC_USEC=…`: now on `CLOCK_MONOTONIC`, in microseconds. systemd asks for it with `RELOADING=1`,
+        /// to tell this reload from an earlier one.
+        public static func monotonicNow() -> State {
+            var now = timespec()
+            clock_gettime(CLOCK_MONOTONIC, &now)
+            return State(description: "MONOTONIC_USEC=\(UInt64(now.tv_sec) * 1_000_000 + UInt64(now.tv_nsec) / 1_000)")
+        }
+
         /// Any other assignment (`KEY=VALUE`), e.g. `EXTEND_TIMEOUT_USEC=…`.
         public static func custom(_ assignment: String) -> State {
             State(description: assignment)

@@ -1,6 +1,7 @@
 import ArgumentParser
 import Logging
 import ServiceLifecycle
+import UnixSignals
 import UplinkAgent
 import UplinkCollector
 import UplinkCore
@@ -21,7 +22,8 @@ struct RunCommand: AsyncParsableCommand {
             a quickstart agent samples cpu and memory, shaped by the options below. With the URL 'embedded' (the \
             default) the agent starts a collector inside the same process on a free loopback port and prints every \
             record it receives, so records flow end to end with nothing else running. Stop with Ctrl-C or SIGTERM: \
-            the agent drains what it buffered (up to its drain timeout, 5 s by default) and exits.
+            the agent drains what it buffered (up to its drain timeout, 5 s by default) and exits. SIGHUP reloads \
+            the --config file without restarting (an invalid file is reported and changes nothing).
 
             An https:// collector is verified against the system trust store (or SSL_CERT_FILE / SSL_CERT_DIR); \
             uplink.tls in a file sets a private CA, a client certificate, a server name and a minimum version. \
@@ -66,8 +68,10 @@ struct RunCommand: AsyncParsableCommand {
         FileDescriptorLimit.raiseSoftLimit(logger: logger)
         var embedded: BackgroundCollector?
         let configuration: AgentConfiguration
+        var loaded: UplinkFile?
         if let config {
             let file = try ConfigurationLoading.load(config)
+            loaded = file
             guard file.configuresAgent else {
                 ConfigurationLoading.printToStandardError(
                     "\(config): configures only a collector (no uplink or sources); run it with `uplink collector --config \(config)`")
@@ -106,9 +110,14 @@ struct RunCommand: AsyncParsableCommand {
         let notifier = SystemdNotifierService(
             status: "streaming \(configuration.sources.count) sources to \(embedded == nil ? configuration.uplink.url : "the embedded collector")",
             logger: logger)
+        // SIGHUP reloads the file. Trapped before anything reports that the agent runs: from then on a SIGHUP must
+        // not end the process (its default action).
+        let reloader = ConfigurationReloader(
+            agent: agent, path: config, file: loaded, embeddedURL: embedded?.url,
+            signals: await UnixSignalsSequence(trapping: .sighup), logger: logger)
         let group = ServiceGroup(
             configuration: ServiceGroupConfiguration(
-                services: agent.serviceConfigurations + [notifier.serviceConfiguration],
+                services: agent.serviceConfigurations + [reloader.serviceConfiguration, notifier.serviceConfiguration],
                 gracefulShutdownSignals: [.sigterm, .sigint],
                 logger: logger
             )

@@ -124,7 +124,7 @@ private struct Idle: Service {
 }
 
 /// A bound `AF_UNIX` datagram socket standing in for systemd's notification socket.
-private final class NotifySocket: @unchecked Sendable {
+final class NotifySocket: @unchecked Sendable {
     /// The name to put in `$NOTIFY_SOCKET`: a path, or `@name` for an abstract socket.
     let name: String
     private let descriptor: Int32

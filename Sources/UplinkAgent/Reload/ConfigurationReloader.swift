@@ -1,0 +1,111 @@
+import Logging
+import ServiceLifecycle
+import UnixSignals
+import UplinkConfig
+import UplinkCore
+
+/// Reloads the agent's configuration file on SIGHUP (`systemctl reload uplink`), without restarting the process.
+///
+/// Each signal reads the file again and validates it exactly as `uplink validate` does. A file with issues is
+/// reported (every issue as `FILE:LINE:COL: key: message`, as `validate` prints them) and changes nothing: the
+/// running configuration stays. A valid file is applied as `ReloadPlan` describes: sources that did not change keep
+/// running untouched, changed uplink settings take over with a new stream after the current one drained, and the
+/// ring keeps every frame not yet acknowledged. Settings that apply only at the next start are named in the log.
+///
+/// Under systemd it reports `RELOADING=1` (with `MONOTONIC_USEC`) when a reload begins and `READY=1` with a
+/// `STATUS=` line when it is done, applied or not.
+///
+/// Signals that arrive during a reload are coalesced into one more reload. Put this service after the agent's
+/// services in the group (it stops before them).
+public struct ConfigurationReloader: Service {
+    private let agent: Agent
+    private let path: String?
+    private let file: UplinkFile?
+    private let embeddedURL: String?
+    private let signals: UnixSignalsSequence
+    private let notifier: SystemdNotifier
+    private let logger: Logger
+
+    /// - Parameters:
+    ///   - agent: The running agent.
+    ///   - path: The configuration file `file` was loaded from; nil when the agent was started without one (then
+    ///     SIGHUP is logged and ignored).
+    ///   - file: The configuration the agent was started with.
+    ///   - embeddedURL: The URL of the embedded collector the process started, if any.
+    ///   - signals: SIGHUP, trapped before the agent reports that it runs, so that an early signal is not fatal.
+    public init(
+        agent: Agent, path: String?, file: UplinkFile?, embeddedURL: String?, signals: UnixSignalsSequence,
+        notifier: SystemdNotifier = SystemdNotifier(), logger: Logger
+    ) {
+        self.agent = agent
+        self.path = path
+        self.file = file
+        self.embeddedURL = embeddedURL
+        self.signals = signals
+        self.notifier = notifier
+        self.logger = logger
+    }
+
+    /// The configuration to add to a `ServiceGroup` after the agent's services: its ending does not end the group.
+    public var serviceConfiguration: ServiceGroupConfiguration.ServiceConfiguration {
+        .init(service: self, successTerminationBehavior: .ignore, failureTerminationBehavior: .ignore)
+    }
+
+    public func run() async throws {
+        await cancelWhenGracefulShutdown {
+            var running = file
+            for await _ in signals {
+                guard let path, let current = running else {
+                    logger.warning("SIGHUP ignored: the agent was started without --config, so there is no file to reload")
+                    continue
+                }
+                running = await reload(path: path, running: current)
+            }
+        }
+    }
+
+    /// Loads, validates and applies the file at `path`; returns the configuration in force afterwards.
+    public func reload(path: String, running: UplinkFile) async -> UplinkFile {
+        notifier.notify(.reloading, .monotonicNow(), logger: logger)
+        logger.info("reloading the configuration", metadata: ["file": "\(path)"])
+        let result = UplinkFile.load(path: path)
+        guard let new = result.value, new.configuresAgent else {
+            let problem: String
+            if result.value == nil {
+                for issue in result.issues { logger.error("\(issue)") }
+                let count = result.issues.count
+                problem = "\(count) configuration \(count == 1 ? "issue" : "issues")"
+            } else {
+                problem = "it configures only a collector (no uplink or sources)"
+            }
+            logger.error(
+                "\(ConfigIssue.escapingControlCharacters(path)): \(problem); not reloaded, the running configuration stays")
+            notifier.notify(
+                .ready, .status("reload failed (\(problem)); \(status(running))"), logger: logger)
+            return running
+        }
+        let plan = ReloadPlan(from: running, to: new, hasEmbeddedCollector: embeddedURL != nil)
+        await agent.apply(plan, configuration: plan.running.agentConfiguration(embeddedURL: embeddedURL))
+        var metadata: Logger.Metadata = [
+            "added": "\(plan.added)", "removed": "\(plan.removed)", "changed": "\(plan.changed)",
+            "unchanged": "\(plan.unchanged)", "uplink": "\(plan.uplinkChanged ? "changed" : "unchanged")",
+        ]
+        if plan.isEmpty { metadata["note"] = "nothing to change" }
+        logger.info("configuration reloaded", metadata: metadata)
+        if !plan.deferred.isEmpty {
+            logger.warning(
+                "not applied until the next start (uplink run keeps the running values): \(plan.deferred.joined(separator: ", "))")
+        }
+        notifier.notify(.ready, .status(status(plan.running)), logger: logger)
+        return plan.running
+    }
+
+    private func status(_ file: UplinkFile) -> String {
+        let target: String
+        switch file.uplink.target {
+        case .embedded: target = "the embedded collector"
+        case .url(let url): target = url
+        }
+        return "streaming \(agent.runningSourceNames.count) sources to \(target)"
+    }
+}

@@ -1,0 +1,122 @@
+import ServiceLifecycle
+import Synchronization
+
+/// Runs the agent's sources, each in its own child task, and starts or stops single sources while the others keep
+/// running (a reload).
+///
+/// Every source runs inside `run()`, so it inherits the service group's graceful shutdown: on shutdown all sources
+/// stop and `run()` returns once the last one has. A source that ends or fails ends only itself.
+final class SourceSupervisor: Service, Sendable {
+    private struct State {
+        /// The sources started and not stopped, in start order.
+        var running: [RunningSource] = []
+        /// `run()` has returned: nothing starts any more.
+        var ended = false
+    }
+
+    private let state = Mutex(State())
+    private let starts: AsyncStream<RunningSource>
+    private let startContinuation: AsyncStream<RunningSource>.Continuation
+
+    init() {
+        (starts, startContinuation) = AsyncStream.makeStream(of: RunningSource.self)
+    }
+
+    /// The services of the sources started and not stopped, in start order.
+    var services: [SourceService] {
+        state.withLock { $0.running.map(\.service) }
+    }
+
+    /// The names of the sources started and not stopped, in start order.
+    var names: [String] {
+        state.withLock { $0.running.map(\.name) }
+    }
+
+    /// Starts `service` under `name` (at once when `run()` is running, else when it starts).
+    func start(_ name: String, _ service: SourceService) {
+        let source = RunningSource(name: name, service: service)
+        let ended = state.withLock { state in
+            if !state.ended { state.running.append(source) }
+            return state.ended
+        }
+        if ended { source.markFinished() } else { startContinuation.yield(source) }
+    }
+
+    /// Stops the source named `name` and returns once it has returned (so a source restarted under the same name
+    /// never runs twice at once: a tailer has written its checkpoint by then). Does nothing for an unknown name.
+    func stop(_ name: String) async {
+        let source = state.withLock { state -> RunningSource? in
+            guard let index = state.running.firstIndex(where: { $0.name == name }) else { return nil }
+            return state.running.remove(at: index)
+        }
+        guard let source else { return }
+        source.requestStop()
+        await source.finished()
+    }
+
+    func run() async throws {
+        await cancelWhenGracefulShutdown { [starts] in
+            await withTaskGroup(of: Void.self) { group in
+                for await source in starts {
+                    group.addTask { await source.run() }
+                }
+            }
+        }
+        let leftOver = state.withLock { state in
+            state.ended = true
+            return state.running
+        }
+        startContinuation.finish()
+        // Sources queued but never started (shutdown came first) count as finished, so `stop` never waits forever.
+        for source in leftOver { source.markFinished() }
+    }
+}
+
+/// One source under the supervisor: runs until it returns, is stopped, or its task is cancelled.
+final class RunningSource: Sendable {
+    let name: String
+    let service: SourceService
+    private let stopSignal: AsyncStream<Never>
+    private let stopContinuation: AsyncStream<Never>.Continuation
+    private let completion = Mutex<(done: Bool, waiters: [CheckedContinuation<Void, Never>])>((false, []))
+
+    init(name: String, service: SourceService) {
+        self.name = name
+        self.service = service
+        (stopSignal, stopContinuation) = AsyncStream.makeStream(of: Never.self)
+    }
+
+    func run() async {
+        await withTaskGroup(of: Void.self) { group in
+            group.addTask { [service] in try? await service.run() }
+            group.addTask { [stopSignal] in for await _ in stopSignal {} }
+            await group.next()
+            group.cancelAll()
+        }
+        markFinished()
+    }
+
+    func requestStop() {
+        stopContinuation.finish()
+    }
+
+    func markFinished() {
+        let waiters = completion.withLock { completion in
+            completion.done = true
+            defer { completion.waiters = [] }
+            return completion.waiters
+        }
+        for waiter in waiters { waiter.resume() }
+    }
+
+    /// Returns once the source has returned.
+    func finished() async {
+        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+            let done = completion.withLock { completion in
+                if !completion.done { completion.waiters.append(continuation) }
+                return completion.done
+            }
+            if done { continuation.resume() }
+        }
+    }
+}

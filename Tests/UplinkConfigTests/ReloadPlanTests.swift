@@ -1,0 +1,104 @@
+import Testing
+import UplinkAgent
+import UplinkConfig
+import UplinkCore
+
+/// `ReloadPlan`: what a reload applies, from two decoded files.
+@Suite("Reload plan")
+struct ReloadPlanTests {
+    static func file(_ yaml: String) throws -> UplinkFile {
+        let result = decode(yaml)
+        return try #require(result.value, "\(result.issues)")
+    }
+
+    static let base = """
+        agent:
+          id: box
+          state_dir: /var/lib/uplink
+        buffer:
+          max_bytes: 8MiB
+        uplink:
+          url: http://a.test:4318
+        sources:
+          - name: cpu
+            type: cpu
+          - name: mem
+            type: memory
+          - name: app
+            type: tail
+            paths: [/var/log/app.log]
+        """
+
+    @Test("sources are matched by name: unchanged, changed, removed and added ones are told apart")
+    func sources() throws {
+        let old = try Self.file(Self.base)
+        let new = try Self.file(Self.base
+            .replacingOccurrences(of: "  - name: mem\n    type: memory\n", with: "")
+            .replacingOccurrences(of: "/var/log/app.log", with: "/var/log/app2.log")
+            + "\n  - name: load\n    type: load\n")
+        let plan = ReloadPlan(from: old, to: new, hasEmbeddedCollector: false)
+        #expect(plan.unchanged == ["cpu"])
+        #expect(plan.changed == ["app"])
+        #expect(plan.removed == ["mem"])
+        #expect(plan.added == ["load"])
+        #expect(!plan.uplinkChanged)
+        #expect(plan.deferred.isEmpty)
+        #expect(plan.running == new)
+    }
+
+    @Test("the same file changes nothing")
+    func identical() throws {
+        let plan = ReloadPlan(from: try Self.file(Self.base), to: try Self.file(Self.base), hasEmbeddedCollector: false)
+        #expect(plan.isEmpty)
+        #expect(plan.unchanged == ["cpu", "mem", "app"])
+    }
+
+    @Test("uplink settings and agent.id change the uplink; nothing else does")
+    func uplink() throws {
+        let old = try Self.file(Self.base)
+        for (from, to) in [
+            ("url: http://a.test:4318", "url: http://b.test:4318"),
+            ("url: http://a.test:4318", "url: http://a.test:4318\n  token: secret"),
+            ("url: http://a.test:4318", "url: http://a.test:4318\n  backoff:\n    max: 5s"),
+            ("id: box", "id: other-box"),
+        ] {
+            let plan = ReloadPlan(
+                from: old, to: try Self.file(Self.base.replacingOccurrences(of: from, with: to)), hasEmbeddedCollector: false)
+            #expect(plan.uplinkChanged, "\(to)")
+            #expect(plan.added.isEmpty && plan.removed.isEmpty && plan.changed.isEmpty)
+        }
+    }
+
+    @Test("buffer and state_dir changes are deferred to the next start, and the running values stay")
+    func deferred() throws {
+        let old = try Self.file(Self.base)
+        let new = try Self.file(Self.base
+            .replacingOccurrences(of: "max_bytes: 8MiB", with: "max_bytes: 16MiB\n  overflow: drop_newest")
+            .replacingOccurrences(of: "state_dir: /var/lib/uplink", with: "state_dir: /srv/uplink"))
+        let plan = ReloadPlan(from: old, to: new, hasEmbeddedCollector: false)
+        #expect(plan.deferred == ["buffer.max_bytes", "buffer.overflow", "agent.state_dir"])
+        #expect(plan.running.buffer == old.buffer)
+        #expect(plan.running.agent.stateDirectory == "/var/lib/uplink")
+        #expect(plan.isEmpty)
+        // Compared against `running`, the next reload of the same file names them again.
+        #expect(ReloadPlan(from: plan.running, to: new, hasEmbeddedCollector: false).deferred.count == 3)
+    }
+
+    @Test("switching to an embedded collector, or changing the running one, waits for the next start")
+    func embedded() throws {
+        let old = try Self.file(Self.base)
+        let toEmbedded = try Self.file(Self.base.replacingOccurrences(of: "url: http://a.test:4318", with: "url: embedded"))
+        let plan = ReloadPlan(from: old, to: toEmbedded, hasEmbeddedCollector: false)
+        #expect(plan.deferred == ["uplink.url"])
+        #expect(plan.running.uplink.target == old.uplink.target)
+        #expect(!plan.uplinkChanged)
+
+        let embedded = try Self.file(Self.base.replacingOccurrences(
+            of: "url: http://a.test:4318", with: "url: embedded") + "\ncollector:\n  listen: 127.0.0.1:4318\n")
+        let moved = try Self.file(Self.base.replacingOccurrences(
+            of: "url: http://a.test:4318", with: "url: embedded") + "\ncollector:\n  listen: 127.0.0.1:4400\n")
+        let collectorPlan = ReloadPlan(from: embedded, to: moved, hasEmbeddedCollector: true)
+        #expect(collectorPlan.deferred == ["collector"])
+        #expect(collectorPlan.running.collector == embedded.collector)
+    }
+}

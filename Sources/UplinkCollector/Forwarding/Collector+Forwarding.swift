@@ -14,7 +14,12 @@ extension Collector {
     /// them when `body` returns. Without `collector.sinks`, just runs `body`.
     func withForwarders(storage: Storage, _ body: () async throws -> Void) async throws {
         guard let sinks = configuration.sinks, let log = storage.log else { return try await body() }
-        let client = HTTPClient(eventLoopGroupProvider: .singleton)
+        var http = HTTPClient.Configuration()
+        // The forwarder retries with the sink's backoff (and counts it); the client's own connect retries would
+        // hide a refused connection until the request's deadline.
+        http.connectionPool.retryConnectionEstablishment = false
+        http.timeout.connect = .seconds(5)
+        let client = HTTPClient(eventLoopGroupProvider: .singleton, configuration: http)
         var forwarders: [Forwarder] = []
         do {
             for sink in sinks {

@@ -17,7 +17,7 @@ extension UplinkFile.CollectorSection {
         /// deleted even when a sink has not forwarded them (the loss is logged and counted). Default `10GiB`.
         public var retentionBytes: Int
         /// `collector.retention.max_age` (duration > 0): closed segments last written longer ago are deleted
-        /// likewise. Default `7d`.
+        /// likewise. Default `168h` (7 days).
         public var retentionAge: Duration
 
         public init(

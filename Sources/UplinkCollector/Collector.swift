@@ -31,6 +31,8 @@ public final class Collector: Service {
     let edge = CollectorEdge()
     private let listening = Mutex(ListeningState())
     private let started = Mutex(false)
+    /// The forwarders of `configuration.sinks` while running.
+    let forwarding = Mutex<[Forwarder]>([])
 
     /// Creates a collector; nothing happens before `run()`.
     ///
@@ -64,7 +66,7 @@ public final class Collector: Service {
             let storage = try await Storage.open(
                 configuration: configuration, output: output, marks: marks, recorder: recorder, logger: logger)
             do {
-                try await serve(storage: storage, tls: tls)
+                try await withForwarders(storage: storage) { try await serve(storage: storage, tls: tls) }
             } catch {
                 await storage.close()
                 throw error

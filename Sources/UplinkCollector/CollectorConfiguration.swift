@@ -46,6 +46,13 @@ public struct CollectorConfiguration: Sendable {
     /// TLS on the listening socket, with HTTP/2 offered through ALPN; `nil` (the default) serves plaintext
     /// HTTP/1.1 (on loopback, or behind a TLS-terminating proxy).
     public var tls: CollectorTLS?
+    /// The sinks records are forwarded to from the write-ahead log (`collector.sinks`). Default `nil`: no log;
+    /// records go straight to `records.jsonl` (`jsonlSink`) and standard output (`stdoutSink`) as before.
+    /// When set, `jsonlSink` and `stdoutSink` are ignored: add sinks of type `jsonl` and `stdout` instead.
+    public var sinks: [SinkConfiguration]? = nil
+    /// Segments and retention of the write-ahead log (`collector.retention`, `collector.log_segment_*`); used
+    /// only with `sinks`.
+    public var log = CollectorLogSettings()
 
     /// Creates a configuration; every parameter has the default documented on its property.
     public init(
@@ -80,6 +87,12 @@ public struct CollectorConfiguration: Sendable {
 
     /// `<dataDirectory>/records.jsonl`.
     public var recordsFile: String { path(in: dataDirectory, "records.jsonl") }
+    /// `<dataDirectory>/log`, the write-ahead log's segments (with `sinks`).
+    public var logDirectory: String { path(in: dataDirectory, "log") }
+    /// `<dataDirectory>/cursors`, one file per sink with the log offset it has delivered up to.
+    public var cursorDirectory: String { path(in: dataDirectory, "cursors") }
+    /// `<dataDirectory>/dead-letter`, one `<sink>.jsonl` per sink with the records its store refused for good.
+    public var deadLetterDirectory: String { path(in: dataDirectory, "dead-letter") }
     /// `<dataDirectory>/marks.log`, the marks ledger.
     public var marksFile: String { path(in: dataDirectory, "marks.log") }
     /// `rejectsFile`, or `<dataDirectory>/rejects.jsonl` when it is not set.
@@ -98,6 +111,14 @@ extension CollectorConfiguration {
         guard maxStreams > 0 else { throw invalid("maxStreams must be at least 1") }
         guard requestHeadTimeout > .zero else { throw invalid("requestHeadTimeout must be longer than zero") }
         guard streamIdleTimeout > .zero else { throw invalid("streamIdleTimeout must be longer than zero") }
+        if let sinks {
+            try log.check()
+            var names = Set<String>()
+            for sink in sinks {
+                guard names.insert(sink.name).inserted else { throw invalid("sink name '\(sink.name)' is used twice") }
+                try sink.check()
+            }
+        }
     }
 }
 

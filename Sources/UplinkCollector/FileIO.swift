@@ -136,6 +136,44 @@ enum FileIO {
         _ = close(directory)
     }
 
+    /// The names in directory `path` (without `.` and `..`), unsorted.
+    static func listDirectory(_ path: String) throws(CollectorError) -> [String] {
+        guard let directory = opendir(path) else { throw .io("open directory", path, errno: errno) }
+        defer { closedir(directory) }
+        var names: [String] = []
+        while let entry = readdir(directory) {
+            let name = withUnsafeBytes(of: entry.pointee.d_name) { raw in
+                String(decoding: raw.prefix(while: { $0 != 0 }), as: UTF8.self)
+            }
+            if name != "." && name != ".." { names.append(name) }
+        }
+        return names
+    }
+
+    /// The file's size and last modification time (seconds since the epoch), nil when it does not exist.
+    static func status(_ path: String) -> (size: Int64, modified: Int64)? {
+        var info = stat()
+        guard stat(path, &info) == 0 else { return nil }
+        return (Int64(info.st_size), Int64(info.st_mtim.tv_sec))
+    }
+
+    /// Writes `bytes` to `path` atomically: a temporary file, `fsync`, `rename`, then the directory is flushed.
+    static func writeAtomically(_ path: String, _ bytes: [UInt8]) throws(CollectorError) {
+        let temporary = path + ".tmp"
+        let descriptor = try create(temporary)
+        do throws(CollectorError) {
+            try writeAll(descriptor, bytes, path: temporary)
+            try syncFile(descriptor, path: temporary)
+        } catch {
+            closeFile(descriptor)
+            removeFile(temporary)
+            throw error
+        }
+        closeFile(descriptor)
+        try renameFile(temporary, to: path)
+        syncDirectory(directory(of: path))
+    }
+
     /// The directory part of `path` ("." when there is none).
     static func directory(of path: String) -> String {
         guard let slash = path.lastIndex(of: "/") else { return "." }

@@ -82,19 +82,7 @@ final class MarksLedger {
         for (stream, mark) in marks.sorted(by: { ($0.key.agent, $0.key.epoch) < ($1.key.agent, $1.key.epoch) }) {
             appendLine(stream, mark, recordsSize, to: &bytes)
         }
-        let temporary = path + ".tmp"
-        let descriptor = try FileIO.create(temporary)
-        do throws(CollectorError) {
-            try FileIO.writeAll(descriptor, bytes, path: temporary)
-            try FileIO.syncFile(descriptor, path: temporary)
-        } catch {
-            FileIO.closeFile(descriptor)
-            FileIO.removeFile(temporary)
-            throw error
-        }
-        FileIO.closeFile(descriptor)
-        try FileIO.renameFile(temporary, to: path)
-        FileIO.syncDirectory(FileIO.directory(of: path))
+        try FileIO.writeAtomically(path, bytes)
         return Int64(bytes.count)
     }
 

@@ -79,3 +79,12 @@ public struct RecordLines: Sendable {
         return lines
     }
 }
+
+extension RecordLines {
+    /// Calls `body` with each `\n`-terminated line of `buffer`, without its terminator.
+    static func forEachLine(in buffer: ByteBuffer, _ body: (UnsafeRawBufferPointer) throws -> Void) rethrows {
+        var lines = RecordLines()
+        lines.append(run: buffer, lineCount: 1)
+        try lines.forEach(body)
+    }
+}

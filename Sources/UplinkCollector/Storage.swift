@@ -44,7 +44,10 @@ final class Storage: Sendable {
     private let primary: (any CollectorSink)?
     /// Further sinks; their failures are logged and counted but do not hold back acknowledgements.
     private let secondary: [any CollectorSink]
-    private let jsonl: JSONLSink?
+    /// The file the ledger's size column follows: the write-ahead log, or `records.jsonl`, or nothing.
+    private let appendLog: (any AppendLog)?
+    /// The write-ahead log, when `collector.sinks` is configured (its forwarders read it).
+    let log: CollectorLog?
     private let marks: MarkTable
     private let recorder: StatisticsRecorder
     private let logger: Logger
@@ -56,25 +59,34 @@ final class Storage: Sendable {
         output: any CollectorOutput, marks: MarkTable, recorder: StatisticsRecorder, logger: Logger
     ) {
         self.pool = pool
+        let log = recovered.log
+        let recordsDescriptor = recovered.recordsDescriptor
+        let recordsSize = recovered.recordsSize
+        let recoveredMarks = recovered.marks
+        self.files = Mutex(Files(ledger: recovered.ledger, rejectsDescriptor: recovered.rejectsDescriptor))
         var sinks: [any CollectorSink] = []
-        if let descriptor = recovered.recordsDescriptor {
+        self.log = log
+        if let log {
+            // With `collector.sinks` the log is the only thing written here; forwarders feed the sinks.
+            self.appendLog = log
+            sinks.append(log)
+        } else if let descriptor = recordsDescriptor {
             let jsonl = JSONLSink(
-                path: configuration.recordsFile, descriptor: descriptor, size: recovered.recordsSize, fsync: configuration.fsync)
-            self.jsonl = jsonl
+                path: configuration.recordsFile, descriptor: descriptor, size: recordsSize, fsync: configuration.fsync)
+            self.appendLog = jsonl
             sinks.append(jsonl)
         } else {
-            self.jsonl = nil
+            self.appendLog = nil
         }
-        if configuration.stdoutSink { sinks.append(StdoutSink(output: output)) }
+        if configuration.stdoutSink && log == nil { sinks.append(StdoutSink(output: output)) }
         self.primary = sinks.first
         self.secondary = Array(sinks.dropFirst())
-        self.files = Mutex(Files(ledger: recovered.ledger, rejectsDescriptor: recovered.rejectsDescriptor))
         self.marks = marks
         self.recorder = recorder
         self.logger = logger
         self.rejectsPath = configuration.resolvedRejectsFile
         self.maxLineBytes = configuration.maxLineBytes
-        marks.replaceAll(with: recovered.marks)
+        marks.replaceAll(with: recoveredMarks)
     }
 
     deinit {
@@ -196,7 +208,7 @@ final class Storage: Sendable {
         for batch in batches {
             for (id, offset) in batch.origins { entries.append((StreamKey.origin(agent: batch.stream.agent, id: id), offset)) }
         }
-        let recordsSize = jsonl?.size ?? 0
+        let recordsSize = appendLog?.size ?? 0
         do {
             if files.ledger.needsCompaction {
                 marks.raise(entries)
@@ -206,9 +218,9 @@ final class Storage: Sendable {
             try files.ledger.append(entries, recordsSize: recordsSize)
         } catch {
             logger.error("Could not write the marks ledger", metadata: ["file": "\(files.ledger.path)", "error": "\(error)"])
-            // With the JSONL sink the records file is the source of truth (recovery scans it), so the records count
-            // as stored; without it an unledgered mark would be lost on restart, so the batch fails.
-            guard jsonl != nil else { return error }
+            // With the JSONL sink or the log, the file is the source of truth (recovery scans it), so the records
+            // count as stored; without it an unledgered mark would be lost on restart, so the batch fails.
+            guard appendLog != nil else { return error }
         }
         marks.raise(entries)
         if files.ledger.shouldCompact {

@@ -52,5 +52,6 @@ extension CollectorConfiguration {
             maxStreams: section.maxStreams,
             tls: section.tls.map(CollectorTLS.init)
         )
+        if let forwarding = section.forwarding { applyForwarding(forwarding) }
     }
 }

@@ -85,6 +85,9 @@ struct ExamplesTests {
             "per_core:", "proc_root:", "jitter:", "tags:", "include:", "exclude:", "devices:", "mount_points:",
             "sys_root:", "path:", "scale:", "offset:", "metric:", "unit:", "command:", "timeout:", "format:", "prefix:", "rate:", "record_bytes:", "count:", "collector:", "listen:", "data_dir:",
             "stdout:", "jsonl:", "max_line_bytes:", "fsync:", "rejects_file:",
+            // collector sinks (UplinkFile+CollectorSinks.swift)
+            "sinks:", "batch_max_bytes:", "batch_linger:", "headers:", "database:", "table:", "metrics_table:", "user:",
+            "password_file:", "create_table:", "log:", "segment_bytes:", "segment_age:", "retention:", "max_age:",
         ]
         for key in keys {
             #expect(text.contains(key), "examples.yaml does not mention \(key)")

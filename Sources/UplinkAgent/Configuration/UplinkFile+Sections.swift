@@ -112,6 +112,7 @@ extension UplinkFile.CollectorSection {
         if let fsync = section.bool("fsync") { collector.fsync = fsync }
         if let rejects = section.string("rejects_file") { collector.rejectsFile = rejects }
         collector.decodeEdge(section)
+        collector.decodeSinks(section)
         return collector
     }
 }

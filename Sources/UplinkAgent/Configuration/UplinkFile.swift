@@ -241,6 +241,9 @@ public struct UplinkFile: Sendable, Equatable {
         /// `collector.tls` (mapping): TLS on the listening socket, HTTP/2 and HTTP/1.1 offered through ALPN, TLS 1.2
         /// minimum. Default: none (plaintext HTTP/1.1).
         public var tls: TLSSection?
+        /// `collector.sinks`, `collector.retention`, `collector.log`: the write-ahead log and its sinks
+        /// (`UplinkFile+CollectorSinks.swift`). Default: none (records go to `records.jsonl` and standard output).
+        public var forwarding: ForwardingSection?
 
         public init(
             listen: ConfigHostPort = ConfigHostPort(host: "127.0.0.1", port: 4318),
@@ -265,7 +268,7 @@ public struct UplinkFile: Sendable, Equatable {
 
         static let keys = [
             "listen", "data_dir", "stdout", "jsonl", "token", "token_file", "max_line_bytes", "fsync", "rejects_file",
-            "request_head_timeout", "stream_idle_timeout", "max_streams", "tls",
+            "request_head_timeout", "stream_idle_timeout", "max_streams", "tls", "sinks", "retention", "log",
         ]
         /// Smallest `max_line_bytes` accepted.
         public static let minimumLineBytes = 1024

@@ -1,0 +1,71 @@
+import AsyncHTTPClient
+import Logging
+import NIOPosix
+import Synchronization
+import UplinkCore
+
+extension Collector {
+    /// Per sink, what its forwarder did so far; empty without `collector.sinks`.
+    public func sinkStatistics() -> [SinkStatistics] {
+        forwarding.withLock { $0 }.map(\.statistics.snapshot)
+    }
+
+    /// Runs `body` (the server) with a forwarder per configured sink and the log's retention alongside; stops
+    /// them when `body` returns. Without `collector.sinks`, just runs `body`.
+    func withForwarders(storage: Storage, _ body: () async throws -> Void) async throws {
+        guard let sinks = configuration.sinks, let log = storage.log else { return try await body() }
+        var http = HTTPClient.Configuration()
+        // The forwarder retries with the sink's backoff (and counts it); the client's own connect retries would
+        // hide a refused connection until the request's deadline.
+        http.connectionPool.retryConnectionEstablishment = false
+        http.timeout.connect = .seconds(5)
+        let client = HTTPClient(eventLoopGroupProvider: .singleton, configuration: http)
+        var forwarders: [Forwarder] = []
+        do {
+            for sink in sinks {
+                let store = try SinkRegistry.make(sink, configuration: configuration, output: output, client: client, logger: logger)
+                forwarders.append(
+                    try Forwarder(
+                        configuration: sink, sink: store, log: log, cursorDirectory: configuration.cursorDirectory,
+                        deadLetterDirectory: configuration.deadLetterDirectory, logger: logger))
+            }
+        } catch {
+            try? await client.shutdown()
+            throw error
+        }
+        forwarding.withLock { $0 = forwarders }
+        let settings = configuration.log
+        let logger = self.logger
+        let running = forwarders
+        let tasks = running.map { forwarder in Task { await forwarder.run() } }
+        let retention = Task {
+            while !Task.isCancelled {
+                try? await NIOThreadPool.singleton.runIfActive {
+                    LogRetention.sweep(
+                        log: log, settings: settings, forwarders: running, now: WallClock.nowNanoseconds() / 1_000_000_000,
+                        logger: logger)
+                }
+                try? await Task.sleep(for: LogRetention.interval)
+            }
+        }
+        do {
+            try await body()
+        } catch {
+            await stop(tasks + [retention], forwarders: running, client: client)
+            throw error
+        }
+        await stop(tasks + [retention], forwarders: running, client: client)
+    }
+
+    private func stop(_ tasks: [Task<Void, Never>], forwarders: [Forwarder], client: HTTPClient) async {
+        for task in tasks { task.cancel() }
+        for task in tasks { await task.value }
+        for forwarder in forwarders { await forwarder.sink.shutdown() }
+        try? await client.shutdown()
+    }
+}
+
+extension LogRetention {
+    /// How often retention looks at the log.
+    static let interval: Duration = .milliseconds(250)
+}

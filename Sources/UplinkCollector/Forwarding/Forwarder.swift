@@ -1,0 +1,195 @@
+import Logging
+import NIOCore
+import NIOPosix
+import Synchronization
+import UplinkCore
+
+/// Tails the collector's log for one sink: reads batches from its cursor (`batchMaxBytes`, `batchLinger`),
+/// delivers them, retries with the sink's backoff while the store is unreachable or answers 5xx/429, writes
+/// refused batches (4xx) to `<data_dir>/dead-letter/<sink>.jsonl`, and persists the cursor after each.
+///
+/// It never holds up the collector's acknowledgements: agents are acknowledged once records are in the log.
+final class Forwarder: Sendable {
+    let configuration: SinkConfiguration
+    let sink: any ForwardingSink
+    let log: CollectorLog
+    let statistics: SinkStatisticsRecorder
+    let cursorPath: String
+    let deadLetterPath: String
+    let logger: Logger
+    /// The cursor as last persisted; retention reads it.
+    private let persisted: Atomic<Int64>
+    /// How often an idle forwarder looks for new records.
+    static let pollInterval: Duration = .milliseconds(20)
+
+    init(
+        configuration: SinkConfiguration, sink: any ForwardingSink, log: CollectorLog, cursorDirectory: String,
+        deadLetterDirectory: String, logger: Logger
+    ) throws(CollectorError) {
+        self.configuration = configuration
+        self.sink = sink
+        self.log = log
+        self.statistics = SinkStatisticsRecorder(name: configuration.name)
+        self.cursorPath = cursorDirectory + "/" + configuration.name
+        self.deadLetterPath = deadLetterDirectory + "/" + configuration.name + ".jsonl"
+        var logger = logger
+        logger[metadataKey: "sink"] = "\(configuration.name)"
+        self.logger = logger
+        // A new sink starts at the oldest record the log still has.
+        let cursor = try CursorFile.read(cursorPath) ?? log.segments.first?.base ?? 0
+        self.persisted = Atomic(cursor)
+        statistics.update { $0.cursor = cursor }
+    }
+
+    /// The offset this sink has delivered up to, durably.
+    var cursor: Int64 { persisted.load(ordering: .acquiring) }
+
+    /// Forwards until the task is cancelled. A batch in flight at cancellation is not acknowledged: it is sent
+    /// again by the next run.
+    func run() async {
+        await prepare()
+        var cursor = self.cursor
+        var waitingSince: ContinuousClock.Instant?
+        while !Task.isCancelled {
+            let available = log.committedEnd - cursor
+            if available <= 0 {
+                waitingSince = nil
+                try? await Task.sleep(for: Forwarder.pollInterval)
+                continue
+            }
+            if available < Int64(configuration.batchMaxBytes) {
+                let now = ContinuousClock.now
+                let since = waitingSince ?? now
+                waitingSince = since
+                let waited = now - since
+                if waited < configuration.batchLinger {
+                    try? await Task.sleep(for: min(Forwarder.pollInterval, configuration.batchLinger - waited))
+                    continue
+                }
+            }
+            waitingSince = nil
+            let chunk: LogReader.Chunk
+            do {
+                let log = self.log
+                let from = cursor
+                let maxBytes = configuration.batchMaxBytes
+                chunk = try await NIOThreadPool.singleton.runIfActive { try LogReader.read(log, from: from, maxBytes: maxBytes) }
+            } catch {
+                logger.error("Could not read the collector's log", metadata: ["error": "\(error)"])
+                try? await Task.sleep(for: .seconds(1))
+                continue
+            }
+            if chunk.start > cursor {
+                // Retention deleted what was at the cursor (counted by `LogRetention`).
+                cursor = chunk.start
+            }
+            if chunk.lines.readableBytes == 0 {
+                if chunk.end > cursor { cursor = chunk.end }
+                try? await Task.sleep(for: Forwarder.pollInterval)
+                continue
+            }
+            guard await deliver(chunk.lines) else { return }
+            cursor = chunk.end
+            await persist(cursor)
+        }
+    }
+
+    private func prepare() async {
+        var attempt = 0
+        var generator = SystemRandomNumberGenerator()
+        while !Task.isCancelled {
+            do throws(SinkFailure) {
+                try await sink.prepare()
+                return
+            } catch {
+                logger.warning("Could not prepare the sink's store; retrying", metadata: ["error": "\(error)"])
+                try? await Task.sleep(for: configuration.backoff.delay(attempt: attempt, using: &generator))
+                attempt += 1
+            }
+        }
+    }
+
+    /// Delivers `lines` until the store takes them or refuses them for good; false when cancelled first.
+    private func deliver(_ lines: ByteBuffer) async -> Bool {
+        var entries: [LogEntry] = []
+        var unreadable = ByteBuffer()
+        var unreadableCount = 0
+        RecordLines.forEachLine(in: lines) { raw in
+            if let entry = LogEntry.parse(raw) {
+                entries.append(entry)
+            } else {
+                unreadable.writeBytes(raw)
+                unreadable.writeInteger(UInt8(ascii: "\n"))
+                unreadableCount += 1
+            }
+        }
+        if unreadable.readableBytes > 0 {
+            await deadLetter(unreadable, count: unreadableCount, reason: "not a stored record")
+        }
+        let batch = ForwardBatch(lines: lines, entries: entries)
+        var attempt = 0
+        var generator = SystemRandomNumberGenerator()
+        while !Task.isCancelled {
+            do throws(SinkFailure) {
+                try await sink.deliver(batch)
+                if attempt > 0 { logger.info("The sink's store accepts records again", metadata: ["retries": "\(attempt)"]) }
+                statistics.update {
+                    $0.recordsForwarded += UInt64(entries.count)
+                    $0.batchesForwarded += 1
+                }
+                return true
+            } catch {
+                switch error.kind {
+                case .reject:
+                    await deadLetter(lines, count: entries.count, reason: error.message)
+                    return true
+                case .retry:
+                    statistics.update { $0.retries += 1 }
+                    if attempt == 0 {
+                        logger.warning(
+                            "Could not deliver to the sink's store; retrying with backoff (records wait in the log)",
+                            metadata: ["error": "\(error)"])
+                    }
+                    try? await Task.sleep(for: configuration.backoff.delay(attempt: attempt, using: &generator))
+                    attempt += 1
+                    if attempt % 8 == 0 { await prepare() }
+                }
+            }
+        }
+        return false
+    }
+
+    private func deadLetter(_ lines: ByteBuffer, count: Int, reason: String) async {
+        statistics.update { $0.recordsDeadLettered += UInt64(count) }
+        logger.error(
+            "The sink's store refused records; they are written to the dead-letter file",
+            metadata: ["records": "\(count)", "file": "\(deadLetterPath)", "error": "\(reason)"])
+        let path = deadLetterPath
+        do {
+            try await NIOThreadPool.singleton.runIfActive {
+                try FileIO.makeDirectories(FileIO.directory(of: path))
+                let descriptor = try FileIO.openForAppending(path)
+                defer { FileIO.closeFile(descriptor) }
+                try lines.withUnsafeReadableBytes { raw in
+                    try Result { () throws(CollectorError) in try FileIO.writeAll(descriptor, raw, path: path) }.get()
+                }
+            }
+        } catch {
+            logger.error("Could not write the dead-letter file", metadata: ["file": "\(path)", "error": "\(error)"])
+        }
+    }
+
+    private func persist(_ cursor: Int64) async {
+        let path = cursorPath
+        do {
+            try await NIOThreadPool.singleton.runIfActive {
+                try FileIO.makeDirectories(FileIO.directory(of: path))
+                try CursorFile.write(path, cursor)
+            }
+        } catch {
+            logger.error("Could not persist the sink's cursor", metadata: ["file": "\(path)", "error": "\(error)"])
+        }
+        persisted.store(cursor, ordering: .releasing)
+        statistics.update { $0.cursor = cursor }
+    }
+}

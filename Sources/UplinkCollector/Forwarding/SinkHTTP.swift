@@ -1,0 +1,39 @@
+import AsyncHTTPClient
+import NIOCore
+import NIOHTTP1
+
+/// The one way sinks talk HTTP: a POST through the collector's shared client, its status mapped to a
+/// `SinkFailure` (connection errors and timeouts are retried).
+enum SinkHTTP {
+    /// Longest response body kept for an error message, in bytes.
+    static let maximumErrorBytes = 4096
+
+    static func post(
+        _ client: HTTPClient, url: String, headers: [SinkConfiguration.HeaderField], body: ByteBuffer, timeout: Duration
+    ) async throws(SinkFailure) -> String {
+        var request = HTTPClientRequest(url: url)
+        request.method = .POST
+        for header in headers { request.headers.add(name: header.name, value: header.value) }
+        request.body = .bytes(body)
+        let deadline = TimeAmount.nanoseconds(timeout.nanosecondsClamped)
+        do {
+            let response = try await client.execute(request, timeout: deadline)
+            let text = try await response.body.collect(upTo: 1 << 20)
+            let message = String(decoding: text.readableBytesView.prefix(maximumErrorBytes), as: UTF8.self)
+            if let failure = SinkFailure.forStatus(Int(response.status.code), body: message) { throw failure }
+            return message
+        } catch let failure as SinkFailure {
+            throw failure
+        } catch {
+            throw SinkFailure(.retry, "\(url): \(error)")
+        }
+    }
+}
+
+extension Duration {
+    fileprivate var nanosecondsClamped: Int64 {
+        let (seconds, attoseconds) = components
+        guard seconds < Int64.max / 1_000_000_000 else { return Int64.max }
+        return seconds * 1_000_000_000 + attoseconds / 1_000_000_000
+    }
+}

@@ -1,0 +1,28 @@
+import AsyncHTTPClient
+import NIOCore
+
+/// `type: http`: each batch POSTed to `url` as NDJSON (`Content-Type: application/x-ndjson`), one stored line
+/// per record — `{"agent":…,"epoch":…,"seq":…,"ts":…,…}`, the record with its idempotent key — with the
+/// configured `headers`. 2xx is success; 400/413/415/422 send the batch to the dead-letter file; anything else
+/// (and connection errors) is retried with backoff.
+struct HTTPSink: ForwardingSink {
+    let url: String
+    let headers: [SinkConfiguration.HeaderField]
+    let timeout: Duration
+    let client: HTTPClient
+
+    init(_ configuration: SinkConfiguration, client: HTTPClient) {
+        self.url = configuration.url ?? ""
+        var headers = configuration.headers
+        if !headers.contains(where: { $0.name.lowercased() == "content-type" }) {
+            headers.insert(.init(name: "Content-Type", value: "application/x-ndjson"), at: 0)
+        }
+        self.headers = headers
+        self.timeout = configuration.timeout
+        self.client = client
+    }
+
+    func deliver(_ batch: ForwardBatch) async throws(SinkFailure) {
+        _ = try await SinkHTTP.post(client, url: url, headers: headers, body: batch.lines, timeout: timeout)
+    }
+}

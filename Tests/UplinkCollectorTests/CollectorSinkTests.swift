@@ -1,0 +1,168 @@
+import AsyncHTTPClient
+import Foundation
+import NIOCore
+import Testing
+import UplinkCollector
+import UplinkCore
+import UplinkTestSupport
+
+/// A configuration with the write-ahead log and `sinks`, small segments so that tests see them roll.
+func sinkConfiguration(_ directory: String, sinks: [SinkConfiguration], segmentBytes: Int64 = 4096, retentionBytes: Int64 = 1 << 30)
+    -> CollectorConfiguration
+{
+    var configuration = testConfiguration(directory)
+    configuration.sinks = sinks
+    configuration.log = CollectorLogSettings(segmentBytes: segmentBytes, retentionBytes: retentionBytes)
+    return configuration
+}
+
+/// Fast retries, so a test waits milliseconds, not seconds, for a store that came back.
+let quickBackoff = Backoff(initial: .milliseconds(10), multiplier: 2, maximum: .milliseconds(200))
+
+/// Sends records `range` on one stream in chunks of `chunk`, waiting for each chunk's ack.
+func sendAcknowledged(_ client: HTTPClient, port: Int, agent: String = "sink-agent", epoch: UInt64 = 7, _ range: ClosedRange<UInt64>, chunk: UInt64 = 50,
+    record: (UInt64) -> Record? = { _ in nil }) async throws
+{
+    let connection = try await AgentConnection.open(client, port: port, agent: agent, epoch: epoch)
+    var start = range.lowerBound
+    while start <= range.upperBound {
+        let end = min(start + chunk - 1, range.upperBound)
+        connection.send(body((start...end).map { recordLine($0, record($0)) }))
+        try await connection.waitForAck(end)
+        start = end + 1
+    }
+    _ = try await connection.close()
+}
+
+func segmentFiles(_ directory: String) -> [String] {
+    ((try? FileManager.default.contentsOfDirectory(atPath: directory + "/log")) ?? []).filter { $0.hasSuffix(".jsonl") }.sorted()
+}
+
+@Suite("Collector sinks: write-ahead log and forwarders", .serialized, .timeLimit(.minutes(3)))
+struct CollectorSinkTests {
+    @Test("Records go through the log to a jsonl and a stdout sink, each once and in order; forwarded segments are deleted")
+    func jsonlAndStdout() async throws {
+        try await withTemporaryDirectory { directory in
+            let output = RecordingOutput()
+            let configuration = sinkConfiguration(directory, sinks: [
+                SinkConfiguration(name: "file", kind: .jsonl, batchMaxBytes: 4096, batchLinger: .zero, path: directory + "/out.jsonl"),
+                SinkConfiguration(name: "print", kind: .stdout, batchLinger: .milliseconds(5)),
+            ])
+            try await withCollector(configuration, output: output) { collector, port in
+                try await withClient { client in try await sendAcknowledged(client, port: port, 1...500) }
+                #expect(await eventually { collector.sinkStatistics().allSatisfy { $0.recordsForwarded == 500 } })
+                // Closed segments are deleted once both sinks passed them: only the active one stays.
+                #expect(await eventually { segmentFiles(directory).count == 1 })
+            }
+            let lines = try readLines(directory + "/out.jsonl").map(jsonObject)
+            #expect(lines.map { ($0["seq"] as? NSNumber)?.uint64Value } == (1...500).map { $0 })
+            #expect(lines.allSatisfy { $0["agent"] as? String == "sink-agent" && ($0["epoch"] as? NSNumber)?.uint64Value == 7 })
+            #expect(output.lines.count == 500)
+            #expect(output.lines.first?.contains("sink-agent cpu cpu.user{cpu=total} 0.5 percent") == true)
+            #expect(!FileManager.default.fileExists(atPath: directory + "/records.jsonl"), "without a jsonl sink there is no records.jsonl")
+            let cursor = try String(contentsOfFile: directory + "/cursors/file", encoding: .utf8)
+            let logEnd = segmentFiles(directory).last.flatMap { name in
+                Int64(name.prefix(20)).map { $0 + Int64((try? FileManager.default.attributesOfItem(atPath: directory + "/log/" + name)[.size] as? NSNumber)??.int64Value ?? 0) }
+            }
+            #expect(Int64(cursor.trimmingCharacters(in: .newlines)) == logEnd, "the cursor is at the end of the log")
+        }
+    }
+
+    @Test("After a restart the marks come from the log and each sink resumes at its cursor: nothing twice, nothing lost")
+    func restartResumes() async throws {
+        try await withTemporaryDirectory { directory in
+            let configuration = sinkConfiguration(directory, sinks: [
+                SinkConfiguration(name: "file", kind: .jsonl, batchMaxBytes: 2048, batchLinger: .zero, path: directory + "/out.jsonl")
+            ])
+            try await withCollector(configuration) { collector, port in
+                try await withClient { client in try await sendAcknowledged(client, port: port, 1...120) }
+                #expect(await eventually { collector.sinkStatistics().first?.recordsForwarded == 120 })
+            }
+            try await withCollector(configuration) { collector, port in
+                #expect(collector.statistics().marks[StreamKey(agent: "sink-agent", epoch: 7)] == 120)
+                // An agent that did not see the last acks sends 101...120 again: they are discarded, not forwarded.
+                try await withClient { client in try await sendAcknowledged(client, port: port, 101...300) }
+                #expect(await eventually { collector.sinkStatistics().first?.recordsForwarded == 180 })
+                #expect(collector.statistics().resentDiscarded + collector.statistics().duplicatesDiscarded == 20)
+            }
+            let sequences = try readLines(directory + "/out.jsonl").map { try #require((jsonObject($0)["seq"] as? NSNumber)?.uint64Value) }
+            #expect(sequences == Array(1...300))
+        }
+    }
+
+    @Test("A store answering 503 is retried until it accepts; a 400 sends the batch to the dead-letter file and forwarding goes on")
+    func retryAndDeadLetter() async throws {
+        try await withTemporaryDirectory { directory in
+            let server = ScriptedHTTPServer()
+            let serverPort = try await server.start()
+            defer { Task { await server.stop() } }
+            server.respond(503)
+            let configuration = sinkConfiguration(directory, sinks: [
+                SinkConfiguration(name: "store", kind: .http, batchMaxBytes: 1 << 20, batchLinger: .zero, backoff: quickBackoff,
+                    url: "http://127.0.0.1:\(serverPort)/ingest", headers: [.init(name: "X-Test", value: "1")])
+            ])
+            try await withCollector(configuration) { collector, port in
+                try await withClient { client in
+                    // Acks do not wait for the store.
+                    try await sendAcknowledged(client, port: port, 1...100)
+                    #expect(await eventually { (collector.sinkStatistics().first?.retries ?? 0) >= 3 })
+                    #expect(collector.sinkStatistics().first?.recordsForwarded == 0)
+                    server.respond(200)
+                    #expect(await eventually { collector.sinkStatistics().first?.recordsForwarded == 100 })
+                    server.respond(400)
+                    try await sendAcknowledged(client, port: port, agent: "other", 1...10)
+                    #expect(await eventually { collector.sinkStatistics().first?.recordsDeadLettered == 10 })
+                    server.respond(200)
+                    try await sendAcknowledged(client, port: port, agent: "third", 1...5)
+                    #expect(await eventually { collector.sinkStatistics().first?.recordsForwarded == 105 })
+                }
+            }
+            let delivered = server.acceptedBodies.flatMap { String(decoding: $0, as: UTF8.self).split(separator: "\n") }
+            let keys = try delivered.map { line -> String in
+                let object = try jsonObject(String(line))
+                return "\(object["agent"]!)/\((object["seq"] as! NSNumber).intValue)"
+            }
+            #expect(keys == (1...100).map { "sink-agent/\($0)" } + (1...5).map { "third/\($0)" })
+            let dead = try readLines(directory + "/dead-letter/store.jsonl").map(jsonObject)
+            #expect(dead.map { $0["agent"] as? String } == Array(repeating: "other", count: 10))
+        }
+    }
+
+    @Test("Retention smaller than an outage: the loss is counted, acks never stall, and forwarding resumes after it")
+    func retentionSmallerThanOutage() async throws {
+        try await withTemporaryDirectory { directory in
+            let server = ScriptedHTTPServer()
+            let serverPort = try await server.start()
+            defer { Task { await server.stop() } }
+            server.respond(503)
+            let configuration = sinkConfiguration(
+                directory,
+                sinks: [
+                    SinkConfiguration(name: "store", kind: .http, batchMaxBytes: 2048, batchLinger: .zero, backoff: quickBackoff,
+                        url: "http://127.0.0.1:\(serverPort)/")
+                ], segmentBytes: 4096, retentionBytes: 16384)
+            let total: UInt64 = 2000
+            try await withCollector(configuration) { collector, port in
+                try await withClient { client in try await sendAcknowledged(client, port: port, 1...total) }
+                #expect(await eventually { (collector.sinkStatistics().first?.recordsLost ?? 0) > 0 })
+                server.respond(200)
+                #expect(await eventually {
+                    let statistics = collector.sinkStatistics()[0]
+                    return statistics.cursor > 0 && segmentFiles(directory).count == 1
+                        && server.acceptedBodies.flatMap { $0.split(separator: UInt8(ascii: "\n")) }.last.map {
+                            String(decoding: $0, as: UTF8.self).contains(#""seq":\#(total),"#)
+                        } == true
+                })
+                let statistics = collector.sinkStatistics()[0]
+                let delivered = try server.acceptedBodies.flatMap { $0.split(separator: UInt8(ascii: "\n")) }.map {
+                    try #require((jsonObject(String(decoding: $0, as: UTF8.self))["seq"] as? NSNumber)?.uint64Value)
+                }
+                #expect(delivered == delivered.sorted() && Set(delivered).count == delivered.count, "in order, no duplicates")
+                #expect(UInt64(delivered.count) + statistics.recordsLost >= total, "every record delivered or counted lost")
+                #expect(statistics.recordsLost < total)
+                // The collector itself is unaffected: it still stores and acknowledges.
+                #expect(collector.statistics().recordsStored == total)
+            }
+        }
+    }
+}

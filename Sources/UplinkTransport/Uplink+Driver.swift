@@ -85,6 +85,11 @@ final class UplinkDriver {
         case .shutdown:
             logger.info("uplink draining before shutdown", metadata: ["deadline": "\(uplink.configuration.drainTimeout)"])
             perform(machine.shutdown(everythingAcknowledged: ring.isEmpty, now: now))
+        case .handOver:
+            logger.info(
+                "uplink handing over: waiting for the collector to acknowledge what this stream carried",
+                metadata: ["deadline": "\(uplink.configuration.drainTimeout)"])
+            perform(machine.handOver(now: now))
         }
     }
 
@@ -103,7 +108,7 @@ final class UplinkDriver {
             uplink.statisticsBox.withLock { $0.streamsOpened += 1 }
             logger.info("stream open", metadata: ["collector_has": "\(collectorHas)", "sending_from": "\(first)"])
         case .write:
-            writeAvailable()
+            writeAvailable(takingNewFrames: !machine.handingOver)
         case .sendHeartbeat:
             sendHeartbeat()
         case .failStream(_, let failure, let delay):

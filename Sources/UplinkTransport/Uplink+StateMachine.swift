@@ -68,6 +68,9 @@ struct UplinkStateMachine {
     let stallTimeout: Duration
     let drainTimeout: Duration
     private(set) var state: State = .idle
+    /// A hand-over to a new uplink is under way (`handOver`): the stream takes no new frames, only what a write
+    /// pass already took from the ring, and ends once the collector acknowledged everything sent on it.
+    private(set) var handingOver = false
     /// Consecutive failed attempts, the exponent of the next backoff.
     private(set) var failedAttempts = 0
     private var nextConnection = 1
@@ -131,7 +134,7 @@ struct UplinkStateMachine {
             stream.awaitingAckSince = stream.lastSent > sequence ? now : nil
         }
         update(stream)
-        if case .draining = state, everythingAcknowledged {
+        if case .draining = state, handingOver ? stream.acknowledged >= stream.lastSent : everythingAcknowledged {
             state = .finished
             return [.endStream(connection), .finish]
         }
@@ -148,7 +151,7 @@ struct UplinkStateMachine {
 
     /// The ring signalled new frames after the owner asked to be told.
     mutating func dataAvailable(now: Instant) -> [Action] {
-        guard let stream = currentStream, stream.phase == .flowing, stream.canWrite else { return [] }
+        guard let stream = currentStream, stream.phase == .flowing, stream.canWrite, !handingOver else { return [] }
         return [.write]
     }
 
@@ -215,6 +218,40 @@ struct UplinkStateMachine {
             state = .finished
             return [.finish]
         case .draining, .finished:
+            return []
+        }
+    }
+
+    /// Another uplink takes over the ring (a reload changed the uplink settings). Unlike `shutdown`, which sends
+    /// everything the ring holds, this sends nothing new: it waits until the collector acknowledged what this stream
+    /// carried (at most `drainTimeout`), then ends the stream, so no record is stored by this collector without the
+    /// agent knowing, and the next stream, perhaps to another collector, duplicates nothing.
+    mutating func handOver(now: Instant) -> [Action] {
+        switch state {
+        case .streaming(let stream) where stream.phase == .flowing:
+            handingOver = true
+            if stream.acknowledged >= stream.lastSent {
+                state = .finished
+                return [.endStream(stream.connection), .finish]
+            }
+            state = .draining(stream, deadline: now + drainTimeout)
+            return []
+        case .streaming(let stream):
+            // Nothing was written on a stream that is not flowing yet.
+            state = .finished
+            return [.endStream(stream.connection), .finish]
+        case .idle, .backingOff:
+            state = .finished
+            return [.finish]
+        case .draining(let stream, _):
+            // A shutdown drain became a hand-over: stop taking new frames and end once what was sent is acknowledged.
+            handingOver = true
+            guard stream.acknowledged < stream.lastSent else {
+                state = .finished
+                return [.endStream(stream.connection), .finish]
+            }
+            return []
+        case .finished:
             return []
         }
     }

@@ -5,8 +5,8 @@ import UplinkWire
 extension UplinkDriver {
     /// Copies frames from the ring into the pair until the pair turns bytes away (it will signal space later) or
     /// the ring has nothing unsent (then the ring is asked to signal new data). Runs only while the uplink holds a
-    /// space-available signal.
-    func writeAvailable() {
+    /// space-available signal. Without `takingNewFrames` (a hand-over) it only finishes the fill already taken.
+    func writeAvailable(takingNewFrames: Bool = true) {
         guard let pair, let connection = machine.currentStream?.connection else { return }
         while true {
             var lastSequence: UInt64?
@@ -15,6 +15,7 @@ extension UplinkDriver {
             var pairFull = false
             while true {
                 if pending.readableBytes == 0 {
+                    guard takingNewFrames else { break }
                     let room = max(pair.availableSpace, 1)
                     var fill = ByteBufferAllocator().buffer(capacity: room + room / 4 + 64)
                     recordsWritten += ring.readUnsent(maxBytes: room) { sequence, first, second in
@@ -33,7 +34,7 @@ extension UplinkDriver {
             note(bytes: bytesWritten, records: recordsWritten)
             _ = machine.wrote(
                 connection, lastSequence: lastSequence, wroteBytes: bytesWritten > 0, pairFull: pairFull, now: .now)
-            if pairFull { return }
+            if pairFull || !takingNewFrames { return }
             // The ring ran dry. Ask to be woken by the next append; if one slipped in meanwhile, write it now.
             let events = events
             if ring.notifyWhenDataAvailable({ events.yield(.dataAvailable) }) { return }

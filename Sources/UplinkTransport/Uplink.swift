@@ -23,6 +23,8 @@ public final class Uplink: Service {
     let metrics = UplinkMetrics()
     /// Reads `uplink.tls`'s files and reads them again when they change; nil for an `http://` URL.
     let tlsReloader: TLSReloader?
+    /// The running driver's events (to hand over), and whether a hand-over was asked for before it ran.
+    private let handOverState = Mutex<(events: AsyncStream<UplinkEvent>.Continuation?, requested: Bool)>((nil, false))
 
     /// - Parameters:
     ///   - httpClient: the client to use; by default the uplink creates and shuts down its own (with the
@@ -57,13 +59,31 @@ public final class Uplink: Service {
         }
         let (events, continuation) = AsyncStream.makeStream(of: UplinkEvent.self)
         let driver = UplinkDriver(uplink: self, client: client, events: continuation)
+        let handOverRequested = handOverState.withLock { state in
+            state.events = continuation
+            return state.requested
+        }
+        if handOverRequested { continuation.yield(.handOver) }
         await withGracefulShutdownHandler {
             await driver.run(events)
         } onGracefulShutdown: {
             continuation.yield(.shutdown)
         }
+        handOverState.withLock { $0.events = nil }
         continuation.finish()
         if suppliedClient == nil { try await client.shutdown() }
+    }
+
+    /// Ends this uplink's work in favour of a successor on the same ring (a reload changed the uplink settings):
+    /// it sends no new frames, waits until the collector acknowledged what its stream carried (at most
+    /// `drainTimeout`), ends the stream cleanly, and `run()` returns. The successor resumes from the ring, so a
+    /// change of collector neither loses nor duplicates records.
+    public func handOver() {
+        let events = handOverState.withLock { state in
+            state.requested = true
+            return state.events
+        }
+        events?.yield(.handOver)
     }
 
     /// The HTTP client's settings: the connect timeout (`effectiveConnectTimeout`), no read timeout, no
@@ -99,4 +119,5 @@ enum UplinkEvent: Sendable {
     case deadline
     case backoffElapsed
     case shutdown
+    case handOver
 }

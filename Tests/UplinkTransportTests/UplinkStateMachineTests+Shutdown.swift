@@ -90,6 +90,61 @@ extension UplinkStateMachineTests {
         #expect(machine.deadlinePassed(now: at(.seconds(40))) == [.endStream(id(1)), .finish])
     }
 
+    // MARK: Hand-over
+
+    @Test func aHandOverSendsNothingNewAndEndsOnceWhatWasSentIsAcknowledged() {
+        var machine = makeMachine(drainTimeout: .seconds(60))
+        open(&machine, spaceFirst: true)
+        _ = machine.wrote(id(1), lastSequence: 4, wroteBytes: true, pairFull: false, now: t0)
+        #expect(machine.handOver(now: at(.seconds(1))) == [])
+        #expect(machine.handingOver)
+        // New frames in the ring are not written; space only finishes a fill already taken.
+        #expect(machine.dataAvailable(now: at(.seconds(1))) == [])
+        // The ring is never empty (sources keep appending), yet the ack of what was sent ends the stream.
+        #expect(machine.acknowledged(id(1), through: 3, everythingAcknowledged: false, now: at(.seconds(2))) == [])
+        #expect(machine.acknowledged(id(1), through: 4, everythingAcknowledged: false, now: at(.seconds(2))) == [
+            .endStream(id(1)), .finish,
+        ])
+        #expect(machine.state == .finished)
+    }
+
+    @Test func aHandOverWithNothingOutstandingEndsAtOnce() {
+        var machine = makeMachine()
+        open(&machine, spaceFirst: true)
+        _ = machine.wrote(id(1), lastSequence: 4, wroteBytes: true, pairFull: false, now: t0)
+        _ = machine.acknowledged(id(1), through: 4, everythingAcknowledged: false, now: t0)
+        #expect(machine.handOver(now: t0) == [.endStream(id(1)), .finish])
+
+        var connecting = makeMachine()
+        _ = connecting.start(now: t0)
+        #expect(connecting.handOver(now: t0) == [.endStream(id(1)), .finish])
+
+        var backingOff = makeMachine()
+        _ = backingOff.start(now: t0)
+        _ = backingOff.failed(id(1), .transport("refused"), now: t0)
+        #expect(backingOff.handOver(now: t0) == [.finish])
+        #expect(backingOff.backoffElapsed(now: t0) == [], "no reconnect after a hand-over")
+    }
+
+    @Test func aHandOverThatIsNotAcknowledgedEndsAtTheDrainDeadline() {
+        var machine = makeMachine(drainTimeout: .seconds(5))
+        open(&machine, spaceFirst: true)
+        _ = machine.wrote(id(1), lastSequence: 4, wroteBytes: true, pairFull: false, now: t0)
+        _ = machine.handOver(now: t0)
+        #expect(machine.deadlinePassed(now: at(.seconds(5))) == [.endStream(id(1)), .finish])
+    }
+
+    @Test func aShutdownDrainTurnedHandOverStopsChasingTheRing() {
+        var machine = makeMachine(drainTimeout: .seconds(60))
+        open(&machine, spaceFirst: true)
+        _ = machine.wrote(id(1), lastSequence: 4, wroteBytes: true, pairFull: false, now: t0)
+        _ = machine.shutdown(everythingAcknowledged: false, now: t0)
+        #expect(machine.handOver(now: t0) == [])
+        #expect(machine.acknowledged(id(1), through: 4, everythingAcknowledged: false, now: at(.seconds(1))) == [
+            .endStream(id(1)), .finish,
+        ])
+    }
+
     @Test func heartbeatsContinueDuringTheDrain() {
         var machine = makeMachine(drainTimeout: .seconds(60))
         open(&machine, spaceFirst: true)

@@ -5,12 +5,12 @@ import UplinkTransport
 
 /// Runs the agent's uplink and, when a reload changes the uplink settings, hands over to a new one on the same ring.
 ///
-/// Each uplink runs in a service group of its own, so that a replaced one can be shut down gracefully without
-/// shutting down the agent: it drains (streams until the collector acknowledged everything, at most its
-/// `drainTimeout`) and closes its stream, and only then does the next one connect, with the new settings. The ring
-/// keeps every frame not acknowledged, and the next stream resumes from the collector's resume point, so nothing is
-/// lost; a clean drain also leaves no frame that one collector stored without acknowledging, so a change of
-/// collector duplicates nothing.
+/// Each uplink runs in a service group of its own, so that a replaced one can end without shutting down the agent:
+/// it hands over (`Uplink.handOver`: sends nothing new, waits until the collector acknowledged what its stream
+/// carried, at most its `drainTimeout`, and closes the stream), and only then does the next one connect, with the
+/// new settings. The ring keeps every frame not acknowledged, and the next stream resumes from the collector's
+/// resume point, so nothing is lost; and no frame is left that one collector stored without acknowledging, so a
+/// change of collector duplicates nothing (even while sources keep appending, which a shutdown drain would chase).
 ///
 /// The agent's graceful shutdown drains the current uplink; when an uplink returns on its own (its drain is done),
 /// `run()` returns.
@@ -41,11 +41,13 @@ final class UplinkHost: Service, Sendable {
     /// Drains the current uplink and then runs `uplink` instead. A second replacement before the first took over
     /// supersedes it.
     func replace(with uplink: Uplink) async {
-        let group = state.withLock { state -> ServiceGroup? in
+        let current = state.withLock { state -> Uplink in
             state.next = uplink
-            return state.group
+            return state.current
         }
-        await group?.triggerGracefulShutdown()
+        // Its `run()` returns when done, which ends its group (`.gracefullyShutdownGroup`); a hand-over asked for
+        // before it started is taken up when it does.
+        current.handOver()
     }
 
     func run() async throws {
@@ -58,8 +60,8 @@ final class UplinkHost: Service, Sendable {
                 state.group = group
                 return (state.current, group)
             }
-            // A replacement or a shutdown that came while no group was running.
-            if state.withLock({ $0.next != nil || $0.shuttingDown }) { await group.triggerGracefulShutdown() }
+            // A shutdown that came while no group was running.
+            if state.withLock({ $0.shuttingDown }) { await group.triggerGracefulShutdown() }
             try await withGracefulShutdownHandler {
                 try await group.run()
             } onGracefulShutdown: {

@@ -39,6 +39,12 @@ let package = Package(
             pkgConfig: "yaml-0.1",
             providers: [.apt(["libyaml-dev"])]
         ),
+        // zlib: gzip request bodies of the collector's sinks (VictoriaMetrics' import accepts Content-Encoding: gzip).
+        .systemLibrary(
+            name: "CZlib",
+            pkgConfig: "zlib",
+            providers: [.apt(["zlib1g-dev"])]
+        ),
         .target(
             name: "UplinkConfig",
             dependencies: ["UplinkCore", "CYAML"],
@@ -91,6 +97,7 @@ let package = Package(
             dependencies: [
                 "UplinkCore",
                 "UplinkWire",
+                "CZlib",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HummingbirdTLS", package: "hummingbird"),
                 .product(name: "HummingbirdHTTP2", package: "hummingbird"),

@@ -13,7 +13,8 @@ extension CollectorConfiguration {
                 batchLinger: sink.batchLinger, backoff: sink.backoff, timeout: sink.timeout, url: sink.url, path: sink.path,
                 headers: sink.headers.map { SinkConfiguration.HeaderField(name: $0.name, value: $0.value) },
                 database: sink.database, table: sink.table, metricsTable: sink.metricsTable, user: sink.user,
-                password: sink.password, createTable: sink.createTable)
+                password: sink.password, createTable: sink.createTable,
+                compression: sink.compression.flatMap { SinkCompression(rawValue: $0.rawValue) })
         }
     }
 }

@@ -128,6 +128,55 @@ struct CollectorSinkTests {
         }
     }
 
+    @Test("compression: gzip sends each batch with Content-Encoding: gzip, and gunzip gives back exactly the stored lines; none sends them as they are")
+    func gzipBodies() async throws {
+        try await withTemporaryDirectory { directory in
+            let zipped = ScriptedHTTPServer()
+            let plain = ScriptedHTTPServer()
+            let zippedPort = try await zipped.start()
+            let plainPort = try await plain.start()
+            defer { Task { await zipped.stop(); await plain.stop() } }
+            let configuration = sinkConfiguration(directory, sinks: [
+                SinkConfiguration(name: "zipped", kind: .http, batchMaxBytes: 64 << 10, batchLinger: .milliseconds(5),
+                    url: "http://127.0.0.1:\(zippedPort)/", compression: .gzip),
+                SinkConfiguration(name: "plain", kind: .http, batchMaxBytes: 64 << 10, batchLinger: .milliseconds(5),
+                    url: "http://127.0.0.1:\(plainPort)/"),
+                SinkConfiguration(name: "file", kind: .jsonl, batchLinger: .zero, path: directory + "/out.jsonl"),
+            ], segmentBytes: 1 << 20)
+            try await withCollector(configuration) { collector, port in
+                try await withClient { client in try await sendAcknowledged(client, port: port, 1...3000, chunk: 500) }
+                #expect(await eventually { collector.sinkStatistics().allSatisfy { $0.recordsForwarded == 3000 } })
+            }
+            let stored = try String(contentsOfFile: directory + "/out.jsonl", encoding: .utf8)
+            #expect(zipped.acceptedEncodings.allSatisfy { $0 == "gzip" } && !zipped.acceptedEncodings.isEmpty)
+            #expect(plain.acceptedEncodings.allSatisfy { $0 == nil })
+            #expect(String(decoding: plain.acceptedBodies.joined(), as: UTF8.self) == stored)
+            var unzipped: [UInt8] = []
+            for (index, body) in zipped.acceptedBodies.enumerated() {
+                let path = directory + "/body-\(index).gz"
+                #expect(FileManager.default.createFile(atPath: path, contents: Data(body)))
+                unzipped += try gunzip(path)
+            }
+            #expect(String(decoding: unzipped, as: UTF8.self) == stored, "gzip -dc gives back the stored lines")
+            let sent = zipped.acceptedBodies.reduce(0) { $0 + $1.count }
+            #expect(sent * 4 < stored.utf8.count, "gzip shrinks repetitive JSON lines at least fourfold (\(sent) of \(stored.utf8.count) bytes)")
+        }
+    }
+
+    /// The real gzip tool's reading of a file.
+    private func gunzip(_ path: String) throws -> [UInt8] {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: "/bin/gzip")
+        process.arguments = ["-dc", path]
+        let pipe = Pipe()
+        process.standardOutput = pipe
+        try process.run()
+        let data = pipe.fileHandleForReading.readDataToEndOfFile()
+        process.waitUntilExit()
+        #expect(process.terminationStatus == 0, "gzip -dc \(path)")
+        return Array(data)
+    }
+
     @Test("Retention smaller than an outage: the loss is counted, acks never stall, and forwarding resumes after it")
     func retentionSmallerThanOutage() async throws {
         try await withTemporaryDirectory { directory in

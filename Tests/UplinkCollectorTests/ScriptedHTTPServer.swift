@@ -9,6 +9,7 @@ final class ScriptedHTTPServer: Sendable {
     private struct State {
         var status: UInt = 200
         var accepted: [[UInt8]] = []
+        var acceptedEncodings: [String?] = []
         var requests = 0
         var channel: (any Channel)?
     }
@@ -18,6 +19,8 @@ final class ScriptedHTTPServer: Sendable {
     func respond(_ status: UInt) { state.withLock { $0.status = status } }
     /// Bodies answered with 2xx, in order.
     var acceptedBodies: [[UInt8]] { state.withLock { $0.accepted } }
+    /// The `Content-Encoding` of each accepted body (nil: none), in order.
+    var acceptedEncodings: [String?] { state.withLock { $0.acceptedEncodings } }
     var requestCount: Int { state.withLock { $0.requests } }
 
     func start() async throws -> Int {
@@ -36,10 +39,13 @@ final class ScriptedHTTPServer: Sendable {
         try? await channel?.close()
     }
 
-    fileprivate func answer(_ body: [UInt8]) -> UInt {
+    fileprivate func answer(_ body: [UInt8], encoding: String?) -> UInt {
         state.withLock { state in
             state.requests += 1
-            if (200..<300).contains(state.status) { state.accepted.append(body) }
+            if (200..<300).contains(state.status) {
+                state.accepted.append(body)
+                state.acceptedEncodings.append(encoding)
+            }
             return state.status
         }
     }
@@ -49,15 +55,18 @@ final class ScriptedHTTPServer: Sendable {
         typealias OutboundOut = HTTPServerResponsePart
         let server: ScriptedHTTPServer
         var body: [UInt8] = []
+        var encoding: String?
 
         init(server: ScriptedHTTPServer) { self.server = server }
 
         func channelRead(context: ChannelHandlerContext, data: NIOAny) {
             switch unwrapInboundIn(data) {
-            case .head: body = []
+            case .head(let head):
+                body = []
+                encoding = head.headers.first(name: "Content-Encoding")
             case .body(let buffer): body.append(contentsOf: buffer.readableBytesView)
             case .end:
-                let status = server.answer(body)
+                let status = server.answer(body, encoding: encoding)
                 let text = ByteBuffer(string: "status \(status)\n")
                 var headers = HTTPHeaders()
                 headers.add(name: "Content-Length", value: String(text.readableBytes))

@@ -70,6 +70,14 @@ extension UplinkFile.CollectorSection {
         public var password: String?
         /// `create_table` (clickhouse, bool): create the tables at start when missing. Default `true`.
         public var createTable = true
+        /// `compression` (victoriametrics, clickhouse, http): `gzip` or `none`, the request bodies' encoding.
+        /// Default: `gzip` for victoriametrics, `none` for clickhouse and http (nil here: the sink kind's default).
+        public var compression: Compression?
+
+        /// `compression`'s values.
+        public enum Compression: String, Sendable, Equatable, CaseIterable {
+            case gzip, none
+        }
 
         public init(name: String, kind: Kind) {
             self.name = name
@@ -82,6 +90,7 @@ extension UplinkFile.CollectorSection {
                 && lhs.url == rhs.url && lhs.path == rhs.path && lhs.headers.elementsEqual(rhs.headers, by: ==)
                 && lhs.database == rhs.database && lhs.table == rhs.table && lhs.metricsTable == rhs.metricsTable
                 && lhs.user == rhs.user && lhs.password == rhs.password && lhs.createTable == rhs.createTable
+                && lhs.compression == rhs.compression
         }
 
         static let commonKeys = ["name", "type", "batch_max_bytes", "batch_linger", "backoff", "timeout"]
@@ -91,9 +100,9 @@ extension UplinkFile.CollectorSection {
             switch kind {
             case .jsonl: ["path"]
             case .stdout: []
-            case .victoriametrics, .http: ["url", "headers"]
+            case .victoriametrics, .http: ["url", "headers", "compression"]
             case .clickhouse:
-                ["url", "headers", "database", "table", "metrics_table", "user", "password", "password_file", "create_table"]
+                ["url", "headers", "compression", "database", "table", "metrics_table", "user", "password", "password_file", "create_table"]
             }
         }
     }
@@ -191,6 +200,9 @@ extension UplinkFile.CollectorSection {
                     guard let value = mapping.decoder.string(entry.value, at: headers.path(entry.name)) else { continue }
                     sink.headers.append((entry.name, value))
                 }
+            }
+            if let compression = mapping.enumeration("compression", as: SinkSection.Compression.self) {
+                sink.compression = compression
             }
         }
         guard sink.kind == .clickhouse else { return }

@@ -48,6 +48,20 @@ public enum SinkKind: String, Sendable, Equatable, CaseIterable {
     case http
 }
 
+/// How a sink encodes its request bodies (`collector.sinks[].compression`).
+public enum SinkCompression: String, Sendable, Equatable, CaseIterable {
+    /// Bodies as they are.
+    case none
+    /// `Content-Encoding: gzip` (zlib level 1). VictoriaMetrics' import, ClickHouse's HTTP interface and most HTTP
+    /// ingest endpoints accept it.
+    case gzip
+
+    /// The default of a sink kind: gzip for VictoriaMetrics (its samples compress about tenfold), none otherwise.
+    public static func defaultFor(_ kind: SinkKind) -> SinkCompression {
+        kind == .victoriametrics ? .gzip : .none
+    }
+}
+
 /// One sink of `collector.sinks`: where a forwarder delivers the log's records, and how.
 public struct SinkConfiguration: Sendable, Equatable {
     /// `name`: unique among the sinks, `[A-Za-z0-9._-]{1,64}`; names the sink's cursor and dead-letter files.
@@ -81,6 +95,9 @@ public struct SinkConfiguration: Sendable, Equatable {
     public var password: String?
     /// `create_table` (clickhouse): create the tables at start when missing. Default `true`.
     public var createTable: Bool
+    /// `compression` (victoriametrics, clickhouse, http): request body encoding. Default `gzip` for victoriametrics,
+    /// `none` for the others (`SinkCompression.defaultFor`).
+    public var compression: SinkCompression
 
     /// An HTTP header sent with every request of a sink.
     public struct HeaderField: Sendable, Equatable {
@@ -97,7 +114,8 @@ public struct SinkConfiguration: Sendable, Equatable {
         name: String, kind: SinkKind, batchMaxBytes: Int = 1 << 20, batchLinger: Duration = .seconds(1),
         backoff: Backoff = Backoff(), timeout: Duration = .seconds(30), url: String? = nil, path: String? = nil,
         headers: [HeaderField] = [], database: String = "default", table: String = "uplink_logs",
-        metricsTable: String? = nil, user: String? = nil, password: String? = nil, createTable: Bool = true
+        metricsTable: String? = nil, user: String? = nil, password: String? = nil, createTable: Bool = true,
+        compression: SinkCompression? = nil
     ) {
         self.name = name
         self.kind = kind
@@ -114,6 +132,7 @@ public struct SinkConfiguration: Sendable, Equatable {
         self.user = user
         self.password = password
         self.createTable = createTable
+        self.compression = compression ?? SinkCompression.defaultFor(kind)
     }
 
     func check() throws(CollectorError) {

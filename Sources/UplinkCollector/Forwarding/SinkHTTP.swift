@@ -2,19 +2,26 @@ import AsyncHTTPClient
 import NIOCore
 import NIOHTTP1
 
-/// The one way sinks talk HTTP: a POST through the collector's shared client, its status mapped to a
-/// `SinkFailure` (connection errors and timeouts are retried).
+/// The one way sinks talk HTTP: a POST through the collector's shared client, its body gzipped when the sink says
+/// so, its status mapped to a `SinkFailure` (connection errors and timeouts are retried).
 enum SinkHTTP {
     /// Longest response body kept for an error message, in bytes.
     static let maximumErrorBytes = 4096
 
     static func post(
-        _ client: HTTPClient, url: String, headers: [SinkConfiguration.HeaderField], body: ByteBuffer, timeout: Duration
+        _ client: HTTPClient, url: String, headers: [SinkConfiguration.HeaderField], body: ByteBuffer, timeout: Duration,
+        compression: SinkCompression = .none
     ) async throws(SinkFailure) -> String {
         var request = HTTPClientRequest(url: url)
         request.method = .POST
         for header in headers { request.headers.add(name: header.name, value: header.value) }
-        request.body = .bytes(body)
+        switch compression {
+        case .none:
+            request.body = .bytes(body)
+        case .gzip:
+            request.headers.replaceOrAdd(name: "Content-Encoding", value: "gzip")
+            request.body = .bytes(try Gzip.compress(body))
+        }
         let deadline = TimeAmount.nanoseconds(timeout.nanosecondsClamped)
         do {
             let response = try await client.execute(request, timeout: deadline)

@@ -71,7 +71,7 @@ struct ClickHouseSink: ForwardingSink {
         do {
             _ = try await SinkHTTP.post(
                 client, url: base + "/?query=" + Self.percentEncoded(query), headers: headers, body: ByteBuffer(bytes: rows),
-                timeout: configuration.timeout)
+                timeout: configuration.timeout, compression: configuration.compression)
         } catch {
             throw Self.classified(error)
         }

@@ -9,7 +9,8 @@ import UplinkWire
 /// `PrometheusNames` makes them (Influx `/write` would rebuild names from measurement and field), and a float's
 /// shortest round-trip text, so every stored value equals the agent's. `url` is a single node
 /// (`http://host:8428`) or a cluster's vminsert with its tenant (`http://host:8480/insert/0/prometheus`).
-/// Log records are skipped. NaN values are left out (VictoriaMetrics does not store NaN samples);
+/// Bodies are gzipped by default (`compression`): JSON lines of samples repeat their label sets, and shrink about
+/// tenfold. Log records are skipped. NaN values are left out (VictoriaMetrics does not store NaN samples);
 /// ±Inf are sent as `Inf`/`-Inf`. Timestamps are milliseconds (nanoseconds divided down), as VictoriaMetrics
 /// stores them. A resent batch stores the same samples again: run VictoriaMetrics with
 /// `-dedup.minScrapeInterval=1ms` so that identical (series, timestamp) samples collapse.
@@ -17,6 +18,7 @@ struct VictoriaMetricsSink: ForwardingSink {
     let endpoint: String
     let headers: [SinkConfiguration.HeaderField]
     let timeout: Duration
+    let compression: SinkCompression
     let client: HTTPClient
 
     init(_ configuration: SinkConfiguration, client: HTTPClient) {
@@ -25,6 +27,7 @@ struct VictoriaMetricsSink: ForwardingSink {
         self.endpoint = base + "/api/v1/import"
         self.headers = configuration.headers
         self.timeout = configuration.timeout
+        self.compression = configuration.compression
         self.client = client
     }
 
@@ -36,7 +39,8 @@ struct VictoriaMetricsSink: ForwardingSink {
             Self.appendSample(metric, entry: entry, names: &names, to: &bytes)
         }
         guard !bytes.isEmpty else { return }
-        _ = try await SinkHTTP.post(client, url: endpoint, headers: headers, body: ByteBuffer(bytes: bytes), timeout: timeout)
+        _ = try await SinkHTTP.post(client, url: endpoint, headers: headers, body: ByteBuffer(bytes: bytes), timeout: timeout,
+            compression: compression)
     }
 
     /// `{"metric":{"__name__":…,"agent":…,"source":…,<tags>},"values":[v],"timestamps":[ms]}\n`

@@ -40,12 +40,19 @@ extension Collector {
         let tasks = running.map { forwarder in Task { await forwarder.run() } }
         let retention = Task {
             while !Task.isCancelled {
-                try? await NIOThreadPool.singleton.runIfActive {
+                // Read before the sweep: a change during it makes the wait below return at once.
+                let seen = log.retentionChanges.value
+                let ageOut = try? await NIOThreadPool.singleton.runIfActive {
                     LogRetention.sweep(
                         log: log, settings: settings, forwarders: running, now: WallClock.nowNanoseconds() / 1_000_000_000,
                         logger: logger)
                 }
-                try? await Task.sleep(for: LogRetention.interval)
+                if let ageOut = ageOut ?? nil {
+                    // One second past the limit: file times have whole seconds.
+                    await log.retentionChanges.wait(until: seen + 1, deadline: .now + .seconds(ageOut + 1))
+                } else {
+                    await log.retentionChanges.wait(until: seen + 1)
+                }
             }
         }
         do {
@@ -63,9 +70,4 @@ extension Collector {
         for forwarder in forwarders { await forwarder.sink.shutdown() }
         try? await client.shutdown()
     }
-}
-
-extension LogRetention {
-    /// How often retention looks at the log.
-    static let interval: Duration = .milliseconds(250)
 }

@@ -19,8 +19,6 @@ final class Forwarder: Sendable {
     let logger: Logger
     /// The cursor as last persisted; retention reads it.
     private let persisted: Atomic<Int64>
-    /// How often an idle forwarder looks for new records.
-    static let pollInterval: Duration = .milliseconds(20)
 
     init(
         configuration: SinkConfiguration, sink: any ForwardingSink, log: CollectorLog, cursorDirectory: String,
@@ -46,28 +44,21 @@ final class Forwarder: Sendable {
 
     /// Forwards until the task is cancelled. A batch in flight at cancellation is not acknowledged: it is sent
     /// again by the next run.
+    ///
+    /// Between batches it sleeps until the log's committed end moves (`CollectorLog.committed`): a batch leaves
+    /// when `batchMaxBytes` are waiting or when its first record has waited `batchLinger`, whichever comes first.
     func run() async {
         await prepare()
         var cursor = self.cursor
-        var waitingSince: ContinuousClock.Instant?
         while !Task.isCancelled {
-            let available = log.committedEnd - cursor
-            if available <= 0 {
-                waitingSince = nil
-                try? await Task.sleep(for: Forwarder.pollInterval)
-                continue
+            // Wait for a first record, then for a full batch or the linger, whichever comes first.
+            await log.committed.wait(until: cursor + 1)
+            if Task.isCancelled { break }
+            let full = cursor + Int64(configuration.batchMaxBytes)
+            if (log.committedEnd < full) && configuration.batchLinger > .zero {
+                await log.committed.wait(until: full, deadline: .now + configuration.batchLinger)
+                if Task.isCancelled { break }
             }
-            if available < Int64(configuration.batchMaxBytes) {
-                let now = ContinuousClock.now
-                let since = waitingSince ?? now
-                waitingSince = since
-                let waited = now - since
-                if waited < configuration.batchLinger {
-                    try? await Task.sleep(for: min(Forwarder.pollInterval, configuration.batchLinger - waited))
-                    continue
-                }
-            }
-            waitingSince = nil
             let chunk: LogReader.Chunk
             do {
                 let log = self.log
@@ -84,8 +75,12 @@ final class Forwarder: Sendable {
                 cursor = chunk.start
             }
             if chunk.lines.readableBytes == 0 {
-                if chunk.end > cursor { cursor = chunk.end }
-                try? await Task.sleep(for: Forwarder.pollInterval)
+                if chunk.end > cursor {
+                    cursor = chunk.end  // the cursor sat at a deleted segment's end: move on
+                } else {
+                    // Nothing whole past the cursor yet: wait for the next write rather than read again at once.
+                    await log.committed.wait(until: log.committedEnd + 1)
+                }
                 continue
             }
             guard await deliver(chunk.lines) else { return }
@@ -191,5 +186,6 @@ final class Forwarder: Sendable {
         }
         persisted.store(cursor, ordering: .releasing)
         statistics.update { $0.cursor = cursor }
+        log.retentionChanges.bump()
     }
 }

@@ -34,7 +34,10 @@ final class CollectorLog: AppendLog {
     private let active: Mutex<Active>
     /// Closed and active segments, oldest first; shared with forwarders and retention.
     private let segmentList: Mutex<[Segment]>
-    private let end: Atomic<Int64>
+    /// The committed end; forwarders wait on it for new records.
+    let committed: ProgressSignal
+    /// Counts what retention looks at: a segment closed here, a forwarder's cursor persisted (`Forwarder`).
+    let retentionChanges = ProgressSignal()
 
     private init(directory: String, segments: [Segment], active: JSONLSink, fsync: Bool, segmentBytes: Int64, segmentAge: Duration) {
         self.directory = directory
@@ -42,13 +45,13 @@ final class CollectorLog: AppendLog {
         self.segmentBytes = segmentBytes
         self.segmentAge = segmentAge
         let base = segments.last!.base
-        self.end = Atomic(base + active.size)
+        self.committed = ProgressSignal(base + active.size)
         self.active = Mutex(Active(sink: active, base: base, opened: .now))
         self.segmentList = Mutex(segments)
     }
 
     /// The offset just past the last whole write: everything before it may be read.
-    var committedEnd: Int64 { end.load(ordering: .acquiring) }
+    var committedEnd: Int64 { committed.value }
 
     /// The log's end offset (the marks ledger's size column).
     var size: Int64 { committedEnd }
@@ -75,9 +78,10 @@ final class CollectorLog: AppendLog {
                 if fsync { FileIO.syncDirectory(directory) }
                 active = Active(sink: JSONLSink(path: path, descriptor: descriptor, size: 0, fsync: fsync), base: base, opened: .now)
                 segmentList.withLock { $0.append(Segment(base: base, path: path)) }
+                retentionChanges.bump()
             }
             try active.sink.write(batches)
-            end.store(active.base + active.sink.size, ordering: .releasing)
+            committed.advance(to: active.base + active.sink.size)
         }
     }
 

@@ -8,13 +8,17 @@ import UplinkCore
 ///   `retentionAge`, the oldest segments go even if a sink has not forwarded them: the records are lost for that
 ///   sink, which is logged at error level and counted in its `SinkStatistics.recordsLost`.
 ///
-/// Runs on the storage pool's caller (a thread pool), every `interval`.
+/// Runs on a thread pool whenever `CollectorLog.retentionChanges` moves (a segment closed, a cursor persisted) and
+/// when the oldest closed segment reaches `retentionAge`.
 enum LogRetention {
+    /// Deletes what may go; returns how many seconds from `now` the oldest closed segment it kept reaches the age
+    /// limit (nil when no closed segment is left).
+    @discardableResult
     static func sweep(
         log: CollectorLog, settings: CollectorLogSettings, forwarders: [Forwarder], now: Int64, logger: Logger
-    ) {
+    ) -> Int64? {
         let segments = log.segments
-        guard segments.count > 1 else { return }
+        guard segments.count > 1 else { return nil }
         var total = log.committedEnd - segments[0].base
         for index in 0..<(segments.count - 1) {
             let segment = segments[index]
@@ -23,7 +27,9 @@ enum LogRetention {
             let modified = FileIO.status(segment.path)?.modified ?? now
             let tooBig = total > settings.retentionBytes
             let tooOld = now - modified >= Int64(settings.retentionAge.seconds)
-            guard behind.isEmpty || tooBig || tooOld else { return }
+            guard behind.isEmpty || tooBig || tooOld else {
+                return max(0, Int64(settings.retentionAge.seconds) - (now - modified))
+            }
             if !behind.isEmpty {
                 for forwarder in behind {
                     let lost = LogReader.countLines(segment, from: max(forwarder.cursor, segment.base), to: end)
@@ -40,5 +46,6 @@ enum LogRetention {
             FileIO.removeFile(segment.path)
             total -= end - segment.base
         }
+        return nil
     }
 }

@@ -1,3 +1,5 @@
+import UplinkCollector
+
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -52,4 +54,29 @@ func percentile(_ sorted: [Double], _ p: Double) -> Double {
     guard !sorted.isEmpty else { return .nan }
     let index = min(sorted.count - 1, max(0, Int((p / 100 * Double(sorted.count)).rounded(.up)) - 1))
     return sorted[index]
+}
+
+/// A new directory under /tmp for one benchmark run.
+func temporaryDirectory(prefix: String = "uplink-bench") throws -> String {
+    var template = Array("/tmp/\(prefix)-XXXXXX".utf8CString)
+    guard let directory = mkdtemp(&template) else { throw CollectorError(code: "bench", message: "mkdtemp failed") }
+    return String(cString: directory)
+}
+
+/// Removes `path` and everything below it (files and directories; symbolic links are removed, not followed).
+func removeTree(_ path: String) {
+    if let handle = opendir(path) {
+        var names: [String] = []
+        while let entry = readdir(handle) {
+            let name = withUnsafeBytes(of: entry.pointee.d_name) { String(decoding: $0.prefix { $0 != 0 }, as: UTF8.self) }
+            if name != "." && name != ".." { names.append(name) }
+        }
+        closedir(handle)
+        for name in names {
+            let child = path + "/" + name
+            var status = stat()
+            if lstat(child, &status) == 0 && (status.st_mode & S_IFMT) == S_IFDIR { removeTree(child) } else { unlink(child) }
+        }
+    }
+    rmdir(path)
 }

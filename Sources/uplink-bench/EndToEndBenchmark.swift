@@ -120,17 +120,6 @@ enum EndToEndBenchmark {
             ]
         )
     }
-
-    private static func temporaryDirectory() throws -> String {
-        var template = Array("/tmp/uplink-bench-XXXXXX".utf8CString)
-        guard let directory = mkdtemp(&template) else { throw CollectorError(code: "bench", message: "mkdtemp failed") }
-        return String(cString: directory)
-    }
-
-    private static func removeTree(_ path: String) {
-        for name in ["records.jsonl", "marks.log", "rejects.jsonl", "marks.log.tmp"] { unlink(path + "/" + name) }
-        rmdir(path)
-    }
 }
 
 /// Reads the "lat <append ns>" messages the collector prints and records how long each took to arrive.

@@ -20,7 +20,7 @@ enum PersistBenchmark {
     static func throughput(
         records: Int, recordBytes: Int, mode: PersistentBufferSettings.Mode?, logger: Logger
     ) async throws -> BenchmarkResult {
-        let directory = try temporaryDirectory()
+        let directory = try temporaryDirectory(prefix: "uplink-bench-persist")
         defer { removeTree(directory) }
         let background = try await startCollector(directory + "/collector", logger: logger)
         var configuration = AgentConfiguration(
@@ -84,7 +84,7 @@ enum PersistBenchmark {
     /// written then); then starts a collector and an agent on the same directory and times the recovery (opening,
     /// which scans every segment) and the delivery of the whole backlog.
     static func recovery(backlogBytes: Int, recordBytes: Int, logger: Logger) async throws -> BenchmarkResult {
-        let directory = try temporaryDirectory()
+        let directory = try temporaryDirectory(prefix: "uplink-bench-persist")
         defer { removeTree(directory) }
         let settings = PersistentBufferSettings(directory: directory + "/buffer", maxBytes: 1 << 30, mode: .spill)
         let frame = Self.frame(recordBytes: recordBytes)
@@ -159,29 +159,5 @@ enum PersistBenchmark {
             return Int(line.split(separator: " ").last ?? "") ?? 0
         }
         return 0
-    }
-
-    private static func temporaryDirectory() throws -> String {
-        var template = Array("/tmp/uplink-bench-persist-XXXXXX".utf8CString)
-        guard let directory = mkdtemp(&template) else { throw CollectorError(code: "bench", message: "mkdtemp failed") }
-        return String(cString: directory)
-    }
-
-    /// Removes the directory and the files of its subdirectories (one level deep, as made here).
-    private static func removeTree(_ path: String) {
-        for subdirectory in ["", "/buffer", "/collector"] {
-            let directory = path + subdirectory
-            guard let handle = opendir(directory) else { continue }
-            var names: [String] = []
-            while let entry = readdir(handle) {
-                let name = withUnsafeBytes(of: entry.pointee.d_name) { String(decoding: $0.prefix { $0 != 0 }, as: UTF8.self) }
-                if name != "." && name != ".." { names.append(name) }
-            }
-            closedir(handle)
-            for name in names { unlink(directory + "/" + name) }
-        }
-        rmdir(path + "/buffer")
-        rmdir(path + "/collector")
-        rmdir(path)
     }
 }

@@ -1,12 +1,13 @@
 import Logging
+import UplinkCollector
 import UplinkCore
 
 #if canImport(Glibc)
 import Glibc
 #endif
 
-// `swift run -c release uplink-bench [ring|e2e|tls|persist|ingest|latency|tail|idle|encode]...`: runs the named benchmarks (all but
-// `encode` by default) and prints their numbers. Agent and collector share this process, so CPU time covers both sides.
+// `swift run -c release uplink-bench [ring|e2e|tls|persist|ingest|latency|tail|idle|encode|sinks]...`: runs the named benchmarks
+// (all but `encode`, `tls`, `persist` and `sinks` by default) and prints their numbers. Agent and collector share this process, so CPU time covers both sides.
 let requested = Set(CommandLine.arguments.dropFirst())
 func wanted(_ name: String) -> Bool { requested.isEmpty || requested.contains(name) }
 
@@ -72,4 +73,26 @@ if wanted("tail") {
 }
 if wanted("idle") {
     for result in try await IdleBenchmark.run(seconds: 60, logger: logger) { result.print() }
+}
+// The collector's sinks against real stores (not in the default set): deploy/bench-sinks.sh starts VictoriaMetrics and
+// ClickHouse on loopback and passes their URLs. Forwarding throughput and CPU per million records (collector side), then
+// the lag from append to queryable at 1,000 records/s with batch_linger 100 ms and 1 s.
+if requested.contains("sinks") {
+    func environment(_ name: String) -> String? { getenv(name).map { String(cString: $0) } }
+    let records = Int(environment("UPLINK_BENCH_SINK_RECORDS") ?? "") ?? 500_000
+    let seconds = Int(environment("UPLINK_BENCH_LAG_SECONDS") ?? "") ?? 20
+    var stores: [SinksBenchmark.Store] = []
+    if let url = environment("UPLINK_BENCH_VM_URL") { stores.append(.init(kind: .victoriametrics, url: url, password: nil)) }
+    if let url = environment("UPLINK_BENCH_CLICKHOUSE_URL") {
+        stores.append(.init(kind: .clickhouse, url: url, password: environment("UPLINK_BENCH_CLICKHOUSE_PASSWORD")))
+    }
+    if stores.isEmpty { print("sinks: set UPLINK_BENCH_VM_URL and/or UPLINK_BENCH_CLICKHOUSE_URL (deploy/bench-sinks.sh does)") }
+    for store in stores {
+        for compression in [SinkCompression.none, .gzip] {
+            try await SinksBenchmark.throughput(store: store, records: records, compression: compression, logger: logger).print()
+        }
+        for linger in [Duration.milliseconds(100), .seconds(1)] {
+            try await SinksBenchmark.lag(store: store, rate: 1000, seconds: seconds, linger: linger, logger: logger).print()
+        }
+    }
 }

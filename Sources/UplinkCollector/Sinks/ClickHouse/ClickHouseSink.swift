@@ -110,8 +110,9 @@ struct ClickHouseSink: ForwardingSink {
 }
 
 /// Base64 (RFC 4648, with padding), for HTTP basic authentication.
-enum Base64 {
-    static func encode(_ bytes: [UInt8]) -> String {
+public enum Base64 {
+    /// `bytes` in Base64 with padding.
+    public static func encode(_ bytes: [UInt8]) -> String {
         let alphabet = Array("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/".utf8)
         var output: [UInt8] = []
         var index = 0

@@ -8,7 +8,7 @@ import UplinkTestSupport
 import UplinkWire
 
 /// The collector's connection hygiene over real loopback sockets: deadlines, the stream limit, heartbeat answers.
-@Suite("Collector limits", .serialized, .timeLimit(.minutes(3)))
+@Suite("Collector limits", .serialized, .timeLimit(.minutes(6)))
 struct CollectorLimitsTests {
     static let streamHead = Array(
         ("POST /v1/stream HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/x-ndjson\r\n"
@@ -16,64 +16,68 @@ struct CollectorLimitsTests {
 
     @Test("Slowloris: no bytes, half a head, a head without a body are all closed by the deadlines; /healthz answers")
     func slowConnectionsAreClosed() async throws {
-        try await withTemporaryDirectory { directory in
-            var configuration = testConfiguration(directory)
-            // Long enough that a busy machine still sends the complete head in time, short enough to keep the test quick.
-            configuration.requestHeadTimeout = .seconds(2)
-            configuration.streamIdleTimeout = .seconds(3)
-            let log = LogCapture()
-            try await withEdgeCollector(configuration, log: log) { collector, port in
-                let silent = try await LoopbackTestClient.connect(port: port)
-                let halfHead = try await LoopbackTestClient.connect(port: port)
-                try await halfHead.sendAndWait(Array("POST /v1/stream HTTP/1.1\r\nHost: 127.0.0.1\r\nUplink-Ag".utf8))
-                let noBody = try await LoopbackTestClient.connect(port: port)
-                try await noBody.sendAndWait(Self.streamHead)
-                try await withClient { client in
-                    #expect(await healthzAnswers(client, port: port))
+        try await CPUGate.exclusive {
+            try await withTemporaryDirectory { directory in
+                var configuration = testConfiguration(directory)
+                // Long enough that a busy machine still sends the complete head in time, short enough to keep the test quick.
+                configuration.requestHeadTimeout = .seconds(2)
+                configuration.streamIdleTimeout = .seconds(3)
+                let log = LogCapture()
+                try await withEdgeCollector(configuration, log: log) { collector, port in
+                    let silent = try await LoopbackTestClient.connect(port: port)
+                    let halfHead = try await LoopbackTestClient.connect(port: port)
+                    try await halfHead.sendAndWait(Array("POST /v1/stream HTTP/1.1\r\nHost: 127.0.0.1\r\nUplink-Ag".utf8))
+                    let noBody = try await LoopbackTestClient.connect(port: port)
+                    try await noBody.sendAndWait(Self.streamHead)
+                    try await withClient { client in
+                        #expect(await healthzAnswers(client, port: port))
+                    }
+                    for (name, connection) in [("silent", silent), ("half head", halfHead), ("head without body", noBody)] {
+                        let closed = await eventually { connection.termination != nil }
+                        #expect(closed, "\(name) stays open")
+                    }
+                    // The one with a complete head got its answer and resume line before it was cut.
+                    #expect(String(decoding: noBody.received, as: UTF8.self).hasPrefix("HTTP/1.1 200"))
+                    #expect(String(decoding: noBody.received, as: UTF8.self).contains(#"{"resume":0}"#))
+                    #expect(silent.receivedCount == 0)
+                    let edge = collector.edgeStatistics()
+                    #expect(edge.headTimeouts == 2)
+                    #expect(edge.idleTimeouts == 1)
+                    #expect(!log.entries(containing: "sent no complete request head in time").isEmpty)
+                    #expect(!log.entries(containing: "brought nothing for the idle timeout").isEmpty)
+                    #expect(await eventually { collector.statistics().activeStreams == 0 })
+                    try await withClient { client in
+                        #expect(await healthzAnswers(client, port: port))
+                    }
+                    for connection in [silent, halfHead, noBody] { await connection.close() }
                 }
-                for (name, connection) in [("silent", silent), ("half head", halfHead), ("head without body", noBody)] {
-                    let closed = await eventually { connection.termination != nil }
-                    #expect(closed, "\(name) stays open")
-                }
-                // The one with a complete head got its answer and resume line before it was cut.
-                #expect(String(decoding: noBody.received, as: UTF8.self).hasPrefix("HTTP/1.1 200"))
-                #expect(String(decoding: noBody.received, as: UTF8.self).contains(#"{"resume":0}"#))
-                #expect(silent.receivedCount == 0)
-                let edge = collector.edgeStatistics()
-                #expect(edge.headTimeouts == 2)
-                #expect(edge.idleTimeouts == 1)
-                #expect(!log.entries(containing: "sent no complete request head in time").isEmpty)
-                #expect(!log.entries(containing: "brought nothing for the idle timeout").isEmpty)
-                #expect(await eventually { collector.statistics().activeStreams == 0 })
-                try await withClient { client in
-                    #expect(await healthzAnswers(client, port: port))
-                }
-                for connection in [silent, halfHead, noBody] { await connection.close() }
             }
         }
     }
 
     @Test("A stream kept busy only by heartbeats outlives several idle timeouts; silence then ends it")
     func heartbeatsKeepAStreamAlive() async throws {
-        try await withTemporaryDirectory { directory in
-            var configuration = testConfiguration(directory)
-            configuration.streamIdleTimeout = .seconds(2)
-            try await withEdgeCollector(configuration, log: LogCapture()) { collector, port in
-                let agent = try await LoopbackTestClient.connect(port: port)
-                try await agent.sendAndWait(Self.streamHead)
-                // 40 heartbeats 100 ms apart: about 4 s, twice the idle timeout, with a 20-fold margin per gap.
-                for _ in 0..<40 {
-                    try await agent.sendAndWait(Self.chunk(#"{"heartbeat":1763704833000000000}"# + "\n"))
-                    try await Task.sleep(for: .milliseconds(100))
+        try await CPUGate.exclusive {
+            try await withTemporaryDirectory { directory in
+                var configuration = testConfiguration(directory)
+                configuration.streamIdleTimeout = .seconds(2)
+                try await withEdgeCollector(configuration, log: LogCapture()) { collector, port in
+                    let agent = try await LoopbackTestClient.connect(port: port)
+                    try await agent.sendAndWait(Self.streamHead)
+                    // 40 heartbeats 100 ms apart: about 4 s, twice the idle timeout, with a 20-fold margin per gap.
+                    for _ in 0..<40 {
+                        try await agent.sendAndWait(Self.chunk(#"{"heartbeat":1763704833000000000}"# + "\n"))
+                        try await Task.sleep(for: .milliseconds(100))
+                    }
+                    #expect(agent.termination == nil)
+                    #expect(collector.edgeStatistics().idleTimeouts == 0)
+                    #expect(collector.statistics().heartbeats == 40)
+                    let answers = String(decoding: agent.received, as: UTF8.self).components(separatedBy: #"{"heartbeat":"#).count - 1
+                    #expect(answers >= 1 && answers <= 40)
+                    #expect(await eventually { agent.termination != nil })
+                    #expect(collector.edgeStatistics().idleTimeouts == 1)
+                    await agent.close()
                 }
-                #expect(agent.termination == nil)
-                #expect(collector.edgeStatistics().idleTimeouts == 0)
-                #expect(collector.statistics().heartbeats == 40)
-                let answers = String(decoding: agent.received, as: UTF8.self).components(separatedBy: #"{"heartbeat":"#).count - 1
-                #expect(answers >= 1 && answers <= 40)
-                #expect(await eventually { agent.termination != nil })
-                #expect(collector.edgeStatistics().idleTimeouts == 1)
-                await agent.close()
             }
         }
     }

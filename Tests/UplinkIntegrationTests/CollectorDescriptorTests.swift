@@ -6,7 +6,7 @@ import UplinkCore
 import UplinkTestSupport
 
 /// `uplink collector` as a child process with a low descriptor limit, flooded with connections.
-@Suite("Collector out of file descriptors", .serialized, .timeLimit(.minutes(3)))
+@Suite("Collector out of file descriptors", .serialized, .timeLimit(.minutes(6)))
 struct CollectorDescriptorTests {
     /// CPU seconds (user + system) `pid` used so far, from /proc/<pid>/stat.
     static func cpuSeconds(_ pid: Int32) throws -> Double {
@@ -19,40 +19,42 @@ struct CollectorDescriptorTests {
 
     @Test("Past RLIMIT_NOFILE the collector backs off instead of spinning, says so, and serves again after the flood")
     func emfileBacksOff() async throws {
-        let directory = try Harness.temporaryDirectory("emfile")
-        let port = try FreePort.pick()
-        let config = directory + "/collector.yaml"
-        try """
-            collector:
-              listen: 127.0.0.1:\(port)
-              data_dir: \(directory)/data
-              stdout: false
-              request_head_timeout: 60s
-            """.write(toFile: config, atomically: true, encoding: .utf8)
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/bin/sh")
-        // ulimit -n sets the soft and the hard limit, so the collector cannot raise it at start.
-        process.arguments = ["-c", #"ulimit -n 40 && exec "$0" "$@""#, try UplinkBinary.path(), "collector", "--config", config]
-        let errors = Pipe()
-        process.standardOutput = FileHandle.nullDevice
-        process.standardError = errors
-        let log = OutputCollector(errors.fileHandleForReading)
-        try process.run()
-        defer {
-            if process.isRunning { process.terminate() }
-            process.waitUntilExit()
-        }
+        try await CPUGate.exclusive {
+            let directory = try Harness.temporaryDirectory("emfile")
+            let port = try FreePort.pick()
+            let config = directory + "/collector.yaml"
+            try """
+                collector:
+                  listen: 127.0.0.1:\(port)
+                  data_dir: \(directory)/data
+                  stdout: false
+                  request_head_timeout: 60s
+                """.write(toFile: config, atomically: true, encoding: .utf8)
+            let process = Process()
+            process.executableURL = URL(fileURLWithPath: "/bin/sh")
+            // ulimit -n sets the soft and the hard limit, so the collector cannot raise it at start.
+            process.arguments = ["-c", #"ulimit -n 40 && exec "$0" "$@""#, try UplinkBinary.path(), "collector", "--config", config]
+            let errors = Pipe()
+            process.standardOutput = FileHandle.nullDevice
+            process.standardError = errors
+            let log = OutputCollector(errors.fileHandleForReading)
+            try process.run()
+            defer {
+                if process.isRunning { process.terminate() }
+                process.waitUntilExit()
+            }
 
-        var client = HTTPClient.Configuration()
-        client.timeout = .init(connect: .seconds(2), read: .seconds(2))
-        let http = HTTPClient(eventLoopGroupProvider: .singleton, configuration: client)
-        do {
-            try await flood(port: port, http: http, process: process, log: log)
-        } catch {
-            try? await http.shutdown()
-            throw error
+            var client = HTTPClient.Configuration()
+            client.timeout = .init(connect: .seconds(2), read: .seconds(2))
+            let http = HTTPClient(eventLoopGroupProvider: .singleton, configuration: client)
+            do {
+                try await flood(port: port, http: http, process: process, log: log)
+            } catch {
+                try? await http.shutdown()
+                throw error
+            }
+            try await http.shutdown()
         }
-        try await http.shutdown()
     }
 
     private func flood(port: Int, http: HTTPClient, process: Process, log: OutputCollector) async throws {

@@ -1,53 +1,56 @@
 import Foundation
 import Testing
+import UplinkTestSupport
 import UplinkAgent
 import UplinkCore
 
-@Suite("Collector killed and restarted", .serialized, .timeLimit(.minutes(5)))
+@Suite("Collector killed and restarted", .serialized, .timeLimit(.minutes(6)))
 struct CollectorRestartTests {
     @Test("SIGKILL and restart 20 times while an agent streams 5,000 records/s: every record stored exactly once")
     func killAndRestartTwentyTimes() async throws {
-        let binary = try UplinkBinary.path()
-        let dataDirectory = try Harness.temporaryDirectory("restarts")
-        let port = try FreePort.pick()
-        var collector = try CollectorProcess(binary: binary, port: port, dataDirectory: dataDirectory)
-        try await collector.waitUntilHealthy()
-
-        let total = 60_000
-        let agent = RunningAgent(
-            url: "http://127.0.0.1:\(port)", sources: [.generator(rate: 5_000, count: total)], bufferBytes: 32 << 20
-        )
-        var streamsBeforeKill = 0
-        for round in 0..<20 {
-            // Let some records through on the fresh collector before the next kill: first a stream to it (acks of
-            // the killed one may still be on their way in the agent under load, so acks alone prove nothing), then
-            // acknowledged progress on that stream.
-            let connected = await Harness.eventually(timeout: .seconds(20)) {
-                agent.uplink.statistics().streamsOpened > streamsBeforeKill
-            }
-            #expect(connected, "round \(round): no stream to the restarted collector")
-            let acknowledgedBefore = agent.ring.statistics().acknowledged
-            let progressed = await Harness.eventually(timeout: .seconds(20)) {
-                agent.ring.statistics().acknowledged > acknowledgedBefore + 200
-            }
-            #expect(progressed, "round \(round): no progress after restart")
-            streamsBeforeKill = agent.uplink.statistics().streamsOpened
-            collector.kill()
-            collector = try CollectorProcess(binary: binary, port: port, dataDirectory: dataDirectory)
+        try await CPUGate.exclusive {
+            let binary = try UplinkBinary.path()
+            let dataDirectory = try Harness.temporaryDirectory("restarts")
+            let port = try FreePort.pick()
+            var collector = try CollectorProcess(binary: binary, port: port, dataDirectory: dataDirectory)
             try await collector.waitUntilHealthy()
-        }
-        #expect(await agent.waitUntilAllAcknowledged(records: total, timeout: .seconds(120)))
-        try await agent.stop()
-        collector.terminate()
 
-        let stored = try Harness.storedRecords(in: dataDirectory)
-        let counters = stored.compactMap { Harness.generatorCounter($0.record) }
-        #expect(stored.count == total, "stored \(stored.count) of \(total)")
-        #expect(Set(stored.map(\.sequence)).count == stored.count, "duplicates stored")
-        #expect(Harness.exactlyOnceProblem(counters, total: total) == nil)
-        #expect(agent.ring.statistics().sources.allSatisfy { $0.droppedOldest == 0 && $0.droppedNewest == 0 })
-        // Every restart needs a new stream before records can be acknowledged again: one per collector process.
-        #expect(agent.uplink.statistics().streamsOpened >= 21)
+            let total = 60_000
+            let agent = RunningAgent(
+                url: "http://127.0.0.1:\(port)", sources: [.generator(rate: 5_000, count: total)], bufferBytes: 32 << 20
+            )
+            var streamsBeforeKill = 0
+            for round in 0..<20 {
+                // Let some records through on the fresh collector before the next kill: first a stream to it (acks of
+                // the killed one may still be on their way in the agent under load, so acks alone prove nothing), then
+                // acknowledged progress on that stream.
+                let connected = await Harness.eventually(timeout: .seconds(20)) {
+                    agent.uplink.statistics().streamsOpened > streamsBeforeKill
+                }
+                #expect(connected, "round \(round): no stream to the restarted collector")
+                let acknowledgedBefore = agent.ring.statistics().acknowledged
+                let progressed = await Harness.eventually(timeout: .seconds(20)) {
+                    agent.ring.statistics().acknowledged > acknowledgedBefore + 200
+                }
+                #expect(progressed, "round \(round): no progress after restart")
+                streamsBeforeKill = agent.uplink.statistics().streamsOpened
+                collector.kill()
+                collector = try CollectorProcess(binary: binary, port: port, dataDirectory: dataDirectory)
+                try await collector.waitUntilHealthy()
+            }
+            #expect(await agent.waitUntilAllAcknowledged(records: total, timeout: .seconds(120)))
+            try await agent.stop()
+            collector.terminate()
+
+            let stored = try Harness.storedRecords(in: dataDirectory)
+            let counters = stored.compactMap { Harness.generatorCounter($0.record) }
+            #expect(stored.count == total, "stored \(stored.count) of \(total)")
+            #expect(Set(stored.map(\.sequence)).count == stored.count, "duplicates stored")
+            #expect(Harness.exactlyOnceProblem(counters, total: total) == nil)
+            #expect(agent.ring.statistics().sources.allSatisfy { $0.droppedOldest == 0 && $0.droppedNewest == 0 })
+            // Every restart needs a new stream before records can be acknowledged again: one per collector process.
+            #expect(agent.uplink.statistics().streamsOpened >= 21)
+        }
     }
 }
 

@@ -9,7 +9,7 @@ import UplinkTransport
 
 /// A real agent (generator source, ring, uplink whose `uplink.tls` trusts a private CA) streaming to an
 /// in-process collector with TLS, over loopback.
-@Suite("Agent to collector over TLS and HTTP/2", .serialized, .timeLimit(.minutes(4)))
+@Suite("Agent to collector over TLS and HTTP/2", .serialized, .timeLimit(.minutes(6)))
 struct CollectorTLSEndToEndTests {
     struct PKI {
         let directory: String
@@ -102,39 +102,43 @@ struct CollectorTLSEndToEndTests {
 
     @Test("An idle HTTP/2 stream kept alive only by heartbeats, for several times the collector's idle timeout")
     func heartbeatsKeepIdleHTTP2StreamAlive() async throws {
-        let pki = try PKI("tls-idle")
-        // Twenty heartbeats per idle timeout: room for a busy machine that delays a few.
-        let collector = try await pki.collector(streamIdleTimeout: .seconds(3))
-        let agent = TLSAgent(port: collector.port, tls: pki.agentTLS, sources: [.generator(rate: 1_000, count: 10)]) {
-            $0.heartbeatInterval = .milliseconds(150)
+        try await CPUGate.exclusive {
+            let pki = try PKI("tls-idle")
+            // Twenty heartbeats per idle timeout: room for a busy machine that delays a few.
+            let collector = try await pki.collector(streamIdleTimeout: .seconds(3))
+            let agent = TLSAgent(port: collector.port, tls: pki.agentTLS, sources: [.generator(rate: 1_000, count: 10)]) {
+                $0.heartbeatInterval = .milliseconds(150)
+            }
+            let ring = agent.agent.ring
+            #expect(await Harness.eventually(timeout: .seconds(30)) { ring.statistics().acknowledged >= 10 })
+            // 80 heartbeats at 150 ms: about 12 s of a stream that carries nothing else, four idle timeouts.
+            let heartbeats = await Harness.eventually(timeout: .seconds(90)) { collector.collector.statistics().heartbeats >= 80 }
+            #expect(heartbeats)
+            let uplink = agent.agent.uplink.statistics()
+            #expect(uplink.streamsOpened == 1, "the stream was cut: \(String(describing: uplink.lastFailure))")
+            #expect(uplink.failures == 0)
+            #expect(collector.collector.edgeStatistics().idleTimeouts == 0)
+            #expect(collector.collector.openStreams().first?.httpVersion == "HTTP/2")
+            try await agent.stop()
+            try await collector.stop()
         }
-        let ring = agent.agent.ring
-        #expect(await Harness.eventually(timeout: .seconds(30)) { ring.statistics().acknowledged >= 10 })
-        // 80 heartbeats at 150 ms: about 12 s of a stream that carries nothing else, four idle timeouts.
-        let heartbeats = await Harness.eventually(timeout: .seconds(90)) { collector.collector.statistics().heartbeats >= 80 }
-        #expect(heartbeats)
-        let uplink = agent.agent.uplink.statistics()
-        #expect(uplink.streamsOpened == 1, "the stream was cut: \(String(describing: uplink.lastFailure))")
-        #expect(uplink.failures == 0)
-        #expect(collector.collector.edgeStatistics().idleTimeouts == 0)
-        #expect(collector.collector.openStreams().first?.httpVersion == "HTTP/2")
-        try await agent.stop()
-        try await collector.stop()
     }
 
     @Test("Control: without heartbeats the same idle HTTP/2 stream is cut by the idle timeout, and the agent reconnects")
     func withoutHeartbeatsTheStreamIsCut() async throws {
-        let pki = try PKI("tls-idle-cut")
-        let collector = try await pki.collector(streamIdleTimeout: .milliseconds(500))
-        let agent = TLSAgent(port: collector.port, tls: pki.agentTLS, sources: [.generator(rate: 1_000, count: 10)]) {
-            $0.heartbeatInterval = .seconds(600)
-            $0.stallTimeout = .seconds(600)
+        try await CPUGate.exclusive {
+            let pki = try PKI("tls-idle-cut")
+            let collector = try await pki.collector(streamIdleTimeout: .milliseconds(500))
+            let agent = TLSAgent(port: collector.port, tls: pki.agentTLS, sources: [.generator(rate: 1_000, count: 10)]) {
+                $0.heartbeatInterval = .seconds(600)
+                $0.stallTimeout = .seconds(600)
+            }
+            let cut = await Harness.eventually(timeout: .seconds(60)) {
+                collector.collector.edgeStatistics().idleTimeouts >= 1 && agent.agent.uplink.statistics().streamsOpened >= 2
+            }
+            #expect(cut)
+            try await agent.stop()
+            try await collector.stop()
         }
-        let cut = await Harness.eventually(timeout: .seconds(60)) {
-            collector.collector.edgeStatistics().idleTimeouts >= 1 && agent.agent.uplink.statistics().streamsOpened >= 2
-        }
-        #expect(cut)
-        try await agent.stop()
-        try await collector.stop()
     }
 }

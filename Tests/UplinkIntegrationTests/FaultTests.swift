@@ -7,54 +7,56 @@ import UplinkTestSupport
 import UplinkTransport
 import UplinkWire
 
-@Suite("Faults between agent and collector", .serialized, .timeLimit(.minutes(3)))
+@Suite("Faults between agent and collector", .serialized, .timeLimit(.minutes(6)))
 struct FaultTests {
     @Test("Resets, cuts and a stall: the uplink reconnects, detects the stall in time, and loses nothing")
     func resetsCutsAndStall() async throws {
-        let collector = try await InProcessCollector(name: "faults")
-        let proxy = FaultProxy(upstreamPort: collector.port)
-        try await proxy.start()
-        let total = 20_000
-        let agent = RunningAgent(
-            url: "http://127.0.0.1:\(proxy.port)", sources: [.generator(rate: 2_000, count: total)]
-        ) { uplink in
-            uplink.stallTimeout = .seconds(1)
+        try await CPUGate.exclusive {
+            let collector = try await InProcessCollector(name: "faults")
+            let proxy = FaultProxy(upstreamPort: collector.port)
+            try await proxy.start()
+            let total = 20_000
+            let agent = RunningAgent(
+                url: "http://127.0.0.1:\(proxy.port)", sources: [.generator(rate: 2_000, count: total)]
+            ) { uplink in
+                uplink.stallTimeout = .seconds(1)
+            }
+            func streamed() -> UInt64 { agent.ring.statistics().acknowledged }
+
+            #expect(await Harness.eventually(timeout: .seconds(20)) { streamed() > 1_000 })
+            proxy.resetAllConnections()
+            #expect(await Harness.eventually(timeout: .seconds(20)) { agent.uplink.statistics().failures >= 1 })
+            let afterReset = streamed()
+            #expect(await Harness.eventually(timeout: .seconds(20)) { streamed() > afterReset + 1_000 })
+
+            proxy.cutAllConnections()
+            #expect(await Harness.eventually(timeout: .seconds(20)) { agent.uplink.statistics().failures >= 2 })
+            let afterCut = streamed()
+            #expect(await Harness.eventually(timeout: .seconds(20)) { streamed() > afterCut + 1_000 })
+
+            // A stall: bytes stop flowing but the connection stays open. Only the stall detector can notice.
+            let failuresBeforeStall = agent.uplink.statistics().failures
+            let stalledAt = ContinuousClock.now
+            proxy.setStalled(true)
+            #expect(await Harness.eventually(timeout: .seconds(20)) { agent.uplink.statistics().failures > failuresBeforeStall })
+            let detectedAfter = ContinuousClock.now - stalledAt
+            let stallFailure = agent.uplink.statistics().lastFailure
+            #expect(stallFailure == .ackStall || stallFailure == .writeStall)
+            // Detected after the timeout (1 s) has run, not before: a stall is not mistaken for a hiccup.
+            #expect(detectedAfter >= .milliseconds(900))
+            proxy.setStalled(false)
+
+            #expect(await agent.waitUntilAllAcknowledged(records: total, timeout: .seconds(60)))
+            try await agent.stop()
+            try await proxy.stop()
+            try await collector.stop()
+
+            let stored = try Harness.storedRecords(in: collector.dataDirectory)
+            #expect(stored.count == total)
+            #expect(Set(stored.map(\.sequence)).count == stored.count, "a sequence number was stored twice")
+            #expect(Harness.exactlyOnceProblem(stored.compactMap { Harness.generatorCounter($0.record) }, total: total) == nil)
+            #expect(agent.ring.statistics().sources.allSatisfy { $0.droppedOldest == 0 && $0.droppedNewest == 0 })
         }
-        func streamed() -> UInt64 { agent.ring.statistics().acknowledged }
-
-        #expect(await Harness.eventually(timeout: .seconds(20)) { streamed() > 1_000 })
-        proxy.resetAllConnections()
-        #expect(await Harness.eventually(timeout: .seconds(20)) { agent.uplink.statistics().failures >= 1 })
-        let afterReset = streamed()
-        #expect(await Harness.eventually(timeout: .seconds(20)) { streamed() > afterReset + 1_000 })
-
-        proxy.cutAllConnections()
-        #expect(await Harness.eventually(timeout: .seconds(20)) { agent.uplink.statistics().failures >= 2 })
-        let afterCut = streamed()
-        #expect(await Harness.eventually(timeout: .seconds(20)) { streamed() > afterCut + 1_000 })
-
-        // A stall: bytes stop flowing but the connection stays open. Only the stall detector can notice.
-        let failuresBeforeStall = agent.uplink.statistics().failures
-        let stalledAt = ContinuousClock.now
-        proxy.setStalled(true)
-        #expect(await Harness.eventually(timeout: .seconds(20)) { agent.uplink.statistics().failures > failuresBeforeStall })
-        let detectedAfter = ContinuousClock.now - stalledAt
-        let stallFailure = agent.uplink.statistics().lastFailure
-        #expect(stallFailure == .ackStall || stallFailure == .writeStall)
-        // Detected after the timeout (1 s) has run, not before: a stall is not mistaken for a hiccup.
-        #expect(detectedAfter >= .milliseconds(900))
-        proxy.setStalled(false)
-
-        #expect(await agent.waitUntilAllAcknowledged(records: total, timeout: .seconds(60)))
-        try await agent.stop()
-        try await proxy.stop()
-        try await collector.stop()
-
-        let stored = try Harness.storedRecords(in: collector.dataDirectory)
-        #expect(stored.count == total)
-        #expect(Set(stored.map(\.sequence)).count == stored.count, "a sequence number was stored twice")
-        #expect(Harness.exactlyOnceProblem(stored.compactMap { Harness.generatorCounter($0.record) }, total: total) == nil)
-        #expect(agent.ring.statistics().sources.allSatisfy { $0.droppedOldest == 0 && $0.droppedNewest == 0 })
     }
 
     @Test("503 answers: attempts follow the backoff schedule drawn from the injected random source")

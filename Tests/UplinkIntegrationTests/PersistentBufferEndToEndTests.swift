@@ -5,7 +5,7 @@ import UplinkTestSupport
 
 /// `buffer.persist` with real `uplink run` processes, a real `uplink collector` process and real files: the same
 /// stream across a SIGTERM restart (`spill`) and across 20 SIGKILLs (`always`), and no disk writes while healthy.
-@Suite("Persistent buffer end to end", .serialized, .timeLimit(.minutes(5)))
+@Suite("Persistent buffer end to end", .serialized, .timeLimit(.minutes(6)))
 struct PersistentBufferEndToEndTests {
     /// An agent process with a configuration file written for it.
     struct AgentProcess {
@@ -139,51 +139,53 @@ struct PersistentBufferEndToEndTests {
 
     @Test("always: 20 SIGKILLs while streaming: every sequence assigned arrives exactly once, one epoch, no gap")
     func alwaysSurvivesTwentyKills() async throws {
-        let binary = try UplinkBinary.path()
-        let directory = try Harness.temporaryDirectory("persist-always")
-        let state = directory + "/state"
-        let port = try FreePort.pick()
-        let dataDirectory = directory + "/collector"
-        let collector = try CollectorProcess(binary: binary, port: port, dataDirectory: dataDirectory)
-        defer { collector.terminate() }
-        try await collector.waitUntilHealthy()
-        var random = SystemRandomNumberGenerator()
-        for run in 0..<20 {
-            let before = Self.storedCount(dataDirectory)
-            let agent = try AgentProcess(
+        try await CPUGate.exclusive {
+            let binary = try UplinkBinary.path()
+            let directory = try Harness.temporaryDirectory("persist-always")
+            let state = directory + "/state"
+            let port = try FreePort.pick()
+            let dataDirectory = directory + "/collector"
+            let collector = try CollectorProcess(binary: binary, port: port, dataDirectory: dataDirectory)
+            defer { collector.terminate() }
+            try await collector.waitUntilHealthy()
+            var random = SystemRandomNumberGenerator()
+            for run in 0..<20 {
+                let before = Self.storedCount(dataDirectory)
+                let agent = try AgentProcess(
+                    binary: binary, directory: directory,
+                    configuration: Self.configuration(
+                        port: port, stateDirectory: state, mode: "always",
+                        sources: "  - { name: run-\(run), type: generator, rate: 4000, record_bytes: 100 }",
+                        extraPersist: "    sync_interval: 100ms"),
+                    logLevel: "error")
+                // Kill at a random moment once this run's records are arriving (some acknowledged, some in flight).
+                let flowing = await Harness.eventually(timeout: .seconds(30)) { Self.storedCount(dataDirectory) > before }
+                #expect(flowing, "run \(run): nothing arrived")
+                try await Task.sleep(for: .milliseconds(Int.random(in: 0...400, using: &random)))
+                agent.child.send(SIGKILL)
+                #expect(agent.child.waitForExit(seconds: 10))
+            }
+            // A last run with nothing to add delivers what the killed ones left, then stops cleanly.
+            let final = try AgentProcess(
                 binary: binary, directory: directory,
                 configuration: Self.configuration(
                     port: port, stateDirectory: state, mode: "always",
-                    sources: "  - { name: run-\(run), type: generator, rate: 4000, record_bytes: 100 }",
-                    extraPersist: "    sync_interval: 100ms"),
-                logLevel: "error")
-            // Kill at a random moment once this run's records are arriving (some acknowledged, some in flight).
-            let flowing = await Harness.eventually(timeout: .seconds(30)) { Self.storedCount(dataDirectory) > before }
-            #expect(flowing, "run \(run): nothing arrived")
-            try await Task.sleep(for: .milliseconds(Int.random(in: 0...400, using: &random)))
-            agent.child.send(SIGKILL)
-            #expect(agent.child.waitForExit(seconds: 10))
-        }
-        // A last run with nothing to add delivers what the killed ones left, then stops cleanly.
-        let final = try AgentProcess(
-            binary: binary, directory: directory,
-            configuration: Self.configuration(
-                port: port, stateDirectory: state, mode: "always",
-                sources: "  - { name: final, type: generator, rate: 10, count: 0 }"))
-        try await Task.sleep(for: .seconds(2))
-        final.child.terminate(grace: 15)
-        let next = try #require(Self.closedNextSequence(final.log), "no clean close in the log:\n\(final.log)")
+                    sources: "  - { name: final, type: generator, rate: 10, count: 0 }"))
+            try await Task.sleep(for: .seconds(2))
+            final.child.terminate(grace: 15)
+            let next = try #require(Self.closedNextSequence(final.log), "no clean close in the log:\n\(final.log)")
 
-        let stored = try Self.stored(dataDirectory)
-        #expect(Set(stored.map(\.epoch)).count == 1, "epochs: \(Set(stored.map(\.epoch)))")
-        let sequences = stored.map(\.sequence).sorted()
-        #expect(Set(sequences).count == sequences.count, "\(sequences.count - Set(sequences).count) duplicates")
-        #expect(sequences == Array(1..<next), "stored \(sequences.count) sequences, expected 1..<\(next)")
-        // Each run's generator counters are 0..<c: no record it appended is missing or repeated.
-        for run in 0..<20 {
-            let counters = stored.filter { $0.source == "run-\(run)" }.compactMap(\.counter)
-            #expect(!counters.isEmpty, "run \(run) stored nothing")
-            #expect(Harness.exactlyOnceProblem(counters, total: counters.count) == nil, "run \(run)")
+            let stored = try Self.stored(dataDirectory)
+            #expect(Set(stored.map(\.epoch)).count == 1, "epochs: \(Set(stored.map(\.epoch)))")
+            let sequences = stored.map(\.sequence).sorted()
+            #expect(Set(sequences).count == sequences.count, "\(sequences.count - Set(sequences).count) duplicates")
+            #expect(sequences == Array(1..<next), "stored \(sequences.count) sequences, expected 1..<\(next)")
+            // Each run's generator counters are 0..<c: no record it appended is missing or repeated.
+            for run in 0..<20 {
+                let counters = stored.filter { $0.source == "run-\(run)" }.compactMap(\.counter)
+                #expect(!counters.isEmpty, "run \(run) stored nothing")
+                #expect(Harness.exactlyOnceProblem(counters, total: counters.count) == nil, "run \(run)")
+            }
         }
     }
 

@@ -58,6 +58,8 @@ build_flags=(
 # - uplink.order puts the code and constants the idle agent uses next to each other, uplink-text.lds the unnamed code:
 #   the kernel maps a 64 KB window around each page the agent touches (fault-around), so scattered hot code made
 #   most of the binary resident (see docs/deploy.md; deploy/idle-memory.sh regenerates the order file);
+# - uplink-no-unwind.lds and --no-eh-frame-hdr drop the DWARF unwind tables (2.7 MB) that nothing here uses (the
+#   script says why);
 # - no $ORIGIN rpath (--disable-local-rpath): the binary must not load libraries from the directory it is in.
 link_flags=(
     --disable-local-rpath
@@ -66,6 +68,7 @@ link_flags=(
     -Xlinker -O2
     -Xlinker "--symbol-ordering-file=$PWD/deploy/uplink.order" -Xlinker --no-warn-symbol-ordering
     -Xlinker "$PWD/deploy/uplink-text.lds"
+    -Xlinker "$PWD/deploy/uplink-no-unwind.lds" -Xlinker --no-eh-frame-hdr
 )
 # - RELR relative relocations (-z pack-relative-relocs): 2 MB of .rela.dyn become 16 KB, which ld.so no longer reads
 #   at every start. Needs glibc >= 2.36 (Debian 12) on the box, so only where the build machine has it: the binary
@@ -82,7 +85,7 @@ fi
 
 bin_dir="$(swift build "${build_flags[@]}" "${extra_flags[@]}" --show-bin-path)"
 built="$bin_dir/uplink"
-# SwiftPM does not know that the link reads uplink.order and uplink-text.lds: without the old binary it relinks.
+# SwiftPM does not know that the link reads uplink.order and the .lds scripts: without the old binary it relinks.
 rm -f "$built"
 echo "build-release: swift build ${build_flags[*]} ${link_flags[*]} ${extra_flags[*]}" >&2
 swift build "${build_flags[@]}" "${link_flags[@]}" "${extra_flags[@]}" >&2

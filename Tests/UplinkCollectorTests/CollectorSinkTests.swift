@@ -163,6 +163,33 @@ struct CollectorSinkTests {
         }
     }
 
+    @Test("victoriametrics: a cluster's vminsert URL with its tenant gets <url>/api/v1/import, gzipped by default")
+    func victoriaMetricsClusterPath() async throws {
+        try await withTemporaryDirectory { directory in
+            let server = ScriptedHTTPServer()
+            let serverPort = try await server.start()
+            defer { Task { await server.stop() } }
+            let configuration = sinkConfiguration(directory, sinks: [
+                SinkConfiguration(name: "vm", kind: .victoriametrics, batchLinger: .milliseconds(5),
+                    url: "http://127.0.0.1:\(serverPort)/insert/42/prometheus/")
+            ])
+            try await withCollector(configuration) { collector, port in
+                try await withClient { client in try await sendAcknowledged(client, port: port, 1...20) }
+                #expect(await eventually { collector.sinkStatistics().first?.recordsForwarded == 20 })
+            }
+            #expect(!server.acceptedPaths.isEmpty)
+            #expect(server.acceptedPaths.allSatisfy { $0 == "/insert/42/prometheus/api/v1/import" }, "\(server.acceptedPaths)")
+            #expect(server.acceptedEncodings.allSatisfy { $0 == "gzip" })
+            var samples = 0
+            for (index, body) in server.acceptedBodies.enumerated() {
+                let path = directory + "/vm-\(index).gz"
+                #expect(FileManager.default.createFile(atPath: path, contents: Data(body)))
+                samples += String(decoding: try gunzip(path), as: UTF8.self).split(separator: "\n").count
+            }
+            #expect(samples == 20, "one JSON line per metric sample")
+        }
+    }
+
     /// The real gzip tool's reading of a file.
     private func gunzip(_ path: String) throws -> [UInt8] {
         let process = Process()

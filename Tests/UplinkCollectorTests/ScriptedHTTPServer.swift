@@ -10,6 +10,7 @@ final class ScriptedHTTPServer: Sendable {
         var status: UInt = 200
         var accepted: [[UInt8]] = []
         var acceptedEncodings: [String?] = []
+        var acceptedPaths: [String] = []
         var requests = 0
         var channel: (any Channel)?
     }
@@ -21,6 +22,8 @@ final class ScriptedHTTPServer: Sendable {
     var acceptedBodies: [[UInt8]] { state.withLock { $0.accepted } }
     /// The `Content-Encoding` of each accepted body (nil: none), in order.
     var acceptedEncodings: [String?] { state.withLock { $0.acceptedEncodings } }
+    /// The request target (path and query) of each accepted request, in order.
+    var acceptedPaths: [String] { state.withLock { $0.acceptedPaths } }
     var requestCount: Int { state.withLock { $0.requests } }
 
     func start() async throws -> Int {
@@ -39,12 +42,13 @@ final class ScriptedHTTPServer: Sendable {
         try? await channel?.close()
     }
 
-    fileprivate func answer(_ body: [UInt8], encoding: String?) -> UInt {
+    fileprivate func answer(_ body: [UInt8], encoding: String?, path: String) -> UInt {
         state.withLock { state in
             state.requests += 1
             if (200..<300).contains(state.status) {
                 state.accepted.append(body)
                 state.acceptedEncodings.append(encoding)
+                state.acceptedPaths.append(path)
             }
             return state.status
         }
@@ -56,6 +60,7 @@ final class ScriptedHTTPServer: Sendable {
         let server: ScriptedHTTPServer
         var body: [UInt8] = []
         var encoding: String?
+        var path = ""
 
         init(server: ScriptedHTTPServer) { self.server = server }
 
@@ -64,9 +69,10 @@ final class ScriptedHTTPServer: Sendable {
             case .head(let head):
                 body = []
                 encoding = head.headers.first(name: "Content-Encoding")
+                path = head.uri
             case .body(let buffer): body.append(contentsOf: buffer.readableBytesView)
             case .end:
-                let status = server.answer(body, encoding: encoding)
+                let status = server.answer(body, encoding: encoding, path: path)
                 let text = ByteBuffer(string: "status \(status)\n")
                 var headers = HTTPHeaders()
                 headers.add(name: "Content-Length", value: String(text.readableBytes))

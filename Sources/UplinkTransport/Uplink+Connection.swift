@@ -30,6 +30,8 @@ extension UplinkDriver {
         }
         self.pair = pair
         pending = ByteBuffer()
+        inFlight.reset()
+        waitingForAcknowledgements = false
 
         var request = Self.makeRequest(configuration, body: pair.input)
         if let reloader = uplink.tlsReloader {

@@ -20,6 +20,10 @@ final class UplinkDriver {
     var connectionTask: Task<Void, Never>?
     /// Bytes taken from the ring that the pair has not accepted yet (at most one fill).
     var pending = ByteBuffer()
+    /// What the current stream carried that the collector has not acknowledged; bounds what the client queues.
+    var inFlight: InFlightWindow
+    /// A write pass stopped because the window was full: the next ack resumes writing.
+    var waitingForAcknowledgements = false
     private var timerTask: Task<Void, Never>?
     private var timerDeadline: ContinuousClock.Instant?
     private var backoffTask: Task<Void, Never>?
@@ -33,6 +37,7 @@ final class UplinkDriver {
         self.client = client
         self.events = events
         let configuration = uplink.configuration
+        self.inFlight = InFlightWindow(streamBufferBytes: configuration.streamBufferBytes)
         self.machine = UplinkStateMachine(
             backoff: configuration.backoff,
             heartbeatInterval: configuration.heartbeatInterval,
@@ -68,6 +73,13 @@ final class UplinkDriver {
             uplink.statisticsBox.withLock { $0.acknowledged = max($0.acknowledged, sequence) }
             uplink.metrics.acknowledgedSequence.record(Int64(clamping: sequence))
             perform(machine.acknowledged(connection, through: sequence, everythingAcknowledged: ring.isEmpty, now: now))
+            if connection == machine.currentStream?.connection {
+                inFlight.acknowledged(through: sequence)
+                if waitingForAcknowledgements && inFlight.room > 0 {
+                    waitingForAcknowledgements = false
+                    perform(machine.dataAvailable(now: now))
+                }
+            }
         case .streamFailed(let connection, let failure):
             perform(machine.failed(connection, failure, now: now))
         case .spaceAvailable(let connection):
@@ -162,6 +174,8 @@ final class UplinkDriver {
         connectionTask?.cancel()
         connectionTask = nil
         pending = ByteBuffer()
+        inFlight.reset()
+        waitingForAcknowledgements = false
         ring.cancelDataNotification()
         ring.rewindToAcknowledged()
     }

@@ -16,13 +16,20 @@ extension UplinkDriver {
             while true {
                 if pending.readableBytes == 0 {
                     guard takingNewFrames else { break }
-                    let room = max(pair.availableSpace, 1)
+                    let room = min(max(pair.availableSpace, 1), inFlight.room)
+                    guard room > 0 else {
+                        waitingForAcknowledgements = true
+                        break
+                    }
                     var fill = ByteBufferAllocator().buffer(capacity: room + room / 4 + 64)
+                    var fillLast: UInt64?
                     recordsWritten += ring.readUnsent(maxBytes: room) { sequence, first, second in
                         WireLineWriter.appendRecordLine(sequence: sequence, frame: first, second, to: &fill)
-                        lastSequence = sequence
+                        fillLast = sequence
                     }
-                    if fill.readableBytes == 0 { break }
+                    guard let fillLast else { break }
+                    lastSequence = fillLast
+                    inFlight.took(fill.readableBytes, through: fillLast)
                     pending = fill
                 }
                 bytesWritten += pair.write(&pending)
@@ -34,7 +41,8 @@ extension UplinkDriver {
             note(bytes: bytesWritten, records: recordsWritten)
             _ = machine.wrote(
                 connection, lastSequence: lastSequence, wroteBytes: bytesWritten > 0, pairFull: pairFull, now: .now)
-            if pairFull || !takingNewFrames { return }
+            // A full pair signals space; a full window resumes on the next ack.
+            if pairFull || !takingNewFrames || waitingForAcknowledgements { return }
             // The ring ran dry. Ask to be woken by the next append; if one slipped in meanwhile, write it now.
             let events = events
             if ring.notifyWhenDataAvailable({ events.yield(.dataAvailable) }) { return }

@@ -153,11 +153,8 @@ final class TailedFile {
     var emittedOffset: UInt64
     /// Just past the last line the collector has acknowledged: the checkpoint.
     var acknowledgedOffset: UInt64
-    /// Sequence numbers of emitted lines not yet acknowledged (from `acknowledgementHead` on), ascending, and the
-    /// offset just past each.
-    var pendingSequences: [UInt64] = []
-    var pendingOffsets: [UInt64] = []
-    var acknowledgementHead = 0
+    /// Emitted lines not yet acknowledged: their sequence numbers and end offsets.
+    var pending = TailPendingAcknowledgements()
     var splitter: TailLineSplitter
     var multiline: TailMultiline?
     /// The last read found no more data.
@@ -196,40 +193,21 @@ final class TailedFile {
     var isDetached: Bool { detachedAt != nil }
 
     /// Whether lines were emitted that the collector has not acknowledged yet.
-    var hasUnacknowledged: Bool { acknowledgementHead < pendingSequences.count }
+    var hasUnacknowledged: Bool { !pending.isEmpty }
 
     /// Records that the lines up to `offset` are handled once `sequence` is acknowledged.
     @inline(__always)
     func enqueue(sequence: UInt64, offset: UInt64) {
         emittedOffset = offset
-        pendingSequences.append(sequence)
-        pendingOffsets.append(offset)
+        pending.append(sequence: sequence, offset: offset)
     }
 
     /// Advances `acknowledgedOffset` over the lines with sequence numbers up to `acknowledged`.
     /// Returns whether it moved.
     func acknowledge(through acknowledged: UInt64) -> Bool {
-        guard hasUnacknowledged, pendingSequences[acknowledgementHead] <= acknowledged else { return false }
-        // The last pending line with a sequence ≤ acknowledged (sequences ascend): binary search.
-        var low = acknowledgementHead
-        var high = pendingSequences.count - 1
-        while low < high {
-            let middle = (low + high + 1) / 2
-            if pendingSequences[middle] <= acknowledged { low = middle } else { high = middle - 1 }
-        }
+        guard let offset = pending.acknowledge(through: acknowledged) else { return false }
         let before = acknowledgedOffset
-        acknowledgedOffset = pendingOffsets[low]
-        acknowledgementHead = low + 1
-        if acknowledgementHead == pendingSequences.count {
-            let keep = pendingSequences.count <= 64 * 1024
-            pendingSequences.removeAll(keepingCapacity: keep)
-            pendingOffsets.removeAll(keepingCapacity: keep)
-            acknowledgementHead = 0
-        } else if acknowledgementHead >= 4096, acknowledgementHead * 2 >= pendingSequences.count {
-            pendingSequences.removeFirst(acknowledgementHead)
-            pendingOffsets.removeFirst(acknowledgementHead)
-            acknowledgementHead = 0
-        }
+        acknowledgedOffset = offset
         return acknowledgedOffset != before
     }
 
@@ -240,9 +218,7 @@ final class TailedFile {
         readOffset = 0
         emittedOffset = 0
         acknowledgedOffset = 0
-        pendingSequences.removeAll()
-        pendingOffsets.removeAll()
-        acknowledgementHead = 0
+        pending.removeAll()
         splitter.reset()
         multiline?.reset()
         atEnd = false

@@ -1,0 +1,75 @@
+import Testing
+
+@testable import UplinkSources
+
+/// The tailer's compact queue of lines waiting for acknowledgement behaves exactly like one (sequence, offset) pair
+/// per line searched for the last sequence covered.
+@Suite("Tail pending acknowledgements")
+struct TailPendingAcknowledgementsTests {
+    /// The straightforward model: every line's pair, the oldest waiting first.
+    struct Model {
+        var lines: [(sequence: UInt64, offset: UInt64)] = []
+        mutating func acknowledge(through acknowledged: UInt64) -> UInt64? {
+            guard let last = lines.lastIndex(where: { $0.sequence <= acknowledged }) else { return nil }
+            let offset = lines[last].offset
+            lines.removeFirst(last + 1)
+            return offset
+        }
+    }
+
+    @Test(arguments: 1...24)
+    func randomInterleavingsMatchTheModel(seed: UInt64) {
+        var random = SeededGenerator(seed: seed)
+        var queue = TailPendingAcknowledgements()
+        var model = Model()
+        var sequence: UInt64 = UInt64.random(in: 0...5, using: &random)
+        var offset: UInt64 = 0
+        var acknowledged: UInt64 = 0
+        for _ in 0..<20_000 {
+            switch Int.random(in: 0..<100, using: &random) {
+            case 0..<70:  // a line, usually the next sequence, sometimes after other sources' records
+                sequence += Int.random(in: 0..<10, using: &random) == 0 ? UInt64.random(in: 2...50, using: &random) : 1
+                offset += UInt64.random(in: 1...300, using: &random)
+                queue.append(sequence: sequence, offset: offset)
+                model.lines.append((sequence, offset))
+            case 70..<75:  // a line left out (oversize): the sequence of the line before it
+                offset += UInt64.random(in: 1...100_000, using: &random)
+                queue.append(sequence: sequence, offset: offset)
+                model.lines.append((sequence, offset))
+            default:  // an acknowledgement, anywhere up to what was sent (or a repeat of the last)
+                acknowledged = max(acknowledged, UInt64.random(in: acknowledged...(sequence + 1), using: &random))
+                let expected = model.acknowledge(through: acknowledged)
+                #expect(queue.acknowledge(through: acknowledged) == expected, "seed \(seed)")
+            }
+            #expect(queue.isEmpty == model.lines.isEmpty)
+        }
+        let expected = model.acknowledge(through: .max)
+        #expect(queue.acknowledge(through: .max) == expected)
+        #expect(queue.isEmpty)
+    }
+
+    @Test func aRunLongerThan4GiBStartsANewRun() {
+        var queue = TailPendingAcknowledgements()
+        queue.append(sequence: 1, offset: 10)
+        queue.append(sequence: 2, offset: 10 + (1 << 33))
+        queue.append(sequence: 3, offset: 20 + (1 << 33))
+        #expect(queue.acknowledge(through: 1) == 10)
+        #expect(queue.acknowledge(through: 2) == 10 + (1 << 33))
+        #expect(queue.acknowledge(through: 2) == nil)
+        #expect(queue.acknowledge(through: 9) == 20 + (1 << 33))
+        #expect(queue.isEmpty)
+    }
+}
+
+/// SplitMix64, so every seed is the same sequence on every run.
+struct SeededGenerator: RandomNumberGenerator {
+    var state: UInt64
+    init(seed: UInt64) { state = seed }
+    mutating func next() -> UInt64 {
+        state &+= 0x9E37_79B9_7F4A_7C15
+        var z = state
+        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
+        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
+        return z ^ (z >> 31)
+    }
+}

@@ -39,11 +39,18 @@ let package = Package(
             pkgConfig: "yaml-0.1",
             providers: [.apt(["libyaml-dev"])]
         ),
-        // zlib: gzip request bodies of the collector's sinks (VictoriaMetrics' import accepts Content-Encoding: gzip).
+        // zlib: gzip request bodies of the collector's sinks (VictoriaMetrics' import accepts Content-Encoding: gzip),
+        // and the stream's `Content-Encoding: gzip` (UplinkWire/Compression).
         .systemLibrary(
             name: "CZlib",
             pkgConfig: "zlib",
             providers: [.apt(["zlib1g-dev"])]
+        ),
+        // zstd: the agent→collector stream's default Content-Encoding (UplinkWire/Compression).
+        .systemLibrary(
+            name: "CZstd",
+            pkgConfig: "libzstd",
+            providers: [.apt(["libzstd-dev"])]
         ),
         .target(
             name: "UplinkConfig",
@@ -64,6 +71,8 @@ let package = Package(
             name: "UplinkWire",
             dependencies: [
                 "UplinkCore",
+                "CZstd",
+                "CZlib",
                 .product(name: "NIOCore", package: "swift-nio"),
             ],
             swiftSettings: sendPath

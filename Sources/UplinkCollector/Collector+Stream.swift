@@ -56,9 +56,20 @@ extension Collector {
         if let version = request.headers[.uplinkProtocol], !StreamHeaders.isSupportedProtocol(version.utf8) {
             return reject(http2: http2, .unsupportedMediaType, "unsupported Uplink-Protocol \(version); this collector speaks version 1")
         }
-        if let encoding = request.headers[.contentEncoding], encoding.trimmingSpaces.lowercased() != "identity" {
-            return reject(
-                http2: http2, .unsupportedMediaType, "unsupported Content-Encoding \(encoding); send the body uncompressed")
+        var encoding = WireCompression.none
+        if let header = request.headers[.contentEncoding] {
+            // 415 for a coding this collector lacks or has disabled (collector.accept_encodings); the agent then
+            // falls back to an uncompressed body (docs/protocol.md, "Compression").
+            guard let parsed = WireCompression(contentEncoding: header),
+                parsed == .none || configuration.acceptEncodings.contains(parsed)
+            else {
+                let accepted = configuration.acceptEncodingsHeader
+                return reject(
+                    http2: http2, .unsupportedMediaType,
+                    "unsupported Content-Encoding \(header); this collector accepts \(accepted)",
+                    extraHeaders: [.acceptEncoding: accepted])
+            }
+            encoding = parsed
         }
         guard let agentHeader = request.headers[.uplinkAgent], let agent = AgentID.validated(agentHeader.utf8) else {
             return reject(
@@ -98,12 +109,15 @@ extension Collector {
                 tlsVersion: connection.tlsVersion, certificateSubject: connection.certificateSubject, peer: connection.peer))
         let body = request.body
         let logger = context.logger
+        let bodyEncoding = encoding
         return Response(
             status: .ok,
             headers: [.contentType: "application/x-ndjson", .cacheControl: "no-store"],
             body: ResponseBody { writer in
                 defer { slot.release() }
-                await self.serveStream(stream, control: control, body: body, writer: &writer, storage: storage, logger: logger)
+                await self.serveStream(
+                    stream, control: control, body: body, encoding: bodyEncoding, writer: &writer, storage: storage,
+                    logger: logger)
             }
         )
     }
@@ -143,15 +157,12 @@ extension Collector {
     /// receiving side (a child task reading the request body) stores, until the request ends, the stream is
     /// stopped, or the connection breaks.
     func serveStream(
-        _ stream: StreamKey, control: StreamControl, body: RequestBody, writer: inout any ResponseBodyWriter,
-        storage: Storage, logger: Logger
+        _ stream: StreamKey, control: StreamControl, body: RequestBody, encoding: WireCompression,
+        writer: inout any ResponseBodyWriter, storage: Storage, logger: Logger
     ) async {
-        let logger = {
-            var logger = logger
-            logger[metadataKey: "agent"] = "\(stream.agent)"
-            logger[metadataKey: "epoch"] = "\(stream.epoch)"
-            return logger
-        }()
+        var logger = logger
+        logger[metadataKey: "agent"] = "\(stream.agent)"
+        logger[metadataKey: "epoch"] = "\(stream.epoch)"
         let predecessor = registry.claim(agent: stream.agent, control: control)
         recorder.streamOpened(replacing: predecessor != nil)
         if let predecessor {
@@ -159,8 +170,9 @@ extension Collector {
             predecessor.requestStop(closingConnection: true)
             await predecessor.waitUntilReleased()
         }
+        if encoding != .none { logger[metadataKey: "encoding"] = "\(encoding)" }
         let ending = await exchange(
-            stream, control: control, body: body, writer: &writer, storage: storage, logger: logger)
+            stream, control: control, body: body, encoding: encoding, writer: &writer, storage: storage, logger: logger)
         // Let go of the agent before the response ends, so that whoever sees the end sees the stream closed.
         registry.release(agent: stream.agent, control: control)
         control.markReleased()
@@ -178,6 +190,16 @@ extension Collector {
             try? await writer.finish(nil)
             // The request body never ends on its own: close the connection rather than drain it.
             control.channel.close(promise: nil)
+        case .failed(let error as WireCompressionError):
+            // The agent's body could not be decoded: say why in the response (agents ignore lines they do not
+            // know) and in the log, then end the stream; other streams go on.
+            edge.limiter.log(
+                logger, .warning, kind: "decompression",
+                "Ended a stream whose compressed body was refused: \(error.message)",
+                metadata: ["code": "\(error.code.rawValue)"])
+            try? await writer.write(Self.errorBuffer(error))
+            try? await writer.finish(nil)
+            control.channel.close(promise: nil)
         case .failed(let error):
             logger.debug("Stream broke", metadata: ["error": "\(error)"])
             try? await writer.finish(nil)
@@ -187,8 +209,8 @@ extension Collector {
 
     /// Sends `resume`, then acknowledges what the receiving side stores until the stream ends.
     private func exchange(
-        _ stream: StreamKey, control: StreamControl, body: RequestBody, writer: inout any ResponseBodyWriter,
-        storage: Storage, logger: Logger
+        _ stream: StreamKey, control: StreamControl, body: RequestBody, encoding: WireCompression,
+        writer: inout any ResponseBodyWriter, storage: Storage, logger: Logger
     ) async -> StreamEnding {
         let mark = marks.mark(for: stream)
         logger.debug("Stream opened", metadata: ["resume": "\(mark)"])
@@ -205,8 +227,8 @@ extension Collector {
             group.addTask {
                 defer { eventSink.finish() }
                 return await self.receive(
-                    stream, mark: mark, body: body, control: control, storage: storage, events: eventSink,
-                    heartbeat: heartbeat, logger: logger)
+                    stream, mark: mark, body: body, encoding: encoding, control: control, storage: storage,
+                    events: eventSink, heartbeat: heartbeat, logger: logger)
             }
             var writeFailure: (any Error)?
             loop: for await event in events {
@@ -245,6 +267,16 @@ extension Collector {
         return buffer
     }
 
+    /// `{"error":"<code>","message":"<text>"}` and its newline: why the collector ends a stream (docs/protocol.md).
+    static func errorBuffer(_ error: WireCompressionError) -> ByteBuffer {
+        var line = Array(#"{"error":"#.utf8)
+        WireLineWriter.appendJSONString(error.code.rawValue, to: &line)
+        line.append(contentsOf: #","message":"#.utf8)
+        WireLineWriter.appendJSONString(error.message, to: &line)
+        line.append(contentsOf: "}\n".utf8)
+        return ByteBuffer(bytes: line)
+    }
+
     static func ackBuffer(_ line: AckLine) -> ByteBuffer {
         var buffer = ByteBufferAllocator().buffer(capacity: 32)
         WireLineWriter.appendAckLine(line, to: &buffer)
@@ -255,8 +287,8 @@ extension Collector {
     /// wait in a `BatchHandoff` merged into one; an `ack` follows every stored batch that raised the mark. The
     /// stream's batches are stored one at a time, in order.
     private func receive(
-        _ stream: StreamKey, mark: UInt64, body: RequestBody, control: StreamControl, storage: Storage,
-        events: AsyncStream<StreamEvent>.Continuation, heartbeat: HeartbeatAnswer, logger: Logger
+        _ stream: StreamKey, mark: UInt64, body: RequestBody, encoding: WireCompression, control: StreamControl,
+        storage: Storage, events: AsyncStream<StreamEvent>.Continuation, heartbeat: HeartbeatAnswer, logger: Logger
     ) async -> StreamEnding {
         var processor = StreamProcessor(
             stream: stream, mark: mark, originMarks: marks.originMarks(agent: stream.agent),
@@ -279,12 +311,24 @@ extension Collector {
             // Reading: ends at the end of the body, on a broken connection, on stop, or when storing failed.
             let reading: StreamEnding
             do {
+                // A compressed body is decoded chunk by chunk, in bounded pieces (StreamDecompressor's limits).
+                let decompressor = encoding == .none ? nil : try StreamDecompressor(encoding)
                 reading = try await {
                     for try await chunk in body {
-                        let batch = processor.process(chunk)
-                        if batch.heartbeats > 0, heartbeat.request() { events.yield(.heartbeat) }
-                        await handoff.put(batch)
-                        if stopped { return .stopped }
+                        guard let decompressor else {
+                            let batch = processor.process(chunk)
+                            if batch.heartbeats > 0, heartbeat.request() { events.yield(.heartbeat) }
+                            await handoff.put(batch)
+                            if stopped { return .stopped }
+                            continue
+                        }
+                        decompressor.feed(chunk)
+                        while let piece = try self.decompressed(decompressor) {
+                            let batch = processor.process(piece)
+                            if batch.heartbeats > 0, heartbeat.request() { events.yield(.heartbeat) }
+                            await handoff.put(batch)
+                            if stopped { return .stopped }
+                        }
                     }
                     if let cut = processor.finish() { await handoff.put(cut) }
                     return stopped ? .stopped : .bodyEnded
@@ -301,6 +345,16 @@ extension Collector {
             let storing = await group.next() ?? nil
             if let storing { return storing }
             return reading
+        }
+    }
+
+    /// The next decoded piece; a refused body is counted (`decompressionBombs` or `corruptBodies`) and rethrown.
+    private func decompressed(_ decompressor: StreamDecompressor) throws -> ByteBuffer? {
+        do {
+            return try decompressor.next()
+        } catch {
+            recorder.decompressionFailed(error)
+            throw error
         }
     }
 

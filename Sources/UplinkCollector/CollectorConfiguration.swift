@@ -1,3 +1,5 @@
+import UplinkWire
+
 /// How a `Collector` listens and where it stores what it receives.
 public struct CollectorConfiguration: Sendable {
     /// Address to listen on. Default `"127.0.0.1"` (loopback only); use `"0.0.0.0"` to accept remote agents.
@@ -53,6 +55,11 @@ public struct CollectorConfiguration: Sendable {
     /// Segments and retention of the write-ahead log (`collector.retention`, `collector.log_segment_*`); used
     /// only with `sinks`.
     public var log = CollectorLogSettings()
+    /// The compressed `Content-Encoding`s streams may use (`collector.accept_encodings`). A stream with another is
+    /// answered `415` with an `Accept-Encoding` header, and agents then fall back to an uncompressed body; an
+    /// uncompressed body (no header, or `identity`) is always accepted (`.none` here changes nothing).
+    /// Default: `zstd` and `gzip`.
+    public var acceptEncodings: Set<WireCompression> = [.zstd, .gzip]
 
     /// Creates a configuration; every parameter has the default documented on its property.
     public init(
@@ -104,6 +111,12 @@ public struct CollectorConfiguration: Sendable {
 }
 
 extension CollectorConfiguration {
+    /// The `Accept-Encoding` value of a `415`: the accepted codings, best first, then `identity`.
+    var acceptEncodingsHeader: String {
+        (WireCompression.allCases.filter { $0 != .none && acceptEncodings.contains($0) }.compactMap(\.contentEncoding)
+            + ["identity"]).joined(separator: ", ")
+    }
+
     /// Throws a `CollectorError` (`invalid_configuration`) for a limit no collector can run with.
     func checkLimits() throws {
         func invalid(_ message: String) -> CollectorError { CollectorError(code: "invalid_configuration", message: message) }

@@ -1,5 +1,6 @@
 import Metrics
 import Synchronization
+import UplinkWire
 
 /// The high-water marks per stream, shared by all connections: read when a stream opens (its `resume`), raised by
 /// the storage thread once a batch is in the sinks and the ledger.
@@ -118,6 +119,8 @@ package final class StatisticsRecorder: Sendable {
     private let streamsReplaced = Counter(label: "uplink_collector_streams_replaced_total")
     private let streamsRejected = Counter(label: "uplink_collector_streams_rejected_total")
     private let sinkErrors = Counter(label: "uplink_collector_sink_errors_total")
+    private let decompressionBombs = Counter(label: "uplink_collector_decompression_bombs_total")
+    private let corruptBodies = Counter(label: "uplink_collector_corrupt_bodies_total")
     private let activeStreams = Gauge(label: "uplink_collector_active_streams")
 
     /// Counts what a received chunk held (before it is stored).
@@ -170,6 +173,17 @@ package final class StatisticsRecorder: Sendable {
     func streamRejected() {
         statistics.withLock { $0.streamsRejected.addSaturating(1) }
         streamsRejected.increment()
+    }
+
+    /// A stream's compressed body was refused: over the limits (a bomb, or a zstd window too large) or corrupt.
+    func decompressionFailed(_ error: WireCompressionError) {
+        if error.isResourceLimit {
+            statistics.withLock { $0.decompressionBombs.addSaturating(1) }
+            decompressionBombs.increment()
+        } else {
+            statistics.withLock { $0.corruptBodies.addSaturating(1) }
+            corruptBodies.increment()
+        }
     }
 
     func sinkError() {

@@ -65,6 +65,12 @@ public struct CollectorStatistics: Sendable, Equatable {
     public var streamsRejected: UInt64 = 0
     /// Failed writes to a sink other than the primary one, or to the rejects file (`uplink_collector_sink_errors_total`).
     public var sinkErrors: UInt64 = 0
+    /// Streams ended because their compressed body decoded to more than the collector allows per chunk, or asked
+    /// for a zstd window above 8 MiB (`uplink_collector_decompression_bombs_total`; docs/protocol.md, "Compression").
+    public var decompressionBombs: UInt64 = 0
+    /// Streams ended because their compressed body was not valid for its `Content-Encoding`
+    /// (`uplink_collector_corrupt_bodies_total`).
+    public var corruptBodies: UInt64 = 0
     /// The high-water mark per agent and epoch: the highest sequence stored.
     public var marks: [StreamKey: UInt64] = [:]
 

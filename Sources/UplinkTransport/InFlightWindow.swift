@@ -1,5 +1,5 @@
-/// Bytes of record lines written on the current stream that the collector has not acknowledged yet, and how many
-/// more may be written.
+/// Bytes written on the current stream (as they go into the pair: compressed when the stream is) that the collector
+/// has not acknowledged yet, and how many more may be written.
 ///
 /// The bound stream pair limits what waits for the HTTP client to take it, but the client hands each chunk it took to
 /// its event loop without waiting for the socket, so while the collector is slower than the agent (a backlog) the

@@ -1,3 +1,5 @@
+import UplinkWire
+
 /// Why a stream was given up. Every case leads to a reconnect after a backoff; `isConfigurationProblem` ones back
 /// off at the longest delay and are logged as errors, since retrying sooner cannot help.
 public enum StreamFailure: Sendable, Equatable, CustomStringConvertible {
@@ -13,6 +15,8 @@ public enum StreamFailure: Sendable, Equatable, CustomStringConvertible {
     case ackStall
     /// The stream had no room for the stall timeout.
     case writeStall
+    /// The collector answered `415` to the body's `Content-Encoding`; the uplink now sends uncompressed bodies.
+    case encodingRefused(WireCompression)
 
     /// 4xx answers: wrong URL, token or headers. Retrying soon cannot succeed.
     public var isConfigurationProblem: Bool {
@@ -28,6 +32,8 @@ public enum StreamFailure: Sendable, Equatable, CustomStringConvertible {
         case .noResume: "no response from the collector within the stall timeout"
         case .ackStall: "no acknowledgement within the stall timeout while records were outstanding"
         case .writeStall: "stream accepted no data within the stall timeout"
+        case .encodingRefused(let encoding):
+            "collector does not accept Content-Encoding \(encoding) (HTTP 415); falling back to an uncompressed body"
         }
     }
 }

@@ -32,8 +32,9 @@ extension UplinkDriver {
         pending = ByteBuffer()
         inFlight.reset()
         waitingForAcknowledgements = false
+        compressor = makeCompressor()
 
-        var request = Self.makeRequest(configuration, body: pair.input)
+        var request = Self.makeRequest(configuration, encoding: compressor?.encoding ?? .none, body: pair.input)
         if let reloader = uplink.tlsReloader {
             do {
                 request.tlsConfiguration = try reloader.configuration()
@@ -51,10 +52,15 @@ extension UplinkDriver {
         }
     }
 
-    private static func makeRequest(_ configuration: UplinkConfiguration, body: BoundInputStream) -> HTTPClientRequest {
+    private static func makeRequest(
+        _ configuration: UplinkConfiguration, encoding: WireCompression, body: BoundInputStream
+    ) -> HTTPClientRequest {
         var request = HTTPClientRequest(url: configuration.requestURL)
         request.method = .POST
         request.headers.add(name: "Content-Type", value: "application/x-ndjson")
+        if let contentEncoding = encoding.contentEncoding {
+            request.headers.add(name: "Content-Encoding", value: contentEncoding)
+        }
         request.headers.add(name: "Uplink-Protocol", value: "1")
         request.headers.add(name: "Uplink-Agent", value: configuration.agentID)
         request.headers.add(name: "Uplink-Epoch", value: String(configuration.epoch))

@@ -18,12 +18,16 @@ final class UplinkDriver {
 
     var pair: BoundStreamPair?
     var connectionTask: Task<Void, Never>?
-    /// Bytes taken from the ring that the pair has not accepted yet (at most one fill).
+    /// Bytes taken from the ring that the pair has not accepted yet (at most one fill, compressed if the stream is).
     var pending = ByteBuffer()
     /// What the current stream carried that the collector has not acknowledged; bounds what the client queues.
     var inFlight: InFlightWindow
     /// A write pass stopped because the window was full: the next ack resumes writing.
     var waitingForAcknowledgements = false
+    /// The encoding of the streams to come: `uplink.compression` until a collector answers 415, then `.none`.
+    var compression: WireCompression
+    /// The current stream's compression context (nil: uncompressed); a fresh one per stream.
+    var compressor: StreamCompressor?
     private var timerTask: Task<Void, Never>?
     private var timerDeadline: ContinuousClock.Instant?
     private var backoffTask: Task<Void, Never>?
@@ -38,6 +42,8 @@ final class UplinkDriver {
         self.events = events
         let configuration = uplink.configuration
         self.inFlight = InFlightWindow(streamBufferBytes: configuration.streamBufferBytes)
+        self.compression = configuration.compression
+        uplink.statisticsBox.withLock { $0.compression = configuration.compression }
         self.machine = UplinkStateMachine(
             backoff: configuration.backoff,
             heartbeatInterval: configuration.heartbeatInterval,
@@ -64,6 +70,11 @@ final class UplinkDriver {
         case .responseHead(let connection, let status, let detail):
             rejectionDetail = detail
             if let detail { uplink.statisticsBox.withLock { $0.lastRejectionDetail = detail } }
+            if status == 415, let refused = compressor?.encoding, connection == machine.currentStream?.connection {
+                fallBackToUncompressed(refused: refused, detail: detail)
+                perform(machine.failed(connection, .encodingRefused(refused), now: now))
+                return
+            }
             perform(machine.responseHead(connection, status: status, now: now))
         case .ackLine(let connection, .resume(let sequence)):
             perform(machine.resumeReceived(connection, collectorHas: sequence, now: now))
@@ -156,6 +167,8 @@ final class UplinkDriver {
         }
         var metadata: Logger.Metadata = ["url": "\(uplink.configuration.streamURL)"]
         if let delay { metadata["retry_in"] = "\(delay)" }
+        // The fallback to an uncompressed body said so already, once (`fallBackToUncompressed`).
+        if case .encodingRefused = failure { return }
         var said = ""
         if case .status = failure, let detail = rejectionDetail { said = " (\(detail))" }
         if failure.isConfigurationProblem {
@@ -176,6 +189,7 @@ final class UplinkDriver {
         pending = ByteBuffer()
         inFlight.reset()
         waitingForAcknowledgements = false
+        compressor = nil
         ring.cancelDataNotification()
         ring.rewindToAcknowledged()
     }

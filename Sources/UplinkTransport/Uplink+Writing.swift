@@ -6,31 +6,43 @@ extension UplinkDriver {
     /// Copies frames from the ring into the pair until the pair turns bytes away (it will signal space later) or
     /// the ring has nothing unsent (then the ring is asked to signal new data). Runs only while the uplink holds a
     /// space-available signal. Without `takingNewFrames` (a hand-over) it only finishes the fill already taken.
+    ///
+    /// On a compressed stream each fill is compressed and flushed as a whole before it goes into the pair, and
+    /// `pending` holds the compressed leftover, so the pair's back-pressure works on wire bytes exactly as without
+    /// compression. The ring keeps the uncompressed frames (a reconnect resends them through a fresh context).
     func writeAvailable(takingNewFrames: Bool = true) {
         guard let pair, let connection = machine.currentStream?.connection else { return }
         while true {
             var lastSequence: UInt64?
             var bytesWritten = 0
+            var lineBytes = 0
             var recordsWritten = 0
             var pairFull = false
             while true {
                 if pending.readableBytes == 0 {
                     guard takingNewFrames else { break }
+                    // The window and the pair count wire bytes; compressed, a pass takes more lines than that.
                     let room = min(max(pair.availableSpace, 1), inFlight.room)
-                    guard room > 0 else {
+                    let take = compressor == nil ? room : room * Self.compressedFillFactor
+                    guard take > 0 else {
                         waitingForAcknowledgements = true
                         break
                     }
-                    var fill = ByteBufferAllocator().buffer(capacity: room + room / 4 + 64)
+                    var fill = ByteBufferAllocator().buffer(capacity: take + take / 4 + 64)
                     var fillLast: UInt64?
-                    recordsWritten += ring.readUnsent(maxBytes: room) { sequence, first, second in
+                    recordsWritten += ring.readUnsent(maxBytes: take) { sequence, first, second in
                         WireLineWriter.appendRecordLine(sequence: sequence, frame: first, second, to: &fill)
                         fillLast = sequence
                     }
                     guard let fillLast else { break }
                     lastSequence = fillLast
-                    inFlight.took(fill.readableBytes, through: fillLast)
-                    pending = fill
+                    lineBytes += fill.readableBytes
+                    guard let encoded = encode(fill, connection: connection) else {
+                        note(bytes: bytesWritten, lineBytes: lineBytes, records: recordsWritten)
+                        return
+                    }
+                    inFlight.took(encoded.readableBytes, through: fillLast)
+                    pending = encoded
                 }
                 bytesWritten += pair.write(&pending)
                 if pending.readableBytes > 0 {
@@ -38,7 +50,7 @@ extension UplinkDriver {
                     break
                 }
             }
-            note(bytes: bytesWritten, records: recordsWritten)
+            note(bytes: bytesWritten, lineBytes: lineBytes, records: recordsWritten)
             _ = machine.wrote(
                 connection, lastSequence: lastSequence, wroteBytes: bytesWritten > 0, pairFull: pairFull, now: .now)
             // A full pair signals space; a full window resumes on the next ack.
@@ -54,22 +66,25 @@ extension UplinkDriver {
         guard let pair, let connection = machine.currentStream?.connection, pending.readableBytes == 0 else { return }
         var line = ByteBufferAllocator().buffer(capacity: 40)
         WireLineWriter.appendHeartbeat(timestamp: WallClock.nowNanoseconds(), to: &line)
-        pending = line
+        guard let encoded = encode(line, connection: connection) else { return }
+        pending = encoded
         let written = pair.write(&pending)
-        note(bytes: written, records: 0)
+        note(bytes: written, lineBytes: line.readableBytes, records: 0)
         uplink.statisticsBox.withLock { $0.heartbeatsSent += 1 }
         uplink.metrics.heartbeats.increment()
         _ = machine.wrote(
             connection, lastSequence: nil, wroteBytes: written > 0, pairFull: pending.readableBytes > 0, now: .now)
     }
 
-    private func note(bytes: Int, records: Int) {
+    private func note(bytes: Int, lineBytes: Int, records: Int) {
         uplink.statisticsBox.withLock {
             $0.writePasses += 1
             $0.bytesWritten += bytes
+            $0.lineBytesWritten += lineBytes
             $0.recordsWritten += records
         }
         if bytes > 0 { uplink.metrics.bytesSent.increment(by: Int64(bytes)) }
+        if lineBytes > 0 { uplink.metrics.lineBytes.increment(by: Int64(lineBytes)) }
         if records > 0 { uplink.metrics.recordsSent.increment(by: Int64(records)) }
     }
 }

@@ -1,4 +1,5 @@
 import UplinkCore
+import UplinkWire
 
 /// How the uplink reaches its collector and keeps the stream healthy.
 public struct UplinkConfiguration: Sendable {
@@ -24,6 +25,10 @@ public struct UplinkConfiguration: Sendable {
     public var connectTimeout: Duration
     /// Capacity of the bound stream pair feeding the HTTP body, in bytes. Default 64 KiB.
     public var streamBufferBytes: Int
+    /// How the body is compressed (`Content-Encoding`): one compressor context per stream, flushed at the end of
+    /// every write pass. A collector that answers `415` makes the uplink fall back to `.none` for the rest of its
+    /// life (logged once). Default `.zstd`.
+    public var compression: WireCompression
     /// On shutdown, how long to keep streaming until everything is acknowledged. Default 5 s.
     public var drainTimeout: Duration
     /// Seed for the backoff jitter; nil (default) seeds from the system's random source.
@@ -44,6 +49,7 @@ public struct UplinkConfiguration: Sendable {
         stallTimeout: Duration = .seconds(30),
         connectTimeout: Duration = UplinkConfiguration.defaultConnectTimeout,
         streamBufferBytes: Int = BoundStreamPair.defaultCapacity,
+        compression: WireCompression = UplinkConfiguration.defaultCompression,
         drainTimeout: Duration = .seconds(5),
         jitterSeed: UInt64? = nil,
         tls: UplinkTLS = UplinkTLS(),
@@ -58,11 +64,15 @@ public struct UplinkConfiguration: Sendable {
         self.stallTimeout = stallTimeout
         self.connectTimeout = connectTimeout
         self.streamBufferBytes = streamBufferBytes
+        self.compression = compression
         self.drainTimeout = drainTimeout
         self.jitterSeed = jitterSeed
         self.tls = tls
         self.proxy = proxy
     }
+
+    /// The default `compression`: zstd (a collector that lacks it answers 415, and the uplink falls back).
+    public static let defaultCompression: WireCompression = .zstd
 
     /// The default `connectTimeout`: 5 s.
     public static let defaultConnectTimeout: Duration = .seconds(5)

@@ -4,6 +4,8 @@ import Metrics
 struct UplinkMetrics: Sendable {
     let connectionAttempts = Counter(label: "uplink_connection_attempts_total")
     let bytesSent = Counter(label: "uplink_bytes_sent_total")
+    /// Line bytes before compression (records and heartbeats); equal to `bytesSent` without compression.
+    let lineBytes = Counter(label: "uplink_line_bytes_total")
     let recordsSent = Counter(label: "uplink_records_sent_total")
     let heartbeats = Counter(label: "uplink_heartbeats_total")
     let acknowledgedSequence = Gauge(label: "uplink_acknowledged_sequence")
@@ -17,6 +19,7 @@ struct UplinkMetrics: Sendable {
         case .noResume: reason = "no_resume"
         case .ackStall: reason = "ack_stall"
         case .writeStall: reason = "write_stall"
+        case .encodingRefused: reason = "encoding_refused"
         }
         Counter(label: "uplink_stream_failures_total", dimensions: [("reason", reason)]).increment()
     }

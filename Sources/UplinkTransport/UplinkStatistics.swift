@@ -1,3 +1,5 @@
+import UplinkWire
+
 /// Counters of one `Uplink`, for tests, benchmarks and the status view. Operators get the same numbers as
 /// swift-metrics counters (`uplink_*`).
 public struct UplinkStatistics: Sendable, Equatable {
@@ -14,8 +16,14 @@ public struct UplinkStatistics: Sendable, Equatable {
     public var lastRejectionDetail: String?
     /// The backoff delays chosen, oldest first (the last 128).
     public var backoffDelays: [Duration] = []
-    /// Body bytes handed to the HTTP client.
+    /// Body bytes handed to the HTTP client: what goes on the wire, compressed when `compression` is not `.none`.
     public var bytesWritten = 0
+    /// Line bytes (records and heartbeats) before compression; `bytesWritten` without compression.
+    public var lineBytesWritten = 0
+    /// The body's encoding now: `UplinkConfiguration.compression` until a collector answered `415`, then `.none`.
+    public var compression: WireCompression = .none
+    /// Times the uplink fell back to an uncompressed body after a `415` (at most 1).
+    public var compressionFallbacks = 0
     /// Record lines handed to the HTTP client (resent ones count again).
     public var recordsWritten = 0
     /// Times the uplink copied from the ring into the stream pair.

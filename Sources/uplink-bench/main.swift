@@ -6,8 +6,8 @@ import UplinkCore
 import Glibc
 #endif
 
-// `swift run -c release uplink-bench [ring|e2e|tls|persist|ingest|latency|tail|idle|encode|sinks]...`: runs the named benchmarks
-// (all but `encode`, `tls`, `persist` and `sinks` by default) and prints their numbers. Agent and collector share this process, so CPU time covers both sides.
+// `swift run -c release uplink-bench [ring|e2e|tls|persist|ingest|latency|tail|idle|encode|sinks|wire]...`: runs the named benchmarks
+// (all but `encode`, `tls`, `persist`, `sinks` and `wire` by default) and prints their numbers. Agent and collector share this process, so CPU time covers both sides.
 let requested = Set(CommandLine.arguments.dropFirst())
 func wanted(_ name: String) -> Bool { requested.isEmpty || requested.contains(name) }
 
@@ -95,4 +95,12 @@ if requested.contains("sinks") {
             try await SinksBenchmark.lag(store: store, rate: 1000, seconds: seconds, linger: linger, logger: logger).print()
         }
     }
+}
+// uplink.compression (not in the default set): wire bytes per metric sample of this machine's sensors at 1 s with
+// none, gzip and zstd (UPLINK_BENCH_WIRE_SECONDS, default 60), and per generated access-log line, with the CPU
+// that compressing costs per MiB.
+if requested.contains("wire") {
+    let seconds = Int(getenv("UPLINK_BENCH_WIRE_SECONDS").map { String(cString: $0) } ?? "") ?? 60
+    try WireBenchmark.accessLogs(count: 200_000).print()
+    try await WireBenchmark.metrics(seconds: seconds, logger: logger).print()
 }

@@ -52,6 +52,7 @@ extension CollectorConfiguration {
             maxStreams: section.maxStreams,
             tls: section.tls.map(CollectorTLS.init)
         )
+        acceptEncodings = Set(section.acceptEncodings)
         if let forwarding = section.forwarding { applyForwarding(forwarding) }
     }
 }

@@ -68,6 +68,25 @@ struct CollectorSinkTests {
         }
     }
 
+    @Test("A jsonl sink's file cut mid-line by a crash loses the torn line before anything is appended")
+    func jsonlSinkCutsATornTail() async throws {
+        try await withTemporaryDirectory { directory in
+            let out = directory + "/out.jsonl"
+            try (#"{"agent":"old","epoch":1,"seq":1}"# + "\n" + #"{"agent":"old","epoch":1,"se"#).write(toFile: out, atomically: true, encoding: .utf8)
+            let configuration = sinkConfiguration(directory, sinks: [
+                SinkConfiguration(name: "file", kind: .jsonl, batchLinger: .zero, path: out)
+            ])
+            try await withCollector(configuration) { collector, port in
+                try await withClient { client in try await sendAcknowledged(client, port: port, 1...3) }
+                #expect(await eventually { collector.sinkStatistics().first?.recordsForwarded == 3 })
+            }
+            let lines = try readLines(out)
+            #expect(lines.count == 4)
+            #expect(throws: Never.self) { try lines.map(jsonObject) }
+            #expect(lines.first == #"{"agent":"old","epoch":1,"seq":1}"#)
+        }
+    }
+
     @Test("After a restart the marks come from the log and each sink resumes at its cursor: nothing twice, nothing lost")
     func restartResumes() async throws {
         try await withTemporaryDirectory { directory in

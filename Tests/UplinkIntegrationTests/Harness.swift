@@ -78,7 +78,10 @@ final class InProcessCollector: Sendable {
     let background: BackgroundCollector
     let dataDirectory: String
 
-    init(name: String, token: String? = nil, dataDirectory: String? = nil) async throws {
+    init(
+        name: String, token: String? = nil, dataDirectory: String? = nil,
+        tune: (inout CollectorConfiguration) -> Void = { _ in }
+    ) async throws {
         let directory = try dataDirectory ?? Harness.temporaryDirectory(name)
         var configuration = CollectorConfiguration()
         configuration.port = 0
@@ -86,6 +89,7 @@ final class InProcessCollector: Sendable {
         configuration.stdoutSink = false
         configuration.jsonlSink = true
         configuration.token = token
+        tune(&configuration)
         self.background = try await BackgroundCollector.start(configuration: configuration, logger: Harness.logger)
         self.dataDirectory = directory
     }

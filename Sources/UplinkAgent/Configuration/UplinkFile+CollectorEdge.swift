@@ -1,6 +1,7 @@
 import NIOSSL
 import UplinkConfig
 import UplinkCore
+import UplinkWire
 
 extension UplinkFile.CollectorSection {
     /// `collector.tls`: the certificate and key of the collector, and how agents authenticate.
@@ -60,6 +61,40 @@ extension UplinkFile.CollectorSection {
         if let mapping = section.mapping("tls", allowedKeys: TLSSection.keys) {
             tls = TLSSection.decode(mapping)
         }
+        decodeAcceptEncodings(section)
+    }
+
+    /// `collector.accept_encodings`: a list of `zstd` and `gzip`, each at most once (`none` is not listed: an
+    /// uncompressed body is always accepted).
+    private mutating func decodeAcceptEncodings(_ section: ConfigMapping) {
+        guard let items = section.list("accept_encodings") else { return }
+        let allowed = WireCompression.allCases.filter { $0 != .none }
+        var encodings: [WireCompression] = []
+        var valid = true
+        for item in items {
+            guard let name = section.decoder.string(item.node, at: item.path) else {
+                valid = false
+                continue
+            }
+            guard let encoding = allowed.first(where: { $0.rawValue == name }) else {
+                let hint =
+                    name == "none" || name == "identity"
+                    ? "an uncompressed body is always accepted; list only zstd and gzip"
+                    : "list any of: \(allowed.map(\.rawValue).joined(separator: ", "))"
+                section.decoder.report(
+                    .invalidValue, at: item.node.mark, path: item.path, "'\(name)' is not a compressed encoding", hint: hint)
+                valid = false
+                continue
+            }
+            guard !encodings.contains(encoding) else {
+                section.decoder.report(
+                    .invalidValue, at: item.node.mark, path: item.path, "'\(name)' is listed twice")
+                valid = false
+                continue
+            }
+            encodings.append(encoding)
+        }
+        if valid { acceptEncodings = encodings }
     }
 }
 

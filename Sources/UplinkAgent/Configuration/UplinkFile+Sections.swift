@@ -1,5 +1,6 @@
 import UplinkConfig
 import UplinkCore
+import UplinkWire
 
 extension UplinkFile.AgentSection {
     static func decode(_ section: ConfigMapping) -> Self {
@@ -62,6 +63,9 @@ extension UplinkFile.UplinkSection {
             uplink.streamBufferBytes = bytes
         }
         if let drain = section.duration("drain_timeout") { uplink.drainTimeout = drain }
+        if let compression = section.enumeration("compression", as: WireCompression.self) {
+            uplink.compression = compression
+        }
         decodeNetwork(section, into: &uplink)
         return uplink
     }

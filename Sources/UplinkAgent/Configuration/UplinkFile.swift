@@ -2,6 +2,7 @@ import UplinkConfig
 import UplinkCore
 import UplinkSources
 import UplinkTransport
+import UplinkWire
 
 /// A YAML configuration file for `uplink`, decoded and validated. `docs/configuration.md` describes every key;
 /// `examples.yaml` at the repository root is a complete annotated example (a test keeps it valid).
@@ -147,6 +148,10 @@ public struct UplinkFile: Sendable, Equatable {
         /// `uplink.drain_timeout` (duration ≥ 0): on shutdown, how long to keep streaming until everything buffered
         /// is acknowledged. Default `5s`.
         public var drainTimeout: Duration
+        /// `uplink.compression` (`zstd`, `gzip` or `none`): how the stream's body is compressed (`Content-Encoding`),
+        /// with one compressor context per stream flushed at the end of every write pass. A collector that does not
+        /// accept it answers `415`, and the uplink falls back to `none` (logged once). Default `zstd`.
+        public var compression: WireCompression
         /// `uplink.tls` (mapping, only with an `https://` URL): trust, client certificate (mTLS), server name and
         /// minimum version; see `UplinkTLS` for each key (`ca_file`, `use_system_trust`, `cert_file`, `key_file`,
         /// `server_name`, `min_version`). Relative paths are resolved against the configuration file's directory;
@@ -163,7 +168,8 @@ public struct UplinkFile: Sendable, Equatable {
             heartbeat: Duration = .seconds(15), stallTimeout: Duration = .seconds(30),
             connectTimeout: Duration = UplinkConfiguration.defaultConnectTimeout,
             streamBufferBytes: Int = BoundStreamPair.defaultCapacity, drainTimeout: Duration = .seconds(5),
-            tls: UplinkTLS? = nil, proxy: ProxySetting = .environment
+            tls: UplinkTLS? = nil, proxy: ProxySetting = .environment,
+            compression: WireCompression = UplinkConfiguration.defaultCompression
         ) {
             self.target = target
             self.token = token
@@ -175,6 +181,7 @@ public struct UplinkFile: Sendable, Equatable {
             self.drainTimeout = drainTimeout
             self.tls = tls
             self.proxy = proxy
+            self.compression = compression
         }
 
         /// The value of `uplink.proxy`.
@@ -189,7 +196,7 @@ public struct UplinkFile: Sendable, Equatable {
 
         static let keys = [
             "url", "token", "token_file", "backoff", "heartbeat", "stall_timeout", "connect_timeout", "stream_buffer",
-            "drain_timeout", "tls", "proxy",
+            "drain_timeout", "tls", "proxy", "compression",
         ]
         static let tlsKeys = ["ca_file", "use_system_trust", "cert_file", "key_file", "server_name", "min_version"]
         static let backoffKeys = ["initial", "multiplier", "max", "reset_after"]
@@ -244,6 +251,10 @@ public struct UplinkFile: Sendable, Equatable {
         /// `collector.sinks`, `collector.retention`, `collector.log`: the write-ahead log and its sinks
         /// (`UplinkFile+CollectorSinks.swift`). Default: none (records go to `records.jsonl` and standard output).
         public var forwarding: ForwardingSection?
+        /// `collector.accept_encodings` (list of `zstd`, `gzip`; may be empty): the compressed `Content-Encoding`s
+        /// agents may stream with. Another is answered `415`, and agents fall back to an uncompressed body, which is
+        /// always accepted. Default `[zstd, gzip]`.
+        public var acceptEncodings: [WireCompression] = [.zstd, .gzip]
 
         public init(
             listen: ConfigHostPort = ConfigHostPort(host: "127.0.0.1", port: 4318),
@@ -269,6 +280,7 @@ public struct UplinkFile: Sendable, Equatable {
         static let keys = [
             "listen", "data_dir", "stdout", "jsonl", "token", "token_file", "max_line_bytes", "fsync", "rejects_file",
             "request_head_timeout", "stream_idle_timeout", "max_streams", "tls", "sinks", "retention", "log",
+            "accept_encodings",
         ]
         /// Smallest `max_line_bytes` accepted.
         public static let minimumLineBytes = 1024

@@ -1,0 +1,160 @@
+import CZlib
+import CZstd
+import NIOCore
+
+/// One stream's compression context (docs/protocol.md, "Compression"): created when a stream opens and dropped with
+/// it, so a reconnect starts a fresh context that the collector's fresh decoder can follow.
+///
+/// `compress(_:flush:into:)` with `flush: true` (what the uplink does at the end of every write pass) emits
+/// everything given so far, so that the bytes written until then decode completely on their own; the context keeps
+/// its history, so later passes still refer back to earlier records.
+///
+/// - zstd: level 3, window 128 KiB (`ZSTD_c_windowLog` 17), so a collector needs little memory per stream;
+///   a flush ends the current block (`ZSTD_e_flush`).
+/// - gzip: zlib level 6, a gzip header, `Z_SYNC_FLUSH` per flush.
+///
+/// Owned by one task at a time; not `Sendable`.
+public final class StreamCompressor {
+    /// zstd's compression level.
+    public static let zstdLevel: Int32 = 3
+    /// zstd's window: 2^17 bytes = 128 KiB.
+    public static let zstdWindowLog: Int32 = 17
+    /// zlib's compression level.
+    public static let gzipLevel: Int32 = 6
+
+    public let encoding: WireCompression
+    private let backend: Backend
+
+    private enum Backend {
+        case zstd(OpaquePointer)
+        case gzip(UnsafeMutablePointer<z_stream>)
+    }
+
+    /// A fresh context for `encoding`, which must not be `.none`.
+    public init(_ encoding: WireCompression) throws(WireCompressionError) {
+        self.encoding = encoding
+        switch encoding {
+        case .zstd:
+            guard let context = ZSTD_createCCtx() else {
+                throw WireCompressionError(.unavailable, "zstd: cannot create a compression context")
+            }
+            let level = ZSTD_CCtx_setParameter(context, ZSTD_c_compressionLevel, Self.zstdLevel)
+            let window = ZSTD_CCtx_setParameter(context, ZSTD_c_windowLog, Self.zstdWindowLog)
+            guard ZSTD_isError(level) == 0, ZSTD_isError(window) == 0 else {
+                ZSTD_freeCCtx(context)
+                throw WireCompressionError(.unavailable, "zstd: the compression parameters were refused")
+            }
+            backend = .zstd(context)
+        case .gzip:
+            // zlib keeps a pointer back to the z_stream: it must not move, so it lives on the heap.
+            let stream = UnsafeMutablePointer<z_stream>.allocate(capacity: 1)
+            stream.initialize(to: z_stream())
+            // windowBits 15 + 16: a gzip header and trailer; memLevel 8 is zlib's default.
+            let status = deflateInit2_(
+                stream, Self.gzipLevel, Z_DEFLATED, 15 + 16, 8, Z_DEFAULT_STRATEGY, zlibVersion(),
+                Int32(MemoryLayout<z_stream>.size))
+            guard status == Z_OK else {
+                stream.deinitialize(count: 1)
+                stream.deallocate()
+                throw WireCompressionError(.unavailable, "gzip: zlib could not start (\(status))")
+            }
+            backend = .gzip(stream)
+        case .none:
+            preconditionFailure("StreamCompressor(.none): an uncompressed stream has no compressor")
+        }
+    }
+
+    deinit {
+        switch backend {
+        case .zstd(let context):
+            ZSTD_freeCCtx(context)
+        case .gzip(let stream):
+            deflateEnd(stream)
+            stream.deinitialize(count: 1)
+            stream.deallocate()
+        }
+    }
+
+    /// Compresses the readable bytes of `input` and appends the output to `output`. With `flush`, everything given
+    /// so far is in `output` when it returns.
+    public func compress(_ input: ByteBuffer, flush: Bool, into output: inout ByteBuffer) throws(WireCompressionError) {
+        try input.withUnsafeReadableBytes { bytes throws(WireCompressionError) in
+            try compress(bytes, flush: flush, into: &output)
+        }
+    }
+
+    /// Compresses `input` and appends the output to `output`. With `flush`, everything given so far is in `output`
+    /// when it returns.
+    public func compress(
+        _ input: UnsafeRawBufferPointer, flush: Bool, into output: inout ByteBuffer
+    ) throws(WireCompressionError) {
+        switch backend {
+        case .zstd(let context):
+            try Self.zstd(context, input, flush: flush, into: &output)
+        case .gzip(let stream):
+            try Self.gzip(stream, input, flush: flush, into: &output)
+        }
+    }
+
+    private static func zstd(
+        _ context: OpaquePointer, _ input: UnsafeRawBufferPointer, flush: Bool, into output: inout ByteBuffer
+    ) throws(WireCompressionError) {
+        var source = ZSTD_inBuffer(src: input.baseAddress, size: input.count, pos: 0)
+        let directive = flush ? ZSTD_e_flush : ZSTD_e_continue
+        // Each call consumes input or emits output; zstd's contract ends the loop once the input is consumed and,
+        // when flushing, nothing remains to flush (the return value is then 0).
+        var remaining = 1
+        var failure: Int?
+        while source.pos < source.size || (flush && remaining != 0) {
+            output.writeWithUnsafeMutableBytes(minimumWritableBytes: min(input.count / 2 + 4096, 128 << 10)) { space in
+                var target = ZSTD_outBuffer(dst: space.baseAddress, size: space.count, pos: 0)
+                remaining = ZSTD_compressStream2(context, &target, &source, directive)
+                if ZSTD_isError(remaining) != 0 { failure = remaining }
+                return target.pos
+            }
+            if let failure {
+                throw WireCompressionError(.corrupt, "zstd: \(String(cString: ZSTD_getErrorName(failure)))")
+            }
+            if !flush && source.pos == source.size { break }
+        }
+    }
+
+    private static func gzip(
+        _ stream: UnsafeMutablePointer<z_stream>, _ input: UnsafeRawBufferPointer, flush: Bool,
+        into output: inout ByteBuffer
+    ) throws(WireCompressionError) {
+        // zlib counts in 32-bit integers: feed at most this much per call.
+        let piece = 1 << 30
+        var offset = 0
+        repeat {
+            let take = min(input.count - offset, piece)
+            let last = offset + take == input.count
+            stream.pointee.next_in = UnsafeMutablePointer(
+                mutating: input.baseAddress.map { $0.advanced(by: offset).assumingMemoryBound(to: Bytef.self) })
+            stream.pointee.avail_in = uInt(take)
+            let mode = flush && last ? Z_SYNC_FLUSH : Z_NO_FLUSH
+            // zlib's contract: once a call leaves output space unused, it has consumed all input and flushed.
+            var full = true
+            while full {
+                var status = Z_OK
+                output.writeWithUnsafeMutableBytes(minimumWritableBytes: min(take / 2 + 4096, 128 << 10)) { space in
+                    let room = min(space.count, piece)
+                    stream.pointee.next_out = space.baseAddress?.assumingMemoryBound(to: Bytef.self)
+                    stream.pointee.avail_out = uInt(room)
+                    status = deflate(stream, mode)
+                    return room - Int(stream.pointee.avail_out)
+                }
+                // Z_BUF_ERROR: no progress was possible (nothing to do), not a failure.
+                guard status == Z_OK || status == Z_BUF_ERROR else {
+                    throw WireCompressionError(.corrupt, "gzip: zlib failed to compress (\(status))")
+                }
+                full = stream.pointee.avail_out == 0
+            }
+            offset += take
+        } while offset < input.count
+        stream.pointee.next_in = nil
+    }
+}
+
+@available(*, unavailable)
+extension StreamCompressor: Sendable {}

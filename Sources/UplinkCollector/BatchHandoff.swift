@@ -105,6 +105,8 @@ extension ReceivedBatch {
         resent += later.resent
         heartbeats += later.heartbeats
         gaps.append(contentsOf: later.gaps)
-        rejects.append(contentsOf: later.rejects)
+        rejects.append(contentsOf: later.rejects.prefix(max(0, Self.maximumRejectNotes - rejects.count)))
+        tooLong += later.tooLong
+        malformed += later.malformed
     }
 }

@@ -65,15 +65,28 @@ package struct ReceivedBatch: Sendable {
     var gaps: [SequenceGap] = []
     /// How many gaps `gaps` holds.
     package var gapCount: Int { gaps.count }
+    /// Rejected lines kept for the rejects file: the first `maximumRejectNotes` of the batch. The rest are only
+    /// counted (`malformed`, `tooLong`): a peer sending nothing but bad lines, a megabyte of newlines, or a
+    /// compressed body that expands to millions of them must not turn each into a line on disk.
     var rejects: [RejectNote] = []
+    /// Lines longer than the limit, and other lines that are not records, heartbeats or acks: all of them, also
+    /// those beyond `maximumRejectNotes`.
+    package var tooLong: UInt64 = 0
+    package var malformed: UInt64 = 0
+    /// Most rejected lines of one batch written to the rejects file.
+    static let maximumRejectNotes = 100
+
+    /// Counts a rejected line, and keeps its note while the batch has room for notes.
+    mutating func reject(_ note: RejectNote) {
+        if note.isTooLong { tooLong += 1 } else { malformed += 1 }
+        if rejects.count < Self.maximumRejectNotes { rejects.append(note) }
+    }
 
     /// Records missing in `gaps`, saturating: two gaps of an agent sending sequences near the top of the range
     /// add up to more than a `UInt64`.
     package var missing: UInt64 {
         gaps.reduce(into: 0) { $0.addSaturating($1.missing) }
     }
-    package var tooLong: UInt64 { UInt64(rejects.count(where: \.isTooLong)) }
-    package var malformed: UInt64 { UInt64(rejects.count) - tooLong }
     var needsStorage: Bool { raisesMark || !rejects.isEmpty }
 }
 
@@ -144,7 +157,7 @@ package struct StreamProcessor {
     package mutating func finish() -> ReceivedBatch? {
         guard let length = splitter.finish() else { return nil }
         var batch = ReceivedBatch(highestSequence: mark)
-        batch.rejects.append(RejectNote(stream: stream, kind: .truncated(length: length)))
+        batch.reject(RejectNote(stream: stream, kind: .truncated(length: length)))
         return batch
     }
 
@@ -185,9 +198,9 @@ package struct StreamProcessor {
                 endRun(at: position)
                 if case .malformed(let error, _) = kind {
                     let line = chunk.getSlice(at: chunk.readerIndex + position, length: end - position)!
-                    batch.rejects.append(RejectNote(stream: stream, kind: .malformed(error, line: line)))
+                    batch.reject(RejectNote(stream: stream, kind: .malformed(error, line: line)))
                 } else {
-                    batch.rejects.append(RejectNote(stream: stream, kind: kind))
+                    batch.reject(RejectNote(stream: stream, kind: kind))
                 }
             }
             position = newline + 1
@@ -201,7 +214,7 @@ package struct StreamProcessor {
         while let piece = splitter.nextLine() {
             switch piece {
             case .tooLong(let length):
-                batch.rejects.append(RejectNote(stream: stream, kind: .tooLong(length: length)))
+                batch.reject(RejectNote(stream: stream, kind: .tooLong(length: length)))
             case .line(let line):
                 let verdict = line.withUnsafeReadableBytes { sort($0, into: &batch) }
                 switch verdict {
@@ -213,7 +226,7 @@ package struct StreamProcessor {
                     break
                 case .rejected(let kind):
                     guard case .malformed(let error, _) = kind else { break }
-                    batch.rejects.append(RejectNote(stream: stream, kind: .malformed(error, line: line)))
+                    batch.reject(RejectNote(stream: stream, kind: .malformed(error, line: line)))
                 }
             }
         }

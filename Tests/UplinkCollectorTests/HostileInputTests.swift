@@ -95,6 +95,29 @@ struct HostileInputTests {
         }
     }
 
+    /// A body of nothing but bad lines (here 30,000 empty lines and 30,000 bare words) is counted line by line but
+    /// does not become a line on disk per bad line: each batch keeps its first `maximumRejectNotes` for rejects.jsonl.
+    @Test func floodsOfBadLinesAreCountedNotAllWritten() async throws {
+        try await withTemporaryDirectory { directory in
+            try await withCollector(testConfiguration(directory)) { collector, port in
+                try await withClient { client in
+                    let connection = try await AgentConnection.open(client, port: port, agent: "flood", epoch: 1)
+                    #expect(try await connection.nextAck() == .resume(0))
+                    let flood = [UInt8](repeating: UInt8(ascii: "\n"), count: 30_000) + Array(String(repeating: "x\n", count: 30_000).utf8)
+                    connection.send(ByteBuffer(bytes: flood))
+                    connection.send(body([recordLine(1)]))
+                    try await connection.waitForAck(1)
+                    _ = try await connection.close()
+                }
+                #expect(collector.statistics().malformedLines == 60_000)
+            }
+            let rejects = try readLines(directory + "/rejects.jsonl")
+            #expect(!rejects.isEmpty)
+            #expect(rejects.count <= 6_000, "\(rejects.count) reject lines written for 60,000 bad lines")
+            #expect(try storedSequences(directory, agent: "flood", epoch: 1) == [1])
+        }
+    }
+
     /// A hostile connection sends everything at once, in pieces, while a well-behaved agent streams: the agent
     /// loses nothing and `/healthz` answers between its chunks.
     @Test func aHostileStreamDoesNotDisturbAWellBehavedAgent() async throws {

@@ -26,6 +26,14 @@ extension UplinkDriver {
         var output = ByteBufferAllocator().buffer(capacity: lines.readableBytes / 4 + 64)
         do {
             try compressor.compress(lines, flush: true, into: &output)
+            // The compressor asks for room for the worst case; what it wrote is usually a tenth of that. The pass's
+            // output waits in the pair and the client's queue until the socket takes it, and the in-flight window
+            // counts its bytes, so keep only those (a copy of a few KiB), not the whole allocation.
+            if output.capacity > 2 * output.readableBytes + 4096 {
+                var exact = ByteBufferAllocator().buffer(capacity: output.readableBytes)
+                exact.writeImmutableBuffer(output)
+                return exact
+            }
             return output
         } catch {
             events.yield(.streamFailed(connection, .transport("compressing the body failed: \(error)")))

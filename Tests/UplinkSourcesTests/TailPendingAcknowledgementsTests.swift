@@ -1,4 +1,5 @@
 import Testing
+import UplinkCore
 
 @testable import UplinkSources
 
@@ -19,7 +20,7 @@ struct TailPendingAcknowledgementsTests {
 
     @Test(arguments: 1...24)
     func randomInterleavingsMatchTheModel(seed: UInt64) {
-        var random = SeededGenerator(seed: seed)
+        var random = SplitMix64(seed: seed)
         var queue = TailPendingAcknowledgements()
         var model = Model()
         var sequence: UInt64 = UInt64.random(in: 0...5, using: &random)
@@ -58,18 +59,5 @@ struct TailPendingAcknowledgementsTests {
         #expect(queue.acknowledge(through: 2) == nil)
         #expect(queue.acknowledge(through: 9) == 20 + (1 << 33))
         #expect(queue.isEmpty)
-    }
-}
-
-/// SplitMix64, so every seed is the same sequence on every run.
-struct SeededGenerator: RandomNumberGenerator {
-    var state: UInt64
-    init(seed: UInt64) { state = seed }
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
     }
 }

@@ -18,7 +18,7 @@ enum EndToEndBenchmark {
     /// With `tls`, the collector listens with TLS (ALPN offers h2 and http/1.1) and the agent trusts its CA.
     static func throughput(
         records: Int, recordBytes: Int, streamBufferBytes: Int = BoundStreamPair.defaultCapacity,
-        tls: TLSBenchmark.Files? = nil, logger: Logger
+        compression: WireCompression = .none, tls: TLSBenchmark.Files? = nil, logger: Logger
     ) async throws -> BenchmarkResult {
         let directory = try temporaryDirectory()
         defer { removeTree(directory) }
@@ -37,7 +37,7 @@ enum EndToEndBenchmark {
             configuration: AgentConfiguration(
                 uplink: UplinkConfiguration(
                     url: tls == nil ? background.url : "https://127.0.0.1:\(background.port)", agentID: "bench",
-                    streamBufferBytes: streamBufferBytes, tls: UplinkTLS(caFile: tls?.caFile)),
+                    streamBufferBytes: streamBufferBytes, compression: compression, tls: UplinkTLS(caFile: tls?.caFile)),
                 sources: [.init(name: "gen", config: .generator(GeneratorConfig(rate: 0, recordBytes: recordBytes, count: records)))]
             ),
             logger: logger
@@ -50,26 +50,34 @@ enum EndToEndBenchmark {
         let elapsed = ContinuousClock.now - started
         let cpu = ResourceUsage.now().cpuSeconds - usage.cpuSeconds
         let uplinkStatistics = agent.uplink.statistics()
-        let bytes = uplinkStatistics.bytesWritten
+        // Throughput and CPU per GiB of record lines as the agent writes them (before compression), so runs with
+        // and without compression compare; the wire bytes are shown beside them.
+        let bytes = uplinkStatistics.lineBytesWritten
+        let wireBytes = uplinkStatistics.bytesWritten
         let peakResident = ResourceUsage.now().maxResidentBytes
         await agentGroup.triggerGracefulShutdown()
         try await agentTask.value
         try await background.stop()
         precondition(collector.statistics().recordsStored == UInt64(records), "collector stored \(collector.statistics().recordsStored)")
 
+        let lineBytesPerRecord = format(Double(bytes) / Double(records))
+        let wireBytesPerRecord = format(Double(wireBytes) / Double(records))
+        let recordsLine = "records: \(records), line bytes: \(bytes) (\(lineBytesPerRecord) bytes/line), wire bytes: "
+            + "\(wireBytes) (\(wireBytesPerRecord) bytes/line; the generator's messages repeat one letter, so compression "
+            + "here is a best case)"
         let mebibytes = Double(bytes) / 1_048_576
         let gibibytes = Double(bytes) / 1_073_741_824
         return BenchmarkResult(
             name: "end to end on loopback\(tls == nil ? "" : " over TLS"), generator → collector (records.jsonl), "
-                + "\(recordBytes)-byte messages, \(streamBufferBytes / 1024) KiB stream buffer",
+                + "\(recordBytes)-byte messages, \(streamBufferBytes / 1024) KiB stream buffer, compression \(compression)",
             lines: [
-                "records: \(records), wire bytes: \(bytes) (\(format(Double(bytes) / Double(records))) bytes/line)",
-                "throughput: \(format(mebibytes / elapsed.seconds)) MiB/s of wire lines, "
+                recordsLine,
+                "throughput: \(format(mebibytes / elapsed.seconds)) MiB/s of record lines, "
                     + "\(format(Double(records) * Double(recordBytes) / 1_048_576 / elapsed.seconds)) MiB/s of messages, "
                     + "\(format(Double(records) / elapsed.seconds / 1000)) k records/s (target >= 200 MiB/s)",
-                "cpu: \(format(cpu)) s for agent + collector = \(format(cpu / gibibytes)) cpu-s per GiB",
+                "cpu: \(format(cpu)) s for agent + collector = \(format(cpu / gibibytes)) cpu-s per GiB of record lines",
                 "peak RSS of the process: \(peakResident / 1_048_576) MiB (ring capacity 64 MiB, allocated once)",
-                "uplink: \(uplinkStatistics.writePasses) write passes (\(bytes / max(1, uplinkStatistics.writePasses)) bytes each), "
+                "uplink: \(uplinkStatistics.writePasses) write passes (\(bytes / max(1, uplinkStatistics.writePasses)) line bytes each), "
                     + "\(uplinkStatistics.spaceAvailableEvents) space events, \(uplinkStatistics.dataAvailableEvents) data wake-ups",
             ]
         )

@@ -66,7 +66,8 @@ enum TailBenchmark {
             name: "tail a \(mebibytes) MiB file of \(lineBytes)-byte lines from the beginning → collector (records.jsonl), "
                 + "\(streamBufferBytes / 1024) KiB stream buffer",
             lines: [
-                "lines: \(lines), file bytes: \(Int(fileBytes)), wire bytes: \(uplinkStatistics.bytesWritten)",
+                "lines: \(lines), file bytes: \(Int(fileBytes)), record line bytes: \(uplinkStatistics.lineBytesWritten), "
+                    + "wire bytes: \(uplinkStatistics.bytesWritten) (compression \(uplinkStatistics.compression), the default)",
                 "throughput: \(format(fileBytes / 1_048_576 / elapsed.seconds)) MiB/s of file, "
                     + "\(format(Double(lines) / elapsed.seconds / 1000)) k lines/s in \(format(elapsed.seconds)) s (target >= 150 MiB/s)",
                 "cpu: \(format(cpu)) s for agent + collector = \(format(cpu / gibibytes)) cpu-s per GiB of file",

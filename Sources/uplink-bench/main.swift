@@ -32,6 +32,10 @@ if wanted("e2e") {
             records: records, recordBytes: 200, streamBufferBytes: streamBufferBytes, logger: logger
         ).print()
     }
+    // The default uplink.compression, zstd, on the same pipeline.
+    try await EndToEndBenchmark.throughput(
+        records: records, recordBytes: 200, streamBufferBytes: 256 << 10, compression: .zstd, logger: logger
+    ).print()
 }
 // TLS: stream throughput over TLS and plaintext side by side (64 KiB and 1 MiB stream buffers), and what a TLS
 // handshake costs per new connection. Needs the openssl command to make a private CA. Not in the default set.

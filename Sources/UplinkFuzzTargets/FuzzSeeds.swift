@@ -1,3 +1,6 @@
+import NIOCore
+import UplinkWire
+
 extension FuzzTarget {
     /// Starting inputs: valid and nearly valid examples of what the target reads.
     public var seeds: [[UInt8]] {
@@ -24,6 +27,17 @@ extension FuzzTarget {
             ].map { Array($0.utf8) }
         case .config:
             return Self.configs.map { Array($0.utf8) }
+        case .decompress:
+            // Valid bodies of each encoding (a flush after each line), and the lines themselves as plain text.
+            let text = Self.wireLines.joined(separator: "\n") + "\n"
+            var seeds: [[UInt8]] = [[0] + Array(text.utf8), [1] + Array(text.utf8)]
+            for (selector, encoding) in [(UInt8(2), WireCompression.zstd), (3, .gzip)] {
+                guard let compressor = try? StreamCompressor(encoding) else { continue }
+                var body = ByteBuffer()
+                for line in Self.wireLines { try? compressor.compress(ByteBuffer(string: line + "\n"), flush: true, into: &body) }
+                seeds.append([selector] + Array(body.readableBytesView))
+            }
+            return seeds
         }
     }
 
@@ -42,6 +56,9 @@ extension FuzzTarget {
             strings = [#""ack""#, #""resume""#, #""heartbeat""#, ":", "{", "}", " ", "\t", "9223372036854775807", "0", "-"]
         case .streamHeaders:
             strings = ["Bearer ", "\n", "9223372036854775807", "9223372036854775808", "0", "1", " ", "\t", "-", ".", "_", ":"]
+        case .decompress:
+            // zstd's frame magic, gzip's header, a zstd frame header asking for a 2^31 window, runs of zeros.
+            return [[0x28, 0xB5, 0x2F, 0xFD], [0x1F, 0x8B, 0x08, 0x00], [0x28, 0xB5, 0x2F, 0xFD, 0x00, 0xF8], [0, 0, 0, 0, 0, 0, 0, 0]]
         case .config:
             strings = [
                 "agent:", "buffer:", "uplink:", "sources:", "collector:", "max_bytes: ", "overflow: ", "url: ", "- name: ",

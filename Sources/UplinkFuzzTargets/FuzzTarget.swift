@@ -22,6 +22,10 @@ public enum FuzzTarget: String, CaseIterable, Sendable {
     case streamHeaders = "stream-headers"
     /// The YAML configuration loader: bytes → `UplinkFile.decode`.
     case config = "config"
+    /// The collector's body decompressors (`StreamDecompressor`, zstd and gzip): arbitrary bytes as a compressed body
+    /// in random chunks never trap and never give more than the per-chunk limit; the same bytes as plain text,
+    /// compressed with a flush at random points, come back exactly, whatever the chunk cuts.
+    case decompress = "decompress"
 
     /// Runs the target on one input.
     public func run(_ data: UnsafeRawBufferPointer) {
@@ -32,6 +36,7 @@ public enum FuzzTarget: String, CaseIterable, Sendable {
         case .ackLine: FuzzChecks.ackLine(data)
         case .streamHeaders: FuzzChecks.streamHeaders(data)
         case .config: FuzzChecks.config(data)
+        case .decompress: FuzzChecks.decompress(data)
         }
     }
 
@@ -222,6 +227,64 @@ enum FuzzChecks {
         require(
             StreamHeaders.isBearer(authorization, token: token) == (authorization == Array("Bearer ".utf8) + token),
             "bearer comparison")
+    }
+
+    // MARK: decompress
+
+    /// Input: one byte choosing the encoding (low bit) and seeding the cuts, then the bytes.
+    static func decompress(_ data: UnsafeRawBufferPointer) {
+        guard let first = data.first else { return }
+        let encoding: WireCompression = first & 1 == 0 ? .zstd : .gzip
+        var random = SplitMix64(seed: UInt64(first))
+        let body = UnsafeRawBufferPointer(rebasing: data[1...])
+
+        // 1. As a compressed body: decode in chunks until it ends or fails; never more than the limit per chunk.
+        do {
+            let decompressor = try StreamDecompressor(encoding)
+            var offset = 0
+            decoding: while offset < body.count {
+                let length = min(body.count - offset, Int.random(in: 1...64, using: &random))
+                decompressor.feed(ByteBuffer(bytes: UnsafeRawBufferPointer(rebasing: body[offset..<(offset + length)])))
+                offset += length
+                var produced = 0
+                do {
+                    while let piece = try decompressor.next() {
+                        require(piece.readableBytes <= StreamDecompressor.pieceBytes, "a piece above pieceBytes")
+                        produced += piece.readableBytes
+                    }
+                } catch {
+                    break decoding  // corrupt or a bomb: the collector ends the stream
+                }
+                require(
+                    produced <= StreamDecompressor.outputLimit(inputBytes: length) + StreamDecompressor.pieceBytes,
+                    "a chunk of \(length) bytes gave \(produced) bytes")
+            }
+        } catch {
+            fatalError("fuzz property violated: no decompressor: \(error)")
+        }
+
+        // 2. As plain text: compressed with flushes at random points, decoded in random chunks, it comes back.
+        do {
+            let compressor = try StreamCompressor(encoding)
+            var compressed = ByteBuffer()
+            var offset = 0
+            while offset < body.count {
+                let length = min(body.count - offset, Int.random(in: 1...200, using: &random))
+                try compressor.compress(UnsafeRawBufferPointer(rebasing: body[offset..<(offset + length)]), flush: Bool.random(using: &random), into: &compressed)
+                offset += length
+            }
+            try compressor.compress(UnsafeRawBufferPointer(start: nil, count: 0), flush: true, into: &compressed)
+            let decompressor = try StreamDecompressor(encoding)
+            var output: [UInt8] = []
+            while compressed.readableBytes > 0 {
+                let chunk = compressed.readSlice(length: min(compressed.readableBytes, Int.random(in: 1...100, using: &random)))!
+                decompressor.feed(chunk)
+                while let piece = try decompressor.next() { output.append(contentsOf: piece.readableBytesView) }
+            }
+            require(output.elementsEqual(body), "a round trip through \(encoding) changed \(body.count) bytes")
+        } catch {
+            fatalError("fuzz property violated: a round trip through \(encoding) failed: \(error)")
+        }
     }
 
     // MARK: config

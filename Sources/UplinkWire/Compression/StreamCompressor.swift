@@ -9,14 +9,17 @@ import NIOCore
 /// everything given so far, so that the bytes written until then decode completely on their own; the context keeps
 /// its history, so later passes still refer back to earlier records.
 ///
-/// - zstd: level 3, window 128 KiB (`ZSTD_c_windowLog` 17), so a collector needs little memory per stream;
-///   a flush ends the current block (`ZSTD_e_flush`).
+/// - zstd: window 128 KiB (`ZSTD_c_windowLog` 17), so a collector needs little memory per stream; a flush ends the
+///   current block (`ZSTD_e_flush`). The level follows the stream's rate (`ZstdLevelPolicy`): 3 while it is busy,
+///   19 while it trickles (a box's sensors: a few KiB/s in small passes, where the higher level takes a metric
+///   sample from about 11 to under 7 bytes for a fraction of a millisecond per second). A change of level ends the
+///   current zstd frame and starts the next with the new level; decoders read consecutive frames as one stream.
 /// - gzip: zlib level 6, a gzip header, `Z_SYNC_FLUSH` per flush.
 ///
 /// Owned by one task at a time; not `Sendable`.
 public final class StreamCompressor {
-    /// zstd's compression level.
-    public static let zstdLevel: Int32 = 3
+    /// zstd's compression level while the stream is busy (see `ZstdLevelPolicy` for the trickle level).
+    public static let zstdLevel: Int32 = ZstdLevelPolicy.bulkLevel
     /// zstd's window: 2^17 bytes = 128 KiB.
     public static let zstdWindowLog: Int32 = 17
     /// zlib's compression level.
@@ -24,6 +27,10 @@ public final class StreamCompressor {
 
     public let encoding: WireCompression
     private let backend: Backend
+    /// zstd only: the level the stream's rate asks for, and the one the context has.
+    private var levelPolicy: ZstdLevelPolicy
+    private var appliedLevel: Int32 = ZstdLevelPolicy.bulkLevel
+    private let now: () -> ContinuousClock.Instant
 
     private enum Backend {
         case zstd(OpaquePointer)
@@ -31,8 +38,15 @@ public final class StreamCompressor {
     }
 
     /// A fresh context for `encoding`, which must not be `.none`.
-    public init(_ encoding: WireCompression) throws(WireCompressionError) {
+    public convenience init(_ encoding: WireCompression) throws(WireCompressionError) {
+        try self.init(encoding, now: { .now })
+    }
+
+    /// With the clock the level policy reads (tests pass their own).
+    init(_ encoding: WireCompression, now: @escaping () -> ContinuousClock.Instant) throws(WireCompressionError) {
         self.encoding = encoding
+        self.now = now
+        self.levelPolicy = ZstdLevelPolicy(now: now())
         switch encoding {
         case .zstd:
             guard let context = ZSTD_createCCtx() else {
@@ -90,9 +104,36 @@ public final class StreamCompressor {
     ) throws(WireCompressionError) {
         switch backend {
         case .zstd(let context):
+            let wanted = levelPolicy.level(forPass: input.count, now: now())
+            if wanted != appliedLevel {
+                try Self.zstdEndFrame(context, into: &output)
+                let status = ZSTD_CCtx_setParameter(context, ZSTD_c_compressionLevel, wanted)
+                if ZSTD_isError(status) != 0 {
+                    throw WireCompressionError(.corrupt, "zstd: \(String(cString: ZSTD_getErrorName(status)))")
+                }
+                appliedLevel = wanted
+            }
             try Self.zstd(context, input, flush: flush, into: &output)
         case .gzip(let stream):
             try Self.gzip(stream, input, flush: flush, into: &output)
+        }
+    }
+
+    /// Ends the current frame (everything given so far is in `output`), so that the next starts with new parameters.
+    private static func zstdEndFrame(_ context: OpaquePointer, into output: inout ByteBuffer) throws(WireCompressionError) {
+        var source = ZSTD_inBuffer(src: nil, size: 0, pos: 0)
+        var remaining = 1
+        var failure: Int?
+        while remaining != 0 {
+            output.writeWithUnsafeMutableBytes(minimumWritableBytes: 4096) { space in
+                var target = ZSTD_outBuffer(dst: space.baseAddress, size: space.count, pos: 0)
+                remaining = ZSTD_compressStream2(context, &target, &source, ZSTD_e_end)
+                if ZSTD_isError(remaining) != 0 { failure = remaining }
+                return target.pos
+            }
+            if let failure {
+                throw WireCompressionError(.corrupt, "zstd: \(String(cString: ZSTD_getErrorName(failure)))")
+            }
         }
     }
 

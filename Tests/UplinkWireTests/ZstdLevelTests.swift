@@ -1,0 +1,58 @@
+import NIOCore
+import Testing
+
+@testable import UplinkWire
+
+/// The zstd level follows the stream's rate, and a stream whose level changed (a new zstd frame) decodes as one.
+@Suite("zstd level by rate")
+struct ZstdLevelTests {
+    let start = ContinuousClock.now
+
+    @Test func aStreamStartsBusyTricklesAfterAQuietObservationAndALargePassMakesItBusyAtOnce() {
+        var policy = ZstdLevelPolicy(now: start)
+        #expect(policy.level(forPass: 500, now: start) == ZstdLevelPolicy.bulkLevel)
+        // 10 s at 5 KiB/s: trickling.
+        for second in 1...10 { _ = policy.level(forPass: 5 << 10, now: start + .seconds(second)) }
+        #expect(policy.level == ZstdLevelPolicy.trickleLevel)
+        // One large pass: busy at once.
+        #expect(policy.level(forPass: 64 << 10, now: start + .seconds(11)) == ZstdLevelPolicy.bulkLevel)
+        // Small passes at 40 KiB/s for a whole observation: still busy.
+        for second in 12...22 { _ = policy.level(forPass: 40 << 10, now: start + .seconds(second)) }
+        #expect(policy.level == ZstdLevelPolicy.bulkLevel)
+        // Quiet again.
+        for second in 23...34 { _ = policy.level(forPass: 1 << 10, now: start + .seconds(second)) }
+        #expect(policy.level == ZstdLevelPolicy.trickleLevel)
+    }
+
+    @Test func levelChangesStartNewFramesThatDecodeAsOneStreamAtAnyCut() throws {
+        let clock = ManualClock(start)
+        let compressor = try StreamCompressor(.zstd, now: { clock.now })
+        var random = SeededRandom(seed: 5)
+        var output = ByteBuffer()
+        var plain: [UInt8] = []
+        var first: UInt64 = 1
+        // 30 s of small passes (trickle after 10 s), one bulk pass, then small passes again.
+        for step in 0..<60 {
+            clock.now = start + .milliseconds(500 * step)
+            let count = step == 40 ? 2000 : Int.random(in: 1...8, using: &random)
+            let pass = StreamCompressionTests.lines(from: first, count: count, random: &random)
+            first += UInt64(count)
+            plain += pass.readableBytesView
+            try compressor.compress(pass, flush: true, into: &output)
+        }
+        let bytes = Array(output.readableBytesView)
+        let magic: [UInt8] = [0x28, 0xB5, 0x2F, 0xFD]
+        let frames = (0...(bytes.count - 4)).filter { Array(bytes[$0..<($0 + 4)]) == magic }.count
+        #expect(frames >= 3, "trickle, bulk and trickle again: \(frames) frames")
+        for size in [1, 7, 100, 4096, bytes.count] {
+            let chunks = stride(from: 0, to: bytes.count, by: size).map { bytes[$0..<min($0 + size, bytes.count)] }
+            #expect(try StreamCompressionTests.decode(.zstd, chunks) == plain, "chunks of \(size)")
+        }
+    }
+}
+
+/// A clock the test moves by hand.
+private final class ManualClock: @unchecked Sendable {
+    var now: ContinuousClock.Instant
+    init(_ start: ContinuousClock.Instant) { now = start }
+}

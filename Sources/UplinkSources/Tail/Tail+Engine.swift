@@ -259,7 +259,8 @@ final class TailEngine {
             metadata: [
                 "records": "\(statistics.records)", "bytes_read": "\(statistics.bytesRead)",
                 "truncated_lines": "\(statistics.truncatedLines)", "rejected_oversize": "\(statistics.rejectedOversize)",
-                "truncations": "\(statistics.truncations)", "rotations": "\(statistics.rotations)",
+                "truncations": "\(statistics.truncations)", "copies_finished": "\(statistics.copiesFinished)",
+                "rotations": "\(statistics.rotations)",
                 "files_opened": "\(statistics.filesOpened)",
             ])
     }

@@ -205,9 +205,10 @@ extension TailEngine {
         return false
     }
 
-    /// The file was truncated: what was read of the old content is sent, then it is read from offset 0 as a new
-    /// incarnation with a new origin id.
+    /// The file was truncated: what was read of the old content is sent (finished from its copy when logrotate's
+    /// `copytruncate` left one), then it is read from offset 0 as a new incarnation with a new origin id.
     func restart(_ file: TailedFile, reason: String) async {
+        await finishFromCopy(file)
         await flushPending(file)
         statistics.truncations += 1
         logger.info(
@@ -274,5 +275,58 @@ extension TailEngine {
             warnedCheckpointWrite = false
             logger.info("tail source: the checkpoint file \(path) is written again")
         }
+    }
+
+    /// `copytruncate` (logrotate's, or any copy-then-truncate): the lines written before the copy that were not read
+    /// yet are in the copy. Finds it in the file's directory (a regular file, another inode, with the incarnation's
+    /// first bytes, at least as long as what was read; the newest such) and reads it from the offset reached to its
+    /// end, as the same incarnation (same origin, offsets going on), so nothing is sent twice. Only lines written
+    /// between the copy and the truncation are lost, which no reader can see. A copy already compressed (logrotate's
+    /// `compress` without `delaycompress`, done before the tailer looked) does not match and is not read.
+    private func finishFromCopy(_ file: TailedFile) async {
+        guard let (copy, path) = findCopy(of: file) else { return }
+        defer { TailFS.closeDescriptor(copy) }
+        let from = file.readOffset
+        while !stopped && !Task.isCancelled {
+            let count = TailFS.read(copy, into: buffer, at: file.readOffset)
+            guard count > 0 else { break }
+            let base = file.readOffset
+            file.readOffset += UInt64(count)
+            statistics.bytesRead += UInt64(count)
+            await send(file) { batch, timestamp in
+                self.split(file, UnsafeRawBufferPointer(rebasing: buffer[0..<count]), base: base, timestamp, &batch)
+            }
+        }
+        if file.readOffset > from {
+            statistics.copiesFinished += 1
+            logger.info(
+                "tail source: \(file.path) was copied and truncated; read its last \(file.readOffset - from) bytes from the copy \(path)",
+                metadata: ["path": "\(file.path)", "copy": "\(path)"])
+        }
+    }
+
+    /// The newest file beside `file` that holds its incarnation's content, opened for reading.
+    private func findCopy(of file: TailedFile) -> (Int32, String)? {
+        let slash = file.path.lastIndex(of: "/")
+        let directory = slash.map { String(file.path[..<$0]) } ?? "."
+        let prefix = slash.map { String(file.path[..<file.path.index(after: $0)]) } ?? ""
+        var best: (descriptor: Int32, path: String, modified: Int)?
+        for entry in TailFS.list(directory.isEmpty ? "/" : directory) where entry.isDirectory != true && !entry.isSymbolicLink {
+            let path = prefix + entry.name
+            guard path != file.path, let status = TailFS.status(path: path), status.isRegular,
+                status.inode != file.inode, status.size >= file.readOffset
+            else { continue }
+            guard case .success(let descriptor) = TailFS.openForReading(path) else { continue }
+            var info = stat()
+            let modified = fstat(descriptor, &info) == 0 ? Int(info.st_mtim.tv_sec) * 1_000_000_000 + Int(info.st_mtim.tv_nsec) : 0
+            guard file.fingerprint.verified(descriptor: descriptor, scratch: scratch) != nil, modified >= (best?.modified ?? Int.min)
+            else {
+                TailFS.closeDescriptor(descriptor)
+                continue
+            }
+            if let previous = best { TailFS.closeDescriptor(previous.descriptor) }
+            best = (descriptor, path, modified)
+        }
+        return best.map { ($0.descriptor, $0.path) }
     }
 }

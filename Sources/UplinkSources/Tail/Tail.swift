@@ -65,6 +65,8 @@ struct TailStatistics: Sendable, Equatable {
     var rejectedOversize = 0
     /// Files restarted from 0 because they were truncated.
     var truncations = 0
+    /// Truncated files whose unread end was read from the copy `copytruncate` left.
+    var copiesFinished = 0
     /// New files found at a path that had one (rotation, re-creation).
     var rotations = 0
     /// Files opened.

@@ -305,8 +305,11 @@ extension TailEngine {
         }
     }
 
-    /// The newest file beside `file` that holds its incarnation's content, opened for reading.
+    /// The newest file beside `file` that holds its incarnation's content, opened for reading. Only for an
+    /// incarnation with a full-length fingerprint: a few shared first bytes (a short header line) could match another
+    /// file, whose end would then be sent as this one's.
     private func findCopy(of file: TailedFile) -> (Int32, String)? {
+        guard file.fingerprint.length >= TailFingerprint.maximumLength else { return nil }
         let slash = file.path.lastIndex(of: "/")
         let directory = slash.map { String(file.path[..<$0]) } ?? "."
         let prefix = slash.map { String(file.path[..<file.path.index(after: $0)]) } ?? ""

@@ -24,10 +24,35 @@ enum StreamEnding: Sendable {
 
 /// What the receiving side tells the response side.
 enum StreamEvent: Sendable {
-    case ack(UInt64)
+    /// Records were stored: write the newest acknowledgement (see `PendingAck`).
+    case ack
     /// Heartbeat lines arrived: answer with one (see `HeartbeatAnswer`).
     case heartbeat
     case stop
+}
+
+/// The newest acknowledgement the response side has not written yet. Acks that arrive while one waits merge into it
+/// (acks are cumulative), so the response side writes one ack for all the batches stored since it last wrote, and a
+/// peer that does not read its response cannot make the collector queue an ack per stored batch.
+final class PendingAck: Sendable {
+    private let sequence = Mutex<UInt64?>(nil)
+
+    /// Called by the receiving side after storing through `value`: whether the response side must be woken (no ack
+    /// was waiting).
+    func offer(_ value: UInt64) -> Bool {
+        sequence.withLock { sequence in
+            defer { sequence = max(sequence ?? 0, value) }
+            return sequence == nil
+        }
+    }
+
+    /// Called by the response side: the acknowledgement to write, if one waits.
+    func take() -> UInt64? {
+        sequence.withLock { sequence in
+            defer { sequence = nil }
+            return sequence
+        }
+    }
 }
 
 /// Makes sure at most one heartbeat answer waits to be written, however fast heartbeat lines arrive: a peer that
@@ -223,17 +248,19 @@ extension Collector {
         let (events, eventSink) = AsyncStream.makeStream(of: StreamEvent.self)
         control.onStop { eventSink.yield(.stop) }
         let heartbeat = HeartbeatAnswer()
+        let pendingAck = PendingAck()
         return await withTaskGroup(of: StreamEnding.self) { group in
             group.addTask {
                 defer { eventSink.finish() }
                 return await self.receive(
                     stream, mark: mark, body: body, encoding: encoding, control: control, storage: storage,
-                    events: eventSink, heartbeat: heartbeat, logger: logger)
+                    events: eventSink, pendingAck: pendingAck, heartbeat: heartbeat, logger: logger)
             }
             var writeFailure: (any Error)?
             loop: for await event in events {
                 switch event {
-                case .ack(let sequence):
+                case .ack:
+                    guard let sequence = pendingAck.take() else { continue }
                     do {
                         try await writer.write(Self.ackBuffer(.ack(sequence)))
                     } catch {
@@ -288,7 +315,8 @@ extension Collector {
     /// stream's batches are stored one at a time, in order.
     private func receive(
         _ stream: StreamKey, mark: UInt64, body: RequestBody, encoding: WireCompression, control: StreamControl,
-        storage: Storage, events: AsyncStream<StreamEvent>.Continuation, heartbeat: HeartbeatAnswer, logger: Logger
+        storage: Storage, events: AsyncStream<StreamEvent>.Continuation, pendingAck: PendingAck, heartbeat: HeartbeatAnswer,
+        logger: Logger
     ) async -> StreamEnding {
         var processor = StreamProcessor(
             stream: stream, mark: mark, originMarks: marks.originMarks(agent: stream.agent),
@@ -299,7 +327,8 @@ extension Collector {
             group.addTask {
                 while let batch = await handoff.take() {
                     do {
-                        try await self.store(batch, of: stream, storage: storage, events: events, logger: logger)
+                        try await self.store(
+                            batch, of: stream, storage: storage, events: events, pendingAck: pendingAck, logger: logger)
                     } catch {
                         // Ends the exchange, which cancels the reading side wherever it waits.
                         events.yield(.stop)
@@ -363,7 +392,7 @@ extension Collector {
 
     private func store(
         _ batch: ReceivedBatch, of stream: StreamKey, storage: Storage, events: AsyncStream<StreamEvent>.Continuation,
-        logger: Logger
+        pendingAck: PendingAck, logger: Logger
     ) async throws {
         recorder.received(batch)
         for gap in batch.gaps {
@@ -380,7 +409,7 @@ extension Collector {
         try await storage.commit(Storage.Commit(batch: records, rejects: batch.rejects))
         if let records {
             recorder.stored(records.lines.count)
-            events.yield(.ack(records.highestSequence))
+            if pendingAck.offer(records.highestSequence) { events.yield(.ack) }
         }
     }
 }

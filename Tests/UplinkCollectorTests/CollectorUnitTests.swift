@@ -173,6 +173,18 @@ import UplinkWire
             #expect(!Collector.isBearer(given, token: "abc"), "\(given)")
         }
     }
+
+    @Test func acknowledgementsWaitingToBeWrittenMergeIntoTheNewest() {
+        let pending = PendingAck()
+        #expect(pending.take() == nil)
+        #expect(pending.offer(3), "the first wakes the response side")
+        #expect(!pending.offer(7), "later ones merge while one waits")
+        #expect(!pending.offer(9))
+        #expect(pending.take() == 9)
+        #expect(pending.take() == nil)
+        #expect(pending.offer(10))
+        #expect(pending.take() == 10)
+    }
 }
 
 extension String {

@@ -311,8 +311,8 @@ extension Collector {
     }
 
     /// The receiving side. A child task stores batches while this one reads and sorts the next chunks, which
-    /// wait in a `BatchHandoff` merged into one; an `ack` follows every stored batch that raised the mark. The
-    /// stream's batches are stored one at a time, in order.
+    /// wait in a `BatchHandoff` merged into one; an `ack` follows the batches that raised the mark (acks merge while
+    /// one waits to be written, `PendingAck`). The stream's batches are stored one at a time, in order.
     private func receive(
         _ stream: StreamKey, mark: UInt64, body: RequestBody, encoding: WireCompression, control: StreamControl,
         storage: Storage, events: AsyncStream<StreamEvent>.Continuation, pendingAck: PendingAck, heartbeat: HeartbeatAnswer,

@@ -121,32 +121,26 @@ public final class StreamCompressor {
 
     /// Ends the current frame (everything given so far is in `output`), so that the next starts with new parameters.
     private static func zstdEndFrame(_ context: OpaquePointer, into output: inout ByteBuffer) throws(WireCompressionError) {
-        var source = ZSTD_inBuffer(src: nil, size: 0, pos: 0)
-        var remaining = 1
-        var failure: Int?
-        while remaining != 0 {
-            output.writeWithUnsafeMutableBytes(minimumWritableBytes: 4096) { space in
-                var target = ZSTD_outBuffer(dst: space.baseAddress, size: space.count, pos: 0)
-                remaining = ZSTD_compressStream2(context, &target, &source, ZSTD_e_end)
-                if ZSTD_isError(remaining) != 0 { failure = remaining }
-                return target.pos
-            }
-            if let failure {
-                throw WireCompressionError(.corrupt, "zstd: \(String(cString: ZSTD_getErrorName(failure)))")
-            }
-        }
+        try zstd(context, UnsafeRawBufferPointer(start: nil, count: 0), directive: ZSTD_e_end, into: &output)
     }
 
     private static func zstd(
         _ context: OpaquePointer, _ input: UnsafeRawBufferPointer, flush: Bool, into output: inout ByteBuffer
     ) throws(WireCompressionError) {
+        try zstd(context, input, directive: flush ? ZSTD_e_flush : ZSTD_e_continue, into: &output)
+    }
+
+    private static func zstd(
+        _ context: OpaquePointer, _ input: UnsafeRawBufferPointer, directive: ZSTD_EndDirective,
+        into output: inout ByteBuffer
+    ) throws(WireCompressionError) {
         var source = ZSTD_inBuffer(src: input.baseAddress, size: input.count, pos: 0)
-        let directive = flush ? ZSTD_e_flush : ZSTD_e_continue
+        let finishing = directive != ZSTD_e_continue
         // Each call consumes input or emits output; zstd's contract ends the loop once the input is consumed and,
-        // when flushing, nothing remains to flush (the return value is then 0).
+        // when flushing or ending the frame, nothing remains to write (the return value is then 0).
         var remaining = 1
         var failure: Int?
-        while source.pos < source.size || (flush && remaining != 0) {
+        while source.pos < source.size || (finishing && remaining != 0) {
             output.writeWithUnsafeMutableBytes(minimumWritableBytes: min(input.count / 2 + 4096, 128 << 10)) { space in
                 var target = ZSTD_outBuffer(dst: space.baseAddress, size: space.count, pos: 0)
                 remaining = ZSTD_compressStream2(context, &target, &source, directive)
@@ -156,7 +150,7 @@ public final class StreamCompressor {
             if let failure {
                 throw WireCompressionError(.corrupt, "zstd: \(String(cString: ZSTD_getErrorName(failure)))")
             }
-            if !flush && source.pos == source.size { break }
+            if !finishing && source.pos == source.size { break }
         }
     }
 

@@ -24,26 +24,20 @@ final class ProgressSignal: Sendable {
 
     /// Raises the value to `newValue` (a smaller one is ignored) and resumes every waiter it satisfies.
     func advance(to newValue: Int64) {
-        let ready = state.withLock { state -> [Waiter] in
-            guard newValue > state.value else { return [] }
-            state.value = newValue
-            guard !state.waiters.isEmpty else { return [] }
-            var ready: [Waiter] = []
-            state.waiters.removeAll { waiter in
-                guard waiter.threshold <= newValue else { return false }
-                ready.append(waiter)
-                return true
-            }
-            return ready
-        }
-        for waiter in ready { waiter.continuation.resume() }
+        raise { max($0, newValue) }
     }
 
     /// Adds one (a change happened) and wakes whoever waits for it.
     func bump() {
+        raise { $0 + 1 }
+    }
+
+    private func raise(_ next: (Int64) -> Int64) {
         let ready = state.withLock { state -> [Waiter] in
-            state.value += 1
-            let value = state.value
+            let value = next(state.value)
+            guard value > state.value else { return [] }
+            state.value = value
+            guard !state.waiters.isEmpty else { return [] }
             var ready: [Waiter] = []
             state.waiters.removeAll { waiter in
                 guard waiter.threshold <= value else { return false }

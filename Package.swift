@@ -32,6 +32,7 @@ let package = Package(
         .package(url: "https://github.com/swift-server/async-http-client", from: "1.37.0"),
         .package(url: "https://github.com/apple/swift-nio-ssl", from: "2.37.6"),
         .package(url: "https://github.com/hummingbird-project/hummingbird", from: "2.28.1", traits: []),
+        .package(url: "https://github.com/swift-server/swift-prometheus", from: "2.4.1"),
     ],
     targets: [
         .systemLibrary(
@@ -101,11 +102,21 @@ let package = Package(
             ],
             swiftSettings: strict
         ),
+        // The Prometheus exposition both ends serve (`/metrics`): swift-metrics' backend and values read at scrape time.
+        .target(
+            name: "UplinkObservability",
+            dependencies: [
+                .product(name: "Prometheus", package: "swift-prometheus"),
+                .product(name: "Metrics", package: "swift-metrics"),
+            ],
+            swiftSettings: strict
+        ),
         .target(
             name: "UplinkCollector",
             dependencies: [
                 "UplinkCore",
                 "UplinkWire",
+                "UplinkObservability",
                 "CZlib",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HummingbirdTLS", package: "hummingbird"),
@@ -128,6 +139,9 @@ let package = Package(
                 "UplinkWire",
                 "UplinkSources",
                 "UplinkTransport",
+                "UplinkObservability",
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOSSL", package: "swift-nio-ssl"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "UnixSignals", package: "swift-service-lifecycle"),
@@ -141,7 +155,9 @@ let package = Package(
                 "UplinkCore",
                 "UplinkAgent",
                 "UplinkCollector",
+                "UplinkObservability",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "UnixSignals", package: "swift-service-lifecycle"),
                 .product(name: "Logging", package: "swift-log"),

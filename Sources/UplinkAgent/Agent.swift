@@ -2,6 +2,7 @@ import AsyncHTTPClient
 import Logging
 import ServiceLifecycle
 import UplinkCore
+import UplinkObservability
 import UplinkSources
 import UplinkTransport
 import UplinkWire
@@ -49,11 +50,26 @@ public final class Agent: Sendable {
     /// saves what the drain left).
     public var serviceConfigurations: [ServiceGroupConfiguration.ServiceConfiguration] {
         // The uplink ending (drain done) ends the agent; a source ending or failing ends only that source.
-        persistenceServices + [
+        // The endpoint (agent.metrics_listen) comes first so that it answers until the very end of a shutdown.
+        endpointServices + persistenceServices + [
             .init(service: uplinkHost, successTerminationBehavior: .gracefullyShutdownGroup),
             .init(service: sourceSupervisor, successTerminationBehavior: .ignore, failureTerminationBehavior: .ignore),
         ]
     }
+
+    /// `/metrics`, `/healthz`, `/readyz` and `/v1/status` on `agent.metrics_listen`, when it is set. The series
+    /// come from the process's `MetricsExposition` (bootstrapped by the command) or, without one, only from what the
+    /// endpoint reads at scrape time.
+    private var endpointServices: [ServiceGroupConfiguration.ServiceConfiguration] {
+        guard let address = configuration.metricsListen else { return [] }
+        let endpoint = AgentEndpoint(
+            address: address, observer: AgentObserver(agent: self, version: Self.version),
+            exposition: MetricsExposition.current ?? MetricsExposition(), logger: logger)
+        return [.init(service: endpoint, successTerminationBehavior: .ignore, failureTerminationBehavior: .ignore)]
+    }
+
+    /// The version `uplink --version` prints and the status reports.
+    public static let version = "0.1.0"
 
     func makeSourceService(_ named: AgentConfiguration.NamedSource, stateDirectory: String) -> SourceService {
         var sourceLogger = logger

@@ -1,3 +1,4 @@
+import UplinkConfig
 import UplinkCore
 import UplinkSources
 import UplinkTransport
@@ -37,6 +38,9 @@ public struct AgentConfiguration: Sendable {
     /// `buffer.persist`: the disk side of the buffer; nil (default) keeps it in memory only. Open the agent with
     /// `Agent.open` when it is set.
     public var persistence: PersistentBufferSettings?
+    /// `agent.metrics_listen`: where to serve `/metrics`, `/healthz`, `/readyz` and `/v1/status`; nil (default)
+    /// serves nothing.
+    public var metricsListen: ConfigHostPort?
 
     public init(
         uplink: UplinkConfiguration,

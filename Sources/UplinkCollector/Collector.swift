@@ -4,6 +4,7 @@ import NIOCore
 import NIOSSL
 import ServiceLifecycle
 import Synchronization
+import UplinkObservability
 
 /// The receiving end of the uplink stream protocol (docs/protocol.md): an HTTP server that accepts one long-lived
 /// upload per agent, stores its records in the sinks, and streams back acknowledgements.
@@ -33,6 +34,8 @@ public final class Collector: Service {
     private let started = Mutex(false)
     /// The forwarders of `configuration.sinks` while running.
     let forwarding = Mutex<[Forwarder]>([])
+    /// What `/metrics` serves.
+    let exposition: MetricsExposition
 
     /// Creates a collector; nothing happens before `run()`.
     ///
@@ -41,10 +44,16 @@ public final class Collector: Service {
     ///   - logger: Used for the collector's own messages (start, gaps, storage errors, streams at debug level).
     ///   - stdout: Where the standard-output sink writes (tests inject their own); the process's standard output
     ///     by default. Unused when `configuration.stdoutSink` is off.
-    public init(configuration: CollectorConfiguration, logger: Logger, stdout: any CollectorOutput = StandardOutput()) {
+    ///   - metrics: What `/metrics` serves: by default the process's exposition (`MetricsExposition.bootstrap()`),
+    ///     or, when the process has none, one with only the series the collector reads at scrape time.
+    public init(
+        configuration: CollectorConfiguration, logger: Logger, stdout: any CollectorOutput = StandardOutput(),
+        metrics: MetricsExposition? = nil
+    ) {
         self.configuration = configuration
         self.logger = logger
         self.output = stdout
+        self.exposition = metrics ?? MetricsExposition.current ?? MetricsExposition()
     }
 
     /// Recovers the marks from the data directory, then serves until graceful shutdown or cancellation.
@@ -138,6 +147,9 @@ public final class Collector: Service {
     private func serve(storage: Storage, tls: TLSConfiguration?) async throws {
         let router = Router(context: CollectorRequestContext.self)
         router.get("healthz") { _, _ -> String in "ok" }
+        addObservabilityRoutes(to: router, storage: storage)
+        let seriesHook = registerSeries()
+        defer { exposition.removeScrapeHook(seriesHook) }
         router.post("v1/stream") { request, context -> Response in
             await self.openStream(request, context: context, storage: storage)
         }

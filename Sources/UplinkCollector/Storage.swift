@@ -139,6 +139,10 @@ final class Storage: Sendable {
         }
     }
 
+    /// Whether the last group of records could not be stored (the collector is then not ready: `/readyz`).
+    var isFailing: Bool { failing.load(ordering: .relaxed) }
+    private let failing = Atomic(false)
+
     /// Storage thread: commits groups until the queue is empty.
     private func drain() {
         while true {
@@ -152,6 +156,7 @@ final class Storage: Sendable {
             }
             if work.isEmpty { return }
             let failure = files.withLock { files in store(work.map(\.commit), files: &files) }
+            if work.contains(where: { $0.commit.batch != nil }) { failing.store(failure != nil, ordering: .relaxed) }
             for pending in work {
                 if let failure, pending.commit.batch != nil {
                     pending.continuation.resume(throwing: failure)

@@ -334,6 +334,25 @@ public final class RecordRing: Sendable {
         }
     }
 
+    /// Up to `maxBytes` leading bytes of the oldest frame held in memory, or nil when memory holds none. That frame
+    /// is the oldest unacknowledged one, unless older frames were moved to the persistent buffer's disk.
+    public func oldestFramePrefix(maxBytes: Int) -> [UInt8]? {
+        state.withLock { state in
+            guard state.headSequence < state.nextSequence, state.used > 0 else { return nil }
+            let (length, _) = header(at: state.head)
+            let count = min(length, maxBytes)
+            var prefix = [UInt8](repeating: 0, count: count)
+            let bodyStart = advance(state.head, by: Self.frameHeaderBytes)
+            prefix.withUnsafeMutableBytes { destination in
+                guard let base = destination.baseAddress, count > 0 else { return }
+                let first = min(count, capacity - bodyStart)
+                base.copyMemory(from: storage + bodyStart, byteCount: first)
+                if first < count { (base + first).copyMemory(from: storage, byteCount: count - first) }
+            }
+            return prefix
+        }
+    }
+
     /// Whether the ring holds no frames at all (everything written was acknowledged or dropped).
     public var isEmpty: Bool {
         state.withLock { $0.headSequence == $0.nextSequence && !($0.disk?.hasData(above: $0.acknowledged) ?? false) }

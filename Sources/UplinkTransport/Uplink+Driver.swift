@@ -55,13 +55,35 @@ final class UplinkDriver {
 
     func run(_ stream: AsyncStream<UplinkEvent>) async {
         perform(machine.start(now: .now))
+        publishState()
         scheduleTimer()
         for await event in stream {
             handle(event)
+            publishState()
             if finished { break }
             scheduleTimer()
         }
         await stop()
+        publishState()
+    }
+
+    /// Copies the machine's state into the statistics when it changed (for the status view and the metrics).
+    private func publishState() {
+        let state: UplinkStreamState
+        switch machine.state {
+        case .idle: state = .connecting
+        case .streaming(let stream): state = stream.phase == .flowing ? .streaming : .connecting
+        case .backingOff: state = .backingOff
+        case .draining: state = .draining
+        case .finished: state = .stopped
+        }
+        let lastSent = machine.currentStream?.lastSent
+        uplink.statisticsBox.withLock { statistics in
+            if let lastSent { statistics.lastSent = max(statistics.lastSent, lastSent) }
+            guard statistics.state != state || statistics.stateSince == 0 else { return }
+            statistics.state = state
+            statistics.stateSince = WallClock.nowNanoseconds()
+        }
     }
 
     private func handle(_ event: UplinkEvent) {
@@ -160,6 +182,7 @@ final class UplinkDriver {
         uplink.statisticsBox.withLock { statistics in
             statistics.failures += 1
             statistics.lastFailure = failure
+            statistics.lastFailureTime = WallClock.nowNanoseconds()
             if let delay {
                 statistics.backoffDelays.append(delay)
                 if statistics.backoffDelays.count > 128 { statistics.backoffDelays.removeFirst() }

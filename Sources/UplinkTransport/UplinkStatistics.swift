@@ -36,4 +36,27 @@ public struct UplinkStatistics: Sendable, Equatable {
     public var heartbeatsSent = 0
     /// Highest sequence the collector acknowledged.
     public var acknowledged: UInt64 = 0
+    /// Highest sequence written to the current stream (0 before the first); `lastSent - acknowledged` frames are
+    /// on their way or waiting for the collector's acknowledgement.
+    public var lastSent: UInt64 = 0
+    /// What the uplink is doing now.
+    public var state: UplinkStreamState = .connecting
+    /// When `state` began: nanoseconds since the Unix epoch (0 until the uplink runs).
+    public var stateSince: Int64 = 0
+    /// When the last stream was given up (`lastFailure`): nanoseconds since the Unix epoch.
+    public var lastFailureTime: Int64?
+}
+
+/// What an uplink is doing, for the status view and `uplink_stream_state`.
+public enum UplinkStreamState: String, Sendable, CaseIterable, Codable {
+    /// Opening a connection, or waiting for the collector's response head or resume line.
+    case connecting
+    /// The stream is open and records flow.
+    case streaming
+    /// The last stream failed; waiting out the backoff before the next attempt.
+    case backingOff = "backing_off"
+    /// Shutting down or handing over: sending what is left and waiting for its acknowledgement.
+    case draining
+    /// Done: the uplink has stopped.
+    case stopped
 }

@@ -11,6 +11,28 @@ import UplinkCore
 public struct NDJSONFrameEncoder: RecordFrameEncoder {
     public init() {}
 
+    /// The record timestamp (nanoseconds since the Unix epoch) at the start of a frame this encoder wrote, or nil
+    /// when `prefix` does not start with `"ts":` and a non-negative integer (a frame cut short, or not ours).
+    /// `RecordRing.oldestFramePrefix(maxBytes: NDJSONFrameEncoder.timestampPrefixBytes)` gives enough bytes.
+    public static func timestamp(ofFramePrefix prefix: [UInt8]) -> Int64? {
+        let key = Array(#""ts":"#.utf8)
+        guard prefix.count > key.count, prefix.starts(with: key) else { return nil }
+        var value: Int64 = 0
+        var digits = 0
+        for byte in prefix[key.count...] {
+            guard byte >= UInt8(ascii: "0") && byte <= UInt8(ascii: "9") else { break }
+            let (times10, overflow1) = value.multipliedReportingOverflow(by: 10)
+            let (sum, overflow2) = times10.addingReportingOverflow(Int64(byte - UInt8(ascii: "0")))
+            guard !overflow1 && !overflow2 else { return nil }
+            value = sum
+            digits += 1
+        }
+        return digits > 0 ? value : nil
+    }
+
+    /// Bytes of a frame's start that hold its timestamp (`"ts":` and 19 digits, with room to spare).
+    public static let timestampPrefixBytes = 32
+
     public func encodeFrame(_ record: Record, into frame: inout [UInt8]) {
         frame.appendJSON(maximumBytes: Self.maximumFrameBytes(record)) { Self.write(record, to: &$0) }
     }

@@ -4,6 +4,7 @@ import ServiceLifecycle
 import UplinkAgent
 import UplinkCollector
 import UplinkCore
+import UplinkObservability
 
 /// `uplink collector`: the receiving server.
 struct CollectorCommand: AsyncParsableCommand {
@@ -53,6 +54,8 @@ struct CollectorCommand: AsyncParsableCommand {
 
     func run() async throws {
         logging.bootstrap()
+        // Before any agent or collector exists: their counters bind to the backend when they are created.
+        _ = MetricsExposition.bootstrap()
         let logger = Logger(label: "uplink.collector")
         FileDescriptorLimit.raiseSoftLimit(logger: logger)
         var configuration = CollectorConfiguration()

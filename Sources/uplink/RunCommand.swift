@@ -5,6 +5,7 @@ import UnixSignals
 import UplinkAgent
 import UplinkCollector
 import UplinkCore
+import UplinkObservability
 import UplinkSources
 import UplinkTransport
 
@@ -64,6 +65,8 @@ struct RunCommand: AsyncParsableCommand {
 
     func run() async throws {
         logging.bootstrap()
+        // Before any agent or collector exists: their counters bind to the backend when they are created.
+        _ = MetricsExposition.bootstrap()
         let logger = Logger(label: "uplink")
         FileDescriptorLimit.raiseSoftLimit(logger: logger)
         var embedded: BackgroundCollector?

@@ -1,5 +1,6 @@
 import ArgumentParser
 import Logging
+import UplinkAgent
 
 /// The `uplink` command line: a thin layer over the agent and collector modules.
 @main
@@ -19,13 +20,13 @@ struct UplinkCommand: AsyncParsableCommand {
               uplink collector --port 4318 --data-dir /var/lib/uplink-collector
             """,
         version: UplinkVersion.current,
-        subcommands: [RunCommand.self, ValidateCommand.self, CollectorCommand.self]
+        subcommands: [RunCommand.self, ValidateCommand.self, CollectorCommand.self, StatusCommand.self]
     )
 }
 
 /// The version printed by `uplink --version`.
 enum UplinkVersion {
-    static let current = "0.1.0"
+    static let current = Agent.version
 }
 
 /// Options every subcommand shares.

@@ -46,6 +46,7 @@ extension UplinkFile {
         var configuration = AgentConfiguration(
             uplink: uplinkConfiguration, sources: sources, bufferBytes: buffer.maxBytes, overflow: buffer.overflow,
             stateDirectory: agent.stateDirectory)
+        configuration.metricsListen = agent.metricsListen
         configuration.persistence = buffer.persist?.settings(stateDirectory: agent.stateDirectory, overflow: buffer.overflow)
         return configuration
     }

@@ -13,6 +13,7 @@ extension UplinkFile.AgentSection {
             }
         }
         if let directory = section.string("state_dir") { agent.stateDirectory = directory }
+        if let listen = section.hostPort("metrics_listen") { agent.metricsListen = listen }
         return agent
     }
 

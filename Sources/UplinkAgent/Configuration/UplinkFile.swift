@@ -65,13 +65,21 @@ public struct UplinkFile: Sendable, Equatable {
         /// `agent.state_dir` (path): directory for the agent's own state. Default `"/var/lib/uplink"`.
         /// Holds the log tailer's checkpoints and, by default, the persistent buffer (`buffer.persist`).
         public var stateDirectory: String
+        /// `agent.metrics_listen` (`host:port`): where the agent serves `/metrics` (Prometheus), `/healthz`,
+        /// `/readyz` and `/v1/status` (what `uplink status` reads). Default: none (nothing listens). Use a loopback
+        /// address unless a scraper elsewhere needs it: the endpoint has no authentication.
+        public var metricsListen: ConfigHostPort?
 
-        public init(id: String = AgentConfiguration.hostName(), stateDirectory: String = "/var/lib/uplink") {
+        public init(
+            id: String = AgentConfiguration.hostName(), stateDirectory: String = "/var/lib/uplink",
+            metricsListen: ConfigHostPort? = nil
+        ) {
             self.id = id
             self.stateDirectory = stateDirectory
+            self.metricsListen = metricsListen
         }
 
-        static let keys = ["id", "state_dir"]
+        static let keys = ["id", "state_dir", "metrics_listen"]
     }
 
     // MARK: - buffer

@@ -3,8 +3,8 @@
 /// Sources are matched by name: a source whose settings are equal keeps running untouched; a changed one is stopped
 /// and started again with its new settings (a tailer resumes from its checkpoint, kept under its name); a removed one
 /// is stopped; a new one is started. Uplink settings (`uplink.*`, `agent.id`) apply to a new stream. Settings that
-/// shape what was allocated or started at start-up (`buffer.*`, `agent.state_dir`, the embedded collector) are named
-/// in `deferred` and apply at the next start; the running values stay.
+/// shape what was allocated or started at start-up (`buffer.*`, `agent.state_dir`, `agent.metrics_listen`, the
+/// embedded collector) are named in `deferred` and apply at the next start; the running values stay.
 public struct ReloadPlan: Sendable, Equatable {
     /// The configuration now in force: the new file, with the deferred settings kept at their running values.
     /// Compare the next reload against this.
@@ -41,6 +41,10 @@ public struct ReloadPlan: Sendable, Equatable {
         if new.agent.stateDirectory != old.agent.stateDirectory {
             deferred.append("agent.state_dir")
             running.agent.stateDirectory = old.agent.stateDirectory
+        }
+        if new.agent.metricsListen != old.agent.metricsListen {
+            deferred.append("agent.metrics_listen")
+            running.agent.metricsListen = old.agent.metricsListen
         }
         // The embedded collector (and so its section) is started once; a file without one ignores the section.
         if hasEmbeddedCollector || new.uplink.target == .embedded, new.collector != old.collector {

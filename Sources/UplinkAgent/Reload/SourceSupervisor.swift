@@ -32,6 +32,12 @@ final class SourceSupervisor: Service, Sendable {
         state.withLock { $0.running.map(\.name) }
     }
 
+    /// Every source started and not stopped, with whether its task has begun and whether it has ended (returned
+    /// or failed), in start order.
+    var sourceStates: [(name: String, started: Bool, ended: Bool)] {
+        state.withLock { $0.running }.map { ($0.name, $0.hasStarted, $0.hasEnded) }
+    }
+
     /// Starts `service` under `name` (at once when `run()` is running, else when it starts).
     func start(_ name: String, _ service: SourceService) {
         let source = RunningSource(name: name, service: service)
@@ -86,7 +92,16 @@ final class RunningSource: Sendable {
         (stopSignal, stopContinuation) = AsyncStream.makeStream(of: Never.self)
     }
 
+    /// The source's task has begun.
+    var hasStarted: Bool { started.load(ordering: .relaxed) }
+
+    /// The source has returned (ended, failed or stopped).
+    var hasEnded: Bool { completion.withLock { $0.done } }
+
+    private let started = Atomic(false)
+
     func run() async {
+        started.store(true, ordering: .relaxed)
         await withTaskGroup(of: Void.self) { group in
             group.addTask { [service] in try? await service.run() }
             group.addTask { [stopSignal] in for await _ in stopSignal {} }

@@ -1,0 +1,181 @@
+import FoundationEssentials
+import Prometheus
+import Synchronization
+import UplinkCore
+import UplinkObservability
+import UplinkTransport
+import UplinkWire
+
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#endif
+
+/// Reads a running agent for its endpoint: the status (`/v1/status`, `uplink status`), readiness (`/readyz`) and
+/// the series of `/metrics` that are read at scrape time. Counters the agent keeps as it goes (records appended and
+/// dropped per source, bytes and records sent, reconnects by cause) reach `/metrics` through swift-metrics.
+final class AgentObserver: Sendable {
+    let agent: Agent
+    let version: String
+    private let startedAt = ContinuousClock.now
+    let rates = SourceRateHistory()
+
+    init(agent: Agent, version: String) {
+        self.agent = agent
+        self.version = version
+    }
+
+    /// Every source has started (its task runs, or ran and ended), and `requireStream` asks that records flow.
+    func isReady(requireStream: Bool) -> Bool {
+        guard agent.sourceSupervisor.sourceStates.allSatisfy(\.started) else { return false }
+        return !requireStream || agent.uplink.statistics().state == .streaming
+    }
+
+    /// The agent as `uplink status` shows it.
+    func status() -> AgentStatus {
+        let now = WallClock.nowNanoseconds()
+        let uplink = agent.uplink
+        let stream = uplink.statistics()
+        let ring = agent.ring.statistics()
+        let states = agent.sourceSupervisor.sourceStates
+        let perSecond = rates.recordsPerSecond(current: ring.sources, now: .now, startedAt: startedAt)
+        let kinds = Dictionary(
+            agent.configuration.sources.map { ($0.name, $0.config.kind.typeName) }, uniquingKeysWith: { _, last in last })
+        let sources = states.map { state -> AgentStatus.Source in
+            let counts = ring.source(state.name)
+            return AgentStatus.Source(
+                name: state.name, kind: kinds[state.name] ?? "unknown",
+                state: state.ended ? "ended" : state.started ? "running" : "starting",
+                records: counts?.appended ?? 0, recordsPerSecond: perSecond[state.name] ?? 0,
+                dropped: (counts?.droppedOldest ?? 0) + (counts?.droppedNewest ?? 0) + (counts?.rejectedOversize ?? 0))
+        }
+        return AgentStatus(
+            agent: uplink.configuration.agentID, version: version, pid: Int(getpid()),
+            uptimeSeconds: (ContinuousClock.now - startedAt).seconds, now: Self.seconds(now),
+            ready: isReady(requireStream: false),
+            stream: AgentStatus.Stream(
+                collectorURL: uplink.configuration.url, state: stream.state.rawValue,
+                stateSince: stream.stateSince > 0 ? Self.seconds(stream.stateSince) : nil,
+                compression: stream.compression.contentEncoding ?? "identity",
+                connectionAttempts: stream.connectionAttempts, failures: stream.failures,
+                lastError: stream.lastFailure.map { failure in
+                    stream.lastRejectionDetail.map { "\(failure) (\($0))" } ?? "\(failure)"
+                },
+                lastErrorAt: stream.lastFailureTime.map(Self.seconds),
+                acknowledged: stream.acknowledged, lastSent: stream.lastSent, recordsSent: stream.recordsWritten,
+                bytesSent: stream.bytesWritten, lineBytes: stream.lineBytesWritten),
+            buffer: AgentStatus.Buffer(
+                capacityBytes: ring.capacity, usedBytes: ring.usedBytes, frames: ring.retainedFrames,
+                unsentFrames: ring.unsentFrames, oldestUnacknowledgedAgeSeconds: oldestUnacknowledgedAge(now: now),
+                diskBytes: agent.ring.persistentStatistics().map(\.diskBytes)),
+            sources: sources)
+    }
+
+    /// Seconds since the timestamp of the oldest record held and not yet acknowledged; nil when none is held.
+    func oldestUnacknowledgedAge(now: Int64) -> Double? {
+        guard let prefix = agent.ring.oldestFramePrefix(maxBytes: NDJSONFrameEncoder.timestampPrefixBytes),
+            let timestamp = NDJSONFrameEncoder.timestamp(ofFramePrefix: prefix)
+        else { return nil }
+        return max(0, Self.seconds(now &- timestamp))
+    }
+
+    static func seconds(_ nanoseconds: Int64) -> Double { Double(nanoseconds) / 1e9 }
+
+    /// Adds the series read at scrape time to `exposition` (names and meanings: docs/metrics.md).
+    func registerSeries(in exposition: MetricsExposition) -> ScrapeHook {
+        let registry = exposition.registry
+        let capacity = registry.makeGauge(
+            name: "uplink_ring_capacity_bytes", help: "Capacity of the circular buffer (buffer.max_bytes).")
+        let frames = registry.makeGauge(
+            name: "uplink_ring_frames", help: "Frames held in the circular buffer: not yet acknowledged.")
+        let unsent = registry.makeGauge(name: "uplink_ring_unsent_frames", help: "Frames in the circular buffer not yet sent.")
+        let oldest = registry.makeGauge(
+            name: "uplink_oldest_unacknowledged_age_seconds",
+            help: "Age of the oldest record held and not yet acknowledged, from its timestamp; 0 when none is held.")
+        let inFlight = registry.makeGauge(
+            name: "uplink_unacknowledged_sent_frames", help: "Frames sent on the stream and not yet acknowledged (ack lag).")
+        let up = registry.makeGauge(name: "uplink_stream_up", help: "1 while the stream to the collector is open and flowing.")
+        let states = Dictionary(
+            uniqueKeysWithValues: UplinkStreamState.allCases.map { state in
+                (state, registry.makeGauge(
+                    name: "uplink_stream_state", labels: [("state", state.rawValue)],
+                    help: "1 for the uplink's current state, 0 for the others."))
+            })
+        let started = registry.makeGauge(name: "uplink_start_time_seconds", help: "When the agent started (Unix time).")
+        started.record(Self.seconds(WallClock.nowNanoseconds()) - (ContinuousClock.now - startedAt).seconds)
+        let sourcesRunning = registry.makeGauge(name: "uplink_sources_running", help: "Sources whose task runs.")
+        let sourcesEnded = registry.makeGauge(name: "uplink_sources_ended", help: "Sources that returned or failed.")
+        return exposition.addScrapeHook { [self] in
+            let ring = agent.ring.statistics()
+            let stream = agent.uplink.statistics()
+            capacity.record(Int64(ring.capacity))
+            frames.record(Int64(ring.retainedFrames))
+            unsent.record(Int64(ring.unsentFrames))
+            oldest.record(oldestUnacknowledgedAge(now: WallClock.nowNanoseconds()) ?? 0)
+            inFlight.record(Int64(clamping: stream.lastSent > stream.acknowledged ? stream.lastSent - stream.acknowledged : 0))
+            up.record(Int64(stream.state == .streaming ? 1 : 0))
+            for (state, gauge) in states { gauge.record(Int64(state == stream.state ? 1 : 0)) }
+            let sources = agent.sourceSupervisor.sourceStates
+            sourcesRunning.record(Int64(sources.filter { $0.started && !$0.ended }.count))
+            sourcesEnded.record(Int64(sources.filter(\.ended).count))
+        }
+    }
+}
+
+/// Per-source record counts sampled every few seconds while the endpoint runs, so that the status can say how many
+/// records per second each source produced over the last minute.
+final class SourceRateHistory: Sendable {
+    /// How often `sample` should be called; and the window the rates cover.
+    static let interval = Duration.seconds(5)
+    static let window = Duration.seconds(60)
+
+    private struct Sample {
+        let at: ContinuousClock.Instant
+        let counts: [String: Int]
+    }
+    private let samples = Mutex<[Sample]>([])
+
+    /// Remembers the counts now, forgetting samples older than the window (keeping one at or beyond it).
+    func sample(_ sources: [RingStatistics.SourceCounts], now: ContinuousClock.Instant) {
+        let counts = Dictionary(sources.map { ($0.name, $0.appended) }, uniquingKeysWith: { _, last in last })
+        samples.withLock { samples in
+            samples.append(Sample(at: now, counts: counts))
+            while samples.count > 1, now - samples[1].at >= Self.window { samples.removeFirst() }
+        }
+    }
+
+    /// Records per second per source: from the oldest sample within the window (about a minute back), or over the
+    /// whole uptime before there is one.
+    func recordsPerSecond(
+        current: [RingStatistics.SourceCounts], now: ContinuousClock.Instant, startedAt: ContinuousClock.Instant
+    ) -> [String: Double] {
+        let base = samples.withLock { $0.first }
+        let since = base?.at ?? startedAt
+        let elapsed = (now - since).seconds
+        guard elapsed > 0 else { return [:] }
+        var rates: [String: Double] = [:]
+        for source in current {
+            let before = base?.counts[source.name] ?? 0
+            rates[source.name] = Double(max(0, source.appended - before)) / elapsed
+        }
+        return rates
+    }
+}
+
+extension AgentStatus {
+    /// Encodes a status as `/v1/status` serves it: snake_case keys, sorted.
+    public static func encoder() -> JSONEncoder {
+        let encoder = JSONEncoder()
+        encoder.keyEncodingStrategy = .convertToSnakeCase
+        encoder.outputFormatting = [.sortedKeys]
+        return encoder
+    }
+
+    /// Decodes what `encoder()` wrote.
+    public static func decoder() -> JSONDecoder {
+        let decoder = JSONDecoder()
+        decoder.keyDecodingStrategy = .convertFromSnakeCase
+        return decoder
+    }
+}

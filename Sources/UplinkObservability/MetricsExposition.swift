@@ -1,0 +1,97 @@
+import CoreMetrics
+import Prometheus
+import Synchronization
+
+/// The process's Prometheus exposition: the swift-metrics backend that every `uplink_*` counter and gauge reports
+/// to, plus values that are only read when scraped (ring fill, ages, stream state, per-agent counts), rendered as
+/// the text format 0.0.4 that `/metrics` serves on the agent (`agent.metrics_listen`) and on the collector.
+///
+/// swift-metrics binds each counter to the backend when the counter is created, and the backend can be set only
+/// once per process: call `MetricsExposition.bootstrap()` at start, before any agent or collector is created.
+/// Without it counters are no-ops and `render()` shows only what scrape hooks report.
+///
+/// Nothing here runs between scrapes: scrape hooks run only inside `render()`, so an idle process with the
+/// endpoint enabled costs nothing until it is asked.
+public final class MetricsExposition: Sendable {
+    /// Where the series live; hooks and `ScrapedCounter`s create theirs here.
+    public let registry: PrometheusCollectorRegistry
+    private let hooks = Mutex<(next: Int, byID: [Int: @Sendable () -> Void])>((0, [:]))
+
+    /// An exposition of its own, not connected to swift-metrics (tests; hooks only).
+    public init() {
+        self.registry = PrometheusCollectorRegistry()
+    }
+
+    private static let process = Mutex<MetricsExposition?>(nil)
+
+    /// The process's exposition, made swift-metrics' backend on the first call; later calls return the same one.
+    public static func bootstrap() -> MetricsExposition {
+        process.withLock { shared in
+            if let shared { return shared }
+            let exposition = MetricsExposition()
+            MetricsSystem.bootstrap(PrometheusMetricsFactory(registry: exposition.registry))
+            shared = exposition
+            return exposition
+        }
+    }
+
+    /// The process's exposition if `bootstrap()` was called, else nil.
+    public static var current: MetricsExposition? { process.withLock { $0 } }
+
+    /// Runs `update` at the start of every `render()`, to set series from values read on demand. Returns a token
+    /// for `removeScrapeHook(_:)`.
+    @discardableResult
+    public func addScrapeHook(_ update: @escaping @Sendable () -> Void) -> ScrapeHook {
+        hooks.withLock { hooks in
+            defer { hooks.next += 1 }
+            hooks.byID[hooks.next] = update
+            return ScrapeHook(id: hooks.next)
+        }
+    }
+
+    /// Stops calling a hook (its owner stopped). Its series stay, with their last values.
+    public func removeScrapeHook(_ hook: ScrapeHook) {
+        _ = hooks.withLock { $0.byID.removeValue(forKey: hook.id) }
+    }
+
+    /// The exposition text: runs the scrape hooks, then writes every series.
+    public func render() -> [UInt8] {
+        let updates = hooks.withLock { $0.byID.sorted { $0.key < $1.key }.map(\.value) }
+        for update in updates { update() }
+        var buffer: [UInt8] = []
+        registry.emit(into: &buffer)
+        return buffer
+    }
+
+    /// The `Content-Type` of `render()`'s text.
+    public static let contentType = "text/plain; version=0.0.4; charset=utf-8"
+}
+
+/// Identifies a hook added with `MetricsExposition.addScrapeHook(_:)`.
+public struct ScrapeHook: Sendable, Hashable {
+    let id: Int
+}
+
+/// A Prometheus counter fed from a cumulative count kept elsewhere (a statistics snapshot): each `update(to:)`
+/// adds what the count grew by since the previous one. A count that went down (its owner restarted in-process) is
+/// taken as a reset: the counter then grows by the new count, as Prometheus' `rate()` expects after a reset.
+public final class ScrapedCounter: Sendable {
+    private let counter: Prometheus.Counter
+    private let last = Mutex<UInt64>(0)
+
+    /// The series `name{labels}` in `registry`.
+    public init(_ registry: PrometheusCollectorRegistry, name: String, labels: [(String, String)] = [], help: String) {
+        counter = labels.isEmpty
+            ? registry.makeCounter(name: name, help: help)
+            : registry.makeCounter(name: name, labels: labels, help: help)
+    }
+
+    /// Brings the counter up to `total`.
+    public func update(to total: UInt64) {
+        let delta = last.withLock { last -> UInt64 in
+            defer { last = total }
+            return total >= last ? total - last : total
+        }
+        if delta > 0 { counter.increment(by: Int64(clamping: delta)) }
+    }
+}

@@ -190,6 +190,7 @@ extension Collector {
         logger[metadataKey: "epoch"] = "\(stream.epoch)"
         let predecessor = registry.claim(agent: stream.agent, control: control)
         recorder.streamOpened(replacing: predecessor != nil)
+        fleetTable.opened(control.description, wall: WallClock.nowNanoseconds())
         if let predecessor {
             logger.info("A new connection of the agent replaces its older one")
             predecessor.requestStop(closingConnection: true)
@@ -202,6 +203,7 @@ extension Collector {
         registry.release(agent: stream.agent, control: control)
         control.markReleased()
         recorder.streamClosed()
+        fleetTable.closed(agent: stream.agent, wall: WallClock.nowNanoseconds())
         switch ending {
         case .bodyEnded:
             logger.debug("Stream ended by the agent")
@@ -395,6 +397,11 @@ extension Collector {
         pendingAck: PendingAck, logger: Logger
     ) async throws {
         recorder.received(batch)
+        var activity = FleetBatch(batch)
+        defer {
+            fleetTable.received(
+                agent: stream.agent, activity, wall: WallClock.nowNanoseconds(), second: fleetTable.currentSecond())
+        }
         for gap in batch.gaps {
             logger.warning(
                 "Records missing: the agent dropped records",
@@ -409,6 +416,7 @@ extension Collector {
         try await storage.commit(Storage.Commit(batch: records, rejects: batch.rejects))
         if let records {
             recorder.stored(records.lines.count)
+            activity.stored(records.lines)
             if pendingAck.offer(records.highestSequence) { events.yield(.ack) }
         }
     }

@@ -29,6 +29,8 @@ public final class Collector: Service {
     let recorder = StatisticsRecorder()
     let registry = AgentRegistry()
     let edge = CollectorEdge()
+    /// Per-agent activity for `agents()`, `/v1/fleet` and the fleet page.
+    let fleetTable = FleetTable()
     private let listening = Mutex(ListeningState())
     private let started = Mutex(false)
     /// The forwarders of `configuration.sinks` while running.
@@ -138,6 +140,8 @@ public final class Collector: Service {
     private func serve(storage: Storage, tls: TLSConfiguration?) async throws {
         let router = Router(context: CollectorRequestContext.self)
         router.get("healthz") { _, _ -> String in "ok" }
+        router.get("/") { request, _ in self.fleetPage(request) }
+        router.get("v1/fleet") { request, _ in self.fleetData(request) }
         router.post("v1/stream") { request, context -> Response in
             await self.openStream(request, context: context, storage: storage)
         }

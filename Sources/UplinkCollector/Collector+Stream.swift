@@ -397,28 +397,31 @@ extension Collector {
         pendingAck: PendingAck, logger: Logger
     ) async throws {
         recorder.received(batch)
+        // The fleet table learns of the batch before its ack is offered: whoever sees the ack sees the counts.
         var activity = FleetBatch(batch)
-        defer {
-            fleetTable.received(
-                agent: stream.agent, activity, wall: WallClock.nowNanoseconds(), second: fleetTable.currentSecond())
-        }
         for gap in batch.gaps {
             logger.warning(
                 "Records missing: the agent dropped records",
                 metadata: ["after": "\(gap.after)", "next": "\(gap.next)", "missing": "\(gap.missing)"])
         }
-        guard batch.needsStorage else { return }
+        guard batch.needsStorage else { return noteActivity(activity, of: stream) }
         let records =
             batch.raisesMark
             ? CollectorBatch(
                 stream: stream, lines: batch.lines, highestSequence: batch.highestSequence, origins: batch.origins)
             : nil
-        try await storage.commit(Storage.Commit(batch: records, rejects: batch.rejects))
+        do {
+            try await storage.commit(Storage.Commit(batch: records, rejects: batch.rejects))
+        } catch {
+            noteActivity(activity, of: stream)
+            throw error
+        }
         if let records {
             recorder.stored(records.lines.count)
             activity.stored(records.lines)
-            if pendingAck.offer(records.highestSequence) { events.yield(.ack) }
         }
+        noteActivity(activity, of: stream)
+        if let records, pendingAck.offer(records.highestSequence) { events.yield(.ack) }
     }
 }
 

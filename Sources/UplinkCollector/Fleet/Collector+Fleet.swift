@@ -21,6 +21,11 @@ extension Collector {
         fleetTable.snapshot(now: WallClock.nowNanoseconds(), second: fleetTable.currentSecond())
     }
 
+    /// One fleet table update per received chunk of `stream`'s body.
+    func noteActivity(_ activity: FleetBatch, of stream: StreamKey) {
+        fleetTable.received(agent: stream.agent, activity, wall: WallClock.nowNanoseconds(), second: fleetTable.currentSecond())
+    }
+
     /// `GET /`: the fleet page, one self-contained HTML document that polls `/v1/fleet`.
     func fleetPage(_ request: Request) -> Response {
         if let refusal = fleetRefusal(request) { return refusal }

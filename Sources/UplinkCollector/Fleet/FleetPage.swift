@@ -208,10 +208,12 @@ function row(agent, now) {
   tr.append(name);
 
   const state = cell("State", "state");
-  state.append(el("span", "pill", agent.connected ? "streaming" : "disconnected"));
-  state.append(el("span", "sub", agent.connected
+  const stateBox = el("span");
+  stateBox.append(el("span", "pill", agent.connected ? "streaming" : "disconnected"));
+  stateBox.append(el("span", "sub", agent.connected
     ? "for " + age(now - agent.connected_since_ms)
     : "last seen " + age(now - agent.last_seen_ms) + " ago"));
+  state.append(stateBox);
   tr.append(state);
 
   const r = rate(agent, now);

@@ -116,6 +116,7 @@ final class FleetTable: Sendable {
     /// A stream of `stream.agent` opened (accepted with `200`).
     func opened(_ stream: OpenStream, wall: Int64) {
         let identity = stream.certificateSubject.map(Self.bounded)
+        let peer = Self.address(stream.peer)
         state.withLock { state in
             state.touch(stream.agent, wall: wall, capacity: capacity) { entry in
                 entry.openStreams += 1
@@ -124,7 +125,7 @@ final class FleetTable: Sendable {
                 entry.activity.epoch = stream.epoch
                 entry.activity.tlsIdentity = identity
                 entry.activity.httpVersion = stream.httpVersion
-                entry.activity.peer = stream.peer
+                entry.activity.peer = peer
             }
         }
     }
@@ -166,6 +167,18 @@ final class FleetTable: Sendable {
         }
         agents.sort { $0.agent < $1.agent }
         return FleetSnapshot(now: now, capacity: capacity, agentsEvicted: evicted, agents: agents)
+    }
+
+    /// A peer as `OpenStream.peer` describes it (`[IPv4]host/192.0.2.7:51234`), as an address alone
+    /// (`192.0.2.7:51234`, `[2001:db8::7]:51234`); other descriptions unchanged.
+    static func address(_ peer: String) -> String {
+        for (prefix, isIPv6) in [("[IPv4]", false), ("[IPv6]", true)] where peer.hasPrefix(prefix) {
+            guard let slash = peer.firstIndex(of: "/") else { return peer }
+            let address = peer[peer.index(after: slash)...]
+            guard isIPv6, let colon = address.lastIndex(of: ":") else { return String(address) }
+            return "[" + address[..<colon] + "]" + address[colon...]
+        }
+        return peer
     }
 
     /// `subject` cut to at most `maximumIdentityBytes` UTF-8 bytes at a scalar boundary.

@@ -166,10 +166,10 @@ function sparkline(series) {
   svg.setAttribute("viewBox", "0 0 " + w + " " + h);
   svg.setAttribute("aria-hidden", "true");
   const max = Math.max(1, ...series);
-  const step = series.length > 1 ? w / (series.length - 1) : w;
-  const pts = series.map((v, i) => (i * step).toFixed(1) + "," + (h - pad - (v / max) * (h - 2 * pad)).toFixed(1));
+  const step = series.length > 1 ? (w - 2 * pad) / (series.length - 1) : 0;
+  const pts = series.map((v, i) => (pad + i * step).toFixed(1) + "," + (h - pad - (v / max) * (h - 2 * pad)).toFixed(1));
   const area = document.createElementNS(SVG, "polygon");
-  area.setAttribute("points", "0," + h + " " + pts.join(" ") + " " + w + "," + h);
+  area.setAttribute("points", pad + "," + (h - pad) + " " + pts.join(" ") + " " + (w - pad) + "," + (h - pad));
   area.setAttribute("fill", "var(--spark-fill)");
   const line = document.createElementNS(SVG, "polyline");
   line.setAttribute("points", pts.join(" "));

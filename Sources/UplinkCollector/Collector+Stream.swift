@@ -190,6 +190,7 @@ extension Collector {
         logger[metadataKey: "epoch"] = "\(stream.epoch)"
         let predecessor = registry.claim(agent: stream.agent, control: control)
         recorder.streamOpened(replacing: predecessor != nil)
+        fleetTable.opened(control.description, wall: WallClock.nowNanoseconds())
         if let predecessor {
             logger.info("A new connection of the agent replaces its older one")
             predecessor.requestStop(closingConnection: true)
@@ -202,6 +203,7 @@ extension Collector {
         registry.release(agent: stream.agent, control: control)
         control.markReleased()
         recorder.streamClosed()
+        fleetTable.closed(agent: stream.agent, wall: WallClock.nowNanoseconds())
         switch ending {
         case .bodyEnded:
             logger.debug("Stream ended by the agent")
@@ -395,22 +397,31 @@ extension Collector {
         pendingAck: PendingAck, logger: Logger
     ) async throws {
         recorder.received(batch)
+        // The fleet table learns of the batch before its ack is offered: whoever sees the ack sees the counts.
+        var activity = FleetBatch(batch)
         for gap in batch.gaps {
             logger.warning(
                 "Records missing: the agent dropped records",
                 metadata: ["after": "\(gap.after)", "next": "\(gap.next)", "missing": "\(gap.missing)"])
         }
-        guard batch.needsStorage else { return }
+        guard batch.needsStorage else { return noteActivity(activity, of: stream) }
         let records =
             batch.raisesMark
             ? CollectorBatch(
                 stream: stream, lines: batch.lines, highestSequence: batch.highestSequence, origins: batch.origins)
             : nil
-        try await storage.commit(Storage.Commit(batch: records, rejects: batch.rejects))
+        do {
+            try await storage.commit(Storage.Commit(batch: records, rejects: batch.rejects))
+        } catch {
+            noteActivity(activity, of: stream)
+            throw error
+        }
         if let records {
             recorder.stored(records.lines.count)
-            if pendingAck.offer(records.highestSequence) { events.yield(.ack) }
+            activity.stored(records.lines)
         }
+        noteActivity(activity, of: stream)
+        if let records, pendingAck.offer(records.highestSequence) { events.yield(.ack) }
     }
 }
 

@@ -30,6 +30,8 @@ public final class Collector: Service {
     let recorder = StatisticsRecorder()
     let registry = AgentRegistry()
     let edge = CollectorEdge()
+    /// Per-agent activity for `agents()`, `/v1/fleet` and the fleet page.
+    let fleetTable = FleetTable()
     private let listening = Mutex(ListeningState())
     private let started = Mutex(false)
     /// The forwarders of `configuration.sinks` while running.
@@ -147,6 +149,8 @@ public final class Collector: Service {
     private func serve(storage: Storage, tls: TLSConfiguration?) async throws {
         let router = Router(context: CollectorRequestContext.self)
         router.get("healthz") { _, _ -> String in "ok" }
+        router.get("/") { request, _ in self.fleetPage(request) }
+        router.get("v1/fleet") { request, _ in self.fleetData(request) }
         addObservabilityRoutes(to: router, storage: storage)
         let seriesHook = registerSeries()
         defer { exposition.removeScrapeHook(seriesHook) }

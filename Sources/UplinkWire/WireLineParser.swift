@@ -46,6 +46,15 @@ public enum WireLineParser {
         }.get()
     }
 
+    /// The `ts` of a record line (nanoseconds since the Unix epoch), validating the line as `scan` does, without
+    /// building the record; nil for a heartbeat or a malformed line. For readers that want one line's time, such
+    /// as the collector's fleet table, which reads the last line of each stored batch.
+    public static func recordTimestamp(_ line: UnsafeRawBufferPointer) -> Int64? {
+        let scanner = JSONScanner(line, maximumDepth: maximumDepth)
+        guard let layout = try? LineLayout.scan(scanner), layout.heartbeat == nil else { return nil }
+        return layout.timestamp
+    }
+
     /// Validates and decodes `line` into a record or a heartbeat.
     public static func decode(_ line: UnsafeRawBufferPointer) throws(WireDecodingError) -> WireLine {
         let scanner = JSONScanner(line, maximumDepth: maximumDepth)

@@ -240,7 +240,7 @@ let package = Package(
         .testTarget(
             name: "UplinkCollectorTests",
             dependencies: [
-                "UplinkCollector", "UplinkCore", "UplinkWire", "UplinkTestSupport",
+                "UplinkCollector", "UplinkCore", "UplinkWire", "UplinkTestSupport", "UplinkObservability",
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "NIOSSL", package: "swift-nio-ssl"),
             ],

@@ -10,11 +10,14 @@ import Musl
 #endif
 
 extension Collector {
-    /// `GET /metrics` (Prometheus text format) and `GET /readyz`, on the collector's own port.
+    /// `GET /metrics` (Prometheus text format; behind `token` when one is set, as Bearer or as the Basic password)
+    /// and `GET /readyz` (open, for load balancers), on the collector's own port.
     func addObservabilityRoutes(to router: Router<CollectorRequestContext>, storage: Storage) {
         let exposition = self.exposition
-        router.get("metrics") { _, _ -> Response in
-            Response(
+        router.get("metrics") { request, _ -> Response in
+            // Per-agent series name the fleet: behind the collector's token, like the fleet page.
+            if let refusal = self.fleetRefusal(request) { return refusal }
+            return Response(
                 status: .ok, headers: [.contentType: MetricsExposition.contentType],
                 body: .init(byteBuffer: ByteBuffer(bytes: exposition.render())))
         }
@@ -47,9 +50,94 @@ extension Collector {
             name: "uplink_collector_max_streams", help: "Concurrent streams the collector accepts (collector.max_streams).")
         limit.record(Int64(configuration.maxStreams))
         let sinks = SinkSeries(registry)
+        let agents = AgentSeries(registry, limit: Self.metricsAgentLimit)
         return exposition.addScrapeHook { [self] in
             let end = forwarding.withLock { $0.first?.log.committedEnd }
             for statistics in sinkStatistics() { sinks.update(statistics, logEnd: end) }
+            agents.update(fleet())
+        }
+    }
+
+    /// Agents that get series of their own (`uplink_collector_agent_*{agent}`), the first ones seen; the
+    /// collector-wide counts include every agent.
+    public static let metricsAgentLimit = 200
+}
+
+/// The per-agent series, for at most `limit` agents (the first seen since start) so that a fleet, or a peer
+/// inventing agent ids, cannot grow the exposition without bound.
+private final class AgentSeries: Sendable {
+    private struct Series {
+        let stored, duplicates, resent, missing, rejected: ScrapedCounter
+        let connected, lag: Gauge
+    }
+    private let registry: PrometheusCollectorRegistry
+    private let limit: Int
+    private let series = Mutex<[String: Series]>([:])
+    private let known: Gauge
+    private let connected: Gauge
+    private let withoutSeries: Gauge
+    private let evicted: ScrapedCounter
+
+    init(_ registry: PrometheusCollectorRegistry, limit: Int) {
+        self.registry = registry
+        self.limit = limit
+        known = registry.makeGauge(name: "uplink_collector_agents", help: "Agents in the fleet table (seen since start).")
+        connected = registry.makeGauge(name: "uplink_collector_agents_connected", help: "Agents with an open stream.")
+        withoutSeries = registry.makeGauge(
+            name: "uplink_collector_agents_without_series",
+            help: "Agents beyond the per-agent series limit (200): counted only in the collector-wide series.")
+        evicted = ScrapedCounter(
+            registry, name: "uplink_collector_agents_evicted_total",
+            help: "Disconnected agents dropped from the fleet table to keep it bounded.")
+    }
+
+    func update(_ fleet: FleetSnapshot) {
+        known.record(Int64(fleet.agents.count))
+        connected.record(Int64(fleet.agents.filter(\.connected).count))
+        evicted.update(to: fleet.agentsEvicted)
+        var without = 0
+        for agent in fleet.agents {
+            guard let set = seriesFor(agent.agent) else {
+                without += 1
+                continue
+            }
+            set.stored.update(to: agent.recordsStored)
+            set.duplicates.update(to: agent.duplicatesDiscarded)
+            set.resent.update(to: agent.resentDiscarded)
+            set.missing.update(to: agent.recordsMissing)
+            set.rejected.update(to: agent.rejectedLines)
+            set.connected.record(Int64(agent.connected ? 1 : 0))
+            let lag = agent.newestRecordTime.map { max(0, Double(fleet.now &- $0) / 1e9) } ?? 0
+            set.lag.record(lag)
+        }
+        withoutSeries.record(Int64(without))
+    }
+
+    private func seriesFor(_ agent: String) -> Series? {
+        series.withLock { series in
+            if let existing = series[agent] { return existing }
+            guard series.count < limit else { return nil }
+            let labels = [("agent", agent)]
+            func counter(_ name: String, _ help: String) -> ScrapedCounter {
+                ScrapedCounter(registry, name: name, labels: labels, help: help)
+            }
+            let set = Series(
+                stored: counter("uplink_collector_agent_records_stored_total", "Records of the agent stored."),
+                duplicates: counter(
+                    "uplink_collector_agent_duplicates_total", "Records of the agent discarded as already stored (resent after a reconnect)."),
+                resent: counter(
+                    "uplink_collector_agent_resent_total", "Log lines of the agent discarded because their file offset was stored before."),
+                missing: counter(
+                    "uplink_collector_agent_missing_total", "Records missing in the agent's sequence gaps: dropped by the agent."),
+                rejected: counter(
+                    "uplink_collector_agent_rejected_lines_total", "Lines of the agent that were not valid records or were too long."),
+                connected: registry.makeGauge(
+                    name: "uplink_collector_agent_connected", labels: labels, help: "1 while the agent has an open stream."),
+                lag: registry.makeGauge(
+                    name: "uplink_collector_agent_lag_seconds", labels: labels,
+                    help: "Age of the agent's newest stored record, from its own timestamp (collector clock)."))
+            series[agent] = set
+            return set
         }
     }
 }

@@ -45,7 +45,7 @@ extension Collector {
 
     /// A `401` asking for the token (bearer, or basic with the token as password) when one is configured and the
     /// request lacks it; nil when the request may go on.
-    private func fleetRefusal(_ request: Request) -> Response? {
+    func fleetRefusal(_ request: Request) -> Response? {
         guard let token = configuration.token, !FleetAuthorization.allows(request.headers[.authorization], token: token)
         else { return nil }
         var headers = Self.fleetHeaders

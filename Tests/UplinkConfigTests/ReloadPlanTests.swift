@@ -102,3 +102,37 @@ struct ReloadPlanTests {
         #expect(collectorPlan.running.collector == embedded.collector)
     }
 }
+
+/// `agent.metrics_listen`: decoded as an address, deferred by a reload.
+@Suite("Agent metrics endpoint setting")
+struct MetricsListenConfigTests {
+    @Test("agent.metrics_listen is an address, absent by default, and carried into the agent configuration")
+    func decoded() throws {
+        let none = try ReloadPlanTests.file(ReloadPlanTests.base)
+        #expect(none.agent.metricsListen == nil)
+        #expect(none.agentConfiguration(embeddedURL: nil, environment: [:]).metricsListen == nil)
+        let set = try ReloadPlanTests.file(
+            ReloadPlanTests.base.replacingOccurrences(of: "  id: box\n", with: "  id: box\n  metrics_listen: 127.0.0.1:9464\n"))
+        #expect(set.agent.metricsListen == ConfigHostPort(host: "127.0.0.1", port: 9464))
+        #expect(set.agentConfiguration(embeddedURL: nil, environment: [:]).metricsListen?.port == 9464)
+    }
+
+    @Test("a bad address names the file, line, column and key")
+    func invalid() {
+        let problems = issues(
+            "agent: { metrics_listen: 'not an address' }\nuplink: { url: embedded }\nsources: [{ name: cpu, type: cpu }]\n")
+        #expect(problems.count == 1)
+        #expect(problems.first?.hasPrefix("test.yaml:1:26: agent.metrics_listen: invalid address") == true, "\(problems)")
+    }
+
+    @Test("a reload defers a changed metrics_listen to the next start")
+    func deferred() throws {
+        let old = try ReloadPlanTests.file(ReloadPlanTests.base)
+        let new = try ReloadPlanTests.file(
+            ReloadPlanTests.base.replacingOccurrences(of: "  id: box\n", with: "  id: box\n  metrics_listen: 127.0.0.1:9464\n"))
+        let plan = ReloadPlan(from: old, to: new, hasEmbeddedCollector: false)
+        #expect(plan.deferred == ["agent.metrics_listen"])
+        #expect(plan.running.agent.metricsListen == nil)
+        #expect(plan.isEmpty)
+    }
+}

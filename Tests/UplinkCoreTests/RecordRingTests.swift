@@ -540,3 +540,29 @@ struct RecordRingTests {
         #expect(readUnsent(ring, maxBytes: .max) == Array(frames[3...]))
     }
 }
+
+/// `RecordRing.oldestFramePrefix(maxBytes:)`: the start of the oldest frame held, also when it wraps.
+@Suite("RecordRing oldest frame")
+struct RecordRingOldestFrameTests {
+    @Test("nil when empty; the oldest unacknowledged frame's first bytes otherwise, across the wrap")
+    func oldestFrame() {
+        let ring = RecordRing(capacity: 64)
+        #expect(ring.oldestFramePrefix(maxBytes: 8) == nil)
+        let source = ring.registerSource("s")
+        ring.append(Array("abcdefghij".utf8), source: source)  // 18 bytes with its header
+        ring.append(Array("klmnopqrst".utf8), source: source)  // 36
+        #expect(ring.oldestFramePrefix(maxBytes: 4) == Array("abcd".utf8))
+        #expect(ring.oldestFramePrefix(maxBytes: 100) == Array("abcdefghij".utf8))
+        ring.readUnsent(maxBytes: 1000) { _, _, _ in }
+        ring.acknowledge(through: 1)
+        #expect(ring.oldestFramePrefix(maxBytes: 3) == Array("klm".utf8))
+        // Two more frames of 18 bytes: the second starts at 54 and its body wraps past 64.
+        ring.append(Array("0123456789".utf8), source: source)
+        ring.append(Array("ABCDEFGHIJ".utf8), source: source)
+        ring.readUnsent(maxBytes: 1000) { _, _, _ in }
+        ring.acknowledge(through: 3)
+        #expect(ring.oldestFramePrefix(maxBytes: 10) == Array("ABCDEFGHIJ".utf8))
+        ring.acknowledge(through: 4)
+        #expect(ring.oldestFramePrefix(maxBytes: 10) == nil)
+    }
+}

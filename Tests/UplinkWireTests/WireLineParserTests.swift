@@ -321,3 +321,27 @@ extension Result {
         }
     }
 }
+
+/// `NDJSONFrameEncoder.timestamp(ofFramePrefix:)`: the status' oldest-record age reads it from the ring.
+@Suite("Frame timestamps")
+struct FrameTimestampTests {
+    @Test("the timestamp of an encoded frame is read back from its first bytes")
+    func roundTrip() {
+        let record = Record(timestamp: 1_763_704_818_123_456_789, source: "cpu", payload: .log(LogLine(message: "hello")))
+        let frame = NDJSONFrameEncoder().frame(for: record)
+        let prefix = Array(frame.prefix(NDJSONFrameEncoder.timestampPrefixBytes))
+        #expect(NDJSONFrameEncoder.timestamp(ofFramePrefix: prefix) == 1_763_704_818_123_456_789)
+    }
+
+    @Test("anything else gives nil, never a trap", arguments: [
+        "", "\"ts\":", "\"ts\":x", "{\"seq\":1,\"ts\":5", "\"ts\":99999999999999999999", "\"tz\":5", "\"ts\":-5",
+    ])
+    func refused(_ text: String) {
+        #expect(NDJSONFrameEncoder.timestamp(ofFramePrefix: Array(text.utf8)) == nil)
+    }
+
+    @Test("a frame cut inside its digits reads the digits it has")
+    func cut() {
+        #expect(NDJSONFrameEncoder.timestamp(ofFramePrefix: Array("\"ts\":1234".utf8)) == 1234)
+    }
+}

@@ -79,7 +79,7 @@ struct ExamplesTests {
     @Test func mentionsEveryKey() throws {
         let text = String(decoding: try ConfigFiles.read(path: path, limit: 1 << 20).get(), as: UTF8.self)
         let keys = [
-            "agent:", "id:", "state_dir:", "buffer:", "max_bytes:", "overflow:", "uplink:", "url:", "token:",
+            "agent:", "id:", "state_dir:", "metrics_listen:", "buffer:", "max_bytes:", "overflow:", "uplink:", "url:", "token:",
             "token_file:", "backoff:", "initial:", "multiplier:", "max:", "reset_after:", "heartbeat:",
             "stall_timeout:", "connect_timeout:", "stream_buffer:", "drain_timeout:", "sources:", "name:", "type:", "interval:",
             "per_core:", "proc_root:", "jitter:", "tags:", "include:", "exclude:", "devices:", "mount_points:",

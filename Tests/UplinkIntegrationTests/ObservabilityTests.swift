@@ -117,6 +117,15 @@ struct ObservabilityTests {
         #expect((prometheus.value(#"sum(uplink_stream_failures_total{job="agent_cut_off",reason="transport"})"#) ?? 0) > 0)
         #expect((prometheus.value(#"uplink_oldest_unacknowledged_age_seconds{job="agent_cut_off"}"#) ?? -1) >= 0)
 
+        // docs/metrics.md lists every series the three endpoints export.
+        let docs = try String(contentsOfFile: Self.repository + "/docs/metrics.md", encoding: .utf8)
+        for port in [fleet.collectorPort, fleet.streamingPort, fleet.cutOffPort] {
+            let exposition = Self.get(port, "/metrics")?.text ?? ""
+            let names = exposition.split(separator: "\n").filter { $0.hasPrefix("# TYPE ") }.map { $0.split(separator: " ")[2] }
+            #expect(names.count > 10, "port \(port): \(exposition.prefix(300))")
+            for name in names { #expect(docs.contains("`\(name)`"), "docs/metrics.md does not list \(name)") }
+        }
+
         // Readiness on both ends.
         #expect(Self.get(fleet.collectorPort, "/readyz")?.status == 200)
         #expect(Self.get(fleet.streamingPort, "/readyz?stream=1")?.status == 200)
@@ -182,6 +191,9 @@ struct ObservabilityTests {
         #expect(noEndpoint.status == 1)
         #expect(noEndpoint.standardError.contains("agent.metrics_listen"))
     }
+
+    static let repository = URL(fileURLWithPath: #filePath)
+        .deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent().path
 
     /// One GET; Hummingbird keeps even an HTTP/1.0 connection open unless asked to close it.
     static func get(_ port: Int, _ path: String) -> LoopbackHTTP10.Response? {

@@ -176,6 +176,22 @@ struct ObservabilityTests {
         }
         #expect(cutOff, "\((try? Self.uplink(["status", "--address", "127.0.0.1:\(fleet.cutOffPort)"]))?.standardOutput ?? "")")
 
+        // --watch redraws in place (clear screen, home) until interrupted.
+        let watch = Process()
+        watch.executableURL = URL(fileURLWithPath: try UplinkBinary.path())
+        watch.arguments = ["status", "--watch", "--interval", "0.2", "--address", "127.0.0.1:\(fleet.streamingPort)"]
+        let watchOutput = Pipe()
+        watch.standardOutput = watchOutput
+        let watched = OutputCollector(watchOutput.fileHandleForReading)
+        try watch.run()
+        let redrawn = await Harness.eventually(timeout: .seconds(15)) {
+            watched.text.components(separatedBy: "\u{1B}[H\u{1B}[2J").count >= 4
+        }
+        watch.interrupt()
+        watch.waitUntilExit()
+        #expect(redrawn, "\(watched.text.prefix(500))")
+        #expect(watched.text.contains("agent box-streaming"))
+
         // The address from the agent's own configuration file.
         let fromConfig = try Self.uplink(["status", "--config", fleet.directory + "/streaming.yaml"])
         #expect(fromConfig.status == 0)

@@ -70,6 +70,24 @@ enum UplinkBinary {
         }
         throw Missing()
     }
+
+    /// Runs `uplink ARGUMENTS` to the end: its exit status and what it printed.
+    static func run(_ arguments: [String]) throws -> (status: Int32, standardOutput: String, standardError: String) {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: try path())
+        process.arguments = arguments
+        let output = Pipe()
+        let errors = Pipe()
+        process.standardOutput = output
+        process.standardError = errors
+        try process.run()
+        let outputData = output.fileHandleForReading.readDataToEndOfFile()
+        let errorData = errors.fileHandleForReading.readDataToEndOfFile()
+        process.waitUntilExit()
+        return (
+            process.terminationStatus, String(decoding: outputData, as: UTF8.self), String(decoding: errorData, as: UTF8.self)
+        )
+    }
 }
 
 /// A free loopback port (bind to 0, read it, release it).

@@ -69,20 +69,7 @@ struct CommandLineTests {
     }
 
     func run(_ arguments: [String]) throws -> (status: Int32, standardOutput: String, standardError: String) {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: try UplinkBinary.path())
-        process.arguments = arguments
-        let output = Pipe()
-        let errors = Pipe()
-        process.standardOutput = output
-        process.standardError = errors
-        try process.run()
-        let outputData = output.fileHandleForReading.readDataToEndOfFile()
-        let errorData = errors.fileHandleForReading.readDataToEndOfFile()
-        process.waitUntilExit()
-        return (
-            process.terminationStatus, String(decoding: outputData, as: UTF8.self), String(decoding: errorData, as: UTF8.self)
-        )
+        try UplinkBinary.run(arguments)
     }
 }
 

@@ -1,5 +1,8 @@
 import FoundationEssentials
-import Hummingbird
+import HTTPTypes
+import HummingbirdCore
+import NIOCore
+import NIOPosix
 import Logging
 import ServiceLifecycle
 import UplinkConfig
@@ -32,43 +35,34 @@ final class AgentEndpoint: Service, Sendable {
     func run() async throws {
         let hook = observer.registerSeries(in: exposition)
         defer { exposition.removeScrapeHook(hook) }
-        let router = Router()
-        let exposition = self.exposition
-        let observer = self.observer
-        router.get("metrics") { _, _ -> Response in
-            Response(
-                status: .ok, headers: [.contentType: MetricsExposition.contentType],
-                body: .init(byteBuffer: ByteBuffer(bytes: exposition.render())))
-        }
-        router.get("healthz") { _, _ -> String in "ok\n" }
-        router.get("readyz") { request, _ -> Response in
-            let requireStream = request.uri.queryParameters["stream"].map { $0 == "1" || $0 == "true" } ?? false
-            let ready = observer.isReady(requireStream: requireStream)
-            return Response(
-                status: ready ? .ok : .serviceUnavailable, headers: [.contentType: "text/plain; charset=utf-8"],
-                body: .init(byteBuffer: ByteBuffer(string: ready ? "ready\n" : "not ready\n")))
-        }
-        router.get("v1/status") { _, _ -> Response in
-            let body = (try? AgentStatus.encoder().encode(observer.status())) ?? Data("{}".utf8)
-            return Response(
-                status: .ok, headers: [.contentType: "application/json"],
-                body: .init(byteBuffer: ByteBuffer(bytes: body)))
-        }
         let logger = self.logger
         let address = self.address
-        let application = Application(
-            router: router,
-            configuration: ApplicationConfiguration(address: .hostname(address.host, port: address.port), serverName: nil),
-            onServerRunning: { channel in
-                let port = channel.localAddress?.port ?? address.port
-                logger.info("metrics endpoint listening", metadata: ["address": "\(address.host):\(port)"])
-            },
-            logger: logger)
+        // HummingbirdCore's server, not Hummingbird's `Application`: that one refreshes a cached Date header every
+        // second, which an idle agent would pay for all day. These answers need no Date header.
+        let server: any Service
+        do {
+            server = try HTTPServerBuilder.http1().buildServer(
+                configuration: ServerConfiguration(address: .hostname(address.host, port: address.port)),
+                eventLoopGroup: MultiThreadedEventLoopGroup.singleton, logger: logger,
+                responder: { [self] request, writer, _ in
+                    let (status, contentType, body) = self.answer(request)
+                    var head = HTTPResponse(status: status)
+                    head.headerFields[.contentType] = contentType
+                    head.headerFields[.contentLength] = String(body.readableBytes)
+                    try await writer.write(response: head, body: ResponseBody(byteBuffer: body))
+                },
+                onServerRunning: { channel in
+                    let port = channel.localAddress?.port ?? address.port
+                    logger.info("metrics endpoint listening", metadata: ["address": "\(address.host):\(port)"])
+                })
+        } catch {
+            return logger.error("metrics endpoint not started: \(error); the agent keeps streaming without it")
+        }
         await withTaskGroup(of: Void.self) { group in
             group.addTask { await self.sampleRates() }
             group.addTask {
                 do {
-                    try await application.run()
+                    try await server.run()
                 } catch is CancellationError {
                 } catch {
                     logger.error(
@@ -77,6 +71,29 @@ final class AgentEndpoint: Service, Sendable {
             }
             await group.next()
             group.cancelAll()
+        }
+    }
+
+    /// The answer to one request: status, content type and body.
+    private func answer(_ request: Request) -> (HTTPResponse.Status, String, ByteBuffer) {
+        let text = "text/plain; charset=utf-8"
+        guard request.method == .get else {
+            return (.methodNotAllowed, text, ByteBuffer(string: "only GET\n"))
+        }
+        switch request.uri.path {
+        case "/metrics":
+            return (.ok, MetricsExposition.contentType, ByteBuffer(bytes: exposition.render()))
+        case "/healthz":
+            return (.ok, text, ByteBuffer(string: "ok\n"))
+        case "/readyz":
+            let requireStream = request.uri.queryParameters["stream"].map { $0 == "1" || $0 == "true" } ?? false
+            let ready = observer.isReady(requireStream: requireStream)
+            return (ready ? .ok : .serviceUnavailable, text, ByteBuffer(string: ready ? "ready\n" : "not ready\n"))
+        case "/v1/status":
+            let body = (try? AgentStatus.encoder().encode(observer.status())) ?? Data("{}".utf8)
+            return (.ok, "application/json", ByteBuffer(bytes: body))
+        default:
+            return (.notFound, text, ByteBuffer(string: "not found: the agent serves /metrics, /healthz, /readyz and /v1/status\n"))
         }
     }
 

@@ -41,7 +41,8 @@ final class AgentEndpoint: Service, Sendable {
         // second, which an idle agent would pay for all day. These answers need no Date header.
         let server: any Service
         do {
-            server = try HTTPServerBuilder.http1().buildServer(
+            // An idle connection (a scraper between scrapes, or a client that never sends) is closed after 30 s.
+            server = try HTTPServerBuilder.http1(configuration: .init(idleTimeout: .seconds(30))).buildServer(
                 configuration: ServerConfiguration(address: .hostname(address.host, port: address.port)),
                 eventLoopGroup: MultiThreadedEventLoopGroup.singleton, logger: logger,
                 responder: { [self] request, writer, _ in

@@ -36,7 +36,9 @@ public final class Agent: Sendable {
             Uplink(configuration: configuration.uplink, ring: ring, logger: logger, httpClient: httpClient), logger: logger)
         self.sourceSupervisor = SourceSupervisor()
         for named in configuration.sources {
-            sourceSupervisor.start(named.name, makeSourceService(named, stateDirectory: configuration.stateDirectory))
+            sourceSupervisor.start(
+                named.name, kind: named.config.kind.typeName,
+                makeSourceService(named, stateDirectory: configuration.stateDirectory))
         }
     }
 

@@ -40,12 +40,10 @@ final class AgentObserver: Sendable {
         let ring = agent.ring.statistics()
         let states = agent.sourceSupervisor.sourceStates
         let perSecond = rates.recordsPerSecond(current: ring.sources, now: .now, startedAt: startedAt)
-        let kinds = Dictionary(
-            agent.configuration.sources.map { ($0.name, $0.config.kind.typeName) }, uniquingKeysWith: { _, last in last })
         let sources = states.map { state -> AgentStatus.Source in
             let counts = ring.source(state.name)
             return AgentStatus.Source(
-                name: state.name, kind: kinds[state.name] ?? "unknown",
+                name: state.name, kind: state.kind,
                 state: state.ended ? "ended" : state.started ? "running" : "starting",
                 records: counts?.appended ?? 0, recordsPerSecond: perSecond[state.name] ?? 0,
                 dropped: (counts?.droppedOldest ?? 0) + (counts?.droppedNewest ?? 0) + (counts?.rejectedOversize ?? 0))

@@ -15,7 +15,9 @@ extension Agent {
         }
         let starting = Set(plan.added + plan.changed)
         for source in configuration.sources where starting.contains(source.name) {
-            sourceSupervisor.start(source.name, makeSourceService(source, stateDirectory: self.configuration.stateDirectory))
+            sourceSupervisor.start(
+                source.name, kind: source.config.kind.typeName,
+                makeSourceService(source, stateDirectory: self.configuration.stateDirectory))
         }
         if plan.uplinkChanged {
             var settings = configuration.uplink

@@ -32,15 +32,16 @@ final class SourceSupervisor: Service, Sendable {
         state.withLock { $0.running.map(\.name) }
     }
 
-    /// Every source started and not stopped, with whether its task has begun and whether it has ended (returned
-    /// or failed), in start order.
-    var sourceStates: [(name: String, started: Bool, ended: Bool)] {
-        state.withLock { $0.running }.map { ($0.name, $0.hasStarted, $0.hasEnded) }
+    /// Every source started and not stopped, with its kind (`sources[].type`), whether its task has begun and
+    /// whether it has ended (returned or failed), in start order.
+    var sourceStates: [(name: String, kind: String, started: Bool, ended: Bool)] {
+        state.withLock { $0.running }.map { ($0.name, $0.kind, $0.hasStarted, $0.hasEnded) }
     }
 
-    /// Starts `service` under `name` (at once when `run()` is running, else when it starts).
-    func start(_ name: String, _ service: SourceService) {
-        let source = RunningSource(name: name, service: service)
+    /// Starts `service` under `name` (at once when `run()` is running, else when it starts); `kind` is its
+    /// `sources[].type`, for the status.
+    func start(_ name: String, kind: String, _ service: SourceService) {
+        let source = RunningSource(name: name, kind: kind, service: service)
         let ended = state.withLock { state in
             if !state.ended { state.running.append(source) }
             return state.ended
@@ -81,13 +82,15 @@ final class SourceSupervisor: Service, Sendable {
 /// One source under the supervisor: runs until it returns, is stopped, or its task is cancelled.
 final class RunningSource: Sendable {
     let name: String
+    let kind: String
     let service: SourceService
     private let stopSignal: AsyncStream<Never>
     private let stopContinuation: AsyncStream<Never>.Continuation
     private let completion = Mutex<(done: Bool, waiters: [CheckedContinuation<Void, Never>])>((false, []))
 
-    init(name: String, service: SourceService) {
+    init(name: String, kind: String, service: SourceService) {
         self.name = name
+        self.kind = kind
         self.service = service
         (stopSignal, stopContinuation) = AsyncStream.makeStream(of: Never.self)
     }

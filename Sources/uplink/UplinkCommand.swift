@@ -18,6 +18,8 @@ struct UplinkCommand: AsyncParsableCommand {
               uplink run
               # Receive streams from agents:
               uplink collector --port 4318 --data-dir /var/lib/uplink-collector
+              # Ask a running agent how it is doing (its agent.metrics_listen endpoint):
+              uplink status --watch
             """,
         version: UplinkVersion.current,
         subcommands: [RunCommand.self, ValidateCommand.self, CollectorCommand.self, StatusCommand.self]

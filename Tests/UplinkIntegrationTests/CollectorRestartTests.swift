@@ -6,7 +6,7 @@ import UplinkCore
 
 @Suite("Collector killed and restarted", .serialized, .timeLimit(.minutes(6)))
 struct CollectorRestartTests {
-    @Test("SIGKILL and restart 20 times while an agent streams 5,000 records/s: every record stored exactly once")
+    @Test("SIGKILL and restart 20 times while an agent streams 2,500 records/s: every record stored exactly once")
     func killAndRestartTwentyTimes() async throws {
         try await CPUGate.exclusive {
             let binary = try UplinkBinary.path()
@@ -15,9 +15,11 @@ struct CollectorRestartTests {
             var collector = try CollectorProcess(binary: binary, port: port, dataDirectory: dataDirectory)
             try await collector.waitUntilHealthy()
 
+            // 24 s of records: the 20 rounds must be over before the generator is (a round takes 0.5-2 s, depending
+            // on the machine's load), or the last rounds have nothing left to make progress with.
             let total = 60_000
             let agent = RunningAgent(
-                url: "http://127.0.0.1:\(port)", sources: [.generator(rate: 5_000, count: total)], bufferBytes: 32 << 20
+                url: "http://127.0.0.1:\(port)", sources: [.generator(rate: 2_500, count: total)], bufferBytes: 32 << 20
             )
             var streamsBeforeKill = 0
             for round in 0..<20 {
@@ -30,7 +32,9 @@ struct CollectorRestartTests {
                 #expect(connected, "round \(round): no stream to the restarted collector")
                 let acknowledgedBefore = agent.ring.statistics().acknowledged
                 let progressed = await Harness.eventually(timeout: .seconds(20)) {
-                    agent.ring.statistics().acknowledged > acknowledgedBefore + 200
+                    let acknowledged = agent.ring.statistics().acknowledged
+                    // On a very slow machine the generator may be done: then everything acknowledged is progress too.
+                    return acknowledged > acknowledgedBefore + 200 || acknowledged >= UInt64(total)
                 }
                 #expect(progressed, "round \(round): no progress after restart")
                 streamsBeforeKill = agent.uplink.statistics().streamsOpened
@@ -39,6 +43,11 @@ struct CollectorRestartTests {
                 try await collector.waitUntilHealthy()
             }
             #expect(await agent.waitUntilAllAcknowledged(records: total, timeout: .seconds(120)))
+            // The agent reconnects to the last collector even when nothing is left to send.
+            let reconnected = await Harness.eventually(timeout: .seconds(20)) {
+                agent.uplink.statistics().streamsOpened > streamsBeforeKill
+            }
+            #expect(reconnected)
             try await agent.stop()
             collector.terminate()
 

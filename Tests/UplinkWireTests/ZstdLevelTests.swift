@@ -51,6 +51,31 @@ struct ZstdLevelTests {
     }
 }
 
+/// What one stream's zstd context costs at each level: its match tables are sized for the 128 KiB window, not for
+/// the level's own (level 19 alone would size them for 8 MiB: 82 MiB per stream, which an idle agent carried).
+@Suite("zstd context memory")
+struct ZstdMemoryTests {
+    @Test func bothLevelsStayWithinAFewMebibytes() throws {
+        let start = ContinuousClock.now
+        let clock = ManualClock(start)
+        let compressor = try StreamCompressor(.zstd, now: { clock.now })
+        var random = SeededRandom(seed: 9)
+        var output = ByteBuffer()
+        var first: UInt64 = 1
+        var sizes: [Int32: Int] = [:]
+        // Small passes for 20 s: bulk level first, trickle level after 10 s.
+        for step in 0..<40 {
+            clock.now = start + .milliseconds(500 * step)
+            let pass = StreamCompressionTests.lines(from: first, count: 4, random: &random)
+            first += 4
+            try compressor.compress(pass, flush: true, into: &output)
+            sizes[compressor.currentLevel] = max(sizes[compressor.currentLevel] ?? 0, compressor.contextBytes)
+        }
+        #expect(sizes.keys.sorted() == [ZstdLevelPolicy.bulkLevel, ZstdLevelPolicy.trickleLevel].sorted())
+        for (level, bytes) in sizes { #expect(bytes < 6 << 20, "level \(level): \(bytes) bytes") }
+    }
+}
+
 /// A clock the test moves by hand.
 private final class ManualClock: @unchecked Sendable {
     var now: ContinuousClock.Instant

@@ -37,6 +37,15 @@ public final class StreamCompressor {
         case gzip(UnsafeMutablePointer<z_stream>)
     }
 
+    /// The zstd level the context has now (the trickle or the bulk level).
+    var currentLevel: Int32 { appliedLevel }
+
+    /// Bytes the zstd context holds (its tables and buffers); 0 for gzip.
+    var contextBytes: Int {
+        if case .zstd(let context) = backend { return ZSTD_sizeof_CCtx(context) }
+        return 0
+    }
+
     /// A fresh context for `encoding`, which must not be `.none`.
     public convenience init(_ encoding: WireCompression) throws(WireCompressionError) {
         try self.init(encoding, now: { .now })
@@ -52,9 +61,16 @@ public final class StreamCompressor {
             guard let context = ZSTD_createCCtx() else {
                 throw WireCompressionError(.unavailable, "zstd: cannot create a compression context")
             }
-            let level = ZSTD_CCtx_setParameter(context, ZSTD_c_compressionLevel, Self.zstdLevel)
-            let window = ZSTD_CCtx_setParameter(context, ZSTD_c_windowLog, Self.zstdWindowLog)
-            guard ZSTD_isError(level) == 0, ZSTD_isError(window) == 0 else {
+            // The match tables are sized for the window explicitly: left to the level, level 19 sizes them for its
+            // own 8 MiB window (hash 2^22, chain 2^24 entries: 82 MiB of memory per stream), whatever the window
+            // is. Explicit values stay when the level changes.
+            let statuses = [
+                ZSTD_CCtx_setParameter(context, ZSTD_c_compressionLevel, Self.zstdLevel),
+                ZSTD_CCtx_setParameter(context, ZSTD_c_windowLog, Self.zstdWindowLog),
+                ZSTD_CCtx_setParameter(context, ZSTD_c_hashLog, Self.zstdWindowLog),
+                ZSTD_CCtx_setParameter(context, ZSTD_c_chainLog, Self.zstdWindowLog + 1),
+            ]
+            guard statuses.allSatisfy({ ZSTD_isError($0) == 0 }) else {
                 ZSTD_freeCCtx(context)
                 throw WireCompressionError(.unavailable, "zstd: the compression parameters were refused")
             }

@@ -1,0 +1,220 @@
+#!/usr/bin/env bash
+# Steady log rates (issue #16): a writer appends 200-byte lines to a file, one write(2) per line, at 100, 1,000 and
+# 10,000 lines/s; each agent under test follows the file and delivers the lines over loopback TCP to a receiver in
+# another process. Side by side in one run (the machine's noise hits all alike):
+#
+#   deploy/steady-rate.sh BINARY [BINARY...]        # each: an uplink agent + an uplink collector (same binary)
+#
+# and, when rsyslogd is installed (Debian `rsyslog`), rsyslog 8 as a peer: imfile (inotify) → omfwd TCP to a line
+# counter. For each rate and each system it prints the CPU of the agent and of the collector in % of one core and in
+# µs per line, their context switches per line (all threads), and the latency from the write(2) to the line being
+# stored: for uplink, appended to the collector's records.jsonl (a reader woken by inotify); for rsyslog, received by
+# the counter. It also checks that every line arrived exactly once.
+#
+# Environment: UPLINK_STEADY_SECONDS (default 30) per run, UPLINK_STEADY_RATES (default "100 1000 10000").
+set -euo pipefail
+
+seconds="${UPLINK_STEADY_SECONDS:-30}"
+rates="${UPLINK_STEADY_RATES:-100 1000 10000}"
+[ $# -ge 1 ] || { sed -n '2,14p' "$0" >&2; exit 2; }
+binaries=() labels=()
+for binary in "$@"; do
+    [ -x "$binary" ] || { echo "steady-rate: no executable at $binary" >&2; exit 1; }
+    binaries+=("$(readlink -f "$binary")") labels+=("uplink ${binary: -17}")
+done
+command -v cc >/dev/null || { echo "steady-rate: needs a C compiler (cc) for the writer" >&2; exit 1; }
+
+work="$(mktemp -d "${TMPDIR:-/tmp}/uplink-steady.XXXXXX")"
+pids=()
+stop_all() {
+    for pid in "${pids[@]}"; do kill -TERM "$pid" 2>/dev/null || true; done
+    for pid in "${pids[@]}"; do wait "$pid" 2>/dev/null || true; done
+    pids=()
+}
+trap 'stop_all; rm -rf "$work"' EXIT
+
+# The writer: C, so that pacing 10,000 writes a second costs the machine little. Each line starts with the
+# CLOCK_REALTIME nanoseconds of its write and its sequence number, padded to 199 bytes + newline.
+cat >"$work/writer.c" <<'C'
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+int main(int argc, char **argv) {
+    int fd = open(argv[1], O_WRONLY | O_APPEND | O_CREAT, 0644);
+    long rate = atol(argv[2]), count = rate * atol(argv[3]);
+    if (fd < 0 || rate <= 0) return 1;
+    struct timespec start, due, now;
+    clock_gettime(CLOCK_MONOTONIC, &start);
+    char line[200];
+    for (long i = 0; i < count; i++) {
+        long long offset = (long long)i * 1000000000LL / rate;
+        due.tv_sec = start.tv_sec + (start.tv_nsec + offset) / 1000000000LL;
+        due.tv_nsec = (start.tv_nsec + offset) % 1000000000LL;
+        clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &due, NULL);
+        clock_gettime(CLOCK_REALTIME, &now);
+        int n = snprintf(line, sizeof line, "%lld seq=%ld steady ",
+                         (long long)now.tv_sec * 1000000000LL + now.tv_nsec, i);
+        memset(line + n, 'x', sizeof line - 1 - n);
+        line[sizeof line - 1] = '\n';
+        if (write(fd, line, sizeof line) != (ssize_t)sizeof line) return 2;
+    }
+    return 0;
+}
+C
+cc -O2 -o "$work/writer" "$work/writer.c"
+
+# Receivers: print "received DUPLICATES p50_ms p99_ms max_ms" for the lines of one run when they get SIGTERM.
+cat >"$work/receive.py" <<'PY'
+import ctypes, os, re, select, signal, socket, sys, time
+pattern = re.compile(rb"(\d{19}) seq=(\d+) steady")
+latencies, seen, duplicates = [], set(), 0
+def note(chunk, now):
+    global duplicates
+    for m in pattern.finditer(chunk):
+        seq = int(m.group(2))
+        if seq in seen:
+            duplicates += 1
+            continue
+        seen.add(seq)
+        latencies.append((now - int(m.group(1))) / 1e6)
+def report(*_):
+    latencies.sort()
+    q = lambda p: latencies[min(len(latencies) - 1, int(p * len(latencies)))] if latencies else float("nan")
+    print(len(seen), duplicates, "%.3f" % q(0.5), "%.3f" % q(0.99), "%.3f" % (latencies[-1] if latencies else float("nan")), flush=True)
+    sys.exit(0)
+signal.signal(signal.SIGTERM, report)
+mode, target = sys.argv[1], sys.argv[2]
+pending = b""
+if mode == "file":  # follow a growing file, woken by inotify (IN_MODIFY)
+    libc = ctypes.CDLL(None, use_errno=True)
+    while not os.path.exists(target):
+        time.sleep(0.01)
+    inotify = libc.inotify_init1(0)
+    libc.inotify_add_watch(inotify, target.encode(), 0x2)
+    fd = os.open(target, os.O_RDONLY)
+    while True:
+        data = os.read(fd, 1 << 20)
+        if not data:
+            os.read(inotify, 4096)
+            continue
+        now = time.time_ns()
+        data, pending = pending + data, b""
+        cut = data.rfind(b"\n") + 1
+        pending = data[cut:]
+        note(data[:cut], now)
+else:  # a TCP server on 127.0.0.1:target, any number of connections
+    server = socket.socket()
+    server.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    server.bind(("127.0.0.1", int(target)))
+    server.listen(8)
+    conns, partial = [server], {}
+    while True:
+        for s in select.select(conns, [], [])[0]:
+            if s is server:
+                c, _ = server.accept()
+                conns.append(c)
+                partial[c] = b""
+                continue
+            data = s.recv(1 << 20)
+            now = time.time_ns()
+            if not data:
+                conns.remove(s)
+                continue
+            data = partial[s] + data
+            cut = data.rfind(b"\n") + 1
+            partial[s] = data[cut:]
+            note(data[:cut], now)
+PY
+
+free_port() { python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
+wait_for_port() { for _ in $(seq 1 100); do (exec 3<>/dev/tcp/127.0.0.1/"$1") 2>/dev/null && return 0; sleep 0.1; done; return 1; }
+cpu_ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
+switches() { cat /proc/"$1"/task/*/status 2>/dev/null | awk '/ctxt_switches/ {n += $2} END {print n + 0}'; }
+ticks_per_second=$(getconf CLK_TCK)
+
+# measure NAME RATE AGENT_PID COLLECTOR_PID RECEIVER_PID LOGFILE RECEIVED_FILE: runs the writer, prints one table row.
+measure() {
+    local name=$1 rate=$2 agent=$3 collector=$4 receiver=$5 log=$6 received=$7
+    sleep 2
+    local a0 c0 as0 cs0 a1 c1 as1 cs1
+    a0=$(cpu_ticks "$agent"); as0=$(switches "$agent")
+    c0=0 cs0=0
+    [ "$collector" = - ] || { c0=$(cpu_ticks "$collector"); cs0=$(switches "$collector"); }
+    "$work/writer" "$log" "$rate" "$seconds"
+    sleep 1
+    a1=$(cpu_ticks "$agent"); as1=$(switches "$agent")
+    c1=0 cs1=0
+    [ "$collector" = - ] || { c1=$(cpu_ticks "$collector"); cs1=$(switches "$collector"); }
+    kill -TERM "$receiver"
+    wait "$receiver" || true
+    python3 - "$name" "$rate" "$seconds" "$ticks_per_second" $((a1 - a0)) $((as1 - as0)) $((c1 - c0)) $((cs1 - cs0)) \
+        "$collector" $(cat "$received") <<'PY'
+import sys
+name, rate, seconds, hz, a, asw, c, csw, collector = sys.argv[1:10]
+got, dup, p50, p99, worst = sys.argv[10:15] if len(sys.argv) >= 15 else ("?", "?", "?", "?", "?")
+rate, seconds, hz = int(rate), int(seconds), int(hz)
+lines, window = rate * seconds, seconds + 1
+a, c = int(a) / hz, int(c) / hz
+col = lambda cpu, sw: f"{100 * cpu / window:6.2f} % {1e6 * cpu / lines:6.1f} µs {int(sw) / lines:5.2f} cs"
+collector_part = col(c, csw) if collector != "-" else f"{'(none: a line counter)':>30}"
+print(f"{name:<24} {rate:>6} | {col(a, asw)} | {collector_part} | {p50:>7} {p99:>7} {worst:>8} ms | {got}/{lines} dup {dup}")
+PY
+}
+
+run_uplink() { # BINARY LABEL RATE
+    local binary=$1 label=$2 rate=$3 dir="$work/run-$RANDOM"
+    mkdir -p "$dir/collector"
+    local port; port=$(free_port)
+    : >"$dir/app.log"
+    printf 'collector: { listen: 127.0.0.1:%s, data_dir: %s/collector, stdout: false }\n' "$port" "$dir" >"$dir/collector.yaml"
+    "$binary" collector --config "$dir/collector.yaml" >"$dir/collector.log" 2>&1 &
+    local collector=$!; pids+=($collector)
+    wait_for_port "$port"
+    cat >"$dir/agent.yaml" <<YAML
+agent: { id: steady, state_dir: $dir/state }
+uplink: { url: "http://127.0.0.1:$port" }
+sources:
+  - { name: app, type: tail, paths: [$dir/app.log] }
+YAML
+    "$binary" run --config "$dir/agent.yaml" >"$dir/agent.log" 2>&1 &
+    local agent=$!; pids+=($agent)
+    python3 "$work/receive.py" file "$dir/collector/records.jsonl" >"$dir/received" &
+    local receiver=$!
+    measure "$label" "$rate" "$agent" "$collector" "$receiver" "$dir/app.log" "$dir/received"
+    stop_all
+    rm -rf "$dir"
+}
+
+run_rsyslog() { # RATE
+    local rate=$1 dir="$work/rsyslog-$RANDOM"
+    mkdir -p "$dir/work"
+    local port; port=$(free_port)
+    : >"$dir/app.log"
+    python3 "$work/receive.py" tcp "$port" >"$dir/received" &
+    local receiver=$!
+    wait_for_port "$port"
+    cat >"$dir/rsyslog.conf" <<CONF
+global(workDirectory="$dir/work")
+module(load="imfile" mode="inotify")
+input(type="imfile" file="$dir/app.log" tag="steady" ruleset="forward")
+ruleset(name="forward") {
+    action(type="omfwd" target="127.0.0.1" port="$port" protocol="tcp" template="RSYSLOG_FileFormat")
+}
+CONF
+    rsyslogd -n -f "$dir/rsyslog.conf" -i "$dir/rsyslog.pid" >"$dir/rsyslog.log" 2>&1 &
+    local rsyslog=$!; pids+=($rsyslog)
+    measure "rsyslog $(rsyslogd -v | awk 'NR == 1 {print $2}')" "$rate" "$rsyslog" - "$receiver" "$dir/app.log" "$dir/received"
+    stop_all
+    rm -rf "$dir"
+}
+
+echo "steady rates: ${seconds} s per run, 200-byte lines, one write(2) per line; CPU over the run + 1 s; cs = context switches"
+printf '%-24s %6s | %-30s | %-30s | %-28s | %s\n' system lines/s "agent: cpu, per line" "collector: cpu, per line" \
+    "latency p50 p99 max" delivered
+for rate in $rates; do
+    for index in "${!binaries[@]}"; do run_uplink "${binaries[$index]}" "${labels[$index]}" "$rate"; done
+    if command -v rsyslogd >/dev/null; then run_rsyslog "$rate"; else echo "rsyslog: not installed (apt-get install rsyslog)"; fi
+done

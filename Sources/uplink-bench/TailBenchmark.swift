@@ -81,7 +81,7 @@ enum TailBenchmark {
     }
 
     /// Writes `mebibytes` MiB of numbered lines, each `lineBytes` long plus its newline. Returns the line count.
-    private static func writeLogFile(_ path: String, mebibytes: Int, lineBytes: Int) throws -> Int {
+    static func writeLogFile(_ path: String, mebibytes: Int, lineBytes: Int) throws -> Int {
         let lines = mebibytes * 1_048_576 / (lineBytes + 1)
         let descriptor = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0o644)
         guard descriptor >= 0 else { throw CollectorError(code: "bench", message: "cannot create \(path)") }

@@ -6,8 +6,8 @@ import UplinkCore
 import Glibc
 #endif
 
-// `swift run -c release uplink-bench [ring|e2e|tls|persist|ingest|latency|tail|idle|encode|sinks|wire]...`: runs the named benchmarks
-// (all but `encode`, `tls`, `persist`, `sinks` and `wire` by default) and prints their numbers. Agent and collector share this process, so CPU time covers both sides.
+// `swift run -c release uplink-bench [ring|e2e|tls|persist|ingest|latency|tail|tail-processes|idle|encode|sinks|wire]...`: runs the named benchmarks
+// (all but `encode`, `tls`, `persist`, `sinks` and `wire` by default) and prints their numbers. Agent and collector share this process, so CPU time covers both sides, except in `tail-processes`.
 let requested = Set(CommandLine.arguments.dropFirst())
 func wanted(_ name: String) -> Bool { requested.isEmpty || requested.contains(name) }
 
@@ -73,6 +73,14 @@ if wanted("latency") {
 if wanted("tail") {
     for streamBufferBytes in [64 << 10, 1 << 20] {
         try await TailBenchmark.run(mebibytes: 1024, streamBufferBytes: streamBufferBytes, logger: logger).print()
+    }
+}
+// The same with agent and collector as two `uplink` processes (the executable beside this one), CPU of each apart.
+if wanted("tail-processes") {
+    if let uplink = TailProcessesBenchmark.siblingUplink() {
+        try TailProcessesBenchmark.run(uplink: uplink, mebibytes: 1024).print()
+    } else {
+        print("tail-processes: no uplink executable beside uplink-bench (build both: swift build -c release)")
     }
 }
 if wanted("idle") {

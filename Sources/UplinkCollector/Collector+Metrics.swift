@@ -46,8 +46,8 @@ extension Collector {
     /// limit. Counts the collector keeps as it goes reach the exposition through swift-metrics.
     func registerSeries() -> ScrapeHook {
         let registry = exposition.registry
-        let limit = registry.makeGauge(
-            name: "uplink_collector_max_streams", help: "Concurrent streams the collector accepts (collector.max_streams).")
+        let limit = registry.gauge(
+"uplink_collector_max_streams", help: "Concurrent streams the collector accepts (collector.max_streams).")
         limit.record(Int64(configuration.maxStreams))
         let sinks = SinkSeries(registry)
         let agents = AgentSeries(registry, limit: Self.metricsAgentLimit)
@@ -81,10 +81,10 @@ private final class AgentSeries: Sendable {
     init(_ registry: PrometheusCollectorRegistry, limit: Int) {
         self.registry = registry
         self.limit = limit
-        known = registry.makeGauge(name: "uplink_collector_agents", help: "Agents in the fleet table (seen since start).")
-        connected = registry.makeGauge(name: "uplink_collector_agents_connected", help: "Agents with an open stream.")
-        withoutSeries = registry.makeGauge(
-            name: "uplink_collector_agents_without_series",
+        known = registry.gauge("uplink_collector_agents", help: "Agents in the fleet table (seen since start).")
+        connected = registry.gauge("uplink_collector_agents_connected", help: "Agents with an open stream.")
+        withoutSeries = registry.gauge(
+"uplink_collector_agents_without_series",
             help: "Agents beyond the per-agent series limit (200): counted only in the collector-wide series.")
         evicted = ScrapedCounter(
             registry, name: "uplink_collector_agents_evicted_total",
@@ -131,10 +131,10 @@ private final class AgentSeries: Sendable {
                     "uplink_collector_agent_missing_total", "Records missing in the agent's sequence gaps: dropped by the agent."),
                 rejected: counter(
                     "uplink_collector_agent_rejected_lines_total", "Lines of the agent that were not valid records or were too long."),
-                connected: registry.makeGauge(
-                    name: "uplink_collector_agent_connected", labels: labels, help: "1 while the agent has an open stream."),
-                lag: registry.makeGauge(
-                    name: "uplink_collector_agent_lag_seconds", labels: labels,
+                connected: registry.gauge(
+"uplink_collector_agent_connected", labels: labels, help: "1 while the agent has an open stream."),
+                lag: registry.gauge(
+"uplink_collector_agent_lag_seconds", labels: labels,
                     help: "Age of the agent's newest stored record, from its own timestamp (collector clock)."))
             series[agent] = set
             return set
@@ -168,8 +168,8 @@ private final class SinkSeries: Sendable {
                 lost: ScrapedCounter(
                     registry, name: "uplink_collector_sink_lost_total", labels: labels,
                     help: "Records retention deleted before the sink had them."),
-                lag: registry.makeGauge(
-                    name: "uplink_collector_sink_lag_bytes", labels: labels,
+                lag: registry.gauge(
+"uplink_collector_sink_lag_bytes", labels: labels,
                     help: "Bytes of the collector's log not yet delivered to the sink."))
             series[statistics.name] = set
             return set

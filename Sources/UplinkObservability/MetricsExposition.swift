@@ -81,9 +81,7 @@ public final class ScrapedCounter: Sendable {
 
     /// The series `name{labels}` in `registry`.
     public init(_ registry: PrometheusCollectorRegistry, name: String, labels: [(String, String)] = [], help: String) {
-        counter = labels.isEmpty
-            ? registry.makeCounter(name: name, help: help)
-            : registry.makeCounter(name: name, labels: labels, help: help)
+        counter = registry.makeCounter(descriptor: .exactly(name, help: help), labels: labels)
     }
 
     /// Brings the counter up to `total`.
@@ -93,5 +91,19 @@ public final class ScrapedCounter: Sendable {
             return total >= last ? total - last : total
         }
         if delta > 0 { counter.increment(by: Int64(clamping: delta)) }
+    }
+}
+
+extension MetricNameDescriptor {
+    /// A descriptor whose full name is `name` as given (no namespace, subsystem or unit suffix added).
+    public static func exactly(_ name: String, help: String) -> MetricNameDescriptor {
+        MetricNameDescriptor(metricName: name, unitName: "", helpText: help)
+    }
+}
+
+extension PrometheusCollectorRegistry {
+    /// The gauge `name{labels}`, created on first use.
+    public func gauge(_ name: String, labels: [(String, String)] = [], help: String) -> Prometheus.Gauge {
+        makeGauge(descriptor: .exactly(name, help: help), labels: labels)
     }
 }

@@ -83,27 +83,27 @@ final class AgentObserver: Sendable {
     /// Adds the series read at scrape time to `exposition` (names and meanings: docs/metrics.md).
     func registerSeries(in exposition: MetricsExposition) -> ScrapeHook {
         let registry = exposition.registry
-        let capacity = registry.makeGauge(
-            name: "uplink_ring_capacity_bytes", help: "Capacity of the circular buffer (buffer.max_bytes).")
-        let frames = registry.makeGauge(
-            name: "uplink_ring_frames", help: "Frames held in the circular buffer: not yet acknowledged.")
-        let unsent = registry.makeGauge(name: "uplink_ring_unsent_frames", help: "Frames in the circular buffer not yet sent.")
-        let oldest = registry.makeGauge(
-            name: "uplink_oldest_unacknowledged_age_seconds",
+        let capacity = registry.gauge(
+"uplink_ring_capacity_bytes", help: "Capacity of the circular buffer (buffer.max_bytes).")
+        let frames = registry.gauge(
+"uplink_ring_frames", help: "Frames held in the circular buffer: not yet acknowledged.")
+        let unsent = registry.gauge("uplink_ring_unsent_frames", help: "Frames in the circular buffer not yet sent.")
+        let oldest = registry.gauge(
+"uplink_oldest_unacknowledged_age_seconds",
             help: "Age of the oldest record held and not yet acknowledged, from its timestamp; 0 when none is held.")
-        let inFlight = registry.makeGauge(
-            name: "uplink_unacknowledged_sent_frames", help: "Frames sent on the stream and not yet acknowledged (ack lag).")
-        let up = registry.makeGauge(name: "uplink_stream_up", help: "1 while the stream to the collector is open and flowing.")
+        let inFlight = registry.gauge(
+"uplink_unacknowledged_sent_frames", help: "Frames sent on the stream and not yet acknowledged (ack lag).")
+        let up = registry.gauge("uplink_stream_up", help: "1 while the stream to the collector is open and flowing.")
         let states = Dictionary(
             uniqueKeysWithValues: UplinkStreamState.allCases.map { state in
-                (state, registry.makeGauge(
-                    name: "uplink_stream_state", labels: [("state", state.rawValue)],
+                (state, registry.gauge(
+"uplink_stream_state", labels: [("state", state.rawValue)],
                     help: "1 for the uplink's current state, 0 for the others."))
             })
-        let started = registry.makeGauge(name: "uplink_start_time_seconds", help: "When the agent started (Unix time).")
+        let started = registry.gauge("uplink_start_time_seconds", help: "When the agent started (Unix time).")
         started.record(Self.seconds(WallClock.nowNanoseconds()) - (ContinuousClock.now - startedAt).seconds)
-        let sourcesRunning = registry.makeGauge(name: "uplink_sources_running", help: "Sources whose task runs.")
-        let sourcesEnded = registry.makeGauge(name: "uplink_sources_ended", help: "Sources that returned or failed.")
+        let sourcesRunning = registry.gauge("uplink_sources_running", help: "Sources whose task runs.")
+        let sourcesEnded = registry.gauge("uplink_sources_ended", help: "Sources that returned or failed.")
         return exposition.addScrapeHook { [self] in
             let ring = agent.ring.statistics()
             let stream = agent.uplink.statistics()

@@ -34,22 +34,53 @@ enum StreamEvent: Sendable {
 /// The newest acknowledgement the response side has not written yet. Acks that arrive while one waits merge into it
 /// (acks are cumulative), so the response side writes one ack for all the batches stored since it last wrote, and a
 /// peer that does not read its response cannot make the collector queue an ack per stored batch.
+///
+/// It also paces them: after an ack is written the next one waits until `interval` has passed, unless `urgentBytes`
+/// of record lines were stored since (docs/protocol.md, "Acknowledgements"). At a steady trickle each stored line
+/// would otherwise cost an ack on both ends (a write here, a wake-up and a read on the agent); a bulk stream stores
+/// large batches, each urgent, so its acks are not held back and the agent's window of unacknowledged bytes keeps
+/// moving.
 final class PendingAck: Sendable {
-    private let sequence = Mutex<UInt64?>(nil)
+    /// Shortest time between two acks of a stream, unless one is urgent.
+    static let interval = Duration.milliseconds(5)
+    /// Bytes of stored record lines after which an ack is written at once.
+    static let urgentBytes = 128 << 10
 
-    /// Called by the receiving side after storing through `value`: whether the response side must be woken (no ack
-    /// was waiting).
-    func offer(_ value: UInt64) -> Bool {
-        sequence.withLock { sequence in
-            defer { sequence = max(sequence ?? 0, value) }
-            return sequence == nil
+    private struct State {
+        var sequence: UInt64?
+        var bytes = 0
+        var lastWritten: ContinuousClock.Instant?
+    }
+    private let state = Mutex(State())
+
+    /// Called by the receiving side after storing `bytes` of lines through `value`: whether the response side must
+    /// be woken (no ack was waiting, or the waiting one just became urgent).
+    func offer(_ value: UInt64, bytes: Int) -> Bool {
+        state.withLock { state in
+            let wasWaiting = state.sequence != nil
+            let wasUrgent = state.bytes >= Self.urgentBytes
+            state.sequence = max(state.sequence ?? 0, value)
+            state.bytes += bytes
+            return !wasWaiting || (!wasUrgent && state.bytes >= Self.urgentBytes)
         }
     }
 
-    /// Called by the response side: the acknowledgement to write, if one waits.
-    func take() -> UInt64? {
-        sequence.withLock { sequence in
-            defer { sequence = nil }
+    /// Called by the response side: how long to wait before taking the ack, or nil when it may be taken now.
+    func delay(now: ContinuousClock.Instant = .now) -> Duration? {
+        state.withLock { state in
+            guard state.sequence != nil, state.bytes < Self.urgentBytes, let last = state.lastWritten else { return nil }
+            let due = last + Self.interval
+            return due > now ? due - now : nil
+        }
+    }
+
+    /// Called by the response side: the acknowledgement to write now, if one waits.
+    func take(now: ContinuousClock.Instant = .now) -> UInt64? {
+        state.withLock { state in
+            guard let sequence = state.sequence else { return nil }
+            state.sequence = nil
+            state.bytes = 0
+            state.lastWritten = now
             return sequence
         }
     }
@@ -262,6 +293,8 @@ extension Collector {
             loop: for await event in events {
                 switch event {
                 case .ack:
+                    // Held back at most `PendingAck.interval`; stored lines meanwhile join this ack.
+                    if let delay = pendingAck.delay() { try? await Task.sleep(for: delay) }
                     guard let sequence = pendingAck.take() else { continue }
                     do {
                         try await writer.write(Self.ackBuffer(.ack(sequence)))
@@ -421,7 +454,7 @@ extension Collector {
             activity.stored(records.lines)
         }
         noteActivity(activity, of: stream)
-        if let records, pendingAck.offer(records.highestSequence) { events.yield(.ack) }
+        if let records, pendingAck.offer(records.highestSequence, bytes: records.lines.byteCount) { events.yield(.ack) }
     }
 }
 

@@ -177,13 +177,35 @@ import UplinkWire
     @Test func acknowledgementsWaitingToBeWrittenMergeIntoTheNewest() {
         let pending = PendingAck()
         #expect(pending.take() == nil)
-        #expect(pending.offer(3), "the first wakes the response side")
-        #expect(!pending.offer(7), "later ones merge while one waits")
-        #expect(!pending.offer(9))
+        #expect(pending.offer(3, bytes: 100), "the first wakes the response side")
+        #expect(!pending.offer(7, bytes: 100), "later ones merge while one waits")
+        #expect(!pending.offer(9, bytes: 100))
         #expect(pending.take() == 9)
         #expect(pending.take() == nil)
-        #expect(pending.offer(10))
+        #expect(pending.offer(10, bytes: 100))
         #expect(pending.take() == 10)
+    }
+
+    @Test func acknowledgementsArePacedUnlessUrgent() {
+        let pending = PendingAck()
+        let start = ContinuousClock.now
+        #expect(pending.offer(1, bytes: 200))
+        #expect(pending.delay(now: start) == nil, "the first ack of a stream is not held back")
+        #expect(pending.take(now: start) == 1)
+        #expect(pending.delay(now: start) == nil, "nothing waits, nothing to hold back")
+
+        #expect(pending.offer(2, bytes: 200))
+        let soon = start + .milliseconds(1)
+        #expect(pending.delay(now: soon) == PendingAck.interval - .milliseconds(1), "the next waits out the interval")
+        #expect(pending.delay(now: start + PendingAck.interval) == nil)
+
+        // Lines stored meanwhile wake the response side once more when they make the waiting ack urgent.
+        #expect(!pending.offer(3, bytes: PendingAck.urgentBytes - 201))
+        #expect(pending.delay(now: soon) != nil, "one byte below the urgent size")
+        #expect(pending.offer(4, bytes: 1), "crossing the urgent size wakes the response side")
+        #expect(!pending.offer(5, bytes: 1), "once")
+        #expect(pending.delay(now: soon) == nil, "an urgent ack is written at once")
+        #expect(pending.take(now: soon) == 5)
     }
 }
 

@@ -45,6 +45,8 @@ struct ExamplesTests {
                 name: "cpu",
                 config: SourceConfig(CPUConfig(interval: .seconds(2), tags: [Tag("role", "gateway")], perCore: true, procRoot: "/proc"))),
             .init(name: "memory", config: SourceConfig(MemoryConfig(interval: .seconds(2), procRoot: "/proc"))),
+            // examples.yaml lists the kinds in the registry's order (SourceKindDocumentation.examples).
+            .init(name: "generator", config: SourceConfig(GeneratorConfig(rate: 1, recordBytes: 200, count: nil))),
             .init(name: "load", config: SourceConfig(LoadConfig(tags: [Tag("role", "gateway")]))),
             .init(name: "uptime", config: SourceConfig(UptimeConfig(interval: .seconds(60)))),
             .init(name: "network", config: SourceConfig(NetworkConfig(include: [], exclude: ["lo"]))),
@@ -60,7 +62,6 @@ struct ExamplesTests {
                 command: ["sh", "-c", #"echo "$(date -u +%FT%TZ) INFO queue checked" >> quickstart.log; echo queue_depth=0 workers=4"#],
                 format: .keyvalue, prefix: "app", unit: "count"))),
             .init(name: "app-log", config: SourceConfig(appLog)),
-            .init(name: "generator", config: SourceConfig(GeneratorConfig(rate: 1, recordBytes: 200, count: nil))),
         ])
     }
 

@@ -1,10 +1,10 @@
 import UplinkConfig
 import UplinkCore
 
-/// Values several source kinds read, with the same checks and messages for all of them.
+/// Values several source kinds read, with the same checks and messages for all of them (for the kinds of this module).
 extension ConfigMapping {
     /// `key` as a mapping of tag names to strings, in document order.
-    public func tags(_ key: String) -> [Tag]? {
+    func tags(_ key: String) -> [Tag]? {
         guard let tagMapping = mapping(key, allowedKeys: nil) else { return nil }
         var tags: [Tag] = []
         for entry in tagMapping.entries {
@@ -16,13 +16,13 @@ extension ConfigMapping {
     }
 
     /// `key` as a list of non-empty strings.
-    public func strings(_ key: String) -> [String]? {
+    func strings(_ key: String) -> [String]? {
         list(key) { element in decoder.string(element.node, at: element.path) }
     }
 
     /// `key` as a list of strings that must not be empty when present: an empty list is reported with `message`
     /// and `hint`, and reads as nil.
-    public func nonEmptyStrings(_ key: String, ifEmpty message: String, hint: String) -> [String]? {
+    func nonEmptyStrings(_ key: String, ifEmpty message: String, hint: String) -> [String]? {
         guard let strings = strings(key) else { return nil }
         if strings.isEmpty {
             if let node = value(key) { decoder.report(.invalidValue, at: node.mark, path: path(key), message, hint: hint) }
@@ -32,7 +32,7 @@ extension ConfigMapping {
     }
 
     /// `key` as a metric name: dotted lowercase, `[a-z0-9_]` segments separated by `.`.
-    public func metricName(_ key: String) -> String? {
+    func metricName(_ key: String) -> String? {
         guard let name = string(key), let node = value(key) else { return nil }
         let segments = name.split(separator: ".", omittingEmptySubsequences: false)
         let valid = segments.allSatisfy { segment in
@@ -48,7 +48,7 @@ extension ConfigMapping {
     }
 
     /// `key` as a unit of docs/metrics.md (`MetricUnit.all`), or empty (`""`).
-    public func metricUnit(_ key: String) -> String? {
+    func metricUnit(_ key: String) -> String? {
         guard let node = value(key) else { return nil }
         guard let unit = decoder.string(node, at: path(key), allowEmpty: true) else { return nil }
         guard unit.isEmpty || MetricUnit.all.contains(unit) else {

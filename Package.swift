@@ -82,6 +82,8 @@ let package = Package(
             name: "UplinkSources",
             dependencies: [
                 "UplinkCore",
+                // Each kind's folder decodes its own keys (`SourceKindConfig.decode`).
+                "UplinkConfig",
                 .product(name: "SystemPackage", package: "swift-system"),
                 .product(name: "Logging", package: "swift-log"),
             ],

@@ -1,127 +1,58 @@
 import UplinkCore
 
-// The one place that lists every source kind. Adding a kind means: a folder `<Kind>/` with `<Kind>.swift`,
-// `<Kind>Config.swift` and `<Kind>+<Concern>.swift` files, a case in `SourceKind`, a case in `SourceConfig`,
-// and a line in each `switch` below (the compiler points at every one of them).
+// The one place that lists every source kind.
+//
+// A kind is one folder, `Sources/UplinkSources/<Kind>/`:
+// - `<Kind>.swift`: the source (`public struct <Kind>Source: Source`); a sensor runs its ticks through
+//   `PeriodicSensorDriver` (`run`, `runReadingFile` or `runReadingChannels`);
+// - `<Kind>Config.swift`: the configuration type, a `///` comment on every setting (YAML key, unit, default). A sensor
+//   holds `public var schedule: SensorSchedule` (`interval`, `jitter`, `tags`) and conforms to `PeriodicSensorConfig`;
+//   any other kind (a log reader such as `tail`) conforms to `SourceKindConfig` directly;
+// - `<Kind>Config+Kind.swift`: the rest of `SourceKindConfig`, e.g. for a log reader
+//       extension JournaldConfig {
+//           public static let typeName = "journald"
+//           public static var defaults: JournaldConfig { JournaldConfig() }
+//           public static let summary = """ Markdown for docs/configuration.md """
+//           public static let keys = [SourceKey("units", "list of strings", default: "all", "Units to read."), …]
+//           public static let example = """ its item of the `sources` list in examples.yaml, indented by 2 """
+//           public static func decode(_ mapping: ConfigMapping) -> JournaldConfig { read every key of `keys` }
+//           public func makeSource(name: String, clock: any TickClock) -> any Source { JournaldSource(…) }
+//       }
+//   (a sensor's `keys` start with `SensorSchedule.keys` and its `decode` with `config.schedule = .decode(mapping)`;
+//   `ConfigMapping+SourceValues.swift` reads tags, string lists, metric names and units with the shared messages);
+// - `<Kind>+<Concern>.swift` files for the rest (parsing, discovery, …).
+// Then add one line below, and run
+//     UPLINK_WRITE_GENERATED_DOCS=1 swift test --filter SourceKindDocumentationTests
+// to write the kind's section into docs/configuration.md and its example into examples.yaml (without the variable the
+// test fails while they are stale, when the example does not decode, or when `decode` does not read a documented
+// key). Nothing else changes: UplinkAgent decodes, validates, reloads and reports every kind listed here.
 
-/// Every kind of source the agent can run, named as in the configuration (`sources[].type`).
-public enum SourceKind: String, Sendable, Equatable, Hashable, CaseIterable {
-    /// CPU time percentages from `/proc/stat` (`CPUSource`, `CPUConfig`).
-    case cpu = "cpu"
-    /// RAM and swap usage from `/proc/meminfo` (`MemorySource`, `MemoryConfig`).
-    case memory = "memory"
-    /// Synthetic log records for tests and benchmarks (`GeneratorSource`, `GeneratorConfig`).
-    case generator = "generator"
-    /// Load averages from `/proc/loadavg` (`LoadSource`, `LoadConfig`).
-    case load = "load"
-    /// Seconds since boot from `/proc/uptime` (`UptimeSource`, `UptimeConfig`).
-    case uptime = "uptime"
-    /// Per-interface traffic rates from `/proc/net/dev` (`NetworkSource`, `NetworkConfig`).
-    case network = "network"
-    /// Per-device I/O rates from `/proc/diskstats` (`DiskIOSource`, `DiskIOConfig`).
-    case diskio = "diskio"
-    /// Space and inodes of mount points, via `statvfs` (`DiskSource`, `DiskConfig`).
-    case disk = "disk"
-    /// Thermal zone temperatures from `/sys/class/thermal` (`ThermalSource`, `ThermalConfig`).
-    case thermal = "thermal"
-    /// Hardware monitoring chips from `/sys/class/hwmon` (`HwmonSource`, `HwmonConfig`).
-    case hwmon = "hwmon"
-    /// Batteries, UPSes and mains from `/sys/class/power_supply` (`PowerSource`, `PowerConfig`).
-    case power = "power"
-    /// One numeric value from any file (`SysfsSource`, `SysfsConfig`).
-    case sysfs = "sysfs"
-    /// Metrics printed by a command (`ExecSource`, `ExecConfig`).
-    case exec = "exec"
-    /// Lines of log files, followed through rotation with checkpoints (`TailSource`, `TailConfig`).
-    case tail = "tail"
-
-    /// The name of the kind in the configuration (`type: cpu`).
-    public var typeName: String { rawValue }
-
-    /// The kind with the given configuration name, or `nil` for an unknown name.
-    public init?(typeName: String) {
-        self.init(rawValue: typeName)
-    }
-
-    /// The configuration of this kind with every setting at its default.
-    public var defaultConfig: SourceConfig {
-        switch self {
-        case .cpu: .cpu(CPUConfig())
-        case .memory: .memory(MemoryConfig())
-        case .generator: .generator(GeneratorConfig())
-        case .load: .load(LoadConfig())
-        case .uptime: .uptime(UptimeConfig())
-        case .network: .network(NetworkConfig())
-        case .diskio: .diskio(DiskIOConfig())
-        case .disk: .disk(DiskConfig())
-        case .thermal: .thermal(ThermalConfig())
-        case .hwmon: .hwmon(HwmonConfig())
-        case .power: .power(PowerConfig())
-        case .sysfs: .sysfs(SysfsConfig())
-        case .exec: .exec(ExecConfig())
-        case .tail: .tail(TailConfig())
-        }
-    }
-}
-
-/// The typed configuration of one source, one case per `SourceKind`.
-public enum SourceConfig: Sendable, Equatable {
-    case cpu(CPUConfig)
-    case memory(MemoryConfig)
-    case generator(GeneratorConfig)
-    case load(LoadConfig)
-    case uptime(UptimeConfig)
-    case network(NetworkConfig)
-    case diskio(DiskIOConfig)
-    case disk(DiskConfig)
-    case thermal(ThermalConfig)
-    case hwmon(HwmonConfig)
-    case power(PowerConfig)
-    case sysfs(SysfsConfig)
-    case exec(ExecConfig)
-    case tail(TailConfig)
-
-    /// The kind this configuration is for.
-    public var kind: SourceKind {
-        switch self {
-        case .cpu: .cpu
-        case .memory: .memory
-        case .generator: .generator
-        case .load: .load
-        case .uptime: .uptime
-        case .network: .network
-        case .diskio: .diskio
-        case .disk: .disk
-        case .thermal: .thermal
-        case .hwmon: .hwmon
-        case .power: .power
-        case .sysfs: .sysfs
-        case .exec: .exec
-        case .tail: .tail
-        }
-    }
+extension SourceKind {
+    /// Every kind of source the agent can run, in the order the "known types" hint and the docs list them.
+    public static let allCases: [SourceKind] = [
+        CPUConfig.kind,
+        MemoryConfig.kind,
+        GeneratorConfig.kind,
+        LoadConfig.kind,
+        UptimeConfig.kind,
+        NetworkConfig.kind,
+        DiskIOConfig.kind,
+        DiskConfig.kind,
+        ThermalConfig.kind,
+        HwmonConfig.kind,
+        PowerConfig.kind,
+        SysfsConfig.kind,
+        ExecConfig.kind,
+        TailConfig.kind,
+    ]
 }
 
 /// Builds the source a configuration describes.
 /// - Parameters:
 ///   - name: The source's unique name within the agent (`sources[].name`).
 ///   - config: Its typed configuration.
-///   - clock: The clock the sensors (every kind but the generator) tick by; the real clock unless a test injects one.
+///   - clock: The clock the sensors (every kind but the generator and the tailer) tick by; the real clock unless a
+///     test injects one.
 public func makeSource(name: String, config: SourceConfig, clock: any TickClock = SystemTickClock()) -> any Source {
-    switch config {
-    case .cpu(let cpu): CPUSource(name: name, config: cpu, clock: clock)
-    case .memory(let memory): MemorySource(name: name, config: memory, clock: clock)
-    case .generator(let generator): GeneratorSource(name: name, config: generator)
-    case .load(let load): LoadSource(name: name, config: load, clock: clock)
-    case .uptime(let uptime): UptimeSource(name: name, config: uptime, clock: clock)
-    case .network(let config): NetworkSource(name: name, config: config, clock: clock)
-    case .diskio(let config): DiskIOSource(name: name, config: config, clock: clock)
-    case .disk(let config): DiskSource(name: name, config: config, clock: clock)
-    case .thermal(let config): ThermalSource(name: name, config: config, clock: clock)
-    case .hwmon(let config): HwmonSource(name: name, config: config, clock: clock)
-    case .power(let config): PowerSource(name: name, config: config, clock: clock)
-    case .sysfs(let config): SysfsSource(name: name, config: config, clock: clock)
-    case .exec(let config): ExecSource(name: name, config: config, clock: clock)
-    case .tail(let config): TailSource(name: name, config: config)
-    }
+    config.settings.makeSource(name: name, clock: clock)
 }

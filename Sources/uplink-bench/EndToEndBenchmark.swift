@@ -38,7 +38,7 @@ enum EndToEndBenchmark {
                 uplink: UplinkConfiguration(
                     url: tls == nil ? background.url : "https://127.0.0.1:\(background.port)", agentID: "bench",
                     streamBufferBytes: streamBufferBytes, compression: compression, tls: UplinkTLS(caFile: tls?.caFile)),
-                sources: [.init(name: "gen", config: .generator(GeneratorConfig(rate: 0, recordBytes: recordBytes, count: records)))]
+                sources: [.init(name: "gen", config: SourceConfig(GeneratorConfig(rate: 0, recordBytes: recordBytes, count: records)))]
             ),
             logger: logger
         )

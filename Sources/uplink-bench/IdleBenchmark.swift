@@ -16,7 +16,10 @@ import Glibc
 enum IdleBenchmark {
     /// The sensor kinds run with their default configuration (`sysfs` and `exec` need a path or a command, and the
     /// generator is not a sensor).
-    static let kinds: [SourceKind] = [.cpu, .memory, .load, .uptime, .network, .diskio, .disk, .thermal, .hwmon, .power]
+    static let kinds: [SourceKind] = [
+        CPUConfig.kind, MemoryConfig.kind, LoadConfig.kind, UptimeConfig.kind, NetworkConfig.kind, DiskIOConfig.kind,
+        DiskConfig.kind, ThermalConfig.kind, HwmonConfig.kind, PowerConfig.kind,
+    ]
 
     /// The sensors' run, then the same agent and collector without any source (the baseline the sensors add to).
     static func run(seconds: Int, logger: Logger) async throws -> [BenchmarkResult] {

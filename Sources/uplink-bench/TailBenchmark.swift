@@ -37,7 +37,7 @@ enum TailBenchmark {
         let agent = Agent(
             configuration: AgentConfiguration(
                 uplink: UplinkConfiguration(url: background.url, agentID: "bench", streamBufferBytes: streamBufferBytes),
-                sources: [.init(name: "tail", config: .tail(tail))],
+                sources: [.init(name: "tail", config: SourceConfig(tail))],
                 stateDirectory: directory + "/state"),
             logger: logger)
         let usage = ResourceUsage.now()

@@ -34,12 +34,12 @@ enum WireBenchmark {
         let background = try await BackgroundCollector.start(configuration: collectorConfiguration, logger: logger)
         let second = Duration.seconds(1)
         let sources: [AgentConfiguration.NamedSource] = [
-            .init(name: "cpu", config: .cpu(CPUConfig(interval: second))),
-            .init(name: "memory", config: .memory(MemoryConfig(interval: second))),
-            .init(name: "load", config: .load(LoadConfig(interval: second))),
-            .init(name: "network", config: .network(NetworkConfig(interval: second))),
-            .init(name: "diskio", config: .diskio(DiskIOConfig(interval: second))),
-            .init(name: "disk", config: .disk(DiskConfig(interval: second))),
+            .init(name: "cpu", config: SourceConfig(CPUConfig(interval: second))),
+            .init(name: "memory", config: SourceConfig(MemoryConfig(interval: second))),
+            .init(name: "load", config: SourceConfig(LoadConfig(interval: second))),
+            .init(name: "network", config: SourceConfig(NetworkConfig(interval: second))),
+            .init(name: "diskio", config: SourceConfig(DiskIOConfig(interval: second))),
+            .init(name: "disk", config: SourceConfig(DiskConfig(interval: second))),
         ]
         var agents: [(WireCompression, Agent, ServiceGroup, Task<Void, any Error>)] = []
         for encoding in encodings {

@@ -139,11 +139,11 @@ struct RunCommand: AsyncParsableCommand {
     private func quickstartConfiguration(collectorURL: String) -> AgentConfiguration {
         let sampleInterval = Duration.milliseconds(Int64(interval * 1000))
         var sources: [AgentConfiguration.NamedSource] = [
-            .init(name: "cpu", config: .cpu(CPUConfig(interval: sampleInterval))),
-            .init(name: "memory", config: .memory(MemoryConfig(interval: sampleInterval))),
+            .init(name: "cpu", config: SourceConfig(CPUConfig(interval: sampleInterval))),
+            .init(name: "memory", config: SourceConfig(MemoryConfig(interval: sampleInterval))),
         ]
         if let generatorRate {
-            sources.append(.init(name: "generator", config: .generator(GeneratorConfig(rate: generatorRate))))
+            sources.append(.init(name: "generator", config: SourceConfig(GeneratorConfig(rate: generatorRate))))
         }
         var uplink = UplinkConfiguration(
             url: collectorURL, agentID: agentId ?? AgentConfiguration.hostName(), token: token,

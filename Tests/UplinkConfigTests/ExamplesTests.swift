@@ -43,24 +43,25 @@ struct ExamplesTests {
         #expect(configuration.sources == [
             .init(
                 name: "cpu",
-                config: .cpu(CPUConfig(interval: .seconds(2), tags: [Tag("role", "gateway")], perCore: true, procRoot: "/proc"))),
-            .init(name: "memory", config: .memory(MemoryConfig(interval: .seconds(2), procRoot: "/proc"))),
-            .init(name: "load", config: .load(LoadConfig(tags: [Tag("role", "gateway")]))),
-            .init(name: "uptime", config: .uptime(UptimeConfig(interval: .seconds(60)))),
-            .init(name: "network", config: .network(NetworkConfig(include: [], exclude: ["lo"]))),
-            .init(name: "diskio", config: .diskio(DiskIOConfig())),
-            .init(name: "disk", config: .disk(DiskConfig(interval: .seconds(60), mountPoints: ["/"]))),
-            .init(name: "thermal", config: .thermal(ThermalConfig())),
-            .init(name: "hwmon", config: .hwmon(HwmonConfig())),
-            .init(name: "power", config: .power(PowerConfig(interval: .seconds(30)))),
-            .init(name: "board-temperature", config: .sysfs(SysfsConfig(
+                config: SourceConfig(CPUConfig(interval: .seconds(2), tags: [Tag("role", "gateway")], perCore: true, procRoot: "/proc"))),
+            .init(name: "memory", config: SourceConfig(MemoryConfig(interval: .seconds(2), procRoot: "/proc"))),
+            // examples.yaml lists the kinds in the registry's order (SourceKindDocumentation.examples).
+            .init(name: "generator", config: SourceConfig(GeneratorConfig(rate: 1, recordBytes: 200, count: nil))),
+            .init(name: "load", config: SourceConfig(LoadConfig(tags: [Tag("role", "gateway")]))),
+            .init(name: "uptime", config: SourceConfig(UptimeConfig(interval: .seconds(60)))),
+            .init(name: "network", config: SourceConfig(NetworkConfig(include: [], exclude: ["lo"]))),
+            .init(name: "diskio", config: SourceConfig(DiskIOConfig())),
+            .init(name: "disk", config: SourceConfig(DiskConfig(interval: .seconds(60), mountPoints: ["/"]))),
+            .init(name: "thermal", config: SourceConfig(ThermalConfig())),
+            .init(name: "hwmon", config: SourceConfig(HwmonConfig())),
+            .init(name: "power", config: SourceConfig(PowerConfig(interval: .seconds(30)))),
+            .init(name: "board-temperature", config: SourceConfig(SysfsConfig(
                 path: "/sys/class/thermal/thermal_zone0/temp", scale: 0.001, metric: "board.temperature", unit: "celsius"))),
-            .init(name: "script", config: .exec(ExecConfig(
+            .init(name: "script", config: SourceConfig(ExecConfig(
                 interval: .seconds(30),
                 command: ["sh", "-c", #"echo "$(date -u +%FT%TZ) INFO queue checked" >> quickstart.log; echo queue_depth=0 workers=4"#],
                 format: .keyvalue, prefix: "app", unit: "count"))),
-            .init(name: "app-log", config: .tail(appLog)),
-            .init(name: "generator", config: .generator(GeneratorConfig(rate: 1, recordBytes: 200, count: nil))),
+            .init(name: "app-log", config: SourceConfig(appLog)),
         ])
     }
 

@@ -30,9 +30,10 @@ struct SensorConfigurationTests {
               - { name: j, type: exec, command: [true] }
             """)
         #expect(decoded.map(\.config) == [
-            .load(LoadConfig()), .uptime(UptimeConfig()), .network(NetworkConfig()), .diskio(DiskIOConfig()), .disk(DiskConfig()),
-            .thermal(ThermalConfig()), .hwmon(HwmonConfig()), .power(PowerConfig()), .sysfs(SysfsConfig(path: "/sys/x")),
-            .exec(ExecConfig(command: ["true"])),
+            SourceConfig(LoadConfig()), SourceConfig(UptimeConfig()), SourceConfig(NetworkConfig()),
+            SourceConfig(DiskIOConfig()), SourceConfig(DiskConfig()), SourceConfig(ThermalConfig()),
+            SourceConfig(HwmonConfig()), SourceConfig(PowerConfig()), SourceConfig(SysfsConfig(path: "/sys/x")),
+            SourceConfig(ExecConfig(command: ["true"])),
         ])
     }
 
@@ -65,18 +66,18 @@ struct SensorConfigurationTests {
             """)
         let lab = [Tag("site", "lab"), Tag("rack", "3")]
         #expect(decoded.map(\.config) == [
-            .load(LoadConfig(interval: .seconds(5), jitter: .seconds(1), tags: lab, procRoot: "/host/proc")),
-            .uptime(UptimeConfig(interval: .seconds(60), jitter: .zero, tags: [], procRoot: "/host/proc")),
-            .network(NetworkConfig(interval: .seconds(2), procRoot: "/h", include: ["eth*", "wlan0"], exclude: [])),
-            .diskio(DiskIOConfig(interval: .seconds(2), procRoot: "/h", devices: ["sda", "nvme*"])),
-            .disk(DiskConfig(interval: .seconds(60), tags: [Tag("tier", "hot")], mountPoints: ["/", "/data"])),
-            .thermal(ThermalConfig(jitter: .milliseconds(500), sysRoot: "/host/sys")),
-            .hwmon(HwmonConfig(sysRoot: "/host/sys")),
-            .power(PowerConfig(interval: .seconds(30), sysRoot: "/host/sys")),
-            .sysfs(SysfsConfig(
+            SourceConfig(LoadConfig(interval: .seconds(5), jitter: .seconds(1), tags: lab, procRoot: "/host/proc")),
+            SourceConfig(UptimeConfig(interval: .seconds(60), jitter: .zero, tags: [], procRoot: "/host/proc")),
+            SourceConfig(NetworkConfig(interval: .seconds(2), procRoot: "/h", include: ["eth*", "wlan0"], exclude: [])),
+            SourceConfig(DiskIOConfig(interval: .seconds(2), procRoot: "/h", devices: ["sda", "nvme*"])),
+            SourceConfig(DiskConfig(interval: .seconds(60), tags: [Tag("tier", "hot")], mountPoints: ["/", "/data"])),
+            SourceConfig(ThermalConfig(jitter: .milliseconds(500), sysRoot: "/host/sys")),
+            SourceConfig(HwmonConfig(sysRoot: "/host/sys")),
+            SourceConfig(PowerConfig(interval: .seconds(30), sysRoot: "/host/sys")),
+            SourceConfig(SysfsConfig(
                 path: "/sys/bus/iio/devices/iio:device0/in_temp_raw", scale: 0.001, offset: -2.5, metric: "enclosure.temperature",
                 unit: "celsius")),
-            .exec(ExecConfig(
+            SourceConfig(ExecConfig(
                 command: ["/usr/bin/sensor", "--json"], timeout: .seconds(2), format: .json, metric: "sensor.value", prefix: "sensor",
                 unit: "")),
         ])

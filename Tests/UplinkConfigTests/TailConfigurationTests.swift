@@ -9,8 +9,7 @@ import UplinkSources
 struct TailConfigurationTests {
     private func tail(_ yaml: String) throws -> TailConfig? {
         let sources = try decode("uplink: { url: embedded }\nsources:\n" + yaml).get().sources
-        guard case .tail(let config)? = sources.first?.config else { return nil }
-        return config
+        return sources.first?.config.settings(as: TailConfig.self)
     }
 
     private func problems(_ yaml: String) -> [String] {

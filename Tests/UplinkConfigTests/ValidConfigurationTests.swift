@@ -17,7 +17,7 @@ struct ValidConfigurationTests {
         #expect(file.uplink.target == .url("http://collector.test:4318"))
         #expect(file.uplink.token == nil)
         #expect(file.uplink.backoff == Backoff())
-        #expect(file.sources == [.init(name: "cpu", config: .cpu(CPUConfig()))])
+        #expect(file.sources == [.init(name: "cpu", config: SourceConfig(CPUConfig()))])
         #expect(file.collector == nil)
 
         // The section defaults are the transport's defaults.
@@ -60,10 +60,10 @@ struct ValidConfigurationTests {
             backoff: Backoff(initial: .milliseconds(100), multiplier: 1.5, maximum: .seconds(10), resetAfter: .seconds(60)),
             heartbeat: .seconds(5), stallTimeout: .seconds(20), streamBufferBytes: 16 * 1024, drainTimeout: .zero))
         #expect(file.sources == [
-            .init(name: "c", config: .cpu(CPUConfig(interval: .milliseconds(1500), perCore: false, procRoot: "/host/proc"))),
-            .init(name: "m", config: .memory(MemoryConfig(interval: .milliseconds(250), procRoot: "/host/proc"))),
-            .init(name: "g", config: .generator(GeneratorConfig(rate: 0.5, recordBytes: 1024, count: 10))),
-            .init(name: "g2", config: .generator(GeneratorConfig(rate: 0, recordBytes: 64, count: nil))),
+            .init(name: "c", config: SourceConfig(CPUConfig(interval: .milliseconds(1500), perCore: false, procRoot: "/host/proc"))),
+            .init(name: "m", config: SourceConfig(MemoryConfig(interval: .milliseconds(250), procRoot: "/host/proc"))),
+            .init(name: "g", config: SourceConfig(GeneratorConfig(rate: 0.5, recordBytes: 1024, count: 10))),
+            .init(name: "g2", config: SourceConfig(GeneratorConfig(rate: 0, recordBytes: 64, count: nil))),
         ])
         let configuration = file.agentConfiguration(embeddedURL: nil)
         #expect(configuration.uplink.url == "https://collector.example:8443/base/")
@@ -97,7 +97,7 @@ struct ValidConfigurationTests {
         #expect(first.agent.id == "fallback-id")
         #expect(first.uplink.target == .url("http://c.example:4318"))
         #expect(first.uplink.token == "t0k")
-        #expect(first.sources.first?.config == .cpu(CPUConfig(interval: .seconds(2), perCore: false)))
+        #expect(first.sources.first?.config == SourceConfig(CPUConfig(interval: .seconds(2), perCore: false)))
 
         let second = try decode(yaml, environment: [
             "AGENT_ID": "edge-1", "SCHEME": "https", "HOST": "h", "PORT": "443", "TOKEN": "x", "INTERVAL": "1m",
@@ -105,7 +105,7 @@ struct ValidConfigurationTests {
         ]).get()
         #expect(second.agent.id == "edge-1")
         #expect(second.uplink.target == .url("https://h:443"))
-        #expect(second.sources.first?.config == .cpu(CPUConfig(interval: .seconds(60), perCore: true)))
+        #expect(second.sources.first?.config == SourceConfig(CPUConfig(interval: .seconds(60), perCore: true)))
     }
 
     @Test func tokenFileIsReadAndTrimmed() throws {
@@ -173,8 +173,8 @@ struct ValidConfigurationTests {
                 per_core: false
             """).get()
         #expect(file.sources == [
-            .init(name: "memory", config: .memory(MemoryConfig(interval: .seconds(3), procRoot: "/host/proc"))),
-            .init(name: "cpu", config: .cpu(CPUConfig(interval: .seconds(3), perCore: false, procRoot: "/host/proc"))),
+            .init(name: "memory", config: SourceConfig(MemoryConfig(interval: .seconds(3), procRoot: "/host/proc"))),
+            .init(name: "cpu", config: SourceConfig(CPUConfig(interval: .seconds(3), perCore: false, procRoot: "/host/proc"))),
         ])
     }
 
@@ -193,7 +193,7 @@ struct ValidConfigurationTests {
             """).get()
         #expect(file.buffer.maxBytes == RecordRing.defaultCapacity)
         #expect(file.uplink.token == nil)
-        #expect(file.sources.first?.config == .cpu(CPUConfig()))
+        #expect(file.sources.first?.config == SourceConfig(CPUConfig()))
     }
 
     @Test func quotedScalarsAreAcceptedForTypedValues() throws {
@@ -202,6 +202,6 @@ struct ValidConfigurationTests {
             sources: [{ name: "0012", type: 'cpu', per_core: "false" }]
             """).get()
         #expect(file.uplink.heartbeat == .seconds(5))
-        #expect(file.sources == [.init(name: "0012", config: .cpu(CPUConfig(perCore: false)))])
+        #expect(file.sources == [.init(name: "0012", config: SourceConfig(CPUConfig(perCore: false)))])
     }
 }

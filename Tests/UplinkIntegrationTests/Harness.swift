@@ -153,6 +153,6 @@ final class RunningAgent: Sendable {
 
 extension AgentConfiguration.NamedSource {
     static func generator(_ name: String = "gen", rate: Double, count: Int?, recordBytes: Int = 200) -> Self {
-        .init(name: name, config: .generator(GeneratorConfig(rate: rate, recordBytes: recordBytes, count: count)))
+        .init(name: name, config: SourceConfig(GeneratorConfig(rate: rate, recordBytes: recordBytes, count: count)))
     }
 }

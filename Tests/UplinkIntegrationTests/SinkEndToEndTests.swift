@@ -44,8 +44,8 @@ struct SinkEndToEndTests {
             SinkConfiguration(name: "file", kind: .jsonl, batchLinger: .milliseconds(50), path: directory + "/agent-records.jsonl"),
         ])
         let agent = RunningAgent(url: collector.url, sources: [
-            .init(name: "cpu", config: .cpu(CPUConfig(interval: .milliseconds(100)))),
-            .init(name: "memory", config: .memory(MemoryConfig(interval: .milliseconds(100)))),
+            .init(name: "cpu", config: SourceConfig(CPUConfig(interval: .milliseconds(100)))),
+            .init(name: "memory", config: SourceConfig(MemoryConfig(interval: .milliseconds(100)))),
             .generator(rate: 500, count: 1000),
         ])
         #expect(await Harness.eventually(timeout: .seconds(60)) { agent.ring.statistics().nextToWrite > 1500 })

@@ -80,7 +80,7 @@ struct SinkKillTests {
 
             let agent = RunningAgent(url: "http://127.0.0.1:\(port)", sources: [
                 .generator(rate: 2_000, count: 40_000, recordBytes: 120),
-                .init(name: "cpu", config: .cpu(CPUConfig(interval: .milliseconds(50)))),
+                .init(name: "cpu", config: SourceConfig(CPUConfig(interval: .milliseconds(50)))),
             ], bufferBytes: 32 << 20)
             for round in 0..<20 {
                 // Kill only while records are being forwarded: the sinks' cursors must move on this process first.

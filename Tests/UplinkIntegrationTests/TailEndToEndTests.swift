@@ -41,7 +41,7 @@ struct TailEndToEndTests {
         config.paths = paths
         config.startAt = .beginning
         config.checkpointInterval = .milliseconds(100)
-        return .init(name: name, config: .tail(config))
+        return .init(name: name, config: SourceConfig(config))
     }
 
     static func append(_ descriptor: Int32, _ bytes: [UInt8]) {

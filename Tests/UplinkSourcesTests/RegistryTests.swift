@@ -20,23 +20,23 @@ struct RegistryTests {
 
     @Test("makeSource builds the right type with the name and config")
     func factory() {
-        let cpu = makeSource(name: "c", config: .cpu(CPUConfig(perCore: false)))
+        let cpu = makeSource(name: "c", config: SourceConfig(CPUConfig(perCore: false)))
         #expect((cpu as? CPUSource)?.config.perCore == false)
         #expect(cpu.name == "c")
-        let memory = makeSource(name: "m", config: .memory(MemoryConfig(procRoot: "/host/proc")))
+        let memory = makeSource(name: "m", config: SourceConfig(MemoryConfig(procRoot: "/host/proc")))
         #expect((memory as? MemorySource)?.config.meminfoPath == "/host/proc/meminfo")
-        let generator = makeSource(name: "g", config: .generator(GeneratorConfig(rate: 5, recordBytes: 10, count: 3)))
+        let generator = makeSource(name: "g", config: SourceConfig(GeneratorConfig(rate: 5, recordBytes: 10, count: 3)))
         #expect((generator as? GeneratorSource)?.config == GeneratorConfig(rate: 5, recordBytes: 10, count: 3))
-        #expect(makeSource(name: "l", config: .load(LoadConfig())) is LoadSource)
-        #expect(makeSource(name: "u", config: .uptime(UptimeConfig())) is UptimeSource)
-        #expect((makeSource(name: "n", config: .network(NetworkConfig(include: ["eth*"]))) as? NetworkSource)?.config.include == ["eth*"])
-        #expect(makeSource(name: "d", config: .diskio(DiskIOConfig())) is DiskIOSource)
-        #expect(makeSource(name: "d", config: .disk(DiskConfig())) is DiskSource)
-        #expect(makeSource(name: "t", config: .thermal(ThermalConfig())) is ThermalSource)
-        #expect(makeSource(name: "h", config: .hwmon(HwmonConfig())) is HwmonSource)
-        #expect(makeSource(name: "p", config: .power(PowerConfig())) is PowerSource)
-        #expect((makeSource(name: "s", config: .sysfs(SysfsConfig(path: "/x"))) as? SysfsSource)?.config.path == "/x")
-        #expect(makeSource(name: "e", config: .exec(ExecConfig(command: ["true"]))).name == "e")
+        #expect(makeSource(name: "l", config: SourceConfig(LoadConfig())) is LoadSource)
+        #expect(makeSource(name: "u", config: SourceConfig(UptimeConfig())) is UptimeSource)
+        #expect((makeSource(name: "n", config: SourceConfig(NetworkConfig(include: ["eth*"]))) as? NetworkSource)?.config.include == ["eth*"])
+        #expect(makeSource(name: "d", config: SourceConfig(DiskIOConfig())) is DiskIOSource)
+        #expect(makeSource(name: "d", config: SourceConfig(DiskConfig())) is DiskSource)
+        #expect(makeSource(name: "t", config: SourceConfig(ThermalConfig())) is ThermalSource)
+        #expect(makeSource(name: "h", config: SourceConfig(HwmonConfig())) is HwmonSource)
+        #expect(makeSource(name: "p", config: SourceConfig(PowerConfig())) is PowerSource)
+        #expect((makeSource(name: "s", config: SourceConfig(SysfsConfig(path: "/x"))) as? SysfsSource)?.config.path == "/x")
+        #expect(makeSource(name: "e", config: SourceConfig(ExecConfig(command: ["true"]))).name == "e")
     }
 
     @Test("documented defaults of the sensor kinds")
@@ -58,7 +58,7 @@ struct RegistryTests {
         let exec = ExecConfig()
         #expect(exec.timeout == .seconds(5) && exec.format == .number && exec.metric == "exec.value" && exec.prefix == "exec")
         #expect(ExecConfig(interval: .seconds(2)).effectiveTimeout == .seconds(2))
-        for kind in SourceKind.allCases where kind != .generator && kind != .cpu && kind != .memory {
+        for kind in SourceKind.allCases where kind != GeneratorConfig.kind && kind != CPUConfig.kind && kind != MemoryConfig.kind {
             #expect(kind.defaultConfig.kind == kind)
         }
     }

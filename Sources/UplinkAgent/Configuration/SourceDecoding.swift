@@ -2,52 +2,11 @@ import UplinkConfig
 import UplinkCore
 import UplinkSources
 
-/// Reads the `sources` list. The only place that switches over `SourceKind` for configuration: adding a kind means
-/// a `SourceDecoding+<Kind>.swift` file with its keys and decoding, and one line in each `switch` below (the compiler
-/// points at both).
+/// Reads the `sources` list: each item's `name` and `type`, then the keys of its kind (`SourceKindConfig`, one
+/// folder per kind in `UplinkSources`, all listed in `SourceKind.allCases`).
 enum SourceDecoding {
     /// Keys every source has.
     static let commonKeys = ["name", "type"]
-
-    /// The keys a source of `kind` accepts besides `name` and `type`.
-    static func keys(for kind: SourceKind) -> [String] {
-        switch kind {
-        case .cpu: cpuKeys
-        case .memory: memoryKeys
-        case .generator: generatorKeys
-        case .load: loadKeys
-        case .uptime: uptimeKeys
-        case .network: networkKeys
-        case .diskio: diskioKeys
-        case .disk: diskKeys
-        case .thermal: thermalKeys
-        case .hwmon: hwmonKeys
-        case .power: powerKeys
-        case .sysfs: sysfsKeys
-        case .exec: execKeys
-        case .tail: tailKeys
-        }
-    }
-
-    /// The typed configuration of a source of `kind`, every key read from `mapping`.
-    static func decode(_ kind: SourceKind, from mapping: ConfigMapping) -> SourceConfig {
-        switch kind {
-        case .cpu: .cpu(decodeCPU(mapping))
-        case .memory: .memory(decodeMemory(mapping))
-        case .generator: .generator(decodeGenerator(mapping))
-        case .load: .load(decodeLoad(mapping))
-        case .uptime: .uptime(decodeUptime(mapping))
-        case .network: .network(decodeNetwork(mapping))
-        case .diskio: .diskio(decodeDiskIO(mapping))
-        case .disk: .disk(decodeDisk(mapping))
-        case .thermal: .thermal(decodeThermal(mapping))
-        case .hwmon: .hwmon(decodeHwmon(mapping))
-        case .power: .power(decodePower(mapping))
-        case .sysfs: .sysfs(decodeSysfs(mapping))
-        case .exec: .exec(decodeExec(mapping))
-        case .tail: .tail(decodeTail(mapping))
-        }
-    }
 
     /// Longest source name accepted.
     static let maximumNameLength = 64
@@ -104,8 +63,8 @@ enum SourceDecoding {
                 }
             // Without a known type the allowed keys are unknown, so only a known kind's keys are checked.
             guard let kind else { continue }
-            mapping.rejectUnknownKeys(allowed: commonKeys + keys(for: kind))
-            let config = decode(kind, from: mapping)
+            mapping.rejectUnknownKeys(allowed: commonKeys + kind.configType.allowedKeys)
+            let config = SourceConfig(kind.configType.decode(mapping))
             if let name { sources.append(.init(name: name, config: config)) }
         }
         return sources

@@ -27,12 +27,9 @@ public struct CPUSource: Source {
     public func run(context: SourceContext) async throws {
         var sampler = Sampler(perCore: config.perCore)
         var tags = TagCache()
-        var loop = FileSensorLoop(
-            path: config.statPath, interval: config.interval, jitter: config.jitter, clock: clock,
-            logger: context.logger, kind: "cpu"
-        )
-        let emitter = MetricEmitter(context: context, source: name, extraTags: config.tags)
-        await loop.run { bytes, timestamp in
+        let sensor = PeriodicSensorDriver(config, source: name, clock: clock, context: context)
+        let emitter = sensor.emitter
+        await sensor.runReadingFile(config.statPath) { bytes, timestamp in
             return sampler.ingest(bytes) { cpu, percentages in
                 let cpuTags = tags.tags(for: cpu, adding: emitter)
                 func emit(_ metric: String, _ value: Double) {

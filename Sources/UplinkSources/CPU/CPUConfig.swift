@@ -6,18 +6,9 @@ import UplinkCore
 /// (tags `cpu=0`, `cpu=1`, …), the metrics `cpu.user`, `cpu.system`, `cpu.idle`, `cpu.iowait` and
 /// `cpu.steal` in unit `percent`, computed over the interval since the previous tick. The first tick only
 /// primes the counters.
-public struct CPUConfig: Sendable, Equatable {
-    /// Time between two samples (YAML key `interval`, a duration such as `10s`). Default: 10 seconds.
-    /// Ticks are aligned to multiples of the interval on the wall clock (a 10 s interval samples at :00, :10,
-    /// :20, …). Values below 1 ms are raised to 1 ms.
-    public var interval: Duration
-
-    /// Largest random delay after each aligned tick (YAML key `jitter`, a duration below the interval), so a fleet
-    /// sampling on the same boundaries does not read in lockstep. Default: 0 (none).
-    public var jitter: Duration
-
-    /// Tags added to every metric of the source (YAML key `tags`, a mapping of strings). Default: none.
-    public var tags: [Tag]
+public struct CPUConfig: PeriodicSensorConfig {
+    /// When the source samples and the tags it adds (YAML keys `interval`, `jitter`, `tags`; see `SensorSchedule`).
+    public var schedule: SensorSchedule
 
     /// Whether to report every core as well as the total (YAML key `per_core`, a boolean). Default: `true`.
     /// When `false`, only the `cpu=total` series is emitted.
@@ -28,13 +19,12 @@ public struct CPUConfig: Sendable, Equatable {
     /// (e.g. `/host/proc`) to observe the host.
     public var procRoot: String
 
+    /// A configuration with the given settings; each default is the one documented on its property.
     public init(
         interval: Duration = .seconds(10), jitter: Duration = .zero, tags: [Tag] = [], perCore: Bool = true,
         procRoot: String = "/proc"
     ) {
-        self.interval = interval
-        self.jitter = jitter
-        self.tags = tags
+        self.schedule = SensorSchedule(interval: interval, jitter: jitter, tags: tags)
         self.perCore = perCore
         self.procRoot = procRoot
     }

@@ -39,38 +39,3 @@ struct SysfsChannel: Sendable {
         return Double(raw) / divisor
     }
 }
-
-/// Calls `body` on every tick of an aligned ticker until the task is cancelled.
-func forEachTick(interval: Duration, jitter: Duration, clock: any TickClock, _ body: () -> Void) async {
-    var ticker = IntervalTicker(interval: interval, jitter: jitter, clock: clock)
-    while !Task.isCancelled {
-        do {
-            _ = try await ticker.nextTick()
-        } catch {
-            return
-        }
-        body()
-    }
-}
-
-/// The sampling loop of the channel-based sensors (hwmon, thermal): on every tick, reads each channel and emits its
-/// metric with the channel's tags followed by the configured ones. A channel that fails to read is skipped (and
-/// logged once by `SysfsChannel.read`).
-func sampleChannels(
-    _ channels: [SysfsChannel], kind: String, source: String, extraTags: [Tag], interval: Duration, jitter: Duration,
-    clock: any TickClock, context: SourceContext
-) async {
-    var channels = channels
-    let emitter = MetricEmitter(context: context, source: source, extraTags: extraTags)
-    let tags = channels.map { emitter.tags($0.tags) }
-    let logger = context.logger
-    await forEachTick(interval: interval, jitter: jitter, clock: clock) {
-        for index in channels.indices {
-            guard let value = channels[index].read(logger: logger, kind: kind) else { continue }
-            let channel = channels[index]
-            emitter.emit(
-                channel.metric, value, unit: channel.unit, tags: tags[index], tagsAreComplete: true,
-                timestamp: clock.nowNanoseconds())
-        }
-    }
-}

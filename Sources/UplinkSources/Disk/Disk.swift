@@ -22,7 +22,8 @@ public struct DiskSource: Source {
     public func run(context: SourceContext) async throws {
         let logger = context.logger
         var mountPoints: [(path: String, tags: [Tag], failing: Bool)] = []
-        let emitter = MetricEmitter(context: context, source: name, extraTags: config.tags)
+        let sensor = PeriodicSensorDriver(config, source: name, clock: clock, context: context)
+        let emitter = sensor.emitter
         for path in config.mountPoints {
             switch Self.usage(of: path) {
             case .success:
@@ -35,13 +36,7 @@ public struct DiskSource: Source {
             logger.warning("disk source disabled: none of the mount points \(config.mountPoints) can be queried")
             return
         }
-        var ticker = IntervalTicker(interval: config.interval, jitter: config.jitter, clock: clock)
-        while !Task.isCancelled {
-            do {
-                _ = try await ticker.nextTick()
-            } catch {
-                return
-            }
+        await sensor.run {
             for index in mountPoints.indices {
                 let mountPoint = mountPoints[index]
                 let result = Self.usage(of: mountPoint.path)

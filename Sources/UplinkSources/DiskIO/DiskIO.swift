@@ -25,15 +25,12 @@ public struct DiskIOSource: Source {
     }
 
     public func run(context: SourceContext) async throws {
-        var loop = FileSensorLoop(
-            path: config.diskstatsPath, interval: config.interval, jitter: config.jitter, clock: clock,
-            logger: context.logger, kind: "diskio"
-        )
-        let emitter = MetricEmitter(context: context, source: name, extraTags: config.tags)
+        let sensor = PeriodicSensorDriver(config, source: name, clock: clock, context: context)
+        let emitter = sensor.emitter
         let filter = NameFilter(include: config.devices, exclude: [])
         var tracker = NetworkSource.RateTracker()
         var tagCache: [String: [Tag]] = [:]
-        await loop.run { bytes, timestamp in
+        await sensor.runReadingFile(config.diskstatsPath) { bytes, timestamp in
             let stats = Self.parse(bytes)
             var seen = Set<String>()
             for device in stats.devices where selects(device.name, filter: filter) {

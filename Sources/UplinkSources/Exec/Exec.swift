@@ -45,17 +45,12 @@ public struct ExecSource: Source {
             logger.warning("exec source disabled: no command configured")
             return
         }
-        let emitter = MetricEmitter(context: context, source: name, extraTags: config.tags)
-        let baseTags = emitter.tags([])
+        let sensor = PeriodicSensorDriver(config, source: name, clock: clock, context: context)
+        let emitter = sensor.emitter
+        let baseTags = sensor.configuredTags
         let timeout = config.effectiveTimeout
-        var ticker = IntervalTicker(interval: config.interval, jitter: config.jitter, clock: clock)
         var failing = false
-        while !Task.isCancelled {
-            do {
-                _ = try await ticker.nextTick()
-            } catch {
-                return
-            }
+        await sensor.run {
             let outcome = await Self.runCommand(config.command, timeout: timeout)
             if outcome == .cancelled { return }
             let timestamp = clock.nowNanoseconds()

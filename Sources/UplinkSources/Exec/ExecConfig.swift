@@ -1,7 +1,10 @@
 import UplinkCore
 
 /// Configuration of an `exec` source, which runs a command on every tick and turns what it prints into metrics.
-public struct ExecConfig: Sendable, Equatable {
+public struct ExecConfig: PeriodicSensorConfig {
+    /// When the source samples and the tags it adds (YAML keys `interval`, `jitter`, `tags`; see `SensorSchedule`).
+    public var schedule: SensorSchedule
+
     /// How the command's standard output is read (YAML key `format`).
     public enum Format: String, Sendable, Equatable, CaseIterable {
         /// One number (`21.5`), reported as `metric`.
@@ -17,12 +20,6 @@ public struct ExecConfig: Sendable, Equatable {
         case json
     }
 
-    /// Time between two runs (YAML key `interval`, a duration). Default: 10 seconds.
-    public var interval: Duration
-    /// Largest random delay after each aligned tick (YAML key `jitter`). Default: 0 (none).
-    public var jitter: Duration
-    /// Tags added to every metric of the source (YAML key `tags`, a mapping of strings). Default: none.
-    public var tags: [Tag]
     /// The program and its arguments (YAML key `command`, a list of strings, required). The program is looked
     /// up in `PATH`; no shell is involved (use `[sh, -c, "…"]` for one). Standard input and error are
     /// `/dev/null`.
@@ -40,14 +37,13 @@ public struct ExecConfig: Sendable, Equatable {
     /// Unit of every metric (YAML key `unit`, one of docs/metrics.md's units, or empty). Default: empty.
     public var unit: String
 
+    /// A configuration with the given settings; each default is the one documented on its property.
     public init(
         interval: Duration = .seconds(10), jitter: Duration = .zero, tags: [Tag] = [], command: [String] = [],
         timeout: Duration = .seconds(5), format: Format = .number, metric: String = "exec.value",
         prefix: String = "exec", unit: String = ""
     ) {
-        self.interval = interval
-        self.jitter = jitter
-        self.tags = tags
+        self.schedule = SensorSchedule(interval: interval, jitter: jitter, tags: tags)
         self.command = command
         self.timeout = timeout
         self.format = format

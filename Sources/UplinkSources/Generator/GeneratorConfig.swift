@@ -2,7 +2,7 @@
 ///
 /// Record `n` (counting from 0) has the message `"gen <source-name> <n zero-padded to 12 digits> "` followed
 /// by `x` characters up to `recordBytes` bytes, and the single field `n=<n>`.
-public struct GeneratorConfig: Sendable, Equatable {
+public struct GeneratorConfig: SourceKindConfig {
     /// Records per second (YAML key `rate`, a number; fractions allowed). Default: 1000.
     /// A positive rate is paced by elapsed time (small batches about every millisecond, exact in the long
     /// run) and offered with the non-blocking `emit`, so a full buffer drops records and counts the drops.

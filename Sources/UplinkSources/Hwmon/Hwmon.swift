@@ -26,8 +26,6 @@ public struct HwmonSource: Source {
                 metadata: ["path": "\(config.hwmonPath)"])
             return
         }
-        await sampleChannels(
-            channels, kind: "hwmon", source: name, extraTags: config.tags, interval: config.interval,
-            jitter: config.jitter, clock: clock, context: context)
+        await PeriodicSensorDriver(config, source: name, clock: clock, context: context).runReadingChannels(channels)
     }
 }

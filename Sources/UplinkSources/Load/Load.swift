@@ -17,13 +17,10 @@ public struct LoadSource: Source {
     }
 
     public func run(context: SourceContext) async throws {
-        var loop = FileSensorLoop(
-            path: config.loadavgPath, interval: config.interval, jitter: config.jitter, clock: clock,
-            logger: context.logger, kind: "load"
-        )
-        let emitter = MetricEmitter(context: context, source: name, extraTags: config.tags)
-        let tags = emitter.tags([])
-        await loop.run { bytes, timestamp in
+        let sensor = PeriodicSensorDriver(config, source: name, clock: clock, context: context)
+        let emitter = sensor.emitter
+        let tags = sensor.configuredTags
+        await sensor.runReadingFile(config.loadavgPath) { bytes, timestamp in
             guard let load = Self.parse(bytes) else { return 1 }
             emitter.emit("load.1m", load.oneMinute, unit: "", tags: tags, tagsAreComplete: true, timestamp: timestamp)
             emitter.emit("load.5m", load.fiveMinutes, unit: "", tags: tags, tagsAreComplete: true, timestamp: timestamp)

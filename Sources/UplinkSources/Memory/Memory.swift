@@ -26,16 +26,13 @@ public struct MemorySource: Source {
     }
 
     public func run(context: SourceContext) async throws {
-        var loop = FileSensorLoop(
-            path: config.meminfoPath, interval: config.interval, jitter: config.jitter, clock: clock,
-            logger: context.logger, kind: "memory"
-        )
-        let emitter = MetricEmitter(context: context, source: name, extraTags: config.tags)
-        let tags = emitter.tags([])
+        let sensor = PeriodicSensorDriver(config, source: name, clock: clock, context: context)
+        let emitter = sensor.emitter
+        let tags = sensor.configuredTags
         let logger = context.logger
         let path = config.meminfoPath
         var warnedAboutMissingFields = false
-        await loop.run { bytes, timestamp in
+        await sensor.runReadingFile(path) { bytes, timestamp in
             let meminfo = MeminfoParser.parse(bytes)
             let readings = Readings(meminfo)
             func emit(_ metric: String, _ value: Double, _ unit: String) {

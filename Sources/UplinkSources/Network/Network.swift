@@ -20,15 +20,12 @@ public struct NetworkSource: Source {
     }
 
     public func run(context: SourceContext) async throws {
-        var loop = FileSensorLoop(
-            path: config.netDevPath, interval: config.interval, jitter: config.jitter, clock: clock,
-            logger: context.logger, kind: "network"
-        )
-        let emitter = MetricEmitter(context: context, source: name, extraTags: config.tags)
+        let sensor = PeriodicSensorDriver(config, source: name, clock: clock, context: context)
+        let emitter = sensor.emitter
         let filter = NameFilter(include: config.include, exclude: config.exclude)
         var tracker = RateTracker()
         var tagCache: [String: [Tag]] = [:]
-        await loop.run { bytes, timestamp in
+        await sensor.runReadingFile(config.netDevPath) { bytes, timestamp in
             let netDev = Self.parse(bytes)
             var seen = Set<String>()
             for interface in netDev.interfaces where filter.allows(interface.name) {

@@ -26,11 +26,12 @@ public struct PowerSource: Source {
                 metadata: ["path": "\(config.powerSupplyPath)"])
             return
         }
-        let emitter = MetricEmitter(context: context, source: name, extraTags: config.tags)
+        let sensor = PeriodicSensorDriver(config, source: name, clock: clock, context: context)
+        let emitter = sensor.emitter
         let logger = context.logger
         // Tag arrays per supply and status text, built once.
         var tagCache: [[String: [Tag]]] = Array(repeating: [:], count: supplies.count)
-        await forEachTick(interval: config.interval, jitter: config.jitter, clock: clock) {
+        await sensor.run {
             for index in supplies.indices {
                 let tags: [Tag]
                 if let statusPath = supplies[index].statusPath {

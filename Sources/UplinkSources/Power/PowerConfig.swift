@@ -8,20 +8,16 @@ import UplinkCore
 ///   `power.voltage` (`voltage_now`, µV → unit `volts`), `power.current` (`current_now`, µA → unit `amperes`),
 ///   `power.power` (`power_now`, µW → unit `watts`), each when the driver provides the file;
 /// - mains and USB supplies (`Mains`, `USB`): `power.online` (`online`, 1 or 0, unit `count`).
-public struct PowerConfig: Sendable, Equatable {
-    /// Time between two samples (YAML key `interval`, a duration). Default: 10 seconds.
-    public var interval: Duration
-    /// Largest random delay after each aligned tick (YAML key `jitter`). Default: 0 (none).
-    public var jitter: Duration
-    /// Tags added to every metric of the source (YAML key `tags`, a mapping of strings). Default: none.
-    public var tags: [Tag]
+public struct PowerConfig: PeriodicSensorConfig {
+    /// When the source samples and the tags it adds (YAML keys `interval`, `jitter`, `tags`; see `SensorSchedule`).
+    public var schedule: SensorSchedule
+
     /// Directory where sysfs is mounted (YAML key `sys_root`, a path). Default: `"/sys"`.
     public var sysRoot: String
 
+    /// A configuration with the given settings; each default is the one documented on its property.
     public init(interval: Duration = .seconds(10), jitter: Duration = .zero, tags: [Tag] = [], sysRoot: String = "/sys") {
-        self.interval = interval
-        self.jitter = jitter
-        self.tags = tags
+        self.schedule = SensorSchedule(interval: interval, jitter: jitter, tags: tags)
         self.sysRoot = sysRoot
     }
 

@@ -23,14 +23,11 @@ public struct SysfsSource: Source {
     }
 
     public func run(context: SourceContext) async throws {
-        var loop = FileSensorLoop(
-            path: config.path, interval: config.interval, jitter: config.jitter, clock: clock, logger: context.logger,
-            kind: "sysfs", missingHint: "no such sensor on this machine, or a wrong path?"
-        )
-        let emitter = MetricEmitter(context: context, source: name, extraTags: config.tags)
-        let tags = emitter.tags([])
+        let sensor = PeriodicSensorDriver(config, source: name, clock: clock, context: context)
+        let emitter = sensor.emitter
+        let tags = sensor.configuredTags
         let (metric, unit, scale, offset) = (config.metric, config.unit, config.scale, config.offset)
-        await loop.run { bytes, timestamp in
+        await sensor.runReadingFile(config.path, missingHint: "no such sensor on this machine, or a wrong path?") { bytes, timestamp in
             guard let value = Self.value(bytes, scale: scale, offset: offset) else { return 1 }
             emitter.emit(metric, value, unit: unit, tags: tags, tagsAreComplete: true, timestamp: timestamp)
             return 0

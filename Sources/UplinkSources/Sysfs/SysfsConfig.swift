@@ -4,13 +4,10 @@ import UplinkCore
 /// I/O sensor (`/sys/bus/iio/devices/iio:device0/in_temp_raw`), a GPIO value, any sysfs or procfs attribute.
 ///
 /// Every tick emits `metric` = value × `scale` + `offset`, in `unit`.
-public struct SysfsConfig: Sendable, Equatable {
-    /// Time between two samples (YAML key `interval`, a duration). Default: 10 seconds.
-    public var interval: Duration
-    /// Largest random delay after each aligned tick (YAML key `jitter`). Default: 0 (none).
-    public var jitter: Duration
-    /// Tags added to the metric (YAML key `tags`, a mapping of strings). Default: none.
-    public var tags: [Tag]
+public struct SysfsConfig: PeriodicSensorConfig {
+    /// When the source samples and the tags it adds (YAML keys `interval`, `jitter`, `tags`; see `SensorSchedule`).
+    public var schedule: SensorSchedule
+
     /// The file to read (YAML key `path`, required). Its content, trimmed of whitespace, must be a decimal
     /// number (`42`, `-12`, `3.25`, `1e3`).
     public var path: String
@@ -24,13 +21,12 @@ public struct SysfsConfig: Sendable, Equatable {
     /// Default: empty.
     public var unit: String
 
+    /// A configuration with the given settings; each default is the one documented on its property.
     public init(
         interval: Duration = .seconds(10), jitter: Duration = .zero, tags: [Tag] = [], path: String = "",
         scale: Double = 1, offset: Double = 0, metric: String = "sysfs.value", unit: String = ""
     ) {
-        self.interval = interval
-        self.jitter = jitter
-        self.tags = tags
+        self.schedule = SensorSchedule(interval: interval, jitter: jitter, tags: tags)
         self.path = path
         self.scale = scale
         self.offset = offset

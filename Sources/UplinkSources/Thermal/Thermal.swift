@@ -24,8 +24,6 @@ public struct ThermalSource: Source {
                 metadata: ["path": "\(config.thermalPath)"])
             return
         }
-        await sampleChannels(
-            channels, kind: "thermal", source: name, extraTags: config.tags, interval: config.interval,
-            jitter: config.jitter, clock: clock, context: context)
+        await PeriodicSensorDriver(config, source: name, clock: clock, context: context).runReadingChannels(channels)
     }
 }

@@ -4,20 +4,16 @@ import UplinkCore
 ///
 /// Every tick emits `thermal.temperature` (unit `celsius`) per thermal zone, tagged `zone` (the zone's
 /// number) and `type` (the zone's `type` file, e.g. `cpu-thermal`, `x86_pkg_temp`).
-public struct ThermalConfig: Sendable, Equatable {
-    /// Time between two samples (YAML key `interval`, a duration). Default: 10 seconds.
-    public var interval: Duration
-    /// Largest random delay after each aligned tick (YAML key `jitter`). Default: 0 (none).
-    public var jitter: Duration
-    /// Tags added to every metric of the source (YAML key `tags`, a mapping of strings). Default: none.
-    public var tags: [Tag]
+public struct ThermalConfig: PeriodicSensorConfig {
+    /// When the source samples and the tags it adds (YAML keys `interval`, `jitter`, `tags`; see `SensorSchedule`).
+    public var schedule: SensorSchedule
+
     /// Directory where sysfs is mounted (YAML key `sys_root`, a path). Default: `"/sys"`.
     public var sysRoot: String
 
+    /// A configuration with the given settings; each default is the one documented on its property.
     public init(interval: Duration = .seconds(10), jitter: Duration = .zero, tags: [Tag] = [], sysRoot: String = "/sys") {
-        self.interval = interval
-        self.jitter = jitter
-        self.tags = tags
+        self.schedule = SensorSchedule(interval: interval, jitter: jitter, tags: tags)
         self.sysRoot = sysRoot
     }
 

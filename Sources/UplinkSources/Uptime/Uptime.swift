@@ -16,13 +16,10 @@ public struct UptimeSource: Source {
     }
 
     public func run(context: SourceContext) async throws {
-        var loop = FileSensorLoop(
-            path: config.uptimePath, interval: config.interval, jitter: config.jitter, clock: clock,
-            logger: context.logger, kind: "uptime"
-        )
-        let emitter = MetricEmitter(context: context, source: name, extraTags: config.tags)
-        let tags = emitter.tags([])
-        await loop.run { bytes, timestamp in
+        let sensor = PeriodicSensorDriver(config, source: name, clock: clock, context: context)
+        let emitter = sensor.emitter
+        let tags = sensor.configuredTags
+        await sensor.runReadingFile(config.uptimePath) { bytes, timestamp in
             guard let seconds = Self.parse(bytes) else { return 1 }
             emitter.emit("uptime.seconds", seconds, unit: MetricUnit.seconds, tags: tags, tagsAreComplete: true, timestamp: timestamp)
             return 0

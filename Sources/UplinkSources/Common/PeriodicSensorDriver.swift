@@ -1,0 +1,122 @@
+import Logging
+import SystemPackage
+import UplinkCore
+
+/// The one loop of every sensor: ticks on the sensor's `SensorSchedule` (aligned to the wall clock, with its jitter,
+/// through an `IntervalTicker`) until the task is cancelled, and emits metrics with the configured tags.
+///
+/// Sensors use one of three forms: `run(_:)` calls a closure on every tick; `runReadingFile(_:missingHint:_:)` reads
+/// one small file per tick (`/proc/stat`, `/proc/meminfo`, …); `runReadingChannels(_:)` reads numeric sysfs
+/// attributes per tick (hwmon, thermal). Cancellation ends each of them normally.
+struct PeriodicSensorDriver {
+    /// The source kind for messages, e.g. `cpu`.
+    let kind: String
+    let schedule: SensorSchedule
+    let clock: any TickClock
+    let logger: Logger
+    /// Emits the source's metrics, adding the configured tags.
+    let emitter: MetricEmitter
+
+    /// A driver for the source `name` of the sensor kind `Config`.
+    init<Config: PeriodicSensorConfig>(_ config: Config, source name: String, clock: any TickClock, context: SourceContext) {
+        self.kind = Config.typeName
+        self.schedule = config.schedule
+        self.clock = clock
+        self.logger = context.logger
+        self.emitter = MetricEmitter(context: context, source: name, extraTags: config.schedule.tags)
+    }
+
+    /// The configured tags alone, for metrics without tags of their own.
+    var configuredTags: [Tag] { emitter.tags([]) }
+
+    /// Calls `body` on every tick until the task is cancelled.
+    func run(_ body: () async -> Void) async {
+        var ticker = IntervalTicker(interval: schedule.interval, jitter: schedule.jitter, clock: clock)
+        while !Task.isCancelled {
+            do {
+                _ = try await ticker.nextTick()
+            } catch {
+                return  // cancelled
+            }
+            await body()
+        }
+    }
+
+    /// Reads the file at `path` on every tick and hands its bytes to `onSample`.
+    ///
+    /// - At start the file is read once. If it cannot be read (it does not exist — a container without `/proc` — or
+    ///   access is denied) ONE warning is logged and this returns: the sensor is disabled, not retried.
+    /// - On every tick the file is read, the record timestamp is taken right after the read, and `onSample` parses
+    ///   the bytes and emits records.
+    /// - A read that fails later logs one warning when the failures start and one notice when reads work again;
+    ///   ticks in between produce nothing.
+    /// - Malformed lines reported by `onSample` are logged once as a warning, later occurrences at debug level.
+    /// - Parameters:
+    ///   - missingHint: Why the file might be missing, for the warning that disables the source.
+    ///   - onSample: Called once per successful read with the file's bytes and the wall-clock time of the read
+    ///     (nanoseconds since the epoch); returns the number of malformed lines it skipped.
+    func runReadingFile(
+        _ path: String, missingHint: String = "no procfs here, e.g. a container without /proc, or a wrong proc_root?",
+        _ onSample: (UnsafeBufferPointer<UInt8>, _ timestamp: Int64) -> Int
+    ) async {
+        var reader = SmallFileReader(path: path)
+        do {
+            try reader.read()
+        } catch {
+            let reason =
+                error.meansFileIsMissing
+                ? "\(reader.pathString) does not exist (\(missingHint))"
+                : "cannot read \(reader.pathString): \(error)"
+            logger.warning(
+                "\(kind) source disabled: \(reason)", metadata: ["path": "\(reader.pathString)", "errno": "\(error.rawValue)"])
+            return
+        }
+        var failing = false
+        var warnedAboutMalformedLines = false
+        await run {
+            let timestamp: Int64
+            do {
+                try reader.read()
+                timestamp = clock.nowNanoseconds()
+            } catch {
+                if !failing {
+                    failing = true
+                    logger.warning(
+                        "\(kind) source: cannot read \(reader.pathString): \(error); skipping samples until it can be read again",
+                        metadata: ["path": "\(reader.pathString)"])
+                }
+                return
+            }
+            if failing {
+                failing = false
+                logger.notice("\(kind) source: \(reader.pathString) can be read again", metadata: ["path": "\(reader.pathString)"])
+            }
+            let malformed = reader.withContents { onSample($0, timestamp) }
+            guard malformed > 0 else { return }
+            let message: Logger.Message = "\(kind) source: skipped \(malformed) malformed line(s) in \(reader.pathString)"
+            if warnedAboutMalformedLines {
+                logger.debug(message, metadata: ["path": "\(reader.pathString)"])
+            } else {
+                warnedAboutMalformedLines = true
+                logger.warning("\(message); later occurrences are logged at debug level", metadata: ["path": "\(reader.pathString)"])
+            }
+        }
+    }
+
+    /// On every tick, reads each channel and emits its metric with the channel's tags followed by the configured
+    /// ones, timestamped right after the read. A channel that fails to read is skipped (and logged once by
+    /// `SysfsChannel.read`).
+    func runReadingChannels(_ channels: [SysfsChannel]) async {
+        var channels = channels
+        let tags = channels.map { emitter.tags($0.tags) }
+        await run {
+            for index in channels.indices {
+                guard let value = channels[index].read(logger: logger, kind: kind) else { continue }
+                let channel = channels[index]
+                emitter.emit(
+                    channel.metric, value, unit: channel.unit, tags: tags[index], tagsAreComplete: true,
+                    timestamp: clock.nowNanoseconds())
+            }
+        }
+    }
+}

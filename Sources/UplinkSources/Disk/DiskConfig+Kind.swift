@@ -1,0 +1,44 @@
+import UplinkConfig
+import UplinkCore
+
+/// `type: disk`: its keys, decoding, documentation and example.
+extension DiskConfig {
+    public static let typeName = "disk"
+
+    public static var defaults: DiskConfig { DiskConfig() }
+
+    public static let summary = """
+        Space and inodes of file systems via `statvfs`, tag `mount_point`: `disk.total`, `disk.free` (available to
+        unprivileged users), `disk.used` (`bytes`), `disk.used_percent` (used / (used + free) × 100, as `df` shows it) and
+        `disk.inodes_total`, `disk.inodes_free`, `disk.inodes_used` (`count`; left out for file systems without inodes).
+        """
+
+    public static let keys = SensorSchedule.keys + [
+        SourceKey(
+            "mount_points", "non-empty list of paths", default: "`[/]`",
+            "File systems to report (any path inside one). One that cannot be queried at start is left out with a warning."),
+    ]
+
+    public static let example = """
+          # Space and inodes via statvfs: disk.total, .free, .used (bytes), .used_percent, .inodes_total/_free/_used.
+          - name: disk
+            type: disk
+            interval: 1m
+            mount_points: [/]     # file systems to report (any path inside one). Default: [/].
+        """
+
+    public static func decode(_ mapping: ConfigMapping) -> DiskConfig {
+        var config = DiskConfig()
+        config.schedule = .decode(mapping)
+        if let mountPoints = mapping.nonEmptyStrings(
+            "mount_points", ifEmpty: "at least one mount point is required", hint: "e.g. 'mount_points: [/, /data]'")
+        {
+            config.mountPoints = mountPoints
+        }
+        return config
+    }
+
+    public func makeSource(name: String, clock: any TickClock) -> any Source {
+        DiskSource(name: name, config: self, clock: clock)
+    }
+}

@@ -1,0 +1,38 @@
+import UplinkConfig
+import UplinkCore
+
+/// `type: load`: its keys, decoding, documentation and example.
+extension LoadConfig {
+    public static let typeName = "load"
+
+    public static var defaults: LoadConfig { LoadConfig() }
+
+    public static let summary = """
+        Load averages from `<proc_root>/loadavg`: `load.1m`, `load.5m`, `load.15m` (no unit).
+        """
+
+    public static let keys = SensorSchedule.keys + [
+        SourceKey("proc_root", "path", default: "`/proc`", "Where procfs is mounted."),
+    ]
+
+    public static let example = """
+          # Load averages from <proc_root>/loadavg: load.1m, load.5m, load.15m (no unit).
+          - name: load
+            type: load
+            interval: 10s         # time between samples (> 0). Default: 10s.
+            jitter: 0s            # largest random delay after each aligned tick (< interval). Default: 0s.
+            tags: { role: gateway }  # added to every metric of this source. Default: none.
+            proc_root: /proc      # where procfs is mounted. Default: /proc.
+        """
+
+    public static func decode(_ mapping: ConfigMapping) -> LoadConfig {
+        var config = LoadConfig()
+        config.schedule = .decode(mapping)
+        if let procRoot = mapping.string("proc_root") { config.procRoot = procRoot }
+        return config
+    }
+
+    public func makeSource(name: String, clock: any TickClock) -> any Source {
+        LoadSource(name: name, config: self, clock: clock)
+    }
+}

@@ -1,0 +1,38 @@
+import UplinkConfig
+import UplinkCore
+
+/// `type: memory`: its keys, decoding, documentation and example.
+extension MemoryConfig {
+    public static let typeName = "memory"
+
+    public static var defaults: MemoryConfig { MemoryConfig() }
+
+    public static let summary = """
+        RAM and swap usage from `<proc_root>/meminfo`: `memory.total`, `memory.available`, `memory.used`,
+        `memory.used_percent`, `memory.swap_total`, `memory.swap_free`, `memory.swap_used`.
+        """
+
+    public static let keys = SensorSchedule.keys + [
+        SourceKey("proc_root", "path", default: "`/proc`", "Where procfs is mounted."),
+    ]
+
+    public static let example = """
+          # RAM and swap usage from <proc_root>/meminfo: memory.total, .available, .used, .used_percent, .swap_*.
+          - name: memory
+            type: memory
+            interval: 2s          # time between samples (> 0). Default: 10s.
+            jitter: 0s            # random delay after each aligned tick (< interval). Default: 0s.
+            proc_root: /proc      # where procfs is mounted. Default: /proc.
+        """
+
+    public static func decode(_ mapping: ConfigMapping) -> MemoryConfig {
+        var config = MemoryConfig()
+        config.schedule = .decode(mapping)
+        if let procRoot = mapping.string("proc_root") { config.procRoot = procRoot }
+        return config
+    }
+
+    public func makeSource(name: String, clock: any TickClock) -> any Source {
+        MemorySource(name: name, config: self, clock: clock)
+    }
+}

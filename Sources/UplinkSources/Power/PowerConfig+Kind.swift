@@ -1,0 +1,41 @@
+import UplinkConfig
+import UplinkCore
+
+/// `type: power`: its keys, decoding, documentation and example.
+extension PowerConfig {
+    public static let typeName = "power"
+
+    public static var defaults: PowerConfig { PowerConfig() }
+
+    public static let summary = """
+        Power supplies, `<sys_root>/class/power_supply/*`, tags `supply` (e.g. `BAT0`) and `type`. Batteries and UPSes, also
+        tagged `status` (`Charging`, `Discharging`, `Full`, `Not charging`, `Unknown`): `power.capacity` (`percent`),
+        `power.voltage` (`voltage_now`, µV → `volts`), `power.current` (`current_now`, µA → `amperes`), `power.power`
+        (`power_now`, µW → `watts`), each when the driver has the file. Mains and USB supplies: `power.online` (1 or 0,
+        `count`).
+        """
+
+    public static let keys = SensorSchedule.keys + [
+        SourceKey("sys_root", "path", default: "`/sys`", "Where sysfs is mounted."),
+    ]
+
+    public static let example = """
+          # Batteries, UPSes and mains, <sys_root>/class/power_supply/*: power.capacity (percent), power.voltage (volts),
+          # power.current (amperes), power.power (watts), power.online; tags supply, type, status.
+          - name: power
+            type: power
+            interval: 30s
+            sys_root: /sys
+        """
+
+    public static func decode(_ mapping: ConfigMapping) -> PowerConfig {
+        var config = PowerConfig()
+        config.schedule = .decode(mapping)
+        if let sysRoot = mapping.string("sys_root") { config.sysRoot = sysRoot }
+        return config
+    }
+
+    public func makeSource(name: String, clock: any TickClock) -> any Source {
+        PowerSource(name: name, config: self, clock: clock)
+    }
+}

@@ -1,0 +1,88 @@
+import UplinkConfig
+import UplinkCore
+
+/// The configuration type of one source kind, which is also the kind's definition: its `type:` name, its keys with
+/// their descriptions and defaults, their decoding, its documentation and its example block, and the source it
+/// builds. Each kind conforms in its own folder (`<Kind>/<Kind>Config+Kind.swift`) and is named on one line of
+/// `SourceKind.allCases` (Registry.swift), like a Telegraf plugin or a Fluent Bit `config_map`.
+///
+/// docs/configuration.md and examples.yaml hold what `SourceKindDocumentation` assembles from these; a test fails
+/// when they are stale, when an example does not decode, or when a documented key is not read by `decode`.
+public protocol SourceKindConfig: Sendable, Equatable {
+    /// The kind's name in the configuration (`type: cpu`).
+    static var typeName: String { get }
+
+    /// Markdown under the kind's heading in docs/configuration.md: what the source reads and reports, and how.
+    static var summary: String { get }
+
+    /// Every key the kind accepts besides `name` and `type`, in the order of its table in docs/configuration.md and
+    /// of the "allowed keys" hint. Sensors start with `SensorSchedule.keys`. A key of a nested mapping is written
+    /// with a dot (`multiline.timeout`); its first part is the key allowed in the source's mapping.
+    static var keys: [SourceKey] { get }
+
+    /// The kind's item in the `sources` list of examples.yaml: YAML indented by two spaces, starting with a comment
+    /// line, mentioning every key (commented out where it should not take effect). It must decode without issues.
+    static var example: String { get }
+
+    /// The configuration with every key at its default.
+    static var defaults: Self { get }
+
+    /// Reads every key of a source's mapping (its `name` and `type` were read, and unknown keys reported, by the
+    /// caller), reporting each problem to `mapping.decoder`; keys that are absent or unusable keep their defaults.
+    static func decode(_ mapping: ConfigMapping) -> Self
+
+    /// The source this configuration describes.
+    /// - Parameters:
+    ///   - name: The source's unique name (`sources[].name`).
+    ///   - clock: The clock a sensor ticks by (kinds that do not tick ignore it).
+    func makeSource(name: String, clock: any TickClock) -> any Source
+}
+
+extension SourceKindConfig {
+    /// This configuration type's kind.
+    public static var kind: SourceKind { SourceKind(Self.self) }
+
+    /// The keys allowed in a source's mapping besides `name` and `type`: the first part of every key in `keys`, in
+    /// order, each once.
+    public static var allowedKeys: [String] {
+        var allowed: [String] = []
+        for key in keys {
+            let topLevel = key.topLevelName
+            if !allowed.contains(topLevel) { allowed.append(topLevel) }
+        }
+        return allowed
+    }
+
+    /// Whether `other` is a configuration of the same kind with the same settings.
+    func isEqual(to other: any SourceKindConfig) -> Bool {
+        (other as? Self) == self
+    }
+}
+
+/// One key of a source kind, as docs/configuration.md lists it (Fluent Bit's `config_map` entry).
+public struct SourceKey: Sendable, Equatable {
+    /// The key (`per_core`), or its path inside a nested mapping (`multiline.timeout`).
+    public var name: String
+    /// What the value is, with its unit and range, in Markdown (`duration, > 0`, `` `end` or `beginning` ``).
+    public var type: String
+    /// The default in Markdown (`` `10s` ``, `none`), or `**required**`.
+    public var defaultValue: String
+    /// What the key does, in Markdown.
+    public var description: String
+
+    /// A key with its type, default and description (all Markdown, as shown in the docs table).
+    public init(_ name: String, _ type: String, default defaultValue: String, _ description: String) {
+        self.name = name
+        self.type = type
+        self.defaultValue = defaultValue
+        self.description = description
+    }
+
+    /// The default column of a required key.
+    public static let required = "**required**"
+
+    /// The part of `name` before the first dot: the key in the source's own mapping.
+    public var topLevelName: String {
+        name.split(separator: ".", maxSplits: 1).first.map(String.init) ?? name
+    }
+}

@@ -1,0 +1,37 @@
+import UplinkConfig
+import UplinkCore
+
+/// `type: thermal`: its keys, decoding, documentation and example.
+extension ThermalConfig {
+    public static let typeName = "thermal"
+
+    public static var defaults: ThermalConfig { ThermalConfig() }
+
+    public static let summary = """
+        Thermal zones, `<sys_root>/class/thermal/thermal_zone*/temp` (millidegrees): `thermal.temperature` (`celsius`), tags
+        `zone` (the zone's number) and `type` (the zone's `type` file, e.g. `cpu-thermal`). Zones are found at start.
+        """
+
+    public static let keys = SensorSchedule.keys + [
+        SourceKey("sys_root", "path", default: "`/sys`", "Where sysfs is mounted (e.g. `/host/sys` in a container)."),
+    ]
+
+    public static let example = """
+          # Thermal zones, <sys_root>/class/thermal/thermal_zone*/temp: thermal.temperature (celsius), tags zone, type.
+          - name: thermal
+            type: thermal
+            interval: 10s
+            sys_root: /sys        # where sysfs is mounted (e.g. /host/sys in a container). Default: /sys.
+        """
+
+    public static func decode(_ mapping: ConfigMapping) -> ThermalConfig {
+        var config = ThermalConfig()
+        config.schedule = .decode(mapping)
+        if let sysRoot = mapping.string("sys_root") { config.sysRoot = sysRoot }
+        return config
+    }
+
+    public func makeSource(name: String, clock: any TickClock) -> any Source {
+        ThermalSource(name: name, config: self, clock: clock)
+    }
+}

@@ -1,0 +1,36 @@
+import UplinkConfig
+import UplinkCore
+
+/// `type: uptime`: its keys, decoding, documentation and example.
+extension UptimeConfig {
+    public static let typeName = "uptime"
+
+    public static var defaults: UptimeConfig { UptimeConfig() }
+
+    public static let summary = """
+        Seconds since boot from `<proc_root>/uptime`: `uptime.seconds` (unit `seconds`).
+        """
+
+    public static let keys = SensorSchedule.keys + [
+        SourceKey("proc_root", "path", default: "`/proc`", "Where procfs is mounted."),
+    ]
+
+    public static let example = """
+          # Seconds since boot from <proc_root>/uptime: uptime.seconds.
+          - name: uptime
+            type: uptime
+            interval: 1m
+            proc_root: /proc
+        """
+
+    public static func decode(_ mapping: ConfigMapping) -> UptimeConfig {
+        var config = UptimeConfig()
+        config.schedule = .decode(mapping)
+        if let procRoot = mapping.string("proc_root") { config.procRoot = procRoot }
+        return config
+    }
+
+    public func makeSource(name: String, clock: any TickClock) -> any Source {
+        UptimeSource(name: name, config: self, clock: clock)
+    }
+}

@@ -53,6 +53,13 @@ let package = Package(
             pkgConfig: "libzstd",
             providers: [.apt(["libzstd-dev"])]
         ),
+        // libsystemd: the journald source reads the systemd journal through sd-journal (UplinkSources/Journald). Linked
+        // dynamically like every system library; Debian's libsystemd0 is on every systemd box.
+        .systemLibrary(
+            name: "CSystemd",
+            pkgConfig: "libsystemd",
+            providers: [.apt(["libsystemd-dev"])]
+        ),
         .target(
             name: "UplinkConfig",
             dependencies: ["UplinkCore", "CYAML"],
@@ -82,6 +89,7 @@ let package = Package(
             name: "UplinkSources",
             dependencies: [
                 "UplinkCore",
+                "CSystemd",
                 .product(name: "SystemPackage", package: "swift-system"),
                 .product(name: "Logging", package: "swift-log"),
             ],

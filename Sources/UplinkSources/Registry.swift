@@ -34,6 +34,9 @@ public enum SourceKind: String, Sendable, Equatable, Hashable, CaseIterable {
     case exec = "exec"
     /// Lines of log files, followed through rotation with checkpoints (`TailSource`, `TailConfig`).
     case tail = "tail"
+    /// Entries of the systemd journal, read through libsystemd with a cursor checkpoint (`JournaldSource`,
+    /// `JournaldConfig`).
+    case journald = "journald"
 
     /// The name of the kind in the configuration (`type: cpu`).
     public var typeName: String { rawValue }
@@ -60,6 +63,7 @@ public enum SourceKind: String, Sendable, Equatable, Hashable, CaseIterable {
         case .sysfs: .sysfs(SysfsConfig())
         case .exec: .exec(ExecConfig())
         case .tail: .tail(TailConfig())
+        case .journald: .journald(JournaldConfig())
         }
     }
 }
@@ -80,6 +84,7 @@ public enum SourceConfig: Sendable, Equatable {
     case sysfs(SysfsConfig)
     case exec(ExecConfig)
     case tail(TailConfig)
+    case journald(JournaldConfig)
 
     /// The kind this configuration is for.
     public var kind: SourceKind {
@@ -98,6 +103,7 @@ public enum SourceConfig: Sendable, Equatable {
         case .sysfs: .sysfs
         case .exec: .exec
         case .tail: .tail
+        case .journald: .journald
         }
     }
 }
@@ -123,5 +129,6 @@ public func makeSource(name: String, config: SourceConfig, clock: any TickClock 
     case .sysfs(let config): SysfsSource(name: name, config: config, clock: clock)
     case .exec(let config): ExecSource(name: name, config: config, clock: clock)
     case .tail(let config): TailSource(name: name, config: config)
+    case .journald(let config): JournaldSource(name: name, config: config)
     }
 }

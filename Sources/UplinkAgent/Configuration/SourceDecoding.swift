@@ -26,6 +26,7 @@ enum SourceDecoding {
         case .sysfs: sysfsKeys
         case .exec: execKeys
         case .tail: tailKeys
+        case .journald: journaldKeys
         }
     }
 
@@ -46,6 +47,7 @@ enum SourceDecoding {
         case .sysfs: .sysfs(decodeSysfs(mapping))
         case .exec: .exec(decodeExec(mapping))
         case .tail: .tail(decodeTail(mapping))
+        case .journald: .journald(decodeJournald(mapping))
         }
     }
 

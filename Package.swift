@@ -231,7 +231,7 @@ let package = Package(
         .testTarget(
             name: "UplinkSourcesTests",
             dependencies: [
-                "UplinkSources", "UplinkCore",
+                "UplinkSources", "UplinkCore", "UplinkTestSupport",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "SystemPackage", package: "swift-system"),
             ],

@@ -122,6 +122,33 @@ struct JournaldTests {
         #expect(journalNumbers(sink.records) == Array(5..<110))
     }
 
+    @Test("since: now on an empty journal directory: the first file's entries arrive, and a restart keeps them once")
+    func emptyJournalSinceNow() async throws {
+        guard TestJournal.isAvailable else { print(TestJournal.skipMessage); return }
+        let directory = try TailTemporaryDirectory()
+        defer { directory.remove() }
+        let state = directory.file("state")
+        let journal = directory.file("journal")
+        try FileManager.default.createDirectory(atPath: journal, withIntermediateDirectories: true)
+        var config = journaldTestConfig(journal)
+        config.since = .now
+        let sink = CollectingSink()
+        var source = RunningJournald(config, sink: sink, stateDirectory: state)
+        try await Task.sleep(for: .milliseconds(200))
+        try TestJournal.append(TestJournal.numbered(0..<20), to: journal + "/system.journal")
+        #expect(await eventually { sink.records.count >= 20 })
+        try await source.stop()
+        #expect(journalNumbers(sink.records) == Array(0..<20))
+        // Added while stopped: sent after the restart, although since is now (the checkpoint wins).
+        try TestJournal.append(TestJournal.numbered(20..<30), to: journal + "/system.journal")
+        let second = CollectingSink()
+        source = RunningJournald(config, sink: second, stateDirectory: state)
+        #expect(await eventually { second.records.count >= 10 })
+        try await Task.sleep(for: .milliseconds(100))
+        try await source.stop()
+        #expect(journalNumbers(second.records) == Array(20..<30))
+    }
+
     @Test("the cursor checkpoint advances only on acknowledgement; a restart resumes after it, nothing repeated or skipped")
     func checkpointAndRestart() async throws {
         guard TestJournal.isAvailable else { print(TestJournal.skipMessage); return }

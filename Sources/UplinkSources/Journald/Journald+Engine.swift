@@ -28,8 +28,9 @@ final class JournaldEngine {
     var watcher: JournaldWatcher?
 
     var batch: LogLineBatch
-    /// The cursor of the batch's last entry.
-    var batchCursor: String?
+    /// The cursor of the batch's last entry (empty: none), and of the entry being read.
+    var batchCursor: [UInt8] = []
+    var entryCursor: [UInt8] = []
     /// Message bytes of the entry being read (copied out of sd-journal's mapping, cut to `max_line_bytes`).
     var message: [UInt8] = []
 
@@ -173,8 +174,12 @@ final class JournaldEngine {
             _ = journal.seekTail()
             // On the last entry there is: it and everything before it count as handled (so a restart before the next
             // entry does not skip what was added meanwhile).
-            if journal.previous() > 0, let cursor = journal.withCursor({ String(decoding: $0, as: UTF8.self) }) {
-                acknowledgedCursor = cursor
+            if journal.previous() > 0 {
+                if let cursor = journal.withCursor({ String(decoding: $0, as: UTF8.self) }) { acknowledgedCursor = cursor }
+            } else {
+                // No (matching) entry yet: everything that comes is new. At the head, not the tail: sd-journal's tail
+                // position would return only the last entry of a file that appears later.
+                _ = journal.seekHead()
             }
         }
     }

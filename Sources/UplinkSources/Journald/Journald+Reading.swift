@@ -20,8 +20,11 @@ extension JournaldEngine {
             statistics.readErrors += 1
             return false
         }
-        guard let (cursor, origin) = journal.withCursor({ bytes in
-            (String(decoding: bytes, as: UTF8.self), Self.origin(ofCursor: bytes))
+        // The cursor's bytes go to `entryCursor` (no `String` per entry: only a batch's last one is kept).
+        guard let origin = journal.withCursor({ bytes in
+            entryCursor.removeAll(keepingCapacity: true)
+            entryCursor.append(contentsOf: bytes)
+            return Self.origin(ofCursor: bytes)
         }) else {
             statistics.readErrors += 1
             return false
@@ -63,7 +66,7 @@ extension JournaldEngine {
         message.withUnsafeBytes { bytes in
             batch.append(message: bytes, timestamp: timestamp, originOffset: origin?.offset ?? 0, extraFields: fields)
         }
-        batchCursor = cursor
+        swap(&batchCursor, &entryCursor)
         return true
     }
 
@@ -92,12 +95,12 @@ extension JournaldEngine {
             if stopped { break }
         }
         if outcomes.count < batch.count { stopped = true }
-        if !stopped, let cursor = batchCursor {
-            pending.append((lastAppendedSequence, cursor))
+        if !stopped, !batchCursor.isEmpty {
+            pending.append((lastAppendedSequence, String(decoding: batchCursor, as: UTF8.self)))
         }
         statistics.records += appended
         batch.removeAll()
-        batchCursor = nil
+        batchCursor.removeAll(keepingCapacity: true)
     }
 
     @inline(__always)

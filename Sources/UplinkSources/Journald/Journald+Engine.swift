@@ -217,8 +217,8 @@ final class JournaldEngine {
                 )
             }
             count += 1
-            if await !appendEntry() { continue }
-            if batch.count >= Self.batchEntries || batch.messageBytes.count >= Self.batchBytes { await flush() }
+            let appended = await appendEntry()
+            if appended, batch.count >= Self.batchEntries || batch.messageBytes.count >= Self.batchBytes { await flush() }
             if stopped || Task.isCancelled { return false }
         }
         await flush()

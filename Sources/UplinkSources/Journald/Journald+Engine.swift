@@ -137,6 +137,8 @@ final class JournaldEngine {
             acknowledge()
             writeCheckpoint(force: false)
             if more {
+                // Busy with a backlog: still take the journal's changes (files added or removed) now and then.
+                takeChanges()
                 await Task.yield()
                 continue
             }

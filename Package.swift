@@ -53,6 +53,13 @@ let package = Package(
             pkgConfig: "libzstd",
             providers: [.apt(["libzstd-dev"])]
         ),
+        // libsystemd: the journald source reads the systemd journal through sd-journal (UplinkSources/Journald). Linked
+        // dynamically like every system library; Debian's libsystemd0 is on every systemd box.
+        .systemLibrary(
+            name: "CSystemd",
+            pkgConfig: "libsystemd",
+            providers: [.apt(["libsystemd-dev"])]
+        ),
         .target(
             name: "UplinkConfig",
             dependencies: ["UplinkCore", "CYAML"],
@@ -84,6 +91,7 @@ let package = Package(
                 "UplinkCore",
                 // Each kind's folder decodes its own keys (`SourceKindConfig.decode`).
                 "UplinkConfig",
+                "CSystemd",
                 .product(name: "SystemPackage", package: "swift-system"),
                 .product(name: "Logging", package: "swift-log"),
             ],
@@ -225,7 +233,7 @@ let package = Package(
         .testTarget(
             name: "UplinkSourcesTests",
             dependencies: [
-                "UplinkSources", "UplinkCore",
+                "UplinkSources", "UplinkCore", "UplinkTestSupport",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "SystemPackage", package: "swift-system"),
             ],

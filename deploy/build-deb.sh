@@ -52,7 +52,8 @@ mkdir -p "$root/DEBIAN"
 DESTDIR="$root" PREFIX=/usr SYSCONFDIR=/etc UPLINK_BINARY="$binary" sh "$deploy/install.sh" --no-start >&2
 rm -f "$root/etc/uplink/"*.dist
 
-# Depends: the packages that own the shared libraries the binary needs (libyaml-0-2, libzstd1, libc6, libstdc++6, ...).
+# Depends: the packages that own the shared libraries the binary needs (libyaml-0-2, libzstd1, libsystemd0, libc6,
+# libstdc++6, ...).
 depends="libyaml-0-2"
 if [ "$arch" = "$(dpkg --print-architecture)" ]; then
     for library in $(LC_ALL=C readelf -d "$binary" | sed -n 's/.*(NEEDED).*\[\(.*\)\]/\1/p'); do
@@ -65,8 +66,9 @@ if [ "$arch" = "$(dpkg --print-architecture)" ]; then
         case ", $depends, " in *", $owner, "*) ;; *) depends="$depends, $owner" ;; esac
     done
 else
-    # Cross-built: the packages of the libraries a glibc build links (zlib and zstd: the stream's compression).
-    depends="$depends, libc6, libstdc++6, libgcc-s1, zlib1g, libzstd1"
+    # Cross-built: the packages of the libraries a glibc build links (zlib and zstd: the stream's compression;
+    # libsystemd: the journald source's sd-journal).
+    depends="$depends, libc6, libstdc++6, libgcc-s1, zlib1g, libzstd1, libsystemd0"
 fi
 
 installed_size="$(du -sk --exclude=DEBIAN "$root" | cut -f1)"

@@ -44,6 +44,7 @@ extension SourceKind {
         SysfsConfig.kind,
         ExecConfig.kind,
         TailConfig.kind,
+        JournaldConfig.kind,
     ]
 }
 

@@ -40,6 +40,8 @@ struct ExamplesTests {
         appLog.paths = [workingDirectory + "/quickstart.log"]
         appLog.exclude = [workingDirectory + "/*.gz"]
         appLog.startAt = .beginning
+        var journal = JournaldConfig()
+        journal.priority = .warning
         #expect(configuration.sources == [
             .init(
                 name: "cpu",
@@ -62,6 +64,7 @@ struct ExamplesTests {
                 command: ["sh", "-c", #"echo "$(date -u +%FT%TZ) INFO queue checked" >> quickstart.log; echo queue_depth=0 workers=4"#],
                 format: .keyvalue, prefix: "app", unit: "count"))),
             .init(name: "app-log", config: SourceConfig(appLog)),
+            .init(name: "journal", config: SourceConfig(journal)),
         ])
     }
 
@@ -89,6 +92,8 @@ struct ExamplesTests {
             // collector sinks (UplinkFile+CollectorSinks.swift)
             "sinks:", "batch_max_bytes:", "batch_linger:", "headers:", "database:", "table:", "metrics_table:", "user:",
             "password_file:", "create_table:", "log:", "segment_bytes:", "segment_age:", "retention:", "max_age:",
+            // journald
+            "units:", "matches:", "priority:", "since:", "directory:", "checkpoint_interval:",
         ]
         for key in keys {
             #expect(text.contains(key), "examples.yaml does not mention \(key)")

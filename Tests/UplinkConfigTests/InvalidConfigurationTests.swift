@@ -135,7 +135,7 @@ struct InvalidConfigurationTests {
                 interval: 5s
             """) == [
                 "test.yaml:4:5: sources[0].name: missing required key 'name' (hint: every source needs a unique name, e.g. 'name: cpu')",
-                "test.yaml:6:5: sources[1].type: missing required key 'type' (hint: known types: cpu, memory, generator, load, uptime, network, diskio, disk, thermal, hwmon, power, sysfs, exec, tail)",
+                "test.yaml:6:5: sources[1].type: missing required key 'type' (hint: known types: cpu, memory, generator, load, uptime, network, diskio, disk, thermal, hwmon, power, sysfs, exec, tail, journald)",
             ])
     }
 
@@ -202,8 +202,8 @@ struct InvalidConfigurationTests {
                 type: smartctl
                 path: /
             """) == [
-                "test.yaml:5:11: sources[0].type: unknown source type 'cpus' (hint: did you mean 'cpu'? known types: cpu, memory, generator, load, uptime, network, diskio, disk, thermal, hwmon, power, sysfs, exec, tail)",
-                "test.yaml:7:11: sources[1].type: unknown source type 'smartctl' (hint: known types: cpu, memory, generator, load, uptime, network, diskio, disk, thermal, hwmon, power, sysfs, exec, tail)",
+                "test.yaml:5:11: sources[0].type: unknown source type 'cpus' (hint: did you mean 'cpu'? known types: cpu, memory, generator, load, uptime, network, diskio, disk, thermal, hwmon, power, sysfs, exec, tail, journald)",
+                "test.yaml:7:11: sources[1].type: unknown source type 'smartctl' (hint: known types: cpu, memory, generator, load, uptime, network, diskio, disk, thermal, hwmon, power, sysfs, exec, tail, journald)",
             ])
     }
 
@@ -413,7 +413,7 @@ struct InvalidConfigurationTests {
             "\(path):10:17: uplink.backoff.multiplier: '0.5' is too small: the minimum is 1",
             "\(path):14:5: sources[0].intervall: unknown key 'intervall' (hint: did you mean 'interval'? allowed keys: name, type, interval, jitter, tags, per_core, proc_root)",
             "\(path):15:11: sources[1].name: duplicate source name 'cpu' (first used by sources[0] at line 12) (hint: source names must be unique)",
-            "\(path):16:11: sources[1].type: unknown source type 'memroy' (hint: did you mean 'memory'? known types: cpu, memory, generator, load, uptime, network, diskio, disk, thermal, hwmon, power, sysfs, exec, tail)",
+            "\(path):16:11: sources[1].type: unknown source type 'memroy' (hint: did you mean 'memory'? known types: cpu, memory, generator, load, uptime, network, diskio, disk, thermal, hwmon, power, sysfs, exec, tail, journald)",
             "\(path):17:5: sources[2].name: missing required key 'name' (hint: every source needs a unique name, e.g. 'name: cpu')",
             "\(path):18:11: sources[2].rate: expected a number, got 'fast'",
             "\(path):20:11: collector.listen: invalid address 'localhost': the port is missing (hint: write host:port, e.g. '127.0.0.1:4318', '0.0.0.0:4318' or '[::1]:4318')",

@@ -9,7 +9,7 @@ struct RegistryTests {
     func kinds() {
         #expect(SourceKind.allCases.map(\.typeName) == [
             "cpu", "memory", "generator", "load", "uptime", "network", "diskio", "disk", "thermal", "hwmon", "power",
-            "sysfs", "exec", "tail",
+            "sysfs", "exec", "tail", "journald",
         ])
         for kind in SourceKind.allCases {
             #expect(SourceKind(typeName: kind.typeName) == kind)

@@ -430,8 +430,13 @@ final class TailEngine {
                     moveActive(existing, to: path)  // renamed, and the opener has not reported it yet
                 }
             }
-            // A parked file renamed (logrotate shifting app.log.1 to app.log.2) stays closed unless it changed.
-            if existing.isParked, existing.changedSinceParked(opened.status) { unpark(existing) }
+            // A parked file renamed (logrotate shifting app.log.1 to app.log.2) stays closed unless it changed. Looked
+            // at after the move: a write from now on is reported under the new name.
+            if existing.isParked, !existing.isDetached, let status = TailFS.status(path: existing.path),
+                status.inode == inode, existing.changedSinceParked(status)
+            {
+                unpark(existing)
+            }
             return
         }
         if let active = activeByPath[path] { detach(active) }
@@ -479,15 +484,14 @@ final class TailEngine {
     }
 
     func moveActive(_ file: TailedFile, to path: String) {
+        let previous = file.path
         if activeByPath[file.path] === file { activeByPath[file.path] = nil }
         if let other = activeByPath[path], other !== file { detach(other) }
-        if file.isParked {
-            inotify?.setParked(file.path, false)
-            inotify?.setParked(path, true)
-        }
         file.path = path
         file.neverPark = TailFS.isSymbolicLink(path)
         activeByPath[path] = file
+        syncParked(previous)
+        syncParked(path)
         file.atEnd = false
         checkpointDirty = true
     }
@@ -503,7 +507,7 @@ final class TailEngine {
         file.detachedAtDiscovery = discoveryCount
         if file.isParked {
             // Read to its end when it was parked; it is closed once a discovery showed where it went.
-            inotify?.setParked(file.path, false)
+            syncParked(file.path)
             awakeDirty = true
         } else {
             file.atEnd = false
@@ -602,9 +606,9 @@ final class TailEngine {
             inotify?.unwatchModifications(watch)
             file.modifyWatch = nil
         }
-        if file.isParked { inotify?.setParked(file.path, false) }
         if byInode[file.inode] === file { byInode[file.inode] = nil }
         file.close()
+        syncParked(file.path)
         closedSinceCleanup = true
         awakeDirty = true
     }
@@ -652,8 +656,8 @@ final class TailEngine {
             TailFS.closeDescriptor(descriptor)  // another file is there now: the opener reports it
             return
         }
-        inotify?.setParked(file.path, false)
         file.unpark(descriptor: descriptor, now: clock.now)
+        syncParked(file.path)
         awakeDirty = true
         if let watcher = inotify {
             switch watcher.watchModifications(of: descriptor) {
@@ -661,6 +665,13 @@ final class TailEngine {
             case .failure(let error): fallBackToPolling(error)
             }
         }
+    }
+
+    /// Tells the watcher whether a parked file is at `path` (paths change hands in any order during a rotation).
+    func syncParked(_ path: String) {
+        guard let watcher = inotify else { return }
+        let file = activeByPath[path]
+        watcher.setParked(path, file.map { $0.isParked && !$0.isDetached && $0.path == path } ?? false)
     }
 
     /// Looks at every parked file (`stat` of its path) and opens those that changed. Polling does this every poll

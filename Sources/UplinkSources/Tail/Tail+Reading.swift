@@ -261,12 +261,17 @@ extension TailEngine {
         lastCheckpointWrite = now
         checkpointDirty = false
         guard let path = checkpointPath else { return }
-        let checkpoints = files.map {
-            TailCheckpoint(
-                inode: $0.inode, fingerprint: $0.fingerprint, originID: $0.originID, offset: $0.acknowledgedOffset,
-                path: $0.path)
+        // Each file's line is made again only when its entry changed: with thousands of files, one moves at a time.
+        let lines = files.map { file -> [UInt8] in
+            let checkpoint = TailCheckpoint(
+                inode: file.inode, fingerprint: file.fingerprint, originID: file.originID, offset: file.acknowledgedOffset,
+                path: file.path)
+            if let cached = file.encodedCheckpoint, cached.checkpoint == checkpoint { return cached.line }
+            let line = TailCheckpointFile.encodeLine(checkpoint)
+            file.encodedCheckpoint = (checkpoint, line)
+            return line
         }
-        if let error = TailFS.writeAtomically(path, TailCheckpointFile.encode(checkpoints)) {
+        if let error = TailFS.writeAtomically(path, TailCheckpointFile.encode(lines: lines)) {
             checkpointDirty = true
             if !warnedCheckpointWrite {
                 warnedCheckpointWrite = true

@@ -414,6 +414,8 @@ extension TailEngine {
     private func decideCopy(_ file: TailedFile, since: ContinuousClock.Instant?) -> Bool {
         let count = TailFS.read(file.descriptor, into: scratch, at: 0)
         if count == 0 {
+            // Still empty: no copy is being written into it (it may be parked like any quiet file).
+            if file.lastGrowth.advanced(by: Self.parkAfter) <= clock.now { file.copyState = .none }
             file.atEnd = true
             return false
         }

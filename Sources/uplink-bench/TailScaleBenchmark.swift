@@ -13,7 +13,7 @@ import Glibc
 /// The log tailer following many files: `paths: [<dir>/app.log*]` matches `app.log` and `files - 1` rotated files
 /// (`app.log.1`, …, each a few lines long, already read). Agent and collector run in this process over loopback.
 ///
-/// Two phases, each `seconds` long, after a settling time: idle (nothing written), then a writer appending one
+/// Two phases, each `seconds` long, after 10 s of start-up: idle (nothing written), then a writer appending one
 /// line per millisecond to `app.log` (1,000 lines/s). Reports the CPU share of one core (getrusage of the whole
 /// process: agent, collector and writer) in each phase, the latency from the append to the collector's receipt
 /// (p50/p99/max), the open descriptors and inotify watches of the process. Compare `files = 1` with many files.
@@ -52,8 +52,9 @@ enum TailScaleBenchmark {
         let group = ServiceGroup(configuration: .init(services: agent.serviceConfigurations, gracefulShutdownSignals: [], logger: logger))
         let task = Task { try await group.run() }
         while agent.uplink.statistics().streamsOpened == 0 { try await Task.sleep(for: .milliseconds(5)) }
-        // Start-up: discovery of every file, the first checkpoints, rotated files read to their end and closed.
-        try await Task.sleep(for: .seconds(5))
+        // Start-up: discovery of every file, the first checkpoints, rotated files read to their end and (new tailer)
+        // closed after 5 s of quiet.
+        try await Task.sleep(for: .seconds(10))
 
         // Idle.
         let idleDescriptors = openDescriptors()
@@ -62,6 +63,7 @@ enum TailScaleBenchmark {
         var started = ContinuousClock.now
         try await Task.sleep(for: .seconds(seconds))
         let idleCPU = (ResourceUsage.now().cpuSeconds - idleBefore.cpuSeconds) / (ContinuousClock.now - started).seconds
+        let idleEndDescriptors = openDescriptors()
 
         // 1,000 lines/s to app.log, each carrying its append time for the collector's side.
         let descriptor = open(logs + "/app.log", O_WRONLY | O_APPEND | O_CLOEXEC)
@@ -96,8 +98,8 @@ enum TailScaleBenchmark {
                 "cpu idle: \(format(idleCPU * 100)) % of one core; at 1,000 lines/s: \(format(loadCPU * 100)) % (agent + collector + writer)",
                 "latency append → collector: p50 \(format(percentile(latencies, 50) / 1000)) ms, p99 \(format(percentile(latencies, 99) / 1000)) ms, "
                     + "max \(format((latencies.last ?? .nan) / 1000)) ms (\(latencies.count) of \(lines) lines arrived)",
-                "open descriptors of the process: \(baselineDescriptors) before the agent, \(idleDescriptors) idle, \(loadDescriptors) writing; "
-                    + "inotify watches: \(idleWatches)",
+                "open descriptors of the process: \(baselineDescriptors) before the agent, \(idleDescriptors) idle "
+                    + "(\(idleEndDescriptors) at its end), \(loadDescriptors) writing; inotify watches idle: \(idleWatches)",
                 "RSS at the end: \(format(Double(resident) / 1_048_576)) MiB",
             ])
     }

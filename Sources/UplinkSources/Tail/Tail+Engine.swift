@@ -38,7 +38,7 @@ final class TailEngine {
     let wakeup = TailWakeup()
     var inotify: TailInotify? {
         // Polling stands in for inotify's events; with inotify, looking now and then is only a safety net.
-        didSet { scanInterval.set(inotify == nil ? config.pollInterval : config.discoveryInterval) }
+        didSet { scanInterval.set(inotify == nil ? config.pollInterval : nil) }
     }
     /// How often the opener looks at the followed paths from its own task (see `run`).
     let scanInterval: TailScanInterval
@@ -57,6 +57,9 @@ final class TailEngine {
         }
         return awakeFiles
     }
+    /// The modification times of the directories the last discovery looked at, and when they were read (wall clock,
+    /// ns); nil: missing.
+    var directoryTimes: [String: (modified: Int64, readAt: Int64)?] = [:]
     /// Followed files not closed, by inode.
     var byInode: [TailFS.Inode: TailedFile] = [:]
     /// Files were closed since closed files without pending acknowledgements were last removed.
@@ -110,6 +113,8 @@ final class TailEngine {
     static let parkAfter: Duration = .seconds(5)
     /// Longest wait for the first 256 bytes of a new file that may be a copy being written.
     static let copyDecisionLimit: Duration = .seconds(1)
+    /// How often the opener's task wakes to see whether polling began, while inotify makes its looks.
+    static let watchedScanInterval: Duration = .seconds(60)
     /// Longest wait at shutdown for the acknowledgement of the last line sent.
     static let shutdownAcknowledgementWait: Duration = .seconds(5)
 
@@ -167,8 +172,9 @@ final class TailEngine {
             // inotify the watcher thread does this on every directory event, so an idle agent stays asleep.
             group.addTask {
                 while !Task.isCancelled {
-                    try? await Task.sleep(for: max(scanInterval.get(), .milliseconds(1)))
-                    if opener.scan() { wakeup.signal() }
+                    // With inotify (no interval) its events make the looks, and the engine's discovery is the safety net.
+                    try? await Task.sleep(for: max(scanInterval.get() ?? Self.watchedScanInterval, .milliseconds(1)))
+                    if scanInterval.get() != nil, opener.scan() { wakeup.signal() }
                 }
             }
             await self.loop()
@@ -223,8 +229,14 @@ final class TailEngine {
             }
         }
         if discoveryRequested || clock.now >= nextDiscovery {
-            discover(initial: false)
-            handleOpenerEvents()
+            if !discoveryRequested, inotify != nil, watchedDirectoriesUnchanged() {
+                // The safety net finds nothing inotify did not report: no directory changed since the last look.
+                nextDiscovery = clock.now.advanced(by: max(config.discoveryInterval, .milliseconds(1)))
+            } else {
+                discover(initial: false)
+                if inotify != nil { opener.scan() }
+                handleOpenerEvents()
+            }
         }
         if inotify == nil, clock.now >= nextParkedCheck {
             nextParkedCheck = clock.now.advanced(by: config.pollInterval)
@@ -363,6 +375,11 @@ final class TailEngine {
         if let watcher = inotify, let error = watcher.watch(directories: expansion.directories) {
             fallBackToPolling(error)
         }
+        directoryTimes = [:]
+        let wallNow = WallClock.nowNanoseconds()
+        for directory in expansion.directories {
+            directoryTimes[directory] = TailFS.status(path: directory).map { ($0.modified, wallNow) }
+        }
         for path in expansion.files { follow(path, initial: initial) }
         if expansion.files.isEmpty, statistics.filesOpened == 0 {
             if !warnedNothingFound {
@@ -391,6 +408,19 @@ final class TailEngine {
             }
         }
         discoveryCount += 1
+    }
+
+    /// Whether every directory the last discovery looked at is unchanged since (modification time, which creating,
+    /// renaming or deleting an entry sets). A time within 1 s of its reading is not trusted (a change in the same
+    /// clock tick would not show).
+    func watchedDirectoriesUnchanged() -> Bool {
+        guard !directoryTimes.isEmpty else { return false }
+        for (directory, recorded) in directoryTimes {
+            guard let recorded, recorded.modified < recorded.readAt - 1_000_000_000,
+                TailFS.status(path: directory)?.modified == recorded.modified
+            else { return false }
+        }
+        return true
     }
 
     /// Starts watching a path the globs match and following the file there, unless it is followed already.
@@ -695,13 +725,14 @@ final class TailEngine {
 }
 
 /// The opener task's scan interval, changed by the engine when inotify starts or is given up.
+/// nil: inotify makes the looks.
 final class TailScanInterval: Sendable {
-    private let value: Mutex<Duration>
+    private let value: Mutex<Duration?>
 
-    init(_ interval: Duration) {
+    init(_ interval: Duration?) {
         value = Mutex(interval)
     }
 
-    func get() -> Duration { value.withLock { $0 } }
-    func set(_ interval: Duration) { value.withLock { $0 = interval } }
+    func get() -> Duration? { value.withLock { $0 } }
+    func set(_ interval: Duration?) { value.withLock { $0 = interval } }
 }

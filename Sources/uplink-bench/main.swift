@@ -6,8 +6,9 @@ import UplinkCore
 import Glibc
 #endif
 
-// `swift run -c release uplink-bench [ring|e2e|tls|persist|ingest|latency|tail|tail-processes|idle|encode|sinks|wire]...`: runs the named benchmarks
-// (all but `encode`, `tls`, `persist`, `sinks` and `wire` by default) and prints their numbers. Agent and collector share this process, so CPU time covers both sides, except in `tail-processes`.
+// `swift run -c release uplink-bench [ring|e2e|tls|persist|ingest|latency|tail|tail-processes|tailscale|idle|encode|sinks|wire]...`:
+// runs the named benchmarks (all but `encode`, `tls`, `persist`, `sinks`, `wire` and `tailscale` by default) and prints their
+// numbers. Agent and collector share this process, so CPU time covers both sides, except in `tail-processes`.
 let requested = Set(CommandLine.arguments.dropFirst())
 func wanted(_ name: String) -> Bool { requested.isEmpty || requested.contains(name) }
 
@@ -81,6 +82,17 @@ if wanted("tail-processes") {
         try TailProcessesBenchmark.run(uplink: uplink, mebibytes: 1024).print()
     } else {
         print("tail-processes: no uplink executable beside uplink-bench (build both: swift build -c release)")
+    }
+}
+// The tailer following many files (not in the default set): `paths: [app.log*]` matching 1 file and 10,000 files
+// (UPLINK_BENCH_TAIL_FILES, comma-separated counts), idle and at 1,000 lines/s, UPLINK_BENCH_TAIL_SECONDS (default 20)
+// each: CPU, append → collector latency, open descriptors and inotify watches. deploy/tail-scale.sh runs it for an
+// old and a new build side by side.
+if requested.contains("tailscale") {
+    let counts = (getenv("UPLINK_BENCH_TAIL_FILES").map { String(cString: $0) } ?? "1,10000").split(separator: ",").compactMap { Int($0) }
+    let seconds = Int(getenv("UPLINK_BENCH_TAIL_SECONDS").map { String(cString: $0) } ?? "") ?? 20
+    for files in counts {
+        try await TailScaleBenchmark.run(files: files, seconds: seconds, logger: logger).print()
     }
 }
 if wanted("idle") {

@@ -38,13 +38,23 @@ enum TailCheckpointFile {
     }
 
     static func encode(_ checkpoints: [TailCheckpoint]) -> [UInt8] {
-        var text = header + "\n"
-        for checkpoint in checkpoints {
-            text += "\(checkpoint.inode.device) \(checkpoint.inode.inode) \(checkpoint.fingerprint.length) "
-            text += hex(checkpoint.fingerprint.hash)
-            text += " \(checkpoint.originID) \(checkpoint.offset) \(escape(checkpoint.path))\n"
-        }
-        text += "end \(checkpoints.count)\n"
+        encode(lines: checkpoints.map(encodeLine))
+    }
+
+    /// The file made of entry lines from `encodeLine`.
+    static func encode(lines: [[UInt8]]) -> [UInt8] {
+        var bytes = Array((header + "\n").utf8)
+        bytes.reserveCapacity(bytes.count + lines.reduce(0) { $0 + $1.count } + 32)
+        for line in lines { bytes += line }
+        bytes += Array("end \(lines.count)\n".utf8)
+        return bytes
+    }
+
+    /// One entry's line, with its line feed.
+    static func encodeLine(_ checkpoint: TailCheckpoint) -> [UInt8] {
+        var text = "\(checkpoint.inode.device) \(checkpoint.inode.inode) \(checkpoint.fingerprint.length) "
+        text += hex(checkpoint.fingerprint.hash)
+        text += " \(checkpoint.originID) \(checkpoint.offset) \(escape(checkpoint.path))\n"
         return Array(text.utf8)
     }
 

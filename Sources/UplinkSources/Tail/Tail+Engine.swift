@@ -13,11 +13,16 @@ import Darwin
 /// The running state of one `tail` source: the files it follows and the loop that reads them. Used only by the
 /// source's task; the opener, the wakeup and the inotify thread are the parts shared with other threads.
 ///
-/// One turn of the loop: take what the opener saw at the followed paths (new files, vanished ones), expand the
-/// globs when due, read every file (a bounded amount each, older incarnations of a path first), send partial
-/// lines and multi-line records whose timeout passed, close rotated files that are done, advance checkpoints to
-/// the acknowledged sequence and write them when due. When nothing was left to read it waits for inotify, a
-/// timer or the poll interval.
+/// One turn of the loop: take what the opener saw at the followed paths (new files, vanished ones), follow the new
+/// paths inotify named (or expand the globs when due), open parked files that changed, read every awake file (a
+/// bounded amount each, older incarnations of a path first), send partial lines and multi-line records whose
+/// timeout passed, close rotated files that are done, park quiet ones, advance checkpoints to the acknowledged
+/// sequence and write them when due. When nothing was left to read it waits for inotify, a timer or the poll
+/// interval.
+///
+/// Scale: a file read to its end and quiet for `parkAfter` at its path is parked (its descriptor closed, its state
+/// kept), so the work of a turn and the open descriptors grow with the files that are written, not with the files
+/// matched. inotify names what changed; only polling looks at every parked file (every poll interval).
 final class TailEngine {
     let name: String
     let config: TailConfig
@@ -33,13 +38,34 @@ final class TailEngine {
     let wakeup = TailWakeup()
     var inotify: TailInotify? {
         // Polling stands in for inotify's events; with inotify, looking now and then is only a safety net.
-        didSet { scanInterval.set(inotify == nil ? config.pollInterval : config.discoveryInterval) }
+        didSet { scanInterval.set(inotify == nil ? config.pollInterval : nil) }
     }
     /// How often the opener looks at the followed paths from its own task (see `run`).
     let scanInterval: TailScanInterval
 
     /// Followed files in the order they were opened (older incarnations of a path before newer ones).
-    var files: [TailedFile] = []
+    var files: [TailedFile] = [] {
+        didSet { awakeDirty = true }
+    }
+    /// The files a turn looks at: all but the parked ones at their paths (`files` order). Rebuilt when stale.
+    private var awakeFiles: [TailedFile] = []
+    var awakeDirty = true
+    var awake: [TailedFile] {
+        if awakeDirty {
+            awakeFiles = files.filter { !$0.isParked || $0.isDetached }
+            awakeDirty = false
+        }
+        return awakeFiles
+    }
+    /// The modification times of the directories the last discovery looked at, and when they were read (wall clock,
+    /// ns); nil: missing.
+    var directoryTimes: [String: (modified: Int64, readAt: Int64)?] = [:]
+    /// Followed files not closed, by inode.
+    var byInode: [TailFS.Inode: TailedFile] = [:]
+    /// Files were closed since closed files without pending acknowledgements were last removed.
+    var closedSinceCleanup = false
+    /// When polling, parked files are looked at (`stat`) at most this often.
+    var nextParkedCheck: ContinuousClock.Instant
     /// The file currently at each followed path.
     var activeByPath: [String: TailedFile] = [:]
     /// Watched paths with nothing there, since when.
@@ -83,6 +109,12 @@ final class TailEngine {
     static let detachedLinger: Duration = .seconds(1)
     /// Rotated files kept open at most; beyond it the oldest finished ones are closed without lingering.
     static let maximumDetachedOpen = 128
+    /// A file at its path read to its end, with nothing pending, quiet this long is parked.
+    static let parkAfter: Duration = .seconds(5)
+    /// Longest wait for the first 256 bytes of a new file that may be a copy being written.
+    static let copyDecisionLimit: Duration = .seconds(1)
+    /// How often the opener's task wakes to see whether polling began, while inotify makes its looks.
+    static let watchedScanInterval: Duration = .seconds(60)
     /// Longest wait at shutdown for the acknowledgement of the last line sent.
     static let shutdownAcknowledgementWait: Duration = .seconds(5)
 
@@ -117,6 +149,7 @@ final class TailEngine {
         scratch = .allocate(byteCount: TailFingerprint.maximumLength, alignment: 16)
         let now = clock.now
         nextDiscovery = now
+        nextParkedCheck = now
         lastCheckpointWrite = now
         batch.source = name
     }
@@ -139,8 +172,9 @@ final class TailEngine {
             // inotify the watcher thread does this on every directory event, so an idle agent stays asleep.
             group.addTask {
                 while !Task.isCancelled {
-                    try? await Task.sleep(for: max(scanInterval.get(), .milliseconds(1)))
-                    if opener.scan() { wakeup.signal() }
+                    // With inotify (no interval) its events make the looks, and the engine's discovery is the safety net.
+                    try? await Task.sleep(for: max(scanInterval.get() ?? Self.watchedScanInterval, .milliseconds(1)))
+                    if scanInterval.get() != nil, opener.scan() { wakeup.signal() }
                 }
             }
             await self.loop()
@@ -172,20 +206,50 @@ final class TailEngine {
 
     /// One turn; returns whether data is left to read right away.
     private func turn() async -> Bool {
-        opener.scan()
+        // With inotify the watcher thread looks at the paths its events name.
+        if inotify == nil { opener.scan() }
         handleOpenerEvents()
-        let inotifyAsked = inotify?.takeDiscoveryRequest() ?? false
-        if discoveryRequested || inotifyAsked || clock.now >= nextDiscovery {
-            discover(initial: false)
-            handleOpenerEvents()
+        if let watcher = inotify {
+            let changes = watcher.takeDirectoryChanges()
+            if changes.full {
+                discoveryRequested = true
+            } else if !changes.paths.isEmpty {
+                for path in changes.paths.sorted() where TailGlob.matches(path, globs, exclude: exclude) {
+                    follow(path, initial: false)
+                }
+                handleOpenerEvents()
+            }
+            let modified = watcher.takeModifiedParked()
+            if modified.lost {
+                checkParked()
+            } else {
+                for path in modified.paths {
+                    if let file = activeByPath[path], file.isParked { unpark(file) }
+                }
+            }
+        }
+        if discoveryRequested || clock.now >= nextDiscovery {
+            if !discoveryRequested, inotify != nil, watchedDirectoriesUnchanged() {
+                // The safety net finds nothing inotify did not report: no directory changed since the last look.
+                nextDiscovery = clock.now.advanced(by: max(config.discoveryInterval, .milliseconds(1)))
+            } else {
+                discover(initial: false)
+                if inotify != nil { opener.scan() }
+                handleOpenerEvents()
+            }
+        }
+        if inotify == nil, clock.now >= nextParkedCheck {
+            nextParkedCheck = clock.now.advanced(by: config.pollInterval)
+            checkParked()
         }
         var more = false
         var blockedChains: Set<String> = []
-        for file in files where !file.isClosed {
+        for file in awake where file.isOpen {
             if blockedChains.contains(file.chain) {
                 more = true
                 continue
             }
+            if !mayRead(file) { continue }
             let reachedEnd = await read(file)
             if stopped || Task.isCancelled { return false }
             if !reachedEnd {
@@ -198,6 +262,7 @@ final class TailEngine {
         await flushTimedOut()
         if stopped || Task.isCancelled { return false }
         await closeFinishedDetached()
+        parkQuiet()
         acknowledge()
         writeCheckpoints(force: false)
         reportSkipped()
@@ -210,7 +275,13 @@ final class TailEngine {
         let now = clock.now
         let safetyNet = inotify == nil ? config.pollInterval : max(config.pollInterval, config.discoveryInterval)
         var deadline = min(nextDiscovery, now.advanced(by: safetyNet))
-        for file in files where !file.isClosed {
+        for file in awake where !file.isClosed {
+            if case .undecided(let since?) = file.copyState {
+                deadline = min(deadline, since.advanced(by: Self.copyDecisionLimit))
+            }
+            if mayPark(file) {
+                deadline = min(deadline, file.lastGrowth.advanced(by: Self.parkAfter))
+            }
             if file.splitter.hasCarry {
                 deadline = min(deadline, file.lastGrowth.advanced(by: config.partialLineTimeout))
             }
@@ -221,7 +292,7 @@ final class TailEngine {
                 deadline = min(deadline, max(detachedAt, file.lastGrowth).advanced(by: Self.detachedLinger))
             }
         }
-        if checkpointDirty || files.contains(where: \.hasUnacknowledged) {
+        if checkpointDirty || awake.contains(where: \.hasUnacknowledged) {
             deadline = min(deadline, max(now, lastCheckpointWrite.advanced(by: config.checkpointInterval)))
         }
         return max(.milliseconds(1), now.duration(to: deadline))
@@ -282,7 +353,7 @@ final class TailEngine {
     }
 
     /// Gives up inotify (its watch limit is exhausted) and polls from now on.
-    private func fallBackToPolling(_ error: TailFS.Errno) {
+    func fallBackToPolling(_ error: TailFS.Errno) {
         guard let watcher = inotify else { return }
         logger.warning(
             "tail source: cannot add an inotify watch (\(error)\(error.code == ENOSPC ? ", the limit fs.inotify.max_user_watches is reached" : "")); polling every \(config.pollInterval) instead"
@@ -290,6 +361,8 @@ final class TailEngine {
         inotify = nil
         for file in files { file.modifyWatch = nil }
         Task { await watcher.stop() }
+        // Parked files are looked at by polling from now on.
+        nextParkedCheck = clock.now
     }
 
     // MARK: Discovery
@@ -302,24 +375,12 @@ final class TailEngine {
         if let watcher = inotify, let error = watcher.watch(directories: expansion.directories) {
             fallBackToPolling(error)
         }
-        for path in expansion.files where activeByPath[path] == nil {
-            if let alias = aliases[path] {
-                if TailFS.status(path: path)?.inode == alias, files.contains(where: { $0.inode == alias && !$0.isClosed }) {
-                    continue
-                }
-                aliases[path] = nil
-            }
-            switch opener.track(path) {
-            case nil:
-                continue  // watched already: its events tell what is there
-            case .success(let opened):
-                adopt(opened, at: path, initial: initial)
-            case .failure(let error):
-                if error.code != ENOENT, warnedPaths.insert(path).inserted {
-                    logger.warning("tail source: cannot open \(path): \(error)", metadata: ["path": "\(path)"])
-                }
-            }
+        directoryTimes = [:]
+        let wallNow = WallClock.nowNanoseconds()
+        for directory in expansion.directories {
+            directoryTimes[directory] = TailFS.status(path: directory).map { ($0.modified, wallNow) }
         }
+        for path in expansion.files { follow(path, initial: initial) }
         if expansion.files.isEmpty, statistics.filesOpened == 0 {
             if !warnedNothingFound {
                 warnedNothingFound = true
@@ -349,14 +410,47 @@ final class TailEngine {
         discoveryCount += 1
     }
 
+    /// Whether every directory the last discovery looked at is unchanged since (modification time, which creating,
+    /// renaming or deleting an entry sets). A time within 1 s of its reading is not trusted (a change in the same
+    /// clock tick would not show).
+    func watchedDirectoriesUnchanged() -> Bool {
+        guard !directoryTimes.isEmpty else { return false }
+        for (directory, recorded) in directoryTimes {
+            guard let recorded, recorded.modified < recorded.readAt - 1_000_000_000,
+                TailFS.status(path: directory)?.modified == recorded.modified
+            else { return false }
+        }
+        return true
+    }
+
+    /// Starts watching a path the globs match and following the file there, unless it is followed already.
+    func follow(_ path: String, initial: Bool) {
+        guard activeByPath[path] == nil else { return }
+        if let alias = aliases[path] {
+            if TailFS.status(path: path)?.inode == alias, byInode[alias] != nil { return }
+            aliases[path] = nil
+        }
+        switch opener.track(path) {
+        case nil:
+            return  // watched already: its events tell what is there
+        case .success(let opened):
+            adopt(opened, at: path, initial: initial)
+        case .failure(let error):
+            if error.code != ENOENT, warnedPaths.insert(path).inserted {
+                logger.warning("tail source: cannot open \(path): \(error)", metadata: ["path": "\(path)"])
+            }
+        }
+    }
+
     /// Starts following a file opened at `path`, or, when it is a file followed already (renamed here), moves
     /// that one to the path.
     func adopt(_ opened: TailOpener.Opened, at path: String, initial: Bool) {
         let inode = opened.status.inode
-        if let existing = files.first(where: { $0.inode == inode && !$0.isClosed }) {
+        if let existing = byInode[inode] {
             TailFS.closeDescriptor(opened.descriptor)
             if existing.isDetached {
                 existing.detachedAt = nil
+                awakeDirty = true
                 moveActive(existing, to: path)
             } else if existing.path != path {
                 if TailFS.status(path: existing.path)?.inode == inode {
@@ -365,6 +459,13 @@ final class TailEngine {
                 } else {
                     moveActive(existing, to: path)  // renamed, and the opener has not reported it yet
                 }
+            }
+            // A parked file renamed (logrotate shifting app.log.1 to app.log.2) stays closed unless it changed. Looked
+            // at after the move: a write from now on is reported under the new name.
+            if existing.isParked, !existing.isDetached, let status = TailFS.status(path: existing.path),
+                status.inode == inode, existing.changedSinceParked(status)
+            {
+                unpark(existing)
             }
             return
         }
@@ -388,6 +489,7 @@ final class TailEngine {
         } else if initial, config.startAt == .end, !checkpointedPaths.contains(path) {
             offset = opened.status.size
         }
+        let mayBeCopy = !initial && offset == 0
         logger.debug(
             "tail source: following \(path) from offset \(offset)",
             metadata: ["path": "\(path)", "inode": "\(inode.inode)", "origin": "\(originID)"])
@@ -396,7 +498,10 @@ final class TailEngine {
             offset: offset, maxLineBytes: config.maxLineBytes,
             multiline: startPattern.map { TailMultiline(startPattern: $0, maxBytes: config.maxLineBytes) },
             now: clock.now)
+        if mayBeCopy { file.copyState = .undecided(since: nil) }
+        file.neverPark = TailFS.isSymbolicLink(path)
         files.append(file)
+        byInode[inode] = file
         activeByPath[path] = file
         statistics.filesOpened += 1
         checkpointDirty = true
@@ -408,11 +513,15 @@ final class TailEngine {
         }
     }
 
-    private func moveActive(_ file: TailedFile, to path: String) {
+    func moveActive(_ file: TailedFile, to path: String) {
+        let previous = file.path
         if activeByPath[file.path] === file { activeByPath[file.path] = nil }
         if let other = activeByPath[path], other !== file { detach(other) }
         file.path = path
+        file.neverPark = TailFS.isSymbolicLink(path)
         activeByPath[path] = file
+        syncParked(previous)
+        syncParked(path)
         file.atEnd = false
         checkpointDirty = true
     }
@@ -426,7 +535,13 @@ final class TailEngine {
             metadata: ["path": "\(file.path)", "inode": "\(file.inode.inode)"])
         file.detachedAt = clock.now
         file.detachedAtDiscovery = discoveryCount
-        file.atEnd = false
+        if file.isParked {
+            // Read to its end when it was parked; it is closed once a discovery showed where it went.
+            syncParked(file.path)
+            awakeDirty = true
+        } else {
+            file.atEnd = false
+        }
         // A discovery shows whether it was renamed to another followed path.
         discoveryRequested = true
     }
@@ -467,74 +582,26 @@ final class TailEngine {
         warnedSkipped = skipped
     }
 
-    // MARK: Closing
-
-    /// Closes detached files that are read to their end and were quiet for a while; forgets them once their lines
-    /// are acknowledged.
-    private func closeFinishedDetached() async {
-        let now = clock.now
-        let open = files.filter { $0.isDetached && !$0.isClosed }
-        let excess = open.count - Self.maximumDetachedOpen
-        for (index, file) in open.enumerated() {
-            guard let detachedAt = file.detachedAt, file.atEnd else { continue }
-            let quiet = max(detachedAt, file.lastGrowth).advanced(by: Self.detachedLinger) <= now
-            let forced = index < excess
-            guard quiet || forced else { continue }
-            let deleted = (TailFS.status(descriptor: file.descriptor)?.links ?? 0) == 0
-            guard deleted || discoveryCount > file.detachedAtDiscovery || forced else { continue }
-            // Its writer is gone: an unfinished last line is complete now.
-            await flushPending(file)
-            if stopped { return }
-            logger.debug(
-                "tail source: closing \(file.path) (\(deleted ? "deleted" : "rotated away"))",
-                metadata: ["path": "\(file.path)", "inode": "\(file.inode.inode)"])
-            if !deleted { rememberClosed(file) }
-            closeFile(file)
-        }
-        let before = files.count
-        files.removeAll { $0.isClosed && !$0.hasUnacknowledged }
-        if files.count != before { checkpointDirty = true }
-    }
-
-    private func rememberClosed(_ file: TailedFile) {
-        if recentlyClosed[file.inode] == nil { recentlyClosedOrder.append(file.inode) }
-        recentlyClosed[file.inode] = TailCheckpoint(
-            inode: file.inode, fingerprint: file.fingerprint, originID: file.originID, offset: file.emittedOffset,
-            path: file.path)
-        if recentlyClosedOrder.count > Self.recentlyClosedLimit {
-            let dropped = recentlyClosedOrder.count - Self.recentlyClosedLimit
-            for inode in recentlyClosedOrder.prefix(dropped) { recentlyClosed[inode] = nil }
-            recentlyClosedOrder.removeFirst(dropped)
-        }
-    }
-
-    func closeFile(_ file: TailedFile) {
-        if let watch = file.modifyWatch {
-            inotify?.unwatchModifications(watch)
-            file.modifyWatch = nil
-        }
-        file.close()
-    }
-
     // MARK: Acknowledgements and checkpoints
 
     /// Advances every file's checkpoint to the acknowledged sequence.
     func acknowledge() {
         let acknowledged = sink.acknowledgedSequence
-        for file in files where file.acknowledge(through: acknowledged) {
+        for file in awake where file.acknowledge(through: acknowledged) {
             checkpointDirty = true
         }
     }
 }
 
 /// The opener task's scan interval, changed by the engine when inotify starts or is given up.
+/// nil: inotify makes the looks.
 final class TailScanInterval: Sendable {
-    private let value: Mutex<Duration>
+    private let value: Mutex<Duration?>
 
-    init(_ interval: Duration) {
+    init(_ interval: Duration?) {
         value = Mutex(interval)
     }
 
-    func get() -> Duration { value.withLock { $0 } }
-    func set(_ interval: Duration) { value.withLock { $0 = interval } }
+    func get() -> Duration? { value.withLock { $0 } }
+    func set(_ interval: Duration?) { value.withLock { $0 = interval } }
 }

@@ -21,6 +21,8 @@ enum TailFS {
         var links: UInt64
         var isRegular: Bool
         var isDirectory: Bool
+        /// Last modification, nanoseconds since the epoch.
+        var modified: Int64
     }
 
     static func status(_ raw: stat) -> Status {
@@ -29,7 +31,8 @@ enum TailFS {
             size: UInt64(max(0, raw.st_size)),
             links: UInt64(raw.st_nlink),
             isRegular: (raw.st_mode & S_IFMT) == S_IFREG,
-            isDirectory: (raw.st_mode & S_IFMT) == S_IFDIR)
+            isDirectory: (raw.st_mode & S_IFMT) == S_IFDIR,
+            modified: Int64(raw.st_mtim.tv_sec) &* 1_000_000_000 &+ Int64(raw.st_mtim.tv_nsec))
     }
 
     /// `stat(2)` (following symbolic links), nil when it fails.
@@ -54,6 +57,13 @@ enum TailFS {
         status(path: path)?.isDirectory ?? false
     }
 
+    /// Whether `path` itself is a symbolic link (`lstat`).
+    static func isSymbolicLink(_ path: String) -> Bool {
+        var raw = stat()
+        guard lstat(path, &raw) == 0 else { return false }
+        return (raw.st_mode & S_IFMT) == S_IFLNK
+    }
+
     /// A directory that is not a symbolic link to one.
     static func isRealDirectory(_ path: String) -> Bool {
         var raw = stat()
@@ -65,6 +75,8 @@ enum TailFS {
         var name: String
         /// From `d_type`; nil when the file system does not say.
         var isDirectory: Bool?
+        /// From `d_type`; nil when the file system does not say.
+        var isRegular: Bool?
         var isSymbolicLink: Bool
     }
 
@@ -79,8 +91,10 @@ enum TailFS {
             }
             if name == "." || name == ".." { continue }
             let type = Int32(entry.pointee.d_type)
-            let isDirectory: Bool? = type == Int32(DT_UNKNOWN) ? nil : type == Int32(DT_DIR)
-            entries.append(Entry(name: name, isDirectory: isDirectory, isSymbolicLink: type == Int32(DT_LNK)))
+            let known = type != Int32(DT_UNKNOWN)
+            entries.append(Entry(
+                name: name, isDirectory: known ? type == Int32(DT_DIR) : nil, isRegular: known ? type == Int32(DT_REG) : nil,
+                isSymbolicLink: type == Int32(DT_LNK)))
         }
         return entries
     }

@@ -183,6 +183,17 @@ struct TailGlob: Sendable, Equatable {
     /// Deepest `**` descent; protects against absurd trees.
     static let maximumDepth = 40
 
+    /// Whether `path` (as an expansion would spell it) matches one of `patterns` and no `exclude` pattern.
+    static func matches(_ path: String, _ patterns: [TailGlob], exclude: TailExclude) -> Bool {
+        patterns.contains { $0.matches(path) } && !exclude.excludes(path)
+    }
+
+    /// The path of `name` in the watched directory `directory`, spelled as an expansion spells it (a directory
+    /// listed as `.` stands for the empty prefix of a relative pattern).
+    static func path(of name: String, in directory: String) -> String {
+        directory == "." ? name : joinPath(directory, name)
+    }
+
     /// Expands `patterns` on the file system, leaving out paths that `exclude` matches.
     static func expand(_ patterns: [TailGlob], exclude: TailExclude) -> Expansion {
         var found = Set<String>()
@@ -216,7 +227,10 @@ struct TailGlob: Sendable, Equatable {
             for entry in TailFS.list(listing) where Self.matchComponent(bytes, Array(entry.name.utf8)) {
                 let next = joinPath(prefix, entry.name)
                 if isLast {
-                    if TailFS.isRegularFile(next) { found.insert(next) }
+                    // The directory entry's type spares a `stat` per file (thousands of rotated files).
+                    if (entry.isRegular ?? TailFS.isRegularFile(next)) || (entry.isSymbolicLink && TailFS.isRegularFile(next)) {
+                        found.insert(next)
+                    }
                 } else if entry.isDirectory ?? TailFS.isDirectory(next) {
                     walk(prefix: next, index: index + 1, depth: depth, found: &found, directories: &directories)
                 }

@@ -10,11 +10,18 @@ import Musl
 #if canImport(Glibc) || canImport(Musl)
 
 /// inotify for the tailer: one instance watches directories (files created, renamed, deleted: the opener looks at
-/// the followed paths and a discovery is requested), another the followed files' modifications (new data: the
-/// reader is woken). A thread of its own blocks in `poll(2)` on both and on a control pipe.
+/// the paths named, and the engine checks whether they match `paths`), another modifications: of the open files
+/// (through `/proc/self/fd`, new data: the reader is woken) and, by name, of the files in the watched directories,
+/// which is how a followed file kept closed ("parked", read to its end and quiet) is noticed to grow without a
+/// descriptor or a watch of its own. A thread of its own blocks in `poll(2)` on both and on a control pipe.
+///
+/// Every event names what changed, so the engine's work per event is proportional to it: a write to one of
+/// 10,000 followed files opens and reads that one. A full look (every path, the globs expanded) is only asked for
+/// when inotify lost events (queue overflow) or a watched directory itself changed.
 ///
 /// Modification events are only read while the reader is idle ("armed"): a busy reader is not woken for every
-/// `write(2)` of a busy file, the kernel coalesces them meanwhile.
+/// `write(2)` of a busy file, the kernel coalesces them meanwhile. Modifications of files that are neither open
+/// nor parked are read and dropped without waking the reader.
 final class TailInotify: Sendable {
     private let directoryFD: Int32
     private let modifyFD: Int32
@@ -26,8 +33,21 @@ final class TailInotify: Sendable {
     private struct State {
         var directories: [String: Int32] = [:]
         var directoryOfWatch: [Int32: String] = [:]
+        /// The same directories in the modification instance.
+        var modifyDirectories: [String: Int32] = [:]
+        var modifyDirectoryOfWatch: [Int32: String] = [:]
+        /// A full discovery is needed (events were lost, a directory was created, moved or deleted).
         var discoveryRequested = false
+        /// Paths named by directory events since the engine last took them.
+        var changedPaths: Set<String> = []
+        /// Followed files kept closed; a modification of one is reported in `modifiedPaths`.
+        var parkedPaths: Set<String> = []
+        var modifiedPaths: Set<String> = []
+        /// Modification events were lost: every parked file must be looked at.
+        var modificationsLost = false
     }
+    /// More named paths than this waiting for the engine count as lost events (a full look instead).
+    private static let maximumQueuedPaths = 65_536
     private let state = Mutex(State())
     private let exited = Atomic<Bool>(false)
     private let started = Atomic<Bool>(false)
@@ -35,6 +55,8 @@ final class TailInotify: Sendable {
     /// Directory events that can change which files match or are at a followed path.
     private static let directoryMask = UInt32(IN_CREATE | IN_MOVED_TO | IN_MOVED_FROM | IN_DELETE | IN_DELETE_SELF | IN_MOVE_SELF)
         | UInt32(IN_ONLYDIR)
+    /// Modifications of the files in a directory, by name.
+    private static let modifyDirectoryMask = UInt32(IN_MODIFY) | UInt32(IN_ONLYDIR)
 
     /// Creates both instances; fails with the `errno` of `inotify_init1` (e.g. `EMFILE`: the per-user limit).
     static func make(opener: TailOpener, wakeup: TailWakeup) -> Result<TailInotify, TailFS.Errno> {
@@ -96,11 +118,26 @@ final class TailInotify: Sendable {
                 state.directories[directory] = nil
                 state.directoryOfWatch[descriptor] = nil
             }
-            for directory in directories where state.directories[directory] == nil {
-                let descriptor = inotify_add_watch(directoryFD, directory, Self.directoryMask)
+            for (directory, descriptor) in state.modifyDirectories where !directories.contains(directory) {
+                inotify_rm_watch(modifyFD, descriptor)
+                state.modifyDirectories[directory] = nil
+                state.modifyDirectoryOfWatch[descriptor] = nil
+            }
+            for directory in directories where state.directories[directory] == nil || state.modifyDirectories[directory] == nil {
+                if state.directories[directory] == nil {
+                    let descriptor = inotify_add_watch(directoryFD, directory, Self.directoryMask)
+                    if descriptor >= 0 {
+                        state.directories[directory] = descriptor
+                        state.directoryOfWatch[descriptor] = directory
+                    } else {
+                        if errno != ENOENT, errno != ENOTDIR, errno != EACCES { failure = failure ?? TailFS.Errno(errno) }
+                        continue
+                    }
+                }
+                let descriptor = inotify_add_watch(modifyFD, directory, Self.modifyDirectoryMask)
                 if descriptor >= 0 {
-                    state.directories[directory] = descriptor
-                    state.directoryOfWatch[descriptor] = directory
+                    state.modifyDirectories[directory] = descriptor
+                    state.modifyDirectoryOfWatch[descriptor] = directory
                 } else if errno != ENOENT, errno != ENOTDIR, errno != EACCES {
                     failure = failure ?? TailFS.Errno(errno)
                 }
@@ -120,11 +157,38 @@ final class TailInotify: Sendable {
         inotify_rm_watch(modifyFD, watch)
     }
 
-    /// Whether directory events asked for a discovery since the last call (then clears it).
-    func takeDiscoveryRequest() -> Bool {
+    /// What directory events reported since the last call (then clears it): the paths they named, and whether a
+    /// full discovery is needed.
+    func takeDirectoryChanges() -> (paths: Set<String>, full: Bool) {
         state.withLock { state in
-            defer { state.discoveryRequested = false }
-            return state.discoveryRequested
+            defer {
+                state.discoveryRequested = false
+                state.changedPaths = []
+            }
+            return (state.changedPaths, state.discoveryRequested)
+        }
+    }
+
+    /// Parked files modified since the last call (then clears it), and whether modification events were lost.
+    func takeModifiedParked() -> (paths: Set<String>, lost: Bool) {
+        state.withLock { state in
+            defer {
+                state.modifiedPaths = []
+                state.modificationsLost = false
+            }
+            return (state.modifiedPaths, state.modificationsLost)
+        }
+    }
+
+    /// Reports modifications of the file at `path` by name from now on (it was closed) or no longer.
+    func setParked(_ path: String, _ parked: Bool) {
+        state.withLock { state in
+            if parked {
+                state.parkedPaths.insert(path)
+            } else {
+                state.parkedPaths.remove(path)
+                state.modifiedPaths.remove(path)
+            }
         }
     }
 
@@ -171,9 +235,15 @@ final class TailInotify: Sendable {
         }
     }
 
-    /// Goes through directory events in order: a followed file renamed away is handed to the opener under its new
-    /// name (in case it was never opened).
-    private func handleDirectoryEvents(_ events: UnsafeRawBufferPointer, _ moves: inout PendingMoves) {
+    /// One event of an inotify read buffer.
+    private struct Event {
+        var watch: Int32
+        var mask: UInt32
+        var cookie: UInt32
+        var name: String?
+    }
+
+    private static func forEachEvent(_ events: UnsafeRawBufferPointer, _ body: (Event) -> Void) {
         let header = MemoryLayout<inotify_event>.size
         var offset = 0
         while offset + header <= events.count {
@@ -182,19 +252,63 @@ final class TailInotify: Sendable {
             let cookie = events.loadUnaligned(fromByteOffset: offset + 8, as: UInt32.self)
             let nameLength = Int(events.loadUnaligned(fromByteOffset: offset + 12, as: UInt32.self))
             let nameEnd = min(events.count, offset + header + nameLength)
-            defer { offset += header + nameLength }
-            guard mask & UInt32(IN_MOVED_FROM | IN_MOVED_TO) != 0, nameLength > 0,
-                let directory = state.withLock({ $0.directoryOfWatch[watch] })
-            else { continue }
-            let raw = events[(offset + header)..<nameEnd]
-            let name = String(decoding: raw.prefix { $0 != 0 }, as: UTF8.self)
-            let path = joinPath(directory, name)
-            if mask & UInt32(IN_MOVED_FROM) != 0 {
-                if opener.isTracked(path) { moves.add(cookie, path) }
-            } else if let source = moves.sources.removeValue(forKey: cookie) {
+            var name: String?
+            if nameLength > 0 {
+                let raw = events[(offset + header)..<nameEnd]
+                name = String(decoding: raw.prefix { $0 != 0 }, as: UTF8.self)
+            }
+            body(Event(watch: watch, mask: mask, cookie: cookie, name: name))
+            offset += header + nameLength
+        }
+    }
+
+    /// Goes through directory events in order: notes the paths they name (or that a full look is needed), and
+    /// hands a followed file renamed away to the opener under its new name (in case it was never opened).
+    /// Returns the paths named, nil when a full look is needed.
+    private func handleDirectoryEvents(_ events: UnsafeRawBufferPointer, _ moves: inout PendingMoves) -> Set<String>? {
+        var paths: Set<String>? = []
+        Self.forEachEvent(events) { event in
+            let structural = UInt32(IN_Q_OVERFLOW | IN_DELETE_SELF | IN_MOVE_SELF) | UInt32(IN_ISDIR)
+            if event.mask & structural != 0 { paths = nil }
+            guard let name = event.name, let directory = state.withLock({ $0.directoryOfWatch[event.watch] }) else { return }
+            let path = TailGlob.path(of: name, in: directory)
+            paths?.insert(path)
+            guard event.mask & UInt32(IN_MOVED_FROM | IN_MOVED_TO) != 0 else { return }
+            if event.mask & UInt32(IN_MOVED_FROM) != 0 {
+                if opener.isTracked(path) { moves.add(event.cookie, path) }
+            } else if let source = moves.sources.removeValue(forKey: event.cookie) {
                 opener.renamed(from: source, to: path)
             }
         }
+        return paths
+    }
+
+    /// Goes through modification events: returns whether one concerns an open file (a watch of its own) or a
+    /// parked one (noted in `modifiedPaths`); events about other files in the watched directories are dropped.
+    private func handleModifyEvents(_ events: UnsafeRawBufferPointer) -> Bool {
+        var relevant = false
+        state.withLock { state in
+            Self.forEachEvent(events) { event in
+                if event.mask & UInt32(IN_Q_OVERFLOW) != 0 {
+                    state.modificationsLost = true
+                    relevant = true
+                    return
+                }
+                guard let name = event.name, let directory = state.modifyDirectoryOfWatch[event.watch] else {
+                    if event.mask & UInt32(IN_MODIFY) != 0 { relevant = true }  // an open file's own watch
+                    return
+                }
+                let path = TailGlob.path(of: name, in: directory)
+                guard state.parkedPaths.contains(path) else { return }
+                relevant = true
+                if state.modifiedPaths.count < Self.maximumQueuedPaths {
+                    state.modifiedPaths.insert(path)
+                } else {
+                    state.modificationsLost = true
+                }
+            }
+        }
+        return relevant
     }
 
     private func eventLoop() {
@@ -224,19 +338,34 @@ final class TailInotify: Sendable {
                 }
             }
             if fds[1].revents != 0 {
+                var changed: Set<String>? = []
                 while true {
                     let count = read(directoryFD, buffer.baseAddress, buffer.count)
                     if count <= 0 { break }
-                    handleDirectoryEvents(UnsafeRawBufferPointer(rebasing: buffer[0..<count]), &moves)
+                    let paths = handleDirectoryEvents(UnsafeRawBufferPointer(rebasing: buffer[0..<count]), &moves)
+                    if let paths, changed != nil { changed!.formUnion(paths) } else { changed = nil }
                 }
-                state.withLock { $0.discoveryRequested = true }
-                opener.scan()
+                state.withLock { state in
+                    if let changed, state.changedPaths.count + changed.count <= Self.maximumQueuedPaths {
+                        state.changedPaths.formUnion(changed)
+                    } else {
+                        state.discoveryRequested = true
+                    }
+                }
+                if let changed { opener.scan(changed) } else { opener.scan() }
                 wakeup.signal()
             }
             if fds[2].revents != 0 {
-                while read(modifyFD, buffer.baseAddress, buffer.count) > 0 {}
-                armed = false
-                wakeup.signal()
+                var relevant = false
+                while true {
+                    let count = read(modifyFD, buffer.baseAddress, buffer.count)
+                    if count <= 0 { break }
+                    if handleModifyEvents(UnsafeRawBufferPointer(rebasing: buffer[0..<count])) { relevant = true }
+                }
+                if relevant {
+                    armed = false
+                    wakeup.signal()
+                }
             }
         }
     }

@@ -46,6 +46,13 @@ final class TailOpener: Sendable {
     private struct State {
         var paths: [String: PathState] = [:]
         var skipped = 0
+        /// Paths whose `events` are not empty, so taking them does not visit every watched path.
+        var eventful: Set<String> = []
+
+        mutating func append(_ event: Event, at path: String, to pathState: inout PathState) {
+            pathState.events.append(event)
+            eventful.insert(path)
+        }
     }
 
     /// Most files held open at one path for the reader; beyond it new ones are skipped (and counted): a quarter
@@ -101,46 +108,59 @@ final class TailOpener: Sendable {
     func scan() -> Bool {
         state.withLock { state in
             var changed = false
-            for path in Array(state.paths.keys) {
-                guard var pathState = state.paths[path] else { continue }
-                defer { state.paths[path] = pathState }
-                guard let status = TailFS.status(path: path), status.isRegular else {
-                    if pathState.current != nil || pathState.failedInode != nil {
-                        pathState.current = nil
-                        pathState.failedInode = nil
-                        pathState.events.append(.vanished)
-                        changed = true
-                    }
-                    continue
-                }
-                if status.inode == pathState.current { continue }
-                if pathState.pendingOpened >= Self.maximumPendingPerPath {
-                    state.skipped += 1
-                    continue
-                }
-                switch Self.open(path) {
-                case .success(let opened):
-                    if opened.status.inode == pathState.current {
-                        // Replaced again between stat and open, by the file we already have.
-                        TailFS.closeDescriptor(opened.descriptor)
-                        continue
-                    }
-                    pathState.current = opened.status.inode
-                    pathState.remember(opened.status.inode)
-                    pathState.failedInode = nil
-                    pathState.pendingOpened += 1
-                    pathState.events.append(.opened(opened))
-                case .failure(let error):
-                    // Reported once per file; opening is retried on every scan (permissions may change).
-                    if error.code == ENOENT || status.inode == pathState.failedInode { continue }
-                    pathState.current = nil
-                    pathState.failedInode = status.inode
-                    pathState.events.append(.failed(error))
-                }
-                changed = true
-            }
+            for path in Array(state.paths.keys) where Self.look(at: path, &state) { changed = true }
             return changed
         }
+    }
+
+    /// Looks at those of `paths` that are watched (inotify named them); returns whether anything new happened.
+    @discardableResult
+    func scan<Paths: Sequence<String>>(_ paths: Paths) -> Bool {
+        state.withLock { state in
+            var changed = false
+            for path in paths where state.paths[path] != nil && Self.look(at: path, &state) { changed = true }
+            return changed
+        }
+    }
+
+    /// Compares the file at the watched `path` with the one last seen there; queues an event when it changed.
+    private static func look(at path: String, _ state: inout State) -> Bool {
+        guard var pathState = state.paths[path] else { return false }
+        defer { state.paths[path] = pathState }
+        guard let status = TailFS.status(path: path), status.isRegular else {
+            if pathState.current != nil || pathState.failedInode != nil {
+                pathState.current = nil
+                pathState.failedInode = nil
+                state.append(.vanished, at: path, to: &pathState)
+                return true
+            }
+            return false
+        }
+        if status.inode == pathState.current { return false }
+        if pathState.pendingOpened >= maximumPendingPerPath {
+            state.skipped += 1
+            return false
+        }
+        switch open(path) {
+        case .success(let opened):
+            if opened.status.inode == pathState.current {
+                // Replaced again between stat and open, by the file we already have.
+                TailFS.closeDescriptor(opened.descriptor)
+                return false
+            }
+            pathState.current = opened.status.inode
+            pathState.remember(opened.status.inode)
+            pathState.failedInode = nil
+            pathState.pendingOpened += 1
+            state.append(.opened(opened), at: path, to: &pathState)
+        case .failure(let error):
+            // Reported once per file; opening is retried on every scan (permissions may change).
+            if error.code == ENOENT || status.inode == pathState.failedInode { return false }
+            pathState.current = nil
+            pathState.failedInode = status.inode
+            state.append(.failed(error), at: path, to: &pathState)
+        }
+        return true
     }
 
     /// Whether `path` is watched.
@@ -164,7 +184,7 @@ final class TailOpener: Sendable {
             }
             pathState.remember(inode)
             pathState.pendingOpened += 1
-            pathState.events.append(.opened(opened))
+            state.append(.opened(opened), at: path, to: &pathState)
             state.paths[path] = pathState
             return true
         }
@@ -174,11 +194,13 @@ final class TailOpener: Sendable {
     func takeEvents() -> [(path: String, events: [Event])] {
         state.withLock { state in
             var taken: [(String, [Event])] = []
-            for (path, pathState) in state.paths where !pathState.events.isEmpty {
+            for path in state.eventful {
+                guard let pathState = state.paths[path], !pathState.events.isEmpty else { continue }
                 taken.append((path, pathState.events))
                 state.paths[path]?.events = []
                 state.paths[path]?.pendingOpened = 0
             }
+            state.eventful = []
             return taken
         }
     }
@@ -191,6 +213,7 @@ final class TailOpener: Sendable {
         let events = state.withLock { state in
             let events = state.paths.values.flatMap(\.events)
             state.paths = [:]
+            state.eventful = []
             return events
         }
         Self.close(events)

@@ -133,7 +133,8 @@ struct TailLineSplitter {
 /// One file incarnation the tailer follows: an open descriptor, where reading stands, and what the collector has
 /// acknowledged. Owned by the engine's task only.
 final class TailedFile {
-    let descriptor: Int32
+    /// -1 while parked or closed.
+    private(set) var descriptor: Int32
     let inode: TailFS.Inode
     /// The path the file was last seen under (the `path` field of its records).
     var path: String {
@@ -166,6 +167,15 @@ final class TailedFile {
     /// Discoveries run before the detachment; a later discovery shows whether it was renamed to a followed path.
     var detachedAtDiscovery = 0
     var isClosed = false
+    /// Read to its end and quiet at its path: the descriptor is closed (10,000 matched files are not 10,000 open
+    /// descriptors) and the file is opened again when it changes. Everything else is kept.
+    private(set) var isParked = false
+    /// When the path is a symbolic link: never parked (its target's directory is not watched).
+    var neverPark = false
+    /// What the file is to a copytruncate copy check (see `TailCopyState`).
+    var copyState: TailCopyState = .none
+    /// The checkpoint line last written for it, and what it was made of.
+    var encodedCheckpoint: (checkpoint: TailCheckpoint, line: [UInt8])?
     var warnedOversize = false
     var warnedReadError = false
     /// The inotify watch for its modifications, if any.
@@ -225,11 +235,56 @@ final class TailedFile {
         lastGrowth = now
     }
 
+    /// Whether it has a descriptor to read.
+    var isOpen: Bool { !isClosed && !isParked }
+
+    /// Closes it for good.
     func close() {
         guard !isClosed else { return }
         isClosed = true
-        TailFS.closeDescriptor(descriptor)
+        if descriptor >= 0 { TailFS.closeDescriptor(descriptor) }
+        descriptor = -1
+        isParked = false
     }
+
+    /// Modification time when it was parked: a parked file whose size or time changed is opened again.
+    private(set) var parkedModified: Int64 = 0
+
+    /// Closes the descriptor but keeps the state (see `isParked`).
+    func park(modified: Int64) {
+        guard isOpen else { return }
+        TailFS.closeDescriptor(descriptor)
+        descriptor = -1
+        isParked = true
+        parkedModified = modified
+    }
+
+    /// Whether a parked file with this status may hold something new.
+    func changedSinceParked(_ status: TailFS.Status) -> Bool {
+        status.size != readOffset || status.modified != parkedModified
+    }
+
+    /// Continues a parked file with a descriptor of the same file, opened again.
+    func unpark(descriptor: Int32, now: ContinuousClock.Instant) {
+        precondition(isParked && !isClosed)
+        self.descriptor = descriptor
+        isParked = false
+        atEnd = false
+    }
+}
+
+/// Whether a file may be a copy of another one being followed (logrotate's `copytruncate` copies the file and then
+/// truncates it; when `paths` matches the copy's name too, the copy must continue the incarnation already read, not
+/// be read again from 0).
+enum TailCopyState {
+    /// An ordinary file.
+    case none
+    /// A new file that may be a copy: not read until its first bytes show (`since`: when it first had some).
+    case undecided(since: ContinuousClock.Instant?)
+    /// A copy of `source`'s incarnation `origin` (same first 256 bytes, another inode): not read on its own while
+    /// that incarnation is followed; when the source is truncated, its unread end is read from here as the source's
+    /// incarnation, which then goes on in this file.
+    case copy(of: TailedFile, origin: UInt64)
 }
 
 /// A random origin id in 1...2^63-1.

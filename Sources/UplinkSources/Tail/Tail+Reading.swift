@@ -165,7 +165,7 @@ extension TailEngine {
     /// Sends partial lines and multi-line records whose timeouts passed (for files read to their end).
     func flushTimedOut() async {
         let now = clock.now
-        for file in files where !file.isClosed && file.atEnd {
+        for file in awake where file.isOpen && file.atEnd {
             if file.splitter.hasCarry, file.lastGrowth.advanced(by: config.partialLineTimeout) <= now {
                 let timestamp = WallClock.nowNanoseconds()
                 await send(file) { batch, _ in
@@ -208,8 +208,9 @@ extension TailEngine {
     /// The file was truncated: what was read of the old content is sent (finished from its copy when logrotate's
     /// `copytruncate` left one), then it is read from offset 0 as a new incarnation with a new origin id.
     func restart(_ file: TailedFile, reason: String) async {
-        await finishFromCopy(file)
+        let continuation = await finishFromCopy(file)
         await flushPending(file)
+        if let continuation { continueIncarnation(of: file, in: continuation) }
         statistics.truncations += 1
         logger.info(
             "tail source: \(file.path) was truncated (\(reason)); reading it from the start as a new incarnation",
@@ -260,12 +261,17 @@ extension TailEngine {
         lastCheckpointWrite = now
         checkpointDirty = false
         guard let path = checkpointPath else { return }
-        let checkpoints = files.map {
-            TailCheckpoint(
-                inode: $0.inode, fingerprint: $0.fingerprint, originID: $0.originID, offset: $0.acknowledgedOffset,
-                path: $0.path)
+        // Each file's line is made again only when its entry changed: with thousands of files, one moves at a time.
+        let lines = files.map { file -> [UInt8] in
+            let checkpoint = TailCheckpoint(
+                inode: file.inode, fingerprint: file.fingerprint, originID: file.originID, offset: file.acknowledgedOffset,
+                path: file.path)
+            if let cached = file.encodedCheckpoint, cached.checkpoint == checkpoint { return cached.line }
+            let line = TailCheckpointFile.encodeLine(checkpoint)
+            file.encodedCheckpoint = (checkpoint, line)
+            return line
         }
-        if let error = TailFS.writeAtomically(path, TailCheckpointFile.encode(checkpoints)) {
+        if let error = TailFS.writeAtomically(path, TailCheckpointFile.encode(lines: lines)) {
             checkpointDirty = true
             if !warnedCheckpointWrite {
                 warnedCheckpointWrite = true
@@ -283,12 +289,37 @@ extension TailEngine {
     /// end, as the same incarnation (same origin, offsets going on), so nothing is sent twice. Only lines written
     /// between the copy and the truncation are lost, which no reader can see. A copy already compressed (logrotate's
     /// `compress` without `delaycompress`, done before the tailer looked) does not match and is not read.
-    private func finishFromCopy(_ file: TailedFile) async {
-        guard let (copy, path) = findCopy(of: file) else { return }
-        defer { TailFS.closeDescriptor(copy) }
+    ///
+    /// When the copy is a file `paths` matches too (`app.log*` and logrotate's `app.log.1`), it is not read as a file
+    /// of its own: the incarnation goes on in it (returned, to be continued with `continueIncarnation` once the
+    /// source's last partial line is sent), so every line is sent once.
+    private func finishFromCopy(_ file: TailedFile) async -> TailedFile? {
+        // A followed file known to be this incarnation's copy, or one still undecided that the search finds.
+        var followed = files.first { candidate in
+            guard candidate.isOpen, case .copy(let source, let origin) = candidate.copyState else { return false }
+            return source === file && origin == file.originID
+        }
+        let copyDescriptor: Int32
+        let copyPath: String
+        if let followed {
+            copyDescriptor = followed.descriptor
+            copyPath = followed.path
+        } else {
+            guard let (descriptor, path, inode) = findCopy(of: file) else { return nil }
+            if let known = byInode[inode] {
+                TailFS.closeDescriptor(descriptor)
+                // A copy read on its own already (or parked) sent these lines; reading them again would repeat them.
+                guard known.isOpen, case .undecided = known.copyState else { return nil }
+                followed = known
+                copyDescriptor = known.descriptor
+            } else {
+                copyDescriptor = descriptor
+            }
+            copyPath = path
+        }
         let from = file.readOffset
         while !stopped && !Task.isCancelled {
-            let count = TailFS.read(copy, into: buffer, at: file.readOffset)
+            let count = TailFS.read(copyDescriptor, into: buffer, at: file.readOffset)
             guard count > 0 else { break }
             let base = file.readOffset
             file.readOffset += UInt64(count)
@@ -300,20 +331,151 @@ extension TailEngine {
         if file.readOffset > from {
             statistics.copiesFinished += 1
             logger.info(
-                "tail source: \(file.path) was copied and truncated; read its last \(file.readOffset - from) bytes from the copy \(path)",
-                metadata: ["path": "\(file.path)", "copy": "\(path)"])
+                "tail source: \(file.path) was copied and truncated; read its last \(file.readOffset - from) bytes from the copy \(copyPath)",
+                metadata: ["path": "\(file.path)", "copy": "\(copyPath)"])
         }
+        if let followed { return followed }
+        // A copy the globs match but not followed yet: followed from here on as the continuation.
+        defer { TailFS.closeDescriptor(copyDescriptor) }
+        guard TailGlob.matches(copyPath, globs, exclude: exclude), let status = TailFS.status(descriptor: copyDescriptor)
+        else { return nil }
+        if activeByPath[copyPath] == nil, case .success(let opened)? = opener.track(copyPath) {
+            adopt(opened, at: copyPath, initial: false)
+            if let adopted = activeByPath[copyPath], adopted.inode == opened.status.inode { return adopted }
+        }
+        // Watched already (its opening is on the way as an event) or taken by another file a moment ago: when it is
+        // adopted, it continues where this incarnation stands, as a file found again does.
+        remember(TailCheckpoint(
+            inode: status.inode, fingerprint: file.fingerprint, originID: file.originID,
+            offset: min(file.readOffset, status.size), path: copyPath))
+        return nil
+    }
+
+    /// The incarnation of `source`, read from its copy `copy` up to `source.readOffset`, goes on in `copy`: same
+    /// origin, offsets and lines waiting for acknowledgement; `copy` is read from there like any file.
+    func continueIncarnation(of source: TailedFile, in copy: TailedFile) {
+        let size = TailFS.status(descriptor: copy.descriptor)?.size ?? 0
+        let end = min(source.readOffset, size)
+        copy.originID = source.originID
+        copy.fingerprint = source.fingerprint
+        copy.readOffset = end
+        copy.emittedOffset = min(source.emittedOffset, end)
+        if source.emittedOffset <= size {
+            copy.pending = source.pending
+            copy.acknowledgedOffset = source.acknowledgedOffset
+            source.pending.removeAll()
+        } else {
+            // Lines past the copy's end were read from the source before its truncation: they stay its own.
+            copy.pending.removeAll()
+            copy.acknowledgedOffset = end
+        }
+        copy.splitter.reset()
+        copy.multiline?.reset()
+        copy.copyState = .none
+        copy.atEnd = false
+        checkpointDirty = true
+        logger.debug(
+            "tail source: \(copy.path) is the copy of \(source.path); its incarnation goes on there at offset \(end)",
+            metadata: ["path": "\(copy.path)", "source": "\(source.path)", "origin": "\(copy.originID)"])
+    }
+
+    // MARK: Copies that `paths` matches
+
+    /// Whether `file` may be read now. A new file that may be a copy of a followed incarnation (logrotate's
+    /// `copytruncate`, with `paths` matching the copy) waits until its first 256 bytes show whether it is one (at most
+    /// `copyDecisionLimit` while it is shorter and begins like a followed file beside it); a copy waits for its
+    /// source's truncation, or its end.
+    func mayRead(_ file: TailedFile) -> Bool {
+        switch file.copyState {
+        case .none:
+            return true
+        case .copy(let source, let origin):
+            if !source.isClosed && source.originID == origin {
+                file.atEnd = true
+                return false
+            }
+            // The incarnation ended without a truncation (rotated away and closed, or restarted from another copy):
+            // what this copy holds was sent from the source.
+            let size = TailFS.status(descriptor: file.descriptor)?.size ?? 0
+            let end = source.originID == origin ? min(source.emittedOffset, size) : size
+            file.originID = origin
+            file.fingerprint = source.fingerprint
+            file.readOffset = end
+            file.emittedOffset = end
+            file.acknowledgedOffset = end
+            file.copyState = .none
+            checkpointDirty = true
+            return true
+        case .undecided(let since):
+            return decideCopy(file, since: since)
+        }
+    }
+
+    private func decideCopy(_ file: TailedFile, since: ContinuousClock.Instant?) -> Bool {
+        let count = TailFS.read(file.descriptor, into: scratch, at: 0)
+        if count == 0 {
+            // Still empty: no copy is being written into it (it may be parked like any quiet file).
+            if file.lastGrowth.advanced(by: Self.parkAfter) <= clock.now { file.copyState = .none }
+            file.atEnd = true
+            return false
+        }
+        let full = TailFingerprint.maximumLength
+        if count >= full {
+            let hash = TailFingerprint.fnv1a(UnsafeRawBufferPointer(rebasing: scratch[0..<full]))
+            var source: TailedFile?
+            for other in files where other !== file && !other.isClosed && other.inode != file.inode {
+                guard other.fingerprint.length == full, other.fingerprint.hash == hash, case .none = other.copyState else { continue }
+                if source == nil || (other.isOpen && !other.isDetached) { source = other }
+            }
+            if let source {
+                file.copyState = .copy(of: source, origin: source.originID)
+                file.atEnd = true
+                logger.debug(
+                    "tail source: \(file.path) begins like \(source.path): a copy, not read as a file of its own",
+                    metadata: ["path": "\(file.path)", "source": "\(source.path)"])
+                return false
+            }
+            file.copyState = .none
+            return true
+        }
+        let now = clock.now
+        if count > 0, (since ?? now).advanced(by: Self.copyDecisionLimit) > now, beginsLikeFollowedFile(file, count: count) {
+            if since == nil { file.copyState = .undecided(since: now) }
+            file.atEnd = true
+            return false
+        }
+        file.copyState = .none
+        return true
+    }
+
+    /// Whether the `count` bytes in `scratch` (the first of `file`, fewer than 256) are the beginning of a followed
+    /// file beside it with a full fingerprint: then `file` may be a copy being written. A parked one is not opened to
+    /// compare: it counts as a match.
+    private func beginsLikeFollowedFile(_ file: TailedFile, count: Int) -> Bool {
+        let directory = TailFS.parentDirectory(file.path)
+        var other = [UInt8](repeating: 0, count: count)
+        for candidate in files where candidate !== file && !candidate.isClosed && candidate.inode != file.inode {
+            guard candidate.fingerprint.length == TailFingerprint.maximumLength,
+                TailFS.parentDirectory(candidate.path) == directory
+            else { continue }
+            if candidate.isParked { return true }
+            let read = other.withUnsafeMutableBytes { TailFS.read(candidate.descriptor, into: $0, at: 0) }
+            if read == count, other.withUnsafeBytes({ memcmp($0.baseAddress!, scratch.baseAddress!, count) == 0 }) {
+                return true
+            }
+        }
+        return false
     }
 
     /// The newest file beside `file` that holds its incarnation's content, opened for reading. Only for an
     /// incarnation with a full-length fingerprint: a few shared first bytes (a short header line) could match another
     /// file, whose end would then be sent as this one's.
-    private func findCopy(of file: TailedFile) -> (Int32, String)? {
+    private func findCopy(of file: TailedFile) -> (Int32, String, TailFS.Inode)? {
         guard file.fingerprint.length >= TailFingerprint.maximumLength else { return nil }
         let slash = file.path.lastIndex(of: "/")
         let directory = slash.map { String(file.path[..<$0]) } ?? "."
         let prefix = slash.map { String(file.path[..<file.path.index(after: $0)]) } ?? ""
-        var best: (descriptor: Int32, path: String, modified: Int)?
+        var best: (descriptor: Int32, path: String, modified: Int, inode: TailFS.Inode)?
         for entry in TailFS.list(directory.isEmpty ? "/" : directory) where entry.isDirectory != true && !entry.isSymbolicLink {
             let path = prefix + entry.name
             guard path != file.path, let status = TailFS.status(path: path), status.isRegular,
@@ -328,8 +490,8 @@ extension TailEngine {
                 continue
             }
             if let previous = best { TailFS.closeDescriptor(previous.descriptor) }
-            best = (descriptor, path, modified)
+            best = (descriptor, path, modified, status.inode)
         }
-        return best.map { ($0.descriptor, $0.path) }
+        return best.map { ($0.descriptor, $0.path, $0.inode) }
     }
 }

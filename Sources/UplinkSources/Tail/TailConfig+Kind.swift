@@ -35,8 +35,18 @@ extension TailConfig {
           `copytruncate` leaves one; an incarnation shorter than 256 bytes is not matched), what the tailer had not read yet is read from that copy first, as the same
           incarnation; then the file is read again from the start as a new incarnation. Only lines written between
           logrotate's copy and its truncate are lost (no reader can see them; prefer rename-and-create), and those of a
-          copy compressed before the tailer noticed (`compress` without `delaycompress`). A deleted file is read to its
+          copy compressed before the tailer noticed (`compress` without `delaycompress`). When `paths` also matches the
+          copy (`app.log*` and logrotate's `app.log.1`), the copy is not read as a file of its own: a new file whose first
+          256 bytes are those of a followed file is taken for its copy and continues that file's incarnation (same origin
+          and offsets), so each line before the copy is sent exactly once. A new file shorter than 256 bytes that begins
+          like a followed file in its directory waits for more bytes, at most 1 s, before it is read as a new file. (A copy
+          of a file shorter than 256 bytes is not recognised and is read as a new file.) A deleted file is read to its
           end, then forgotten.
+        - **Many files.** A file read to its end that has not changed for 5 s is closed (its place and identity are kept)
+          and opened again when it changes: with inotify its directory reports the write by name, when polling it is looked
+          at (`stat`) every `poll_interval`. So thousands of matched files (rotated `app.log.1` … `app.log.9999`) do not
+          hold thousands of descriptors or inotify watches (directories are watched, and only files being read), and an
+          event costs the file it names, not a look at every file.
         - **Checkpoints.** The offset reached in each file is written to `<agent.state_dir>/tail/<source name>.checkpoints`
           (temporary file, `fsync`, `rename`), and only up to lines the collector has acknowledged. After a restart the
           tailer resumes there. After a crash the checkpoint can lag the last acknowledgement by up to
@@ -63,7 +73,8 @@ extension TailConfig {
         SourceKey("poll_interval", "duration, > 0", default: "`250ms`", "How often files are checked for new data when polling."),
         SourceKey(
             "discovery_interval", "duration, > 0", default: "`10s`",
-            "How often the patterns are expanded again (with inotify only a safety net)."),
+            "How often the patterns are expanded again (with inotify only a safety net, skipped while none of the "
+                + "watched directories changed)."),
         SourceKey("max_line_bytes", "size, 1 B to `16MiB`", default: "`64KiB`", "Longest line sent whole."),
         SourceKey(
             "partial_line_timeout", "duration, > 0", default: "`1s`", "How long a last line without newline waits for the rest."),

@@ -20,7 +20,7 @@ rates="${UPLINK_STEADY_RATES:-100 1000 10000}"
 binaries=() labels=()
 for binary in "$@"; do
     [ -x "$binary" ] || { echo "steady-rate: no executable at $binary" >&2; exit 1; }
-    binaries+=("$(readlink -f "$binary")") labels+=("uplink ${binary: -17}")
+    binaries+=("$(readlink -f "$binary")") labels+=("uplink $(basename "$binary")")
 done
 command -v cc >/dev/null || { echo "steady-rate: needs a C compiler (cc) for the writer" >&2; exit 1; }
 

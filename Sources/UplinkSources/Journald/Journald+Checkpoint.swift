@@ -16,14 +16,7 @@ enum JournaldCheckpointFile {
     /// The file's path for a source: its name with characters other than letters, digits, `.`, `_` and `-`
     /// replaced by `_` (as the tailer's).
     static func path(stateDirectory: String, sourceName: String) -> String {
-        let safe = String(
-            sourceName.unicodeScalars.map { scalar -> Character in
-                let ok = (scalar >= "a" && scalar <= "z") || (scalar >= "A" && scalar <= "Z")
-                    || (scalar >= "0" && scalar <= "9") || scalar == "." || scalar == "_" || scalar == "-"
-                return ok ? Character(scalar) : "_"
-            })
-        let name = safe.isEmpty || safe == "." || safe == ".." ? "_" : safe
-        return joinPath(joinPath(stateDirectory, "journald"), name + ".cursor")
+        sourceStateFile(stateDirectory: stateDirectory, kindDirectory: "journald", sourceName: sourceName, suffix: ".cursor")
     }
 
     static func encode(cursor: String) -> [UInt8] {

@@ -27,14 +27,7 @@ enum TailCheckpointFile {
     /// The checkpoint file's path for a source: its name with characters other than letters, digits, `.`, `_`
     /// and `-` replaced by `_`.
     static func path(stateDirectory: String, sourceName: String) -> String {
-        let safe = String(
-            sourceName.unicodeScalars.map { scalar -> Character in
-                let ok = (scalar >= "a" && scalar <= "z") || (scalar >= "A" && scalar <= "Z")
-                    || (scalar >= "0" && scalar <= "9") || scalar == "." || scalar == "_" || scalar == "-"
-                return ok ? Character(scalar) : "_"
-            })
-        let name = safe.isEmpty || safe == "." || safe == ".." ? "_" : safe
-        return joinPath(joinPath(stateDirectory, "tail"), name + ".checkpoints")
+        sourceStateFile(stateDirectory: stateDirectory, kindDirectory: "tail", sourceName: sourceName, suffix: ".checkpoints")
     }
 
     static func encode(_ checkpoints: [TailCheckpoint]) -> [UInt8] {

@@ -4,6 +4,7 @@
 #
 #   deploy/tail-scale.sh [BASE_REF]
 #
+# BASE_REF must be 5872214 or later: the copied benchmark files construct `SourceConfig(tail)`, which older trees lack.
 # Builds `uplink-bench` in release twice: from BASE_REF (default: main) with this checkout's benchmark files copied
 # in (so both run the same benchmark, only the agent differs), into /tmp/uplink-tailscale-base/.build-base, and from
 # this checkout into .build-rel. Then runs `uplink-bench tailscale` of old and new, alternating, UPLINK_TAIL_ROUNDS

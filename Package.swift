@@ -53,13 +53,10 @@ let package = Package(
             pkgConfig: "libzstd",
             providers: [.apt(["libzstd-dev"])]
         ),
-        // libsystemd: the journald source reads the systemd journal through sd-journal (UplinkSources/Journald). Linked
-        // dynamically like every system library; Debian's libsystemd0 is on every systemd box.
-        .systemLibrary(
-            name: "CSystemd",
-            pkgConfig: "libsystemd",
-            providers: [.apt(["libsystemd-dev"])]
-        ),
+        // libsystemd: the journald source reads the systemd journal through sd-journal (UplinkSources/Journald). Built
+        // against Debian's libsystemd-dev headers, but loaded with dlopen when a journald source first opens a journal
+        // (Sources/CSystemd/systemd.c), so agents without one and collectors do not load it and its dependencies.
+        .target(name: "CSystemd"),
         .target(
             name: "UplinkConfig",
             dependencies: ["UplinkCore", "CYAML"],

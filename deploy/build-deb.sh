@@ -52,8 +52,9 @@ mkdir -p "$root/DEBIAN"
 DESTDIR="$root" PREFIX=/usr SYSCONFDIR=/etc UPLINK_BINARY="$binary" sh "$deploy/install.sh" --no-start >&2
 rm -f "$root/etc/uplink/"*.dist
 
-# Depends: the packages that own the shared libraries the binary needs (libyaml-0-2, libzstd1, libsystemd0, libc6,
-# libstdc++6, ...).
+# Depends: the packages that own the shared libraries the binary needs (libyaml-0-2, libzstd1, libc6, libstdc++6, ...).
+# Recommends: libsystemd0, which the journald source loads with dlopen when it first opens a journal (the binary does
+# not link it, so readelf does not list it).
 depends="libyaml-0-2"
 if [ "$arch" = "$(dpkg --print-architecture)" ]; then
     for library in $(LC_ALL=C readelf -d "$binary" | sed -n 's/.*(NEEDED).*\[\(.*\)\]/\1/p'); do
@@ -66,9 +67,8 @@ if [ "$arch" = "$(dpkg --print-architecture)" ]; then
         case ", $depends, " in *", $owner, "*) ;; *) depends="$depends, $owner" ;; esac
     done
 else
-    # Cross-built: the packages of the libraries a glibc build links (zlib and zstd: the stream's compression;
-    # libsystemd: the journald source's sd-journal).
-    depends="$depends, libc6, libstdc++6, libgcc-s1, zlib1g, libzstd1, libsystemd0"
+    # Cross-built: the packages of the libraries a glibc build links (zlib and zstd: the stream's compression).
+    depends="$depends, libc6, libstdc++6, libgcc-s1, zlib1g, libzstd1"
 fi
 
 installed_size="$(du -sk --exclude=DEBIAN "$root" | cut -f1)"
@@ -79,6 +79,7 @@ Architecture: $arch
 Maintainer: ${UPLINK_MAINTAINER:-uplink maintainers <uplink@example.invalid>}
 Installed-Size: $installed_size
 Depends: $depends
+Recommends: libsystemd0
 Section: net
 Priority: optional
 Description: telemetry agent for edge Linux boxes

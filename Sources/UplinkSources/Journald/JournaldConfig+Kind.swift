@@ -23,15 +23,17 @@ extension JournaldConfig {
 
         Field values longer than 1 KiB are cut. No entry is lost or stored twice across restarts and crashes:
 
-        - **How it reads.** Through libsystemd's sd-journal (the system library `libsystemd0`, linked dynamically), like
+        - **How it reads.** Through libsystemd's sd-journal (the system library `libsystemd0`, loaded when a journald source
+          first opens a journal, so agents without one do not load it and its dependencies; without it the source fails
+          to start with "cannot load libsystemd … install libsystemd0" and the other sources run on), like
           `journalctl`: `units`, `matches` and `priority` become sd-journal matches, so entries that do not match are never
           read. The source follows the journal through sd-journal's inotify descriptor (a thread of its own waits on it):
           an idle source does not wake up. Files added, rotated and vacuumed by journald are picked up as journalctl does.
           Why not supervise `journalctl --output=json --follow --after-cursor` (as Vector does): that is a second process
           per source, a JSON parser for its output (which prints fields over 4 KiB as `null` unless `--all`, and binary
           ones as arrays of numbers), and a pipe between them, where sd-journal gives each field's bytes, the cursor and
-          a descriptor to wait on directly; `libsystemd0` is on every box that has a journal, is linked dynamically (the
-          binary grows only by this source's code) and is the library journalctl itself uses. journalctl's one advantage,
+          a descriptor to wait on directly; `libsystemd0` is on every box that has a journal, costs the binary only this
+          source's code and is the library journalctl itself uses. journalctl's one advantage,
           a crash confined to a child process, is covered by the service's restart (see "Damaged journals").
         - **Which journal.** Without `directory`, the local system journal (`/var/log/journal`, or `/run/log/journal` without
           persistent storage), which needs the agent's user in the `systemd-journal` group (the packaged service has it).

@@ -36,7 +36,7 @@ enum StreamEvent: Sendable {
 /// peer that does not read its response cannot make the collector queue an ack per stored batch.
 ///
 /// It also paces them: after an ack is written the next one waits until `interval` has passed, unless `urgentBytes`
-/// of record lines were stored since (docs/protocol.md, "Acknowledgements"). At a steady trickle each stored line
+/// of record lines were stored since (docs/protocol.md, "Response"). At a steady trickle each stored line
 /// would otherwise cost an ack on both ends (a write here, a wake-up and a read on the agent); a bulk stream stores
 /// large batches, each urgent, so its acks are not held back and the agent's window of unacknowledged bytes keeps
 /// moving.

@@ -29,7 +29,8 @@ extension TailConfig {
           not taken for the old file. Rename-and-create: the renamed file is read to its end, then the new file from its
           start; include rotated names in `paths` (`app.log*`) if files may be rotated more than once before the agent
           looks. A renamed or deleted file stays open until it has not grown for 1 s (a writer may still be finishing its
-          last lines), at most a quarter of the open-file limit of them at once. Records keep the `path` the file was
+          last lines), at most 128 of them at once (beyond that the oldest ones already read to their end are closed
+          without waiting). Records keep the `path` the file was
           followed at. copytruncate and truncation: the shrink is noticed; when the directory holds a copy of the old
           content (a regular file with the incarnation's first 256 bytes, at least as long as what was read: logrotate's
           `copytruncate` leaves one; an incarnation shorter than 256 bytes is not matched), what the tailer had not read yet is read from that copy first, as the same

@@ -76,6 +76,21 @@ extension RecordSink {
     /// acknowledged once emitted.
     public var acknowledgedSequence: UInt64 { .max }
 
+    /// For a source that stops: waits at most `limit` until everything through `sequence` is acknowledged, so that its
+    /// last checkpoint covers what it sent. Whether it was. Runs even when the calling task is already cancelled (the
+    /// usual case at shutdown): the wait and its timer run in tasks of their own.
+    public func waitForAcknowledgement(through sequence: UInt64, atMost limit: Duration) async -> Bool {
+        guard sequence > 0, acknowledgedSequence < sequence else { return true }
+        let waiter = Task { await self.waitForAcknowledgement(after: sequence - 1) }
+        let timer = Task {
+            try? await Task.sleep(for: limit)
+            waiter.cancel()
+        }
+        let acknowledged = await waiter.value
+        timer.cancel()
+        return acknowledged >= sequence
+    }
+
     /// See `acknowledgedSequence`: returns `UInt64.max` at once, or, when called with it, waits for cancellation.
     public func waitForAcknowledgement(after sequence: UInt64) async -> UInt64 {
         if sequence < .max { return .max }

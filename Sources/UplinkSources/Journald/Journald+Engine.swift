@@ -269,23 +269,10 @@ final class JournaldEngine {
     }
 
     private func shutdown() async {
-        let target = lastAppendedSequence
-        if target > 0, sink.acknowledgedSequence < target {
-            // In tasks of their own: this task is cancelled, its waits would end at once.
-            let sink = self.sink
-            let limit = Self.shutdownAcknowledgementWait
-            let waiter = Task { await sink.waitForAcknowledgement(after: target - 1) }
-            let timer = Task {
-                try? await Task.sleep(for: limit)
-                waiter.cancel()
-            }
-            let acknowledged = await waiter.value
-            timer.cancel()
-            if acknowledged < target {
-                logger.info(
-                    "journald source: stopping before the collector acknowledged every entry sent; they are sent again on the next start"
-                )
-            }
+        if await !sink.waitForAcknowledgement(through: lastAppendedSequence, atMost: Self.shutdownAcknowledgementWait) {
+            logger.info(
+                "journald source: stopping before the collector acknowledged every entry sent; they are sent again on the next start"
+            )
         }
         acknowledge()
         writeCheckpoint(force: true)

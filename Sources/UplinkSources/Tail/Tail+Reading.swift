@@ -285,8 +285,8 @@ extension TailEngine {
 
     /// `copytruncate` (logrotate's, or any copy-then-truncate): the lines written before the copy that were not read
     /// yet are in the copy. Finds it in the file's directory (a regular file, another inode, with the incarnation's
-    /// first bytes, at least as long as what was read; the newest such) and reads it from the offset reached to its
-    /// end, as the same incarnation (same origin, offsets going on), so nothing is sent twice. Only lines written
+    /// first bytes; the newest such) and reads it from the offset reached to its end, as the same incarnation (same
+    /// origin, offsets going on), so nothing is sent twice. Only lines written
     /// between the copy and the truncation are lost, which no reader can see. A copy already compressed (logrotate's
     /// `compress` without `delaycompress`, done before the tailer looked) does not match and is not read.
     ///
@@ -478,8 +478,10 @@ extension TailEngine {
         var best: (descriptor: Int32, path: String, modified: Int, inode: TailFS.Inode)?
         for entry in TailFS.list(directory.isEmpty ? "/" : directory) where entry.isDirectory != true && !entry.isSymbolicLink {
             let path = prefix + entry.name
-            guard path != file.path, let status = TailFS.status(path: path), status.isRegular,
-                status.inode != file.inode, status.size >= file.readOffset
+            // A copy may be shorter than what was read: the writer appended between logrotate's copy and its
+            // truncate, and the tailer read that too. Nothing is left to read from it then, but when `paths` matches
+            // it, it must still be known as this incarnation's copy, or it would be read again from 0.
+            guard path != file.path, let status = TailFS.status(path: path), status.isRegular, status.inode != file.inode
             else { continue }
             guard case .success(let descriptor) = TailFS.openForReading(path) else { continue }
             var info = stat()

@@ -32,8 +32,8 @@ extension TailConfig {
           last lines), at most 128 of them at once (beyond that the oldest ones already read to their end are closed
           without waiting). Records keep the `path` the file was
           followed at. copytruncate and truncation: the shrink is noticed; when the directory holds a copy of the old
-          content (a regular file with the incarnation's first 256 bytes, at least as long as what was read: logrotate's
-          `copytruncate` leaves one; an incarnation shorter than 256 bytes is not matched), what the tailer had not read yet is read from that copy first, as the same
+          content (a regular file with the incarnation's first 256 bytes: logrotate's `copytruncate` leaves one; an
+          incarnation shorter than 256 bytes is not matched), what the tailer had not read yet is read from that copy first, as the same
           incarnation; then the file is read again from the start as a new incarnation. Only lines written between
           logrotate's copy and its truncate are lost (no reader can see them; prefer rename-and-create), and those of a
           copy compressed before the tailer noticed (`compress` without `delaycompress`). When `paths` also matches the

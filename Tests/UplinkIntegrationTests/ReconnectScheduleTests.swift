@@ -15,7 +15,9 @@ import UplinkWire
 struct ReconnectScheduleTests {
     @Test("After k refused attempts a collector starts on the port: the stream is up on attempt k+1, records arrive")
     func streamUpOnTheNextAttempt() async throws {
-        let port = try FreePort.pick()
+        // Held until the collector starts: the refused attempts meet this bound socket, never another test's server.
+        let reservation = try FreePort.reserve()
+        let port = reservation.port
         let dataDirectory = try Harness.temporaryDirectory("reconnect")
         let refusedAttempts = 5
         let backoff = Backoff(initial: .milliseconds(100), multiplier: 2, maximum: .seconds(1))
@@ -32,13 +34,13 @@ struct ReconnectScheduleTests {
             #expect(ring.append(NDJSONFrameEncoder().frame(for: record), source: source) == .appended(sequence: UInt64(n + 1)))
         }
 
-        let schedule = CollectorComingBack(port: port, dataDirectory: dataDirectory, startDuringDelay: refusedAttempts)
+        let schedule = CollectorComingBack(reservation: reservation, dataDirectory: dataDirectory, startDuringDelay: refusedAttempts)
         let uplink = Uplink(configuration: configuration, ring: ring, logger: Harness.logger, backoffSleep: schedule.sleep)
         schedule.attach(uplink)
         let task = Task { try await uplink.run() }
 
         let up = await Harness.eventually(timeout: .seconds(30)) { uplink.statistics().streamsOpened >= 1 }
-        #expect(up, "no stream: \(uplink.statistics())")
+        #expect(up, "no stream: \(uplink.statistics()); collector start: \(schedule.startFailure ?? "no failure")")
         let delivered = await Harness.eventually(timeout: .seconds(30)) { ring.statistics().acknowledged >= UInt64(records) }
         #expect(delivered, "acknowledged \(ring.statistics().acknowledged) of \(records)")
         task.cancel()
@@ -63,7 +65,7 @@ struct ReconnectScheduleTests {
     }
 }
 
-/// A backoff sleep that records each delay with the uplink's counters and starts a collector on `port` during the
+/// A backoff sleep that records each delay with the uplink's counters and starts a collector on the reserved port during the
 /// `startDuringDelay`-th delay. Every call returns at once.
 private final class CollectorComingBack: Sendable {
     struct Call: Sendable {
@@ -72,13 +74,14 @@ private final class CollectorComingBack: Sendable {
         var failure: StreamFailure?
     }
 
-    private let port: Int
+    private let reservation: PortReservation
     private let dataDirectory: String
     private let startDuringDelay: Int
-    private let state = Mutex<(uplink: Uplink?, calls: [Call], collector: BackgroundCollector?)>((nil, [], nil))
+    private let state = Mutex<(uplink: Uplink?, calls: [Call], collector: BackgroundCollector?, startFailure: String?)>(
+        (nil, [], nil, nil))
 
-    init(port: Int, dataDirectory: String, startDuringDelay: Int) {
-        self.port = port
+    init(reservation: PortReservation, dataDirectory: String, startDuringDelay: Int) {
+        self.reservation = reservation
         self.dataDirectory = dataDirectory
         self.startDuringDelay = startDuringDelay
     }
@@ -88,6 +91,9 @@ private final class CollectorComingBack: Sendable {
     }
 
     var calls: [Call] { state.withLock { $0.calls } }
+
+    /// Why the collector did not start, if it did not.
+    var startFailure: String? { state.withLock { $0.startFailure } }
 
     var sleep: @Sendable (Duration) async throws -> Void {
         { [self] delay in try await self.record(delay) }
@@ -102,12 +108,18 @@ private final class CollectorComingBack: Sendable {
         }
         guard count == startDuringDelay else { return }
         var configuration = CollectorConfiguration()
-        configuration.port = port
+        configuration.port = reservation.port
+        reservation.release()
         configuration.dataDirectory = dataDirectory
         configuration.stdoutSink = false
         configuration.jsonlSink = true
-        let collector = try await BackgroundCollector.start(configuration: configuration, logger: Harness.logger)
-        state.withLock { $0.collector = collector }
+        do {
+            let collector = try await BackgroundCollector.start(configuration: configuration, logger: Harness.logger)
+            state.withLock { $0.collector = collector }
+        } catch {
+            state.withLock { $0.startFailure = "\(error)" }
+            throw error
+        }
     }
 
     func stopCollector() async throws {

@@ -12,7 +12,7 @@
 # alone, then app.log and 9,999 rotated files), after 5 s of start-up idle for UPLINK_BENCH_TAIL_SECONDS (default 20),
 # then 1,000 lines/s appended to app.log for as long. Printed per run: CPU share of one core idle and writing
 # (getrusage of the benchmark process: agent, in-process collector and writer), latency append → collector (p50,
-# p99, max), open descriptors and inotify watches of the process.
+# p99, max), open descriptors and inotify watches of the process, bytes written to storage while writing (checkpoints).
 set -euo pipefail
 
 repo="$(cd "$(dirname "$0")/.." && pwd)"
@@ -23,7 +23,8 @@ base=/tmp/uplink-tailscale-base
 rm -rf "$base/src"
 mkdir -p "$base/src"
 git -C "$repo" archive "$base_ref" | tar -x -C "$base/src"
-cp "$repo/Sources/uplink-bench/TailScaleBenchmark.swift" "$repo/Sources/uplink-bench/main.swift" "$base/src/Sources/uplink-bench/"
+cp "$repo/Sources/uplink-bench/TailScaleBenchmark.swift" "$repo/Sources/uplink-bench/main.swift" \
+    "$repo/Sources/uplink-bench/BenchmarkSupport.swift" "$base/src/Sources/uplink-bench/"
 (cd "$base/src" && swift build -c release --product uplink-bench --build-path "$base/.build-base")
 (cd "$repo" && swift build -c release --product uplink-bench --build-path "$repo/.build-rel")
 

@@ -145,19 +145,4 @@ enum PersistBenchmark {
         configuration.jsonlSink = true
         return try await BackgroundCollector.start(configuration: configuration, logger: logger)
     }
-
-    /// `write_bytes` of `/proc/self/io`.
-    private static func storageWriteBytes() -> Int {
-        let fd = open("/proc/self/io", O_RDONLY)
-        guard fd >= 0 else { return 0 }
-        defer { close(fd) }
-        var buffer = [UInt8](repeating: 0, count: 1024)
-        let count = read(fd, &buffer, buffer.count)
-        guard count > 0 else { return 0 }
-        let text = String(decoding: buffer[0..<count], as: UTF8.self)
-        for line in text.split(separator: "\n") where line.hasPrefix("write_bytes:") {
-            return Int(line.split(separator: " ").last ?? "") ?? 0
-        }
-        return 0
-    }
 }

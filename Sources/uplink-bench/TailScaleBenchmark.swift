@@ -16,7 +16,8 @@ import Glibc
 /// Two phases, each `seconds` long, after 10 s of start-up: idle (nothing written), then a writer appending one
 /// line per millisecond to `app.log` (1,000 lines/s). Reports the CPU share of one core (getrusage of the whole
 /// process: agent, collector and writer) in each phase, the latency from the append to the collector's receipt
-/// (p50/p99/max), the open descriptors and inotify watches of the process. Compare `files = 1` with many files.
+/// (p50/p99/max), the open descriptors and inotify watches of the process, and the bytes written to storage while
+/// writing (the checkpoints). Compare `files = 1` with many files.
 enum TailScaleBenchmark {
     static func run(files: Int, seconds: Int, logger: Logger) async throws -> BenchmarkResult {
         let directory = try temporaryDirectory(prefix: "uplink-bench-tailscale")
@@ -71,6 +72,7 @@ enum TailScaleBenchmark {
         defer { close(descriptor) }
         let lines = seconds * 1000
         let loadBefore = ResourceUsage.now()
+        let writtenBefore = storageWriteBytes()
         started = ContinuousClock.now
         var loadDescriptors = 0
         for index in 0..<lines {
@@ -86,6 +88,8 @@ enum TailScaleBenchmark {
             waits += 1
         }
         let loadCPU = (ResourceUsage.now().cpuSeconds - loadBefore.cpuSeconds) / (ContinuousClock.now - started).seconds
+        let loadSeconds = (ContinuousClock.now - started).seconds
+        let written = storageWriteBytes() - writtenBefore
         let resident = residentBytes()
         await group.triggerGracefulShutdown()
         try await task.value
@@ -101,6 +105,8 @@ enum TailScaleBenchmark {
                 "open descriptors of the process: \(baselineDescriptors) before the agent, \(idleDescriptors) idle "
                     + "(\(idleEndDescriptors) at its end), \(loadDescriptors) writing; inotify watches idle: \(idleWatches)",
                 "RSS at the end: \(format(Double(resident) / 1_048_576)) MiB",
+                "storage writes while writing (/proc/self/io write_bytes: the tailer's checkpoints; the collector prints to "
+                    + "stdout): \(format(Double(written) / 1024)) KiB = \(format(Double(written) / loadSeconds * 3600 / 1_048_576)) MiB per hour",
             ])
     }
 

@@ -7,11 +7,111 @@ import UplinkCore
 
 @Suite("Tail checkpoints")
 struct TailCheckpointTests {
-    /// The checkpoints in the file, nil when it is missing or does not parse.
+    /// The checkpoints the file and its changes file say together, nil when the file is missing or does not parse.
     static func checkpoints(_ stateDirectory: String, name: String = "tail-test") -> [TailCheckpoint]? {
         let path = TailCheckpointFile.path(stateDirectory: stateDirectory, sourceName: name)
-        guard let data = FileManager.default.contents(atPath: path) else { return nil }
-        return try? TailCheckpointFile.decode(Array(data)).get()
+        guard let data = FileManager.default.contents(atPath: path),
+            let entries = try? TailCheckpointFile.decode(Array(data)).get()
+        else { return nil }
+        return TailCheckpointChanges.merge(entries, checkpointFileBytes: Array(data), checkpointFile: path).checkpoints
+    }
+
+    @Test("the changes file round-trips, applies only to the checkpoint file it was written against, and damage is detected")
+    func changesFormat() throws {
+        let directory = try TailTemporaryDirectory()
+        defer { directory.remove() }
+        let a = TailCheckpoint(
+            inode: TailFS.Inode(device: 1, inode: 10), fingerprint: .empty, originID: 5, offset: 100, path: "/l/a.log")
+        let b = TailCheckpoint(
+            inode: TailFS.Inode(device: 1, inode: 11), fingerprint: .empty, originID: 6, offset: 200, path: "/l/b.log")
+        let fileBytes = TailCheckpointFile.encode([a, b])
+        let base = TailCheckpointChanges.contentHash(fileBytes)
+        var movedA = a
+        movedA.offset = 150
+        let c = TailCheckpoint(
+            inode: TailFS.Inode(device: 1, inode: 12), fingerprint: .empty, originID: 7, offset: 0, path: "/l/c.log")
+        let changes = TailCheckpointChanges.encode(base: base, lines: [movedA, c].map(TailCheckpointFile.encodeLine))
+        let decoded = try TailCheckpointChanges.decode(changes).get()
+        #expect(decoded.base == base && decoded.checkpoints == [movedA, c])
+        for length in stride(from: 0, to: changes.count - 1, by: 5) {
+            if case .success = TailCheckpointChanges.decode(Array(changes[0..<length])) {
+                Issue.record("accepted a changes file cut at \(length) bytes")
+            }
+        }
+        #expect(throws: (any Error).self) { try TailCheckpointChanges.decode(fileBytes).get() }
+
+        let path = directory.file("x.checkpoints")
+        let changesPath = TailCheckpointChanges.path(checkpointFile: path)
+        // None: the file alone, no problem.
+        var merged = TailCheckpointChanges.merge([a, b], checkpointFileBytes: fileBytes, checkpointFile: path)
+        #expect(merged.checkpoints == [a, b] && merged.problem == nil)
+        // Written against this content: a moved, c added.
+        writeFile(changesPath, String(decoding: changes, as: UTF8.self))
+        merged = TailCheckpointChanges.merge([a, b], checkpointFileBytes: fileBytes, checkpointFile: path)
+        #expect(merged.checkpoints == [movedA, b, c] && merged.problem == nil)
+        // The checkpoint file was rewritten since (a crash before the changes file was removed): ignored, silently.
+        let rewritten = TailCheckpointFile.encode([movedA, b, c])
+        merged = TailCheckpointChanges.merge([movedA, b, c], checkpointFileBytes: rewritten, checkpointFile: path)
+        #expect(merged.checkpoints == [movedA, b, c] && merged.problem == nil)
+        // Corrupt: the file alone, and the reason.
+        writeFile(changesPath, "uplink-tail-checkpoint-changes 1 \(TailCheckpointFile.hex(base))\n1 10 0 zz")
+        merged = TailCheckpointChanges.merge([a, b], checkpointFileBytes: fileBytes, checkpointFile: path)
+        #expect(merged.checkpoints == [a, b] && merged.problem?.contains("corrupt") == true)
+    }
+
+    @Test("with many files at rest, a checkpoint writes only the files that moved; a restart resumes each where it stood")
+    func fewChangesAmongManyFiles() async throws {
+        let directory = try TailTemporaryDirectory()
+        defer { directory.remove() }
+        let state = directory.file("state")
+        let logs = directory.file("logs")
+        try FileManager.default.createDirectory(atPath: logs, withIntermediateDirectories: true)
+        let names = (0..<40).map { String(format: "f%02d.log", $0) }
+        for name in names { writeFile(logs + "/" + name, "one\ntwo\n") }
+        let config = tailTestConfig([logs + "/*.log"])
+        let checkpointPath = TailCheckpointFile.path(stateDirectory: state, sourceName: "tail-test")
+        let changesPath = TailCheckpointChanges.path(checkpointFile: checkpointPath)
+        func offset(_ name: String) -> UInt64? {
+            Self.checkpoints(state)?.first { $0.path == logs + "/" + name }?.offset
+        }
+
+        let sink = AcknowledgingSink()
+        sink.acknowledge(through: .max)
+        let tail = RunningTail(config, sink: sink, stateDirectory: state)
+        #expect(await eventually { Self.checkpoints(state)?.count == 40 && Self.checkpoints(state)?.allSatisfy { $0.offset == 8 } == true })
+        let fileBefore = FileManager.default.contents(atPath: checkpointPath)
+        let inodeBefore = TailFS.status(path: checkpointPath)?.inode
+
+        // One file moves: only its entry is written, to the changes file; the checkpoint file is left alone.
+        let writer = TailTestWriter(logs + "/f07.log")
+        writer.write("three\n")
+        #expect(await eventually { offset("f07.log") == 14 })
+        try await Task.sleep(for: .milliseconds(200))  // several checkpoint intervals
+        #expect(FileManager.default.contents(atPath: checkpointPath) == fileBefore)
+        #expect(TailFS.status(path: checkpointPath)?.inode == inodeBefore)
+        let changes = try TailCheckpointChanges.decode(Array(try #require(FileManager.default.contents(atPath: changesPath)))).get()
+        #expect(changes.checkpoints.map(\.path) == [logs + "/f07.log"] && changes.checkpoints.first?.offset == 14)
+        try await tail.stop()
+        #expect(FileManager.default.contents(atPath: checkpointPath) == fileBefore)
+
+        // A restart reads both: nothing is read again, each file goes on where it stood.
+        writer.write("four\n")
+        writeFile(logs + "/f20.log", "one\ntwo\nlater\n")
+        let second = AcknowledgingSink()
+        second.acknowledge(through: .max)
+        let again = RunningTail(config, sink: second, stateDirectory: state)
+        #expect(await eventually { second.count >= 2 })
+        try await Task.sleep(for: .milliseconds(200))
+        #expect(messages(second.records).sorted() == ["four", "later"])
+
+        // Most files move: the checkpoint file is rewritten whole and the changes file removed.
+        for name in names.prefix(30) { TailTestWriter(logs + "/" + name).write("more\n") }
+        #expect(await eventually { second.count >= 32 })
+        #expect(await eventually { offset("f00.log") == 13 && !FileManager.default.fileExists(atPath: changesPath) })
+        #expect(FileManager.default.contents(atPath: checkpointPath) != fileBefore)
+        try await again.stop()
+        #expect(Self.checkpoints(state)?.count == 40)
+        #expect(offset("f07.log") == 24 && offset("f20.log") == 19 && offset("f39.log") == 8)
     }
 
     @Test("the file format round-trips, and damage is detected")

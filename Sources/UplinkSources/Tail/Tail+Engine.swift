@@ -92,6 +92,11 @@ final class TailEngine {
     var discoveryRequested = false
     var nextDiscovery: ContinuousClock.Instant
     var checkpointDirty = false
+    /// The entries the checkpoint file holds, and the hash of its bytes that a changes file must name; nil before
+    /// it was read or written (the next write then rewrites it).
+    var checkpointFileEntries: [TailFS.Inode: TailCheckpoint] = [:]
+    var checkpointFileHash: UInt64?
+    var changesFileWritten = false
     var lastCheckpointWrite: ContinuousClock.Instant
     var warnedCheckpointWrite = false
     var warnedPaths: Set<String> = []

@@ -164,6 +164,11 @@ enum TailFS {
         return .success(content)
     }
 
+    /// Removes a file, if it is there (a failure leaves it, which readers must tolerate).
+    static func removeFile(_ path: String) {
+        unlink(path)
+    }
+
     /// Replaces `path` atomically with `content`: writes `<path>.tmp`, flushes it to disk, renames it over
     /// `path` and flushes the directory, so a crash leaves either the old or the new content.
     static func writeAtomically(_ path: String, _ content: [UInt8]) -> Errno? {

@@ -225,7 +225,9 @@ extension TailEngine {
 extension TailEngine {
     // MARK: Checkpoint file
 
-    /// Reads the checkpoint file, if any. A file that cannot be read or parsed gives one warning and is ignored.
+    /// Reads the checkpoint file and its changes file, if any. A file that cannot be read or parsed gives one
+    /// warning and is ignored (a changes file alone: the checkpoint file's older offsets are used, and the lines
+    /// after them are sent again, for the collector to recognise).
     func loadCheckpoints() {
         guard let path = checkpointPath else {
             logger.debug("tail source: no state directory, checkpoints are kept in memory only")
@@ -241,7 +243,14 @@ extension TailEngine {
             return
         }
         switch TailCheckpointFile.decode(bytes) {
-        case .success(let checkpoints):
+        case .success(let fileEntries):
+            for checkpoint in fileEntries { checkpointFileEntries[checkpoint.inode] = checkpoint }
+            checkpointFileHash = TailCheckpointChanges.contentHash(bytes)
+            changesFileWritten = TailFS.status(path: TailCheckpointChanges.path(checkpointFile: path)) != nil
+            let (checkpoints, problem) = TailCheckpointChanges.merge(fileEntries, checkpointFileBytes: bytes, checkpointFile: path)
+            if let problem {
+                logger.warning("tail source: \(problem); using the checkpoint file alone (lines after its offsets are sent again)")
+            }
             for checkpoint in checkpoints {
                 loadedCheckpoints[checkpoint.inode] = checkpoint
                 checkpointedPaths.insert(checkpoint.path)
@@ -253,7 +262,10 @@ extension TailEngine {
         }
     }
 
-    /// Writes the checkpoints when they changed and the interval passed (or now, with `force`).
+    /// Writes the checkpoints when they changed and the interval passed (or now, with `force`). When only a few
+    /// files moved (fewer than a quarter of the entries differ from the checkpoint file), only they are written, to
+    /// the changes file; otherwise the checkpoint file is rewritten whole and the changes file removed. So thousands
+    /// of files at rest cost nothing per checkpoint, and a handful of files keep a single file.
     func writeCheckpoints(force: Bool) {
         guard checkpointDirty else { return }
         let now = clock.now
@@ -261,17 +273,49 @@ extension TailEngine {
         lastCheckpointWrite = now
         checkpointDirty = false
         guard let path = checkpointPath else { return }
-        // Each file's line is made again only when its entry changed: with thousands of files, one moves at a time.
-        let lines = files.map { file -> [UInt8] in
+        var current: [(file: TailedFile, checkpoint: TailCheckpoint)] = []
+        current.reserveCapacity(files.count)
+        var changed = 0
+        var present = 0
+        for file in files {
             let checkpoint = TailCheckpoint(
                 inode: file.inode, fingerprint: file.fingerprint, originID: file.originID, offset: file.acknowledgedOffset,
                 path: file.path)
-            if let cached = file.encodedCheckpoint, cached.checkpoint == checkpoint { return cached.line }
-            let line = TailCheckpointFile.encodeLine(checkpoint)
-            file.encodedCheckpoint = (checkpoint, line)
-            return line
+            if let entry = checkpointFileEntries[file.inode] {
+                present += 1
+                if entry != checkpoint { changed += 1 }
+            } else {
+                changed += 1
+            }
+            current.append((file, checkpoint))
         }
-        if let error = TailFS.writeAtomically(path, TailCheckpointFile.encode(lines: lines)) {
+        let removed = checkpointFileEntries.count - present
+        let changesPath = TailCheckpointChanges.path(checkpointFile: path)
+        let error: TailFS.Errno?
+        if checkpointFileHash != nil, changed == 0, removed == 0 {
+            // The checkpoint file says it all.
+            if changesFileWritten { TailFS.removeFile(changesPath) }
+            changesFileWritten = false
+            error = nil
+        } else if let base = checkpointFileHash, (changed + max(0, removed)) * 4 < current.count {
+            let lines = current.compactMap { entry in
+                checkpointFileEntries[entry.checkpoint.inode] == entry.checkpoint ? nil : Self.line(entry.file, entry.checkpoint)
+            }
+            error = TailFS.writeAtomically(changesPath, TailCheckpointChanges.encode(base: base, lines: lines))
+            if error == nil { changesFileWritten = true }
+        } else {
+            let bytes = TailCheckpointFile.encode(lines: current.map { Self.line($0.file, $0.checkpoint) })
+            error = TailFS.writeAtomically(path, bytes)
+            if error == nil {
+                checkpointFileEntries = [:]
+                for entry in current { checkpointFileEntries[entry.checkpoint.inode] = entry.checkpoint }
+                checkpointFileHash = TailCheckpointChanges.contentHash(bytes)
+                // Written against the old content, it would be ignored; removed so the directory shows the state.
+                if changesFileWritten { TailFS.removeFile(changesPath) }
+                changesFileWritten = false
+            }
+        }
+        if let error {
             checkpointDirty = true
             if !warnedCheckpointWrite {
                 warnedCheckpointWrite = true
@@ -281,6 +325,14 @@ extension TailEngine {
             warnedCheckpointWrite = false
             logger.info("tail source: the checkpoint file \(path) is written again")
         }
+    }
+
+    /// A file's checkpoint line, made again only when its entry changed: with thousands of files, one moves at a time.
+    private static func line(_ file: TailedFile, _ checkpoint: TailCheckpoint) -> [UInt8] {
+        if let cached = file.encodedCheckpoint, cached.checkpoint == checkpoint { return cached.line }
+        let line = TailCheckpointFile.encodeLine(checkpoint)
+        file.encodedCheckpoint = (checkpoint, line)
+        return line
     }
 
     /// `copytruncate` (logrotate's, or any copy-then-truncate): the lines written before the copy that were not read

@@ -16,7 +16,8 @@ import UplinkCore
 ///   Deletion: the open descriptor is read to its end, then the file and its checkpoint are forgotten.
 /// - Lines are sent with `emitWaitingForSpace`: while the buffer is full the source waits and reads nothing
 ///   (the file is the buffer). Checkpoints advance only to lines the collector acknowledged, and are written
-///   to `<agent.state_dir>/tail/<name>.checkpoints` (see `TailCheckpointFile`).
+///   to `<agent.state_dir>/tail/<name>.checkpoints` (see `TailCheckpointFile`; a few moved files among many go
+///   to its changes file, `TailCheckpointChanges`).
 /// - Cancellation stops reading, waits up to 5 seconds for the acknowledgement of the last line sent, writes
 ///   the final checkpoints and returns.
 public struct TailSource: Source {

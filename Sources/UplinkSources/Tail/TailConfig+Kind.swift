@@ -49,8 +49,11 @@ extension TailConfig {
           hold thousands of descriptors or inotify watches (directories are watched, and only files being read), and an
           event costs the file it names, not a look at every file.
         - **Checkpoints.** The offset reached in each file is written to `<agent.state_dir>/tail/<source name>.checkpoints`
-          (temporary file, `fsync`, `rename`), and only up to lines the collector has acknowledged. After a restart the
-          tailer resumes there. After a crash the checkpoint can lag the last acknowledgement by up to
+          (temporary file, `fsync`, `rename`), and only up to lines the collector has acknowledged, at most every
+          `checkpoint_interval` and only when an offset moved. When fewer than a quarter of the files moved since that
+          file was written, only their entries are written, to `<source name>.checkpoints.changes` beside it (so
+          thousands of files at rest cost nothing per checkpoint); otherwise the whole file is rewritten and the changes
+          file removed. After a restart the tailer resumes there. After a crash the checkpoint can lag the last acknowledgement by up to
           `checkpoint_interval`; the lines in between are sent again, and the collector recognises them by their origin
           (docs/protocol.md, "Origins") and stores them once.
         - **Back-pressure.** When the agent's buffer is full the tailer stops reading until there is room: the file on disk

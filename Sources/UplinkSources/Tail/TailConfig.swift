@@ -73,8 +73,8 @@ public struct TailConfig: SourceKindConfig {
 
     /// How often the acknowledged offsets are written to the checkpoint file (YAML key `checkpoint_interval`, a
     /// duration). Default: 1 second. They are written once more at shutdown. The file is
-    /// `<agent.state_dir>/tail/<source name>.checkpoints`; without a state directory checkpoints are kept in
-    /// memory only.
+    /// `<agent.state_dir>/tail/<source name>.checkpoints` (with `.checkpoints.changes` beside it when only a few of
+    /// many files moved); without a state directory checkpoints are kept in memory only.
     public var checkpointInterval: Duration
 
     /// The defaults listed with each property (no paths: the decoder requires at least one).

@@ -289,7 +289,9 @@ extension TailEngine {
             }
             current.append((file, checkpoint))
         }
-        let removed = checkpointFileEntries.count - present
+        // Entries of files no longer followed (not below 0: a closed file and its successor on the same inode are both
+        // present).
+        let removed = max(0, checkpointFileEntries.count - present)
         let changesPath = TailCheckpointChanges.path(checkpointFile: path)
         let error: TailFS.Errno?
         if checkpointFileHash != nil, changed == 0, removed == 0 {
@@ -297,7 +299,7 @@ extension TailEngine {
             if changesFileWritten { TailFS.removeFile(changesPath) }
             changesFileWritten = false
             error = nil
-        } else if let base = checkpointFileHash, (changed + max(0, removed)) * 4 < current.count {
+        } else if let base = checkpointFileHash, (changed + removed) * 4 < current.count {
             let lines = current.compactMap { entry in
                 checkpointFileEntries[entry.checkpoint.inode] == entry.checkpoint ? nil : Self.line(entry.file, entry.checkpoint)
             }

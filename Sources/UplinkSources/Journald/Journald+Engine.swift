@@ -23,7 +23,7 @@ final class JournaldEngine {
     /// nil: the cursor is kept in memory only.
     let checkpointPath: String?
     let journal: JournaldJournal
-    let wakeup = TailWakeup()
+    let wakeup = SourceWakeup()
     let clock = ContinuousClock()
     var watcher: JournaldWatcher?
 
@@ -76,15 +76,15 @@ final class JournaldEngine {
         logger = context.logger
         if let stateDirectory = context.stateDirectory {
             let path = JournaldCheckpointFile.path(stateDirectory: stateDirectory, sourceName: name)
-            let directory = TailFS.parentDirectory(path)
-            if let error = TailFS.makeDirectories(directory) {
+            let directory = SourceFiles.parentDirectory(path)
+            if let error = SourceFiles.makeDirectories(directory) {
                 throw JournaldError("journald source '\(name)': cannot create the checkpoint directory \(directory): \(error)")
             }
             checkpointPath = path
         } else {
             checkpointPath = nil
         }
-        if let directory = config.directory, !TailFS.isDirectory(directory) {
+        if let directory = config.directory, !SourceFiles.isDirectory(directory) {
             throw JournaldError("journald source '\(name)': the journal directory \(directory) does not exist or is not a directory")
         }
         switch JournaldJournal.open(directory: config.directory) {
@@ -313,7 +313,7 @@ final class JournaldEngine {
             logger.debug("journald source: no state directory, the cursor is kept in memory only")
             return nil
         }
-        switch TailFS.readAll(path, limit: 64 * 1024) {
+        switch SourceFiles.readAll(path, limit: 64 * 1024) {
         case .success(let bytes):
             switch JournaldCheckpointFile.decode(bytes) {
             case .success(let cursor): return cursor
@@ -341,7 +341,7 @@ final class JournaldEngine {
             writtenCursor = cursor
             return
         }
-        if let error = TailFS.writeAtomically(path, JournaldCheckpointFile.encode(cursor: cursor)) {
+        if let error = SourceFiles.writeAtomically(path, JournaldCheckpointFile.encode(cursor: cursor)) {
             if !warnedCheckpointWrite {
                 warnedCheckpointWrite = true
                 logger.warning("journald source: cannot write the checkpoint file \(path): \(error); retrying")

@@ -15,15 +15,15 @@ final class JournaldWatcher: Sendable {
     private let journalFD: Int32
     private let controlRead: Int32
     private let controlWrite: Int32
-    private let wakeup: TailWakeup
-    private let exitWakeup = TailWakeup()
+    private let wakeup: SourceWakeup
+    private let exitWakeup = SourceWakeup()
     private let exited = Atomic<Bool>(false)
     private let started = Atomic<Bool>(false)
 
     /// A watcher of `journalFD` that signals `wakeup`; fails with the `errno` of `pipe(2)`.
-    static func make(journalFD: Int32, wakeup: TailWakeup) -> Result<JournaldWatcher, TailFS.Errno> {
+    static func make(journalFD: Int32, wakeup: SourceWakeup) -> Result<JournaldWatcher, SourceFiles.Errno> {
         var pipeFDs: [Int32] = [-1, -1]
-        guard pipe(&pipeFDs) == 0 else { return .failure(TailFS.Errno(errno)) }
+        guard pipe(&pipeFDs) == 0 else { return .failure(SourceFiles.Errno(errno)) }
         for fd in pipeFDs {
             _ = fcntl(fd, F_SETFD, FD_CLOEXEC)
             _ = fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK)
@@ -31,7 +31,7 @@ final class JournaldWatcher: Sendable {
         return .success(JournaldWatcher(journalFD: journalFD, controlRead: pipeFDs[0], controlWrite: pipeFDs[1], wakeup: wakeup))
     }
 
-    private init(journalFD: Int32, controlRead: Int32, controlWrite: Int32, wakeup: TailWakeup) {
+    private init(journalFD: Int32, controlRead: Int32, controlWrite: Int32, wakeup: SourceWakeup) {
         self.journalFD = journalFD
         self.controlRead = controlRead
         self.controlWrite = controlWrite

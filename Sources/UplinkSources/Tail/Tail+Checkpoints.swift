@@ -219,7 +219,7 @@ enum TailCheckpointChanges {
     ) -> (checkpoints: [TailCheckpoint], problem: String?) {
         let changesPath = path(checkpointFile: checkpointFile)
         let bytes: [UInt8]
-        switch TailFS.readAll(changesPath) {
+        switch SourceFiles.readAll(changesPath) {
         case .success(let content): bytes = content
         case .failure(let error):
             return (checkpoints, error.code == ENOENT ? nil : "cannot read \(changesPath) (\(error))")

@@ -111,9 +111,9 @@ extension TailEngine {
     /// Opens a parked file again (it changed); it is read in this turn.
     func unpark(_ file: TailedFile) {
         guard file.isParked, !file.isClosed else { return }
-        guard case .success(let descriptor) = TailFS.openForReading(file.path) else { return }
+        guard case .success(let descriptor) = SourceFiles.openForReading(file.path) else { return }
         guard TailFS.status(descriptor: descriptor)?.inode == file.inode else {
-            TailFS.closeDescriptor(descriptor)  // another file is there now: the opener reports it
+            SourceFiles.closeDescriptor(descriptor)  // another file is there now: the opener reports it
             return
         }
         file.unpark(descriptor: descriptor, now: clock.now)

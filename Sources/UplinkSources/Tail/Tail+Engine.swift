@@ -35,7 +35,7 @@ final class TailEngine {
     let startPattern: Regex<AnyRegexOutput>?
     let clock = ContinuousClock()
     let opener = TailOpener()
-    let wakeup = TailWakeup()
+    let wakeup = SourceWakeup()
     var inotify: TailInotify? {
         // Polling stands in for inotify's events; with inotify, looking now and then is only a safety net.
         didSet { scanInterval.set(inotify == nil ? config.pollInterval : nil) }
@@ -141,8 +141,8 @@ final class TailEngine {
         }
         if let stateDirectory = context.stateDirectory {
             let path = TailCheckpointFile.path(stateDirectory: stateDirectory, sourceName: name)
-            let directory = TailFS.parentDirectory(path)
-            if let error = TailFS.makeDirectories(directory) {
+            let directory = SourceFiles.parentDirectory(path)
+            if let error = SourceFiles.makeDirectories(directory) {
                 throw TailError("tail source '\(name)': cannot create the checkpoint directory \(directory): \(error)")
             }
             checkpointPath = path
@@ -345,7 +345,7 @@ final class TailEngine {
     }
 
     /// Gives up inotify (its watch limit is exhausted) and polls from now on.
-    func fallBackToPolling(_ error: TailFS.Errno) {
+    func fallBackToPolling(_ error: SourceFiles.Errno) {
         guard let watcher = inotify else { return }
         logger.warning(
             "tail source: cannot add an inotify watch (\(error)\(error.code == ENOSPC ? ", the limit fs.inotify.max_user_watches is reached" : "")); polling every \(config.pollInterval) instead"
@@ -439,7 +439,7 @@ final class TailEngine {
     func adopt(_ opened: TailOpener.Opened, at path: String, initial: Bool) {
         let inode = opened.status.inode
         if let existing = byInode[inode] {
-            TailFS.closeDescriptor(opened.descriptor)
+            SourceFiles.closeDescriptor(opened.descriptor)
             if existing.isDetached {
                 existing.detachedAt = nil
                 awakeDirty = true
@@ -553,7 +553,7 @@ final class TailEngine {
                 case .opened(let opened):
                     if let active = activeByPath[path] {
                         if active.inode == opened.status.inode {
-                            TailFS.closeDescriptor(opened.descriptor)
+                            SourceFiles.closeDescriptor(opened.descriptor)
                             continue
                         }
                         detach(active)

@@ -6,7 +6,8 @@ import Musl
 import Darwin
 #endif
 
-/// Thin wrappers of the system calls the tailer makes. None of them blocks for long on a local file system.
+/// Thin wrappers of the system calls only the tailer makes (file identity and status, directory listing); the ones
+/// other sources share are in `SourceFiles`. None of them blocks for long on a local file system.
 enum TailFS {
     /// Device and inode of a file: the part of its identity the kernel guarantees while it exists.
     struct Inode: Hashable, Sendable {
@@ -53,10 +54,6 @@ enum TailFS {
         status(path: path)?.isRegular ?? false
     }
 
-    static func isDirectory(_ path: String) -> Bool {
-        status(path: path)?.isDirectory ?? false
-    }
-
     /// Whether `path` itself is a symbolic link (`lstat`).
     static func isSymbolicLink(_ path: String) -> Bool {
         var raw = stat()
@@ -97,121 +94,5 @@ enum TailFS {
                 isSymbolicLink: type == Int32(DT_LNK)))
         }
         return entries
-    }
-
-    /// Opens a file for reading (close-on-exec), retrying on `EINTR`. Returns the descriptor or the `errno`.
-    static func openForReading(_ path: String) -> Result<Int32, Errno> {
-        while true {
-            let fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK)
-            if fd >= 0 { return .success(fd) }
-            if errno != EINTR { return .failure(Errno(errno)) }
-        }
-    }
-
-    /// `close(2)`.
-    static func closeDescriptor(_ fd: Int32) {
-        _ = close(fd)
-    }
-
-    /// `pread(2)` retrying on `EINTR`; returns the byte count (0 at the end) or -1.
-    static func read(_ fd: Int32, into buffer: UnsafeMutableRawBufferPointer, at offset: UInt64) -> Int {
-        while true {
-            let count = pread(fd, buffer.baseAddress, buffer.count, off_t(offset))
-            if count >= 0 || errno != EINTR { return count }
-        }
-    }
-
-    /// An `errno` value with its message.
-    struct Errno: Error, Equatable, CustomStringConvertible {
-        var code: Int32
-        init(_ code: Int32) { self.code = code }
-        var description: String {
-            guard let message = strerror(code) else { return "errno \(code)" }
-            return String(cString: message)
-        }
-    }
-
-    // MARK: Whole files
-
-    /// Creates `path` and its missing parents (mode 0755).
-    static func makeDirectories(_ path: String) -> Errno? {
-        if isDirectory(path) { return nil }
-        var current = path.hasPrefix("/") ? "/" : ""
-        for part in path.split(separator: "/") {
-            current = joinPath(current, String(part))
-            if isDirectory(current) { continue }
-            if mkdir(current, 0o755) != 0, errno != EEXIST { return Errno(errno) }
-        }
-        return isDirectory(path) ? nil : Errno(ENOTDIR)
-    }
-
-    /// The whole content of a file; nil with the `errno` when it cannot be read.
-    static func readAll(_ path: String, limit: Int = 256 * 1024 * 1024) -> Result<[UInt8], Errno> {
-        let fd: Int32
-        switch openForReading(path) {
-        case .failure(let error): return .failure(error)
-        case .success(let opened): fd = opened
-        }
-        defer { close(fd) }
-        var content: [UInt8] = []
-        var chunk = [UInt8](repeating: 0, count: 64 * 1024)
-        while content.count < limit {
-            let count = chunk.withUnsafeMutableBytes { read(fd, into: $0, at: UInt64(content.count)) }
-            if count < 0 { return .failure(Errno(errno)) }
-            if count == 0 { break }
-            content.append(contentsOf: chunk[0..<count])
-        }
-        return .success(content)
-    }
-
-    /// Removes a file, if it is there (a failure leaves it, which readers must tolerate).
-    static func removeFile(_ path: String) {
-        unlink(path)
-    }
-
-    /// Replaces `path` atomically with `content`: writes `<path>.tmp`, flushes it to disk, renames it over
-    /// `path` and flushes the directory, so a crash leaves either the old or the new content.
-    static func writeAtomically(_ path: String, _ content: [UInt8]) -> Errno? {
-        let temporary = path + ".tmp"
-        let fd = open(temporary, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o644)
-        guard fd >= 0 else { return Errno(errno) }
-        var written = 0
-        while written < content.count {
-            let count = content.withUnsafeBytes { write(fd, $0.baseAddress! + written, content.count - written) }
-            if count < 0 {
-                if errno == EINTR { continue }
-                let error = Errno(errno)
-                close(fd)
-                unlink(temporary)
-                return error
-            }
-            written += count
-        }
-        if fsync(fd) != 0 {
-            let error = Errno(errno)
-            close(fd)
-            unlink(temporary)
-            return error
-        }
-        close(fd)
-        if rename(temporary, path) != 0 {
-            let error = Errno(errno)
-            unlink(temporary)
-            return error
-        }
-        let directory = parentDirectory(path)
-        let directoryFD = open(directory, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
-        if directoryFD >= 0 {
-            _ = fsync(directoryFD)
-            close(directoryFD)
-        }
-        return nil
-    }
-
-    /// The directory part of a path (`.` for a bare name).
-    static func parentDirectory(_ path: String) -> String {
-        guard let slash = path.utf8.lastIndex(of: UInt8(ascii: "/")) else { return "." }
-        if slash == path.utf8.startIndex { return "/" }
-        return String(path[..<slash])
     }
 }

@@ -217,7 +217,7 @@ struct TailGlob: Sendable, Equatable {
             if isLast {
                 directories.insert(listing)
                 if TailFS.isRegularFile(next) { found.insert(next) }
-            } else if TailFS.isDirectory(next) {
+            } else if SourceFiles.isDirectory(next) {
                 walk(prefix: next, index: index + 1, depth: depth, found: &found, directories: &directories)
             } else {
                 directories.insert(listing)
@@ -231,7 +231,7 @@ struct TailGlob: Sendable, Equatable {
                     if (entry.isRegular ?? TailFS.isRegularFile(next)) || (entry.isSymbolicLink && TailFS.isRegularFile(next)) {
                         found.insert(next)
                     }
-                } else if entry.isDirectory ?? TailFS.isDirectory(next) {
+                } else if entry.isDirectory ?? SourceFiles.isDirectory(next) {
                     walk(prefix: next, index: index + 1, depth: depth, found: &found, directories: &directories)
                 }
             }

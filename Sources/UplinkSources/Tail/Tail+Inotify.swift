@@ -28,7 +28,7 @@ final class TailInotify: Sendable {
     private let controlRead: Int32
     private let controlWrite: Int32
     private let opener: TailOpener
-    private let wakeup: TailWakeup
+    private let wakeup: SourceWakeup
 
     private struct State {
         var directories: [String: Int32] = [:]
@@ -59,19 +59,19 @@ final class TailInotify: Sendable {
     private static let modifyDirectoryMask = UInt32(IN_MODIFY) | UInt32(IN_ONLYDIR)
 
     /// Creates both instances; fails with the `errno` of `inotify_init1` (e.g. `EMFILE`: the per-user limit).
-    static func make(opener: TailOpener, wakeup: TailWakeup) -> Result<TailInotify, TailFS.Errno> {
+    static func make(opener: TailOpener, wakeup: SourceWakeup) -> Result<TailInotify, SourceFiles.Errno> {
         let flags = Int32(IN_NONBLOCK) | Int32(IN_CLOEXEC)
         let directoryFD = inotify_init1(flags)
-        guard directoryFD >= 0 else { return .failure(TailFS.Errno(errno)) }
+        guard directoryFD >= 0 else { return .failure(SourceFiles.Errno(errno)) }
         let modifyFD = inotify_init1(flags)
         guard modifyFD >= 0 else {
-            let error = TailFS.Errno(errno)
+            let error = SourceFiles.Errno(errno)
             close(directoryFD)
             return .failure(error)
         }
         var pipeFDs: [Int32] = [-1, -1]
         guard pipe(&pipeFDs) == 0 else {
-            let error = TailFS.Errno(errno)
+            let error = SourceFiles.Errno(errno)
             close(directoryFD)
             close(modifyFD)
             return .failure(error)
@@ -87,7 +87,7 @@ final class TailInotify: Sendable {
 
     private init(
         directoryFD: Int32, modifyFD: Int32, controlRead: Int32, controlWrite: Int32, opener: TailOpener,
-        wakeup: TailWakeup
+        wakeup: SourceWakeup
     ) {
         self.directoryFD = directoryFD
         self.modifyFD = modifyFD
@@ -110,9 +110,9 @@ final class TailInotify: Sendable {
 
     /// Watches exactly `directories` (adding new ones, removing others). Returns the `errno` of the first watch
     /// that could not be added for a reason other than the directory having gone (`ENOSPC`: the watch limit).
-    func watch(directories: Set<String>) -> TailFS.Errno? {
+    func watch(directories: Set<String>) -> SourceFiles.Errno? {
         state.withLock { state in
-            var failure: TailFS.Errno?
+            var failure: SourceFiles.Errno?
             for (directory, descriptor) in state.directories where !directories.contains(directory) {
                 inotify_rm_watch(directoryFD, descriptor)
                 state.directories[directory] = nil
@@ -130,7 +130,7 @@ final class TailInotify: Sendable {
                         state.directories[directory] = descriptor
                         state.directoryOfWatch[descriptor] = directory
                     } else {
-                        if errno != ENOENT, errno != ENOTDIR, errno != EACCES { failure = failure ?? TailFS.Errno(errno) }
+                        if errno != ENOENT, errno != ENOTDIR, errno != EACCES { failure = failure ?? SourceFiles.Errno(errno) }
                         continue
                     }
                 }
@@ -139,7 +139,7 @@ final class TailInotify: Sendable {
                     state.modifyDirectories[directory] = descriptor
                     state.modifyDirectoryOfWatch[descriptor] = directory
                 } else if errno != ENOENT, errno != ENOTDIR, errno != EACCES {
-                    failure = failure ?? TailFS.Errno(errno)
+                    failure = failure ?? SourceFiles.Errno(errno)
                 }
             }
             return failure
@@ -148,9 +148,9 @@ final class TailInotify: Sendable {
 
     /// Watches an open file for modifications (through `/proc/self/fd`, so it is this very file even if it was
     /// renamed). Returns the watch descriptor, or the `errno`.
-    func watchModifications(of descriptor: Int32) -> Result<Int32, TailFS.Errno> {
+    func watchModifications(of descriptor: Int32) -> Result<Int32, SourceFiles.Errno> {
         let watch = inotify_add_watch(modifyFD, "/proc/self/fd/\(descriptor)", UInt32(IN_MODIFY))
-        return watch >= 0 ? .success(watch) : .failure(TailFS.Errno(errno))
+        return watch >= 0 ? .success(watch) : .failure(SourceFiles.Errno(errno))
     }
 
     func unwatchModifications(_ watch: Int32) {

@@ -25,7 +25,7 @@ final class TailOpener: Sendable {
         /// Nothing is at the path any more.
         case vanished
         /// A file is at the path but cannot be opened.
-        case failed(TailFS.Errno)
+        case failed(SourceFiles.Errno)
     }
 
     private struct PathState {
@@ -69,7 +69,7 @@ final class TailOpener: Sendable {
     /// Starts watching `path` and opens the file there now. Fails when it is missing, not a regular file or
     /// cannot be opened; the path is then not watched. Returns nil when the path is watched already (what happens
     /// there comes as events).
-    func track(_ path: String) -> Result<Opened, TailFS.Errno>? {
+    func track(_ path: String) -> Result<Opened, SourceFiles.Errno>? {
         state.withLock { state in
             if state.paths[path] != nil { return nil }
             switch Self.open(path) {
@@ -145,7 +145,7 @@ final class TailOpener: Sendable {
         case .success(let opened):
             if opened.status.inode == pathState.current {
                 // Replaced again between stat and open, by the file we already have.
-                TailFS.closeDescriptor(opened.descriptor)
+                SourceFiles.closeDescriptor(opened.descriptor)
                 return false
             }
             pathState.current = opened.status.inode
@@ -179,7 +179,7 @@ final class TailOpener: Sendable {
             else { return false }
             let inode = opened.status.inode
             if inode == pathState.current || pathState.recent.contains(inode) {
-                TailFS.closeDescriptor(opened.descriptor)
+                SourceFiles.closeDescriptor(opened.descriptor)
                 return false
             }
             pathState.remember(inode)
@@ -220,85 +220,19 @@ final class TailOpener: Sendable {
     }
 
     private static func close(_ events: [Event]) {
-        for case .opened(let opened) in events { TailFS.closeDescriptor(opened.descriptor) }
+        for case .opened(let opened) in events { SourceFiles.closeDescriptor(opened.descriptor) }
     }
 
-    private static func open(_ path: String) -> Result<Opened, TailFS.Errno> {
-        switch TailFS.openForReading(path) {
+    private static func open(_ path: String) -> Result<Opened, SourceFiles.Errno> {
+        switch SourceFiles.openForReading(path) {
         case .failure(let error):
             return .failure(error)
         case .success(let descriptor):
             guard let status = TailFS.status(descriptor: descriptor), status.isRegular else {
-                TailFS.closeDescriptor(descriptor)
-                return .failure(TailFS.Errno(EINVAL))
+                SourceFiles.closeDescriptor(descriptor)
+                return .failure(SourceFiles.Errno(EINVAL))
             }
             return .success(Opened(descriptor: descriptor, status: status))
-        }
-    }
-}
-
-/// Wakes the reader's task from its idle wait: new data, a new file, a timer.
-final class TailWakeup: Sendable {
-    private struct State {
-        var signalled = false
-        var waiter: (id: UInt64, continuation: CheckedContinuation<Void, Never>)?
-        var nextID: UInt64 = 0
-    }
-    private let state = Mutex(State())
-
-    /// Ends the current wait, or the next one at once if nobody waits.
-    func signal() {
-        let waiter = state.withLock { state -> CheckedContinuation<Void, Never>? in
-            guard let waiter = state.waiter else {
-                state.signalled = true
-                return nil
-            }
-            state.waiter = nil
-            return waiter.continuation
-        }
-        waiter?.resume()
-    }
-
-    /// Waits until `signal()`, the timeout, or cancellation.
-    func wait(timeout: Duration) async {
-        if state.withLock({ state in
-            defer { state.signalled = false }
-            return state.signalled
-        }) {
-            return
-        }
-        await withTaskGroup(of: Void.self) { group in
-            group.addTask { try? await Task.sleep(for: timeout) }
-            group.addTask { await self.waitForSignal() }
-            await group.next()
-            group.cancelAll()
-        }
-    }
-
-    private func waitForSignal() async {
-        let id = state.withLock { state in
-            state.nextID += 1
-            return state.nextID
-        }
-        await withTaskCancellationHandler {
-            await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
-                let resumeNow = state.withLock { state -> Bool in
-                    if state.signalled || Task.isCancelled {
-                        state.signalled = false
-                        return true
-                    }
-                    state.waiter = (id, continuation)
-                    return false
-                }
-                if resumeNow { continuation.resume() }
-            }
-        } onCancel: {
-            let waiter = state.withLock { state -> CheckedContinuation<Void, Never>? in
-                guard let waiter = state.waiter, waiter.id == id else { return nil }
-                state.waiter = nil
-                return waiter.continuation
-            }
-            waiter?.resume()
         }
     }
 }

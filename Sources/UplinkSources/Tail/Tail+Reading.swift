@@ -14,9 +14,9 @@ extension TailEngine {
     func read(_ file: TailedFile) async -> Bool {
         for _ in 0..<Self.chunksPerTurn {
             if stopped || Task.isCancelled { return true }
-            let count = TailFS.read(file.descriptor, into: buffer, at: file.readOffset)
+            let count = SourceFiles.read(file.descriptor, into: buffer, at: file.readOffset)
             if count < 0 {
-                let error = TailFS.Errno(errno)
+                let error = SourceFiles.Errno(errno)
                 if !file.warnedReadError {
                     file.warnedReadError = true
                     logger.warning("tail source: cannot read \(file.path): \(error)", metadata: ["path": "\(file.path)"])
@@ -234,7 +234,7 @@ extension TailEngine {
             return
         }
         let bytes: [UInt8]
-        switch TailFS.readAll(path) {
+        switch SourceFiles.readAll(path) {
         case .success(let content): bytes = content
         case .failure(let error):
             if error.code != ENOENT {
@@ -293,27 +293,27 @@ extension TailEngine {
         // present).
         let removed = max(0, checkpointFileEntries.count - present)
         let changesPath = TailCheckpointChanges.path(checkpointFile: path)
-        let error: TailFS.Errno?
+        let error: SourceFiles.Errno?
         if checkpointFileHash != nil, changed == 0, removed == 0 {
             // The checkpoint file says it all.
-            if changesFileWritten { TailFS.removeFile(changesPath) }
+            if changesFileWritten { SourceFiles.removeFile(changesPath) }
             changesFileWritten = false
             error = nil
         } else if let base = checkpointFileHash, (changed + removed) * 4 < current.count {
             let lines = current.compactMap { entry in
                 checkpointFileEntries[entry.checkpoint.inode] == entry.checkpoint ? nil : Self.line(entry.file, entry.checkpoint)
             }
-            error = TailFS.writeAtomically(changesPath, TailCheckpointChanges.encode(base: base, lines: lines))
+            error = SourceFiles.writeAtomically(changesPath, TailCheckpointChanges.encode(base: base, lines: lines))
             if error == nil { changesFileWritten = true }
         } else {
             let bytes = TailCheckpointFile.encode(lines: current.map { Self.line($0.file, $0.checkpoint) })
-            error = TailFS.writeAtomically(path, bytes)
+            error = SourceFiles.writeAtomically(path, bytes)
             if error == nil {
                 checkpointFileEntries = [:]
                 for entry in current { checkpointFileEntries[entry.checkpoint.inode] = entry.checkpoint }
                 checkpointFileHash = TailCheckpointChanges.contentHash(bytes)
                 // Written against the old content, it would be ignored; removed so the directory shows the state.
-                if changesFileWritten { TailFS.removeFile(changesPath) }
+                if changesFileWritten { SourceFiles.removeFile(changesPath) }
                 changesFileWritten = false
             }
         }
@@ -361,7 +361,7 @@ extension TailEngine {
         } else {
             guard let (descriptor, path, inode) = findCopy(of: file) else { return nil }
             if let known = byInode[inode] {
-                TailFS.closeDescriptor(descriptor)
+                SourceFiles.closeDescriptor(descriptor)
                 // A copy read on its own already (or parked) sent these lines; reading them again would repeat them.
                 guard known.isOpen, case .undecided = known.copyState else { return nil }
                 followed = known
@@ -373,7 +373,7 @@ extension TailEngine {
         }
         let from = file.readOffset
         while !stopped && !Task.isCancelled {
-            let count = TailFS.read(copyDescriptor, into: buffer, at: file.readOffset)
+            let count = SourceFiles.read(copyDescriptor, into: buffer, at: file.readOffset)
             guard count > 0 else { break }
             let base = file.readOffset
             file.readOffset += UInt64(count)
@@ -390,7 +390,7 @@ extension TailEngine {
         }
         if let followed { return followed }
         // A copy the globs match but not followed yet: followed from here on as the continuation.
-        defer { TailFS.closeDescriptor(copyDescriptor) }
+        defer { SourceFiles.closeDescriptor(copyDescriptor) }
         guard TailGlob.matches(copyPath, globs, exclude: exclude), let status = TailFS.status(descriptor: copyDescriptor)
         else { return nil }
         if activeByPath[copyPath] == nil, case .success(let opened)? = opener.track(copyPath) {
@@ -466,7 +466,7 @@ extension TailEngine {
     }
 
     private func decideCopy(_ file: TailedFile, since: ContinuousClock.Instant?) -> Bool {
-        let count = TailFS.read(file.descriptor, into: scratch, at: 0)
+        let count = SourceFiles.read(file.descriptor, into: scratch, at: 0)
         if count == 0 {
             // Still empty: no copy is being written into it (it may be parked like any quiet file).
             if file.lastGrowth.advanced(by: Self.parkAfter) <= clock.now { file.copyState = .none }
@@ -506,14 +506,14 @@ extension TailEngine {
     /// file beside it with a full fingerprint: then `file` may be a copy being written. A parked one is not opened to
     /// compare: it counts as a match.
     private func beginsLikeFollowedFile(_ file: TailedFile, count: Int) -> Bool {
-        let directory = TailFS.parentDirectory(file.path)
+        let directory = SourceFiles.parentDirectory(file.path)
         var other = [UInt8](repeating: 0, count: count)
         for candidate in files where candidate !== file && !candidate.isClosed && candidate.inode != file.inode {
             guard candidate.fingerprint.length == TailFingerprint.maximumLength,
-                TailFS.parentDirectory(candidate.path) == directory
+                SourceFiles.parentDirectory(candidate.path) == directory
             else { continue }
             if candidate.isParked { return true }
-            let read = other.withUnsafeMutableBytes { TailFS.read(candidate.descriptor, into: $0, at: 0) }
+            let read = other.withUnsafeMutableBytes { SourceFiles.read(candidate.descriptor, into: $0, at: 0) }
             if read == count, other.withUnsafeBytes({ memcmp($0.baseAddress!, scratch.baseAddress!, count) == 0 }) {
                 return true
             }
@@ -537,15 +537,15 @@ extension TailEngine {
             // it, it must still be known as this incarnation's copy, or it would be read again from 0.
             guard path != file.path, let status = TailFS.status(path: path), status.isRegular, status.inode != file.inode
             else { continue }
-            guard case .success(let descriptor) = TailFS.openForReading(path) else { continue }
+            guard case .success(let descriptor) = SourceFiles.openForReading(path) else { continue }
             var info = stat()
             let modified = fstat(descriptor, &info) == 0 ? Int(info.st_mtim.tv_sec) * 1_000_000_000 + Int(info.st_mtim.tv_nsec) : 0
             guard file.fingerprint.verified(descriptor: descriptor, scratch: scratch) != nil, modified >= (best?.modified ?? Int.min)
             else {
-                TailFS.closeDescriptor(descriptor)
+                SourceFiles.closeDescriptor(descriptor)
                 continue
             }
-            if let previous = best { TailFS.closeDescriptor(previous.descriptor) }
+            if let previous = best { SourceFiles.closeDescriptor(previous.descriptor) }
             best = (descriptor, path, modified, status.inode)
         }
         return best.map { ($0.descriptor, $0.path, $0.inode) }

@@ -9,7 +9,7 @@
 # in (so both run the same benchmark, only the agent differs), into /tmp/uplink-tailscale-base/.build-base, and from
 # this checkout into .build-rel. Then runs `uplink-bench tailscale` of old and new, alternating, UPLINK_TAIL_ROUNDS
 # times (default 1). Each run: `paths: [app.log*]` matching UPLINK_BENCH_TAIL_FILES files (default "1,10000": app.log
-# alone, then app.log and 9,999 rotated files), after 5 s of start-up idle for UPLINK_BENCH_TAIL_SECONDS (default 20),
+# alone, then app.log and 9,999 rotated files), after 20 s of start-up idle for UPLINK_BENCH_TAIL_SECONDS (default 20),
 # then 1,000 lines/s appended to app.log for as long. Printed per run: CPU share of one core idle and writing
 # (getrusage of the benchmark process: agent, in-process collector and writer), latency append → collector (p50,
 # p99, max), open descriptors and inotify watches of the process, bytes written to storage while writing (checkpoints).

@@ -255,6 +255,7 @@ final class TailEngine {
                 continue
             }
             if !mayRead(file) { continue }
+            file.fingerprintVerifiedThisTurn = false
             let reachedEnd = await read(file)
             if stopped || Task.isCancelled { return false }
             if !reachedEnd {

@@ -160,6 +160,9 @@ final class TailedFile {
     var multiline: TailMultiline?
     /// The last read found no more data.
     var atEnd = false
+    /// `read` compared the first bytes with the fingerprint in this turn of the engine, after reading data: the look
+    /// for a truncation at the end of the turn needs only the size. (Any change after it wakes another turn.)
+    var fingerprintVerifiedThisTurn = false
     /// When data last arrived (or the file was opened).
     var lastGrowth: ContinuousClock.Instant
     /// Set once the file is no longer at its path (renamed, deleted or replaced).

@@ -37,6 +37,7 @@ extension TailEngine {
                 file.fingerprint = fingerprint
                 checkpointDirty = true
             }
+            file.fingerprintVerifiedThisTurn = true
             file.atEnd = false
             file.lastGrowth = clock.now
             let base = file.readOffset
@@ -44,6 +45,12 @@ extension TailEngine {
             statistics.bytesRead += UInt64(count)
             await send(file) { batch, timestamp in
                 self.split(file, UnsafeRawBufferPointer(rebasing: buffer[0..<count]), base: base, timestamp, &batch)
+            }
+            // A short read of a regular file ends at its end: no second `pread` to be told so. (Data appended since
+            // wakes another turn.)
+            if count < buffer.count {
+                file.atEnd = true
+                return true
             }
         }
         return false
@@ -194,6 +201,8 @@ extension TailEngine {
             await restart(file, reason: "it is shorter than the offset read")
             return true
         }
+        // Data was read this turn and its first bytes compared after it: a second `pread` of them would show the same.
+        if file.fingerprintVerifiedThisTurn { return false }
         guard let fingerprint = file.fingerprint.verified(descriptor: file.descriptor, scratch: scratch) else {
             await restart(file, reason: "its first bytes changed")
             return true

@@ -43,7 +43,7 @@ final class JournaldEngine {
     /// The cursor in the checkpoint file.
     var writtenCursor: String?
     var lastCheckpointWrite: ContinuousClock.Instant
-    var warnedCheckpointWrite = false
+    var checkpointWriteReport = CheckpointWriteReport()
     /// After a checkpoint load: the entry it names is skipped when the journal still has it.
     var skipCursor: String?
 
@@ -341,17 +341,8 @@ final class JournaldEngine {
             writtenCursor = cursor
             return
         }
-        if let error = SourceFiles.writeAtomically(path, JournaldCheckpointFile.encode(cursor: cursor)) {
-            if !warnedCheckpointWrite {
-                warnedCheckpointWrite = true
-                logger.warning("journald source: cannot write the checkpoint file \(path): \(error); retrying")
-            }
-        } else {
-            writtenCursor = cursor
-            if warnedCheckpointWrite {
-                warnedCheckpointWrite = false
-                logger.info("journald source: the checkpoint file \(path) is written again")
-            }
-        }
+        let error = SourceFiles.writeAtomically(path, JournaldCheckpointFile.encode(cursor: cursor))
+        if error == nil { writtenCursor = cursor }
+        checkpointWriteReport.record(error, path: path, kind: "journald", logger: logger)
     }
 }

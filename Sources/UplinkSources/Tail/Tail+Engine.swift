@@ -98,7 +98,7 @@ final class TailEngine {
     var checkpointFileHash: UInt64?
     var changesFileWritten = false
     var lastCheckpointWrite: ContinuousClock.Instant
-    var warnedCheckpointWrite = false
+    var checkpointWriteReport = CheckpointWriteReport()
     var warnedPaths: Set<String> = []
     var warnedNothingFound = false
     var warnedSkipped = 0

@@ -303,6 +303,7 @@ extension TailEngine {
         let removed = max(0, checkpointFileEntries.count - present)
         let changesPath = TailCheckpointChanges.path(checkpointFile: path)
         let error: SourceFiles.Errno?
+        var written = path
         if checkpointFileHash != nil, changed == 0, removed == 0 {
             // The checkpoint file says it all.
             if changesFileWritten { SourceFiles.removeFile(changesPath) }
@@ -312,6 +313,7 @@ extension TailEngine {
             let lines = current.compactMap { entry in
                 checkpointFileEntries[entry.checkpoint.inode] == entry.checkpoint ? nil : Self.line(entry.file, entry.checkpoint)
             }
+            written = changesPath
             error = SourceFiles.writeAtomically(changesPath, TailCheckpointChanges.encode(base: base, lines: lines))
             if error == nil { changesFileWritten = true }
         } else {
@@ -326,16 +328,8 @@ extension TailEngine {
                 changesFileWritten = false
             }
         }
-        if let error {
-            checkpointDirty = true
-            if !warnedCheckpointWrite {
-                warnedCheckpointWrite = true
-                logger.warning("tail source: cannot write the checkpoint file \(path): \(error); retrying")
-            }
-        } else if warnedCheckpointWrite {
-            warnedCheckpointWrite = false
-            logger.info("tail source: the checkpoint file \(path) is written again")
-        }
+        if error != nil { checkpointDirty = true }
+        checkpointWriteReport.record(error, path: written, kind: "tail", logger: logger)
     }
 
     /// A file's checkpoint line, made again only when its entry changed: with thousands of files, one moves at a time.

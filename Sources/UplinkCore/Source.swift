@@ -22,6 +22,7 @@ public struct SourceContext: Sendable {
     /// checkpoints). The agent creates it before sources start; nil when the source runs without one (tests).
     public var stateDirectory: String?
 
+    /// A context delivering to `sink`, logging to `logger`, with state kept in `stateDirectory` (none: in memory).
     public init(sink: any RecordSink, logger: Logger, stateDirectory: String? = nil) {
         self.sink = sink
         self.logger = logger

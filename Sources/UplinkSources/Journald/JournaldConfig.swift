@@ -218,6 +218,7 @@ public struct JournaldMatch: Sendable, Equatable {
     /// The value it must have (any bytes, compared exactly).
     public var value: String
 
+    /// The entry `field=value`.
     public init(field: String, value: String) {
         self.field = field
         self.value = value

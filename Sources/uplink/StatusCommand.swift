@@ -124,7 +124,9 @@ struct StatusCommand: AsyncParsableCommand {
                 return .failure("\(url) did not answer with an agent status (\(error)); is that an uplink agent?")
             }
         } catch {
-            return .failure("no agent answers at \(url) (\(error)): is it running, with agent.metrics_listen set?")
+            // NIO words a refused connect as "connection reset (error set): Connection refused (errno: 111)".
+            let reason = (error as? IOError)?.errnoCode == ECONNREFUSED ? "connection refused" : "\(error)"
+            return .failure("no agent answers at \(url) (\(reason)): is it running, with agent.metrics_listen set?")
         }
     }
 }

@@ -201,6 +201,7 @@ struct ObservabilityTests {
         let nobody = try Self.uplink(["status", "--address", "127.0.0.1:\(try TestNginx.freeLoopbackPort())"])
         #expect(nobody.status == 1)
         #expect(nobody.standardError.contains("no agent answers at"))
+        #expect(nobody.standardError.contains("(connection refused)"), "\(nobody.standardError)")
         #expect(nobody.standardOutput.isEmpty)
         // A configuration without agent.metrics_listen: exit 1, naming the key.
         let noEndpoint = try Self.uplink(["status", "--config", fleet.directory + "/collector.yaml"])

@@ -57,6 +57,8 @@ let package = Package(
         // against Debian's libsystemd-dev headers, but loaded with dlopen when a journald source first opens a journal
         // (Sources/CSystemd/systemd.c), so agents without one and collectors do not load it and its dependencies.
         .target(name: "CSystemd"),
+        // sync_file_range, which the collector's storage uses to keep the page cache its files occupy bounded.
+        .target(name: "CLinuxIO"),
         .target(
             name: "UplinkConfig",
             dependencies: ["UplinkCore", "CYAML"],
@@ -125,6 +127,7 @@ let package = Package(
                 "UplinkWire",
                 "UplinkObservability",
                 "CZlib",
+                "CLinuxIO",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HummingbirdTLS", package: "hummingbird"),
                 .product(name: "HummingbirdHTTP2", package: "hummingbird"),

@@ -1,3 +1,5 @@
+import CLinuxIO
+
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Musl)
@@ -63,6 +65,24 @@ enum FileIO {
             }
             offset += written
         }
+    }
+
+    // Page-cache hints (`PageCacheTail`). Their failures are ignored: a file system without them (tmpfs, some
+    // network ones) keeps its pages cached, as it would without the hints.
+
+    /// Starts writing back the dirty pages of the range, without waiting.
+    static func startWriteback(_ fd: Int32, offset: Int64, count: Int64) {
+        _ = uplink_start_writeback(fd, offset, count)
+    }
+
+    /// Writes back the dirty pages of the range and waits until all of it is on the device.
+    static func finishWriteback(_ fd: Int32, offset: Int64, count: Int64) {
+        _ = uplink_finish_writeback(fd, offset, count)
+    }
+
+    /// Drops the range's clean pages from the page cache.
+    static func dropCachedPages(_ fd: Int32, offset: Int64, count: Int64) {
+        _ = posix_fadvise(fd, off_t(offset), off_t(count), POSIX_FADV_DONTNEED)
     }
 
     static func writeAll(_ fd: Int32, _ bytes: [UInt8], path: String) throws(CollectorError) {

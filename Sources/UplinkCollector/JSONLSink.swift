@@ -8,7 +8,7 @@ import UplinkWire
 /// Writes go through write(2) on a descriptor opened with `O_APPEND`, one call per group of batches; when a write
 /// fails the file is truncated back to its previous end, so a batch is either wholly in the file or not at all
 /// (a crash mid-write leaves an unterminated last line, which start-up recovery removes). The file's size after
-/// each write is what the marks ledger records.
+/// each write is what the marks ledger records. Only the file's last 32 MiB stay in the page cache (`PageCacheTail`).
 package final class JSONLSink: CollectorSink {
     let path: String
     let fsync: Bool
@@ -17,16 +17,18 @@ package final class JSONLSink: CollectorSink {
         var size: Int64
         /// The bytes of one write, kept between writes so that each does not allocate (and fault in) a new buffer.
         var scratch: [UInt8] = []
+        /// What of the file stays in the page cache.
+        var cachedTail: PageCacheTail
     }
     private let state: Mutex<State>
     /// Scratch capacity kept after a write; a larger buffer (after an unusually large write) is let go.
     private static let retainedScratchBytes = 16 << 20
 
     /// Takes over `descriptor` (opened for appending) whose file is `size` bytes long.
-    init(path: String, descriptor: Int32, size: Int64, fsync: Bool) {
+    init(path: String, descriptor: Int32, size: Int64, fsync: Bool, cachedTail: PageCacheTail = PageCacheTail()) {
         self.path = path
         self.fsync = fsync
-        self.state = Mutex(State(descriptor: descriptor, size: size))
+        self.state = Mutex(State(descriptor: descriptor, size: size, cachedTail: cachedTail))
     }
 
     deinit {
@@ -58,6 +60,7 @@ package final class JSONLSink: CollectorSink {
                 throw error
             }
             state.size += Int64(bytes.count)
+            state.cachedTail.fileGrew(to: state.size, descriptor: state.descriptor)
         }
     }
 

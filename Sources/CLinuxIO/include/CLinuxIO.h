@@ -1,0 +1,16 @@
+// Linux file calls that glibc declares only under _GNU_SOURCE, which Swift's Glibc module does not define.
+#ifndef UPLINK_CLINUXIO_H
+#define UPLINK_CLINUXIO_H
+
+#include <stdint.h>
+
+/// Starts writeback of the dirty pages of [offset, offset + count) of `fd` without waiting for it
+/// (sync_file_range with SYNC_FILE_RANGE_WRITE). 0, or -1 with errno set.
+int uplink_start_writeback(int fd, int64_t offset, int64_t count);
+
+/// Writes back the dirty pages of [offset, offset + count) of `fd` and waits until every page of the range is on
+/// the device (sync_file_range with WAIT_BEFORE | WRITE | WAIT_AFTER; file metadata is not synced). 0, or -1 with
+/// errno set.
+int uplink_finish_writeback(int fd, int64_t offset, int64_t count);
+
+#endif

@@ -1,0 +1,13 @@
+#define _GNU_SOURCE
+#include <fcntl.h>
+
+#include "CLinuxIO.h"
+
+int uplink_start_writeback(int fd, int64_t offset, int64_t count) {
+    return sync_file_range(fd, offset, count, SYNC_FILE_RANGE_WRITE);
+}
+
+int uplink_finish_writeback(int fd, int64_t offset, int64_t count) {
+    return sync_file_range(fd, offset, count,
+                           SYNC_FILE_RANGE_WAIT_BEFORE | SYNC_FILE_RANGE_WRITE | SYNC_FILE_RANGE_WAIT_AFTER);
+}

@@ -44,6 +44,11 @@ struct PageCacheTail {
 
     /// Called after the file (descriptor `fd`) has grown to `size` bytes.
     mutating func fileGrew(to size: Int64, descriptor fd: Int32) {
+        if size < writebackStartedUpTo || size < droppedUpTo {
+            // Truncated behind the writer's back (say, by logrotate's copytruncate): start over.
+            writebackStartedUpTo = 0
+            droppedUpTo = 0
+        }
         let wholePages = size & ~(PageCacheTail.pageBytes - 1)
         if wholePages - writebackStartedUpTo >= stepBytes {
             FileIO.startWriteback(fd, offset: writebackStartedUpTo, count: wholePages - writebackStartedUpTo)

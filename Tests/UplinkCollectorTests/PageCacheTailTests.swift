@@ -41,6 +41,24 @@ import UplinkCore
         #expect(stored.last?.hasPrefix(#"{"agent":"a","epoch":1,"seq":\#(sequence),"#) == true)
     }
 
+    @Test func theJSONLSinkKeepsOnlyItsTailCachedToo() async throws {
+        let directory = try Self.directoryOnARealFileSystem()
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let path = directory + "/out.jsonl"
+        let sink = try JSONLForwardingSink(path: path)
+        let line = #"{"agent":"a","epoch":1,"seq":1,"ts":1,"src":"s","log":"\#(String(repeating: "y", count: 160))"}"# + "\n"
+        let block = String(repeating: line, count: 4_096)
+        var written = 0
+        while written < 64 << 20 {
+            try await sink.deliver(ForwardBatch(lines: ByteBufferAllocator().buffer(string: block), entries: []))
+            written += block.utf8.count
+        }
+        let cached = try #require(Self.cachedBytes(path: path))
+        #expect(cached <= PageCacheTail.defaultTailBytes + PageCacheTail.defaultStepBytes + (2 << 20), "\(cached) of \(written) bytes cached")
+        let attributes = try FileManager.default.attributesOfItem(atPath: path)
+        #expect((attributes[.size] as? Int) == written)
+    }
+
     /// A directory where page-cache hints act: tmpfs keeps every page in memory whatever it is told, so when the
     /// temporary directory is on one, the test uses one in the package's build folder.
     private static func directoryOnARealFileSystem() throws -> String {

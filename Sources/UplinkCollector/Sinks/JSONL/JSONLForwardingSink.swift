@@ -1,13 +1,21 @@
 import NIOCore
 import NIOPosix
+import Synchronization
 
 /// `type: jsonl`: appends the log's stored lines, unchanged, to `path` (default `<data_dir>/records.jsonl`), the
 /// same form the collector writes without `sinks`. After a crash the last batch may be appended twice (the cursor
 /// is persisted after the write); readers deduplicate on (agent, epoch, seq). A batch cut off by the crash leaves a
 /// last line without its newline: `prepare` removes it before anything is appended, so every line stays whole
-/// JSON (the batch is sent again, its cursor was not persisted).
+/// JSON (the batch is sent again, its cursor was not persisted). Like records.jsonl, only the file's tail stays in
+/// the page cache (`PageCacheTail`).
 struct JSONLForwardingSink: ForwardingSink {
     let path: String
+    private let cachedTail = CachedTail()
+
+    /// The sink's `PageCacheTail`, shared by the copies of this value (deliveries are one at a time).
+    private final class CachedTail: Sendable {
+        let tail = Mutex(PageCacheTail())
+    }
 
     init(path: String) throws(CollectorError) {
         self.path = path
@@ -47,6 +55,7 @@ struct JSONLForwardingSink: ForwardingSink {
 
     func deliver(_ batch: ForwardBatch) async throws(SinkFailure) {
         let path = self.path
+        let cachedTail = self.cachedTail
         do {
             try await NIOThreadPool.singleton.runIfActive {
                 let descriptor = try FileIO.openForAppending(path)
@@ -54,6 +63,8 @@ struct JSONLForwardingSink: ForwardingSink {
                 try batch.lines.withUnsafeReadableBytes { raw in
                     try Result { () throws(CollectorError) in try FileIO.writeAll(descriptor, raw, path: path) }.get()
                 }
+                let size = try FileIO.fileSize(descriptor, path: path)
+                cachedTail.tail.withLock { $0.fileGrew(to: size, descriptor: descriptor) }
             }
         } catch {
             throw SinkFailure(.retry, "\(error)")

@@ -165,6 +165,7 @@ let package = Package(
             dependencies: [
                 "UplinkCore",
                 "UplinkAgent",
+                "UplinkTransport",
                 "UplinkCollector",
                 "UplinkObservability",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),

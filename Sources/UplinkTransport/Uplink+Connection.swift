@@ -117,11 +117,9 @@ extension UplinkDriver {
             return "no connection within the connect timeout (\(connectTimeout), uplink.connect_timeout): \(error)"
         }
         if let error = error as? HTTPClientError { return "\(error)" }
-        // NIO words a refused connect as "connection reset (error set): Connection refused"; say only what happened.
-        if let error = error as? IOError, error.errnoCode == ECONNREFUSED {
-            return "connection refused (nothing accepts connections at that address and port)"
+        if ConnectFailureText.isRefused(error) {
+            return ConnectFailureText.describe(error) + " (nothing accepts connections at that address and port)"
         }
-        if let error = error as? IOError { return "\(error.description)" }
-        return String(describing: error)
+        return ConnectFailureText.describe(error)
     }
 }

@@ -1,9 +1,9 @@
 import ArgumentParser
 import AsyncHTTPClient
 import FoundationEssentials
-import NIOCore
 import UplinkAgent
 import UplinkConfig
+import UplinkTransport
 
 #if canImport(Glibc)
 import Glibc
@@ -124,8 +124,7 @@ struct StatusCommand: AsyncParsableCommand {
                 return .failure("\(url) did not answer with an agent status (\(error)); is that an uplink agent?")
             }
         } catch {
-            // NIO words a refused connect as "connection reset (error set): Connection refused (errno: 111)".
-            let reason = (error as? IOError)?.errnoCode == ECONNREFUSED ? "connection refused" : "\(error)"
+            let reason = ConnectFailureText.describe(error)
             return .failure("no agent answers at \(url) (\(reason)): is it running, with agent.metrics_listen set?")
         }
     }

@@ -37,8 +37,8 @@ extension TailConfig {
           incarnation; then the file is read again from the start as a new incarnation. Only lines written between
           logrotate's copy and its truncate are lost (no reader can see them; prefer rename-and-create), and those of a
           copy compressed before the tailer noticed (`compress` without `delaycompress`). A line the copy caught in the
-          middle of a write is sent as far as the copy holds it, unless the tailer had read it whole from the file. When `paths` also matches the
-          copy (`app.log*` and logrotate's `app.log.1`), the copy is not read as a file of its own: a new file whose first
+          middle of a write is sent as far as the copy holds it, unless the tailer had read it whole from the file.
+          When `paths` also matches the copy (`app.log*` and logrotate's `app.log.1`), the copy is not read as a file of its own: a new file whose first
           256 bytes are those of a followed file is taken for its copy and continues that file's incarnation (same origin
           and offsets), so each line before the copy is sent exactly once. A new file shorter than 256 bytes that begins
           like a followed file in its directory waits for more bytes, at most 1 s, before it is read as a new file. (A copy

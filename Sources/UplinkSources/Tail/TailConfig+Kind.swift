@@ -25,25 +25,25 @@ extension TailConfig {
         - **Where to start.** A file with a checkpoint resumes exactly there, also when it was renamed while the agent
           was stopped. A file without one that already existed when the source started begins at `start_at` (`end`: only
           new lines; `beginning`: everything in it); a different file now at a checkpointed path is read from its start.
-        - **Rotation.** A file is known by its device and inode plus a fingerprint of its first bytes, so a reused inode is
-          not taken for the old file. Rename-and-create: the renamed file is read to its end, then the new file from its
-          start; include rotated names in `paths` (`app.log*`) if files may be rotated more than once before the agent
-          looks. A renamed or deleted file stays open until it has not grown for 1 s (a writer may still be finishing its
-          last lines), at most 128 of them at once (beyond that the oldest ones already read to their end are closed
-          without waiting). Records keep the `path` the file was
-          followed at. copytruncate and truncation: the shrink is noticed; when the directory holds a copy of the old
-          content (a regular file with the incarnation's first 256 bytes: logrotate's `copytruncate` leaves one; an
-          incarnation shorter than 256 bytes is not matched), what the tailer had not read yet is read from that copy first, as the same
+        - **Rotation.** A file is known by its device and inode plus a fingerprint of its first bytes, so a reused
+          inode is not taken for the old file. Rename-and-create: the renamed file is read to its end, then the new
+          file from its start; include rotated names in `paths` (`app.log*`) if files may be rotated more than once
+          before the agent looks. A renamed or deleted file stays open until it has not grown for 1 s (a writer may
+          still be finishing its last lines), at most 128 of them at once (beyond that the oldest ones already read to
+          their end are closed without waiting). Records keep the `path` the file was followed at. copytruncate and
+          truncation: the shrink is noticed; when the directory holds a copy of the old content (a regular file with
+          the incarnation's first 256 bytes: logrotate's `copytruncate` leaves one; an incarnation shorter than 256
+          bytes is not matched), what the tailer had not read yet is read from that copy first, as the same
           incarnation; then the file is read again from the start as a new incarnation. Only lines written between
-          logrotate's copy and its truncate are lost (no reader can see them; prefer rename-and-create), and those of a
-          copy compressed before the tailer noticed (`compress` without `delaycompress`). A line the copy caught in the
-          middle of a write is sent as far as the copy holds it, unless the tailer had read it whole from the file.
-          When `paths` also matches the copy (`app.log*` and logrotate's `app.log.1`), the copy is not read as a file of its own: a new file whose first
-          256 bytes are those of a followed file is taken for its copy and continues that file's incarnation (same origin
-          and offsets), so each line before the copy is sent exactly once. A new file shorter than 256 bytes that begins
-          like a followed file in its directory waits for more bytes, at most 1 s, before it is read as a new file. (A copy
-          of a file shorter than 256 bytes is not recognised and is read as a new file.) A deleted file is read to its
-          end, then forgotten.
+          logrotate's copy and its truncate are lost (no reader can see them; prefer rename-and-create), and those of
+          a copy compressed before the tailer noticed (`compress` without `delaycompress`). A line the copy caught in
+          the middle of a write is sent as far as the copy holds it, unless the tailer had read it whole from the
+          file. When `paths` also matches the copy (`app.log*` and logrotate's `app.log.1`), the copy is not read as a
+          file of its own: a new file whose first 256 bytes are those of a followed file is taken for its copy and
+          continues that file's incarnation (same origin and offsets), so each line before the copy is sent exactly
+          once. A new file shorter than 256 bytes that begins like a followed file in its directory waits for more
+          bytes, at most 1 s, before it is read as a new file. (A copy of a file shorter than 256 bytes is not
+          recognised and is read as a new file.) A deleted file is read to its end, then forgotten.
         - **Many files.** A file read to its end that has not changed for 5 s is closed (its place and identity are kept)
           and opened again when it changes: with inotify its directory reports the write by name, when polling it is looked
           at (`stat`) every `poll_interval`. So thousands of matched files (rotated `app.log.1` … `app.log.9999`) do not

@@ -19,7 +19,8 @@ enum TailProcessesBenchmark {
         return access(path, X_OK) == 0 ? path : nil
     }
 
-    static func run(uplink: String, mebibytes: Int, lineBytes: Int = 200) throws -> BenchmarkResult {
+    /// `streamBufferBytes`: the agent's `uplink.stream_buffer`, nil for its default.
+    static func run(uplink: String, mebibytes: Int, lineBytes: Int = 200, streamBufferBytes: Int? = nil) throws -> BenchmarkResult {
         let directory = try temporaryDirectory(prefix: "uplink-bench-tailproc")
         defer { removeTree(directory) }
         let logPath = directory + "/app.log"
@@ -31,7 +32,7 @@ enum TailProcessesBenchmark {
         try write(
             """
             agent: { id: bench, state_dir: \(directory)/state }
-            uplink: { url: "http://127.0.0.1:\(port)" }
+            uplink: { url: "http://127.0.0.1:\(port)"\(streamBufferBytes.map { ", stream_buffer: \($0 >> 10)KiB" } ?? "") }
             sources:
               - { name: tail, type: tail, paths: [\(logPath)], start_at: beginning }
 
@@ -63,7 +64,8 @@ enum TailProcessesBenchmark {
         let fileBytes = Double(lines * (lineBytes + 1))
         let gibibytes = fileBytes / 1_073_741_824
         return BenchmarkResult(
-            name: "tail a \(mebibytes) MiB file of \(lineBytes)-byte lines, agent and collector as separate processes",
+            name: "tail a \(mebibytes) MiB file of \(lineBytes)-byte lines, agent and collector as separate processes"
+                + (streamBufferBytes.map { ", stream_buffer \($0 >> 10) KiB" } ?? ""),
             lines: [
                 "throughput: \(format(fileBytes / 1_048_576 / elapsed.seconds)) MiB/s of file in \(format(elapsed.seconds)) s",
                 "agent: \(format(agentCPU)) cpu-s = \(format(agentCPU / gibibytes)) cpu-s per GiB of file (target <= 3)",

@@ -80,6 +80,10 @@ if wanted("tail") {
 if wanted("tail-processes") {
     if let uplink = TailProcessesBenchmark.siblingUplink() {
         try TailProcessesBenchmark.run(uplink: uplink, mebibytes: 1024).print()
+        // UPLINK_BENCH_STREAM_BUFFERS=64,256,1024 (KiB) runs it again with each of those uplink.stream_buffer sizes.
+        for kibibytes in (getenv("UPLINK_BENCH_STREAM_BUFFERS").map { String(cString: $0) } ?? "").split(separator: ",").compactMap({ Int($0) }) {
+            try TailProcessesBenchmark.run(uplink: uplink, mebibytes: 1024, streamBufferBytes: kibibytes << 10).print()
+        }
     } else {
         print("tail-processes: no uplink executable beside uplink-bench (build both: swift build -c release)")
     }

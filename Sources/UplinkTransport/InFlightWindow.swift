@@ -8,8 +8,9 @@
 /// acknowledged: the uplink takes no new frames from the ring while `room` is 0 and resumes on the next ack.
 struct InFlightWindow {
     /// Most unacknowledged bytes: `max(1 MiB, 4 × stream_buffer)`, a few milliseconds of acknowledgements at the
-    /// highest rates measured on loopback. (16 × stream_buffer bought no throughput with the 256 KiB default and
-    /// cost 1 to 2 MiB more heap while a backlog drained: `deploy/backlog-memory.sh`.)
+    /// highest rates measured on loopback. (16 × stream_buffer, 4 MiB with the 256 KiB default, tailed a little
+    /// faster, 446–474 against 407–455 MiB/s in `uplink-bench tail-processes`, but held 1 to 2 MiB more heap while a
+    /// backlog drained, `deploy/backlog-memory.sh`.)
     let limit: Int
     /// Per fill taken from the ring: its last sequence and the stream's written bytes after it.
     private var fills: [(sequence: UInt64, writtenAfter: Int)] = []

@@ -63,8 +63,10 @@ struct JSONLForwardingSink: ForwardingSink {
                 try batch.lines.withUnsafeReadableBytes { raw in
                     try Result { () throws(CollectorError) in try FileIO.writeAll(descriptor, raw, path: path) }.get()
                 }
-                let size = try FileIO.fileSize(descriptor, path: path)
-                cachedTail.tail.withLock { $0.fileGrew(to: size, descriptor: descriptor) }
+                // Only a page-cache hint: the batch is written, so a failure here must not fail (and repeat) it.
+                if let size = try? FileIO.fileSize(descriptor, path: path) {
+                    cachedTail.tail.withLock { $0.fileGrew(to: size, descriptor: descriptor) }
+                }
             }
         } catch {
             throw SinkFailure(.retry, "\(error)")

@@ -70,6 +70,12 @@ enum FileIO {
     // Page-cache hints (`PageCacheTail`). Their failures are ignored: a file system without them (tmpfs, some
     // network ones) keeps its pages cached, as it would without the hints.
 
+    /// The system's page size in bytes (4096 if it cannot be read).
+    static let pageBytes: Int64 = {
+        let size = sysconf(Int32(_SC_PAGESIZE))
+        return size > 0 ? Int64(size) : 4096
+    }()
+
     /// Starts writing back the dirty pages of the range, without waiting.
     static func startWriteback(_ fd: Int32, offset: Int64, count: Int64) {
         _ = uplink_start_writeback(fd, offset, count)

@@ -32,7 +32,8 @@ struct PageCacheTail {
     /// straddle the previous drop's end; each drop therefore reaches back this far (more than the largest page-cache
     /// folio) so such a folio is dropped by the next one.
     private static let dropSlackBytes: Int64 = 8 << 20
-    private static let pageBytes: Int64 = 4096
+    /// The system's page size (4 KiB on x86-64; 16 KiB on a Raspberry Pi 5's kernel), which the hints work in.
+    private static let pageBytes = FileIO.pageBytes
 
     /// For a file opened for appending; what it already holds is dropped from the cache once it grows by a step.
     init(tailBytes: Int64 = defaultTailBytes, stepBytes: Int64 = defaultStepBytes) {

@@ -25,8 +25,8 @@ public enum BoundStreamEvent: Sendable {
 /// Closing or failing one side reaches the other: the reader sees the end (after the buffered bytes) or the error;
 /// the writer gets `endEncountered` or `errorOccurred` and its writes return 0.
 public final class BoundStreamPair: Sendable {
-    /// 256 KiB (`uplink.stream_buffer`'s default).
-    public static let defaultCapacity = 256 * 1024
+    /// 64 KiB.
+    public static let defaultCapacity = 64 * 1024
 
     /// Most bytes buffered between the two sides.
     public let capacity: Int

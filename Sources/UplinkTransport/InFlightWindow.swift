@@ -7,10 +7,8 @@
 /// window bounds the whole path behind the pair (client, event loop, socket buffers, the collector's work) by what is
 /// acknowledged: the uplink takes no new frames from the ring while `room` is 0 and resumes on the next ack.
 struct InFlightWindow {
-    /// Most unacknowledged bytes: `max(1 MiB, 4 × stream_buffer)`, a few milliseconds of acknowledgements at the
-    /// highest rates measured on loopback. (16 × stream_buffer, 4 MiB with the 256 KiB default, tailed a little
-    /// faster, 446–474 against 407–455 MiB/s in `uplink-bench tail-processes`, but held 1 to 2 MiB more heap while a
-    /// backlog drained, `deploy/backlog-memory.sh`.)
+    /// Most unacknowledged bytes: `max(1 MiB, 16 × stream_buffer)`, a few milliseconds of acknowledgements at the
+    /// highest rates measured on loopback.
     let limit: Int
     /// Per fill taken from the ring: its last sequence and the stream's written bytes after it.
     private var fills: [(sequence: UInt64, writtenAfter: Int)] = []
@@ -20,7 +18,7 @@ struct InFlightWindow {
     private var released = 0
 
     init(streamBufferBytes: Int) {
-        limit = max(1 << 20, 4 * streamBufferBytes)
+        limit = max(1 << 20, 16 * streamBufferBytes)
     }
 
     /// Unacknowledged bytes written.

@@ -29,7 +29,7 @@ struct ExamplesTests {
         #expect(configuration.uplink.heartbeatInterval == .seconds(15))
         #expect(configuration.uplink.stallTimeout == .seconds(30))
         #expect(configuration.uplink.connectTimeout == .seconds(5))
-        #expect(configuration.uplink.streamBufferBytes == 256 * 1024)
+        #expect(configuration.uplink.streamBufferBytes == 64 * 1024)
         #expect(configuration.uplink.drainTimeout == .seconds(5))
         #expect(configuration.bufferBytes == 64 * 1024 * 1024)
         #expect(configuration.overflow == .dropOldest)

@@ -77,7 +77,7 @@ struct BoundStreamPairTests {
         #expect(bytes(of: try await reader.next()) == Array(data[10..<20]))
         // The first read answers both the opening and the short write before it: one event for that occasion.
         #expect(events.all == ["space", "space"])
-        #expect(BoundStreamPair.defaultCapacity == 256 * 1024)
+        #expect(BoundStreamPair.defaultCapacity == 64 * 1024)
     }
 
     @Test func writeCopiesTheBytes() async throws {

@@ -5,10 +5,9 @@ import Testing
 /// The bound on what a stream carries unacknowledged.
 @Suite("InFlightWindow")
 struct InFlightWindowTests {
-    @Test func theLimitIsFourStreamBuffersAndAtLeastOneMebibyte() {
+    @Test func theLimitIsSixteenStreamBuffersAndAtLeastOneMebibyte() {
         #expect(InFlightWindow(streamBufferBytes: 64 << 10).limit == 1 << 20)
-        #expect(InFlightWindow(streamBufferBytes: 256 << 10).limit == 1 << 20)
-        #expect(InFlightWindow(streamBufferBytes: 1 << 20).limit == 4 << 20)
+        #expect(InFlightWindow(streamBufferBytes: 1 << 20).limit == 16 << 20)
         #expect(InFlightWindow(streamBufferBytes: 1024).limit == 1 << 20)
     }
 

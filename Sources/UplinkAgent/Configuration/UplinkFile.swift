@@ -151,7 +151,7 @@ public struct UplinkFile: Sendable, Equatable {
         /// `backoff` delay. `stall_timeout` bounds an attempt too, so the smaller of the two applies. Default `5s`.
         public var connectTimeout: Duration
         /// `uplink.stream_buffer` (size ≥ `1KiB`): capacity of the pipe between the buffer and the HTTP body.
-        /// Default `256KiB`.
+        /// Default `64KiB`.
         public var streamBufferBytes: Int
         /// `uplink.drain_timeout` (duration ≥ 0): on shutdown, how long to keep streaming until everything buffered
         /// is acknowledged. Default `5s`.

@@ -73,6 +73,21 @@ struct TailEndToEndTests {
         try Harness.storedRecords(in: collector.dataDirectory).compactMap { counterAndOrigin($0.record) }
     }
 
+    /// Every stored copy of the lines numbered `counters`: sequence, origin, offset and path, for a failure message
+    /// that shows where a repeated line came from each time.
+    static func describeStored(_ counters: Set<Int>, in records: [(sequence: UInt64, record: Record)]) -> String {
+        var lines: [String] = []
+        for (sequence, record) in records {
+            guard case .log(let line) = record.payload, let counter = counter(ofWholeLine: Substring(line.message)),
+                counters.contains(counter)
+            else { continue }
+            let path = line.fields.first { $0.key == "path" }?.value ?? "?"
+            lines.append(
+                "line \(counter): seq \(sequence), origin \(line.origin?.id ?? 0) offset \(line.origin?.offset ?? 0), path \(path)")
+        }
+        return lines.joined(separator: "\n")
+    }
+
     static func storedCount(_ collector: InProcessCollector) -> Int {
         Int(collector.collector.statistics().recordsStored)
     }
@@ -276,10 +291,13 @@ struct TailEndToEndTests {
                 if let counter = Self.counter(ofWholeLine: line) { onDisk.insert(counter) }
             }
         }
-        let stored = try Self.storedCounters(collector).map(\.counter)
+        let records = try Harness.storedRecords(in: collector.dataDirectory)
+        let stored = records.compactMap { Self.counterAndOrigin($0.record) }.map(\.counter)
         var seen = Set<Int>()
         let duplicates = stored.filter { !seen.insert($0).inserted }
-        #expect(duplicates.count == 0, "duplicated: \(duplicates.count), first \(duplicates.prefix(5))")
+        #expect(
+            duplicates.count == 0,
+            "duplicated: \(duplicates.count), first \(duplicates.prefix(5))\n\(Self.describeStored(Set([duplicates.first, duplicates.last].compactMap { $0 }), in: records))")
         let missing = onDisk.subtracting(seen)
         #expect(missing.isEmpty, "\(missing.count) lines that are on disk never arrived, first \(missing.sorted().prefix(5))")
         // Lines neither on disk nor stored were written between a copy and its truncation: no reader can have them.

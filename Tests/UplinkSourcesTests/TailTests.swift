@@ -322,6 +322,52 @@ struct TailTests {
         #expect(origins.count == 6)
     }
 
+    /// logrotate's `copytruncate` with `paths` matching the copies, while the reader is held up (here: waiting for
+    /// buffer space) through a whole rotation. The opener opens the new `app.log.1` the moment it appears, while
+    /// logrotate is still copying into it; the reader finishes the incarnation from that copy before it takes the
+    /// opener's event, so the copy must continue where the incarnation stands although it was small when opened.
+    @Test("copytruncate with paths matching the copy, reader held up during the rotation: no line twice")
+    func copyTruncateWhileHeldUp() async throws {
+        let directory = try TailTemporaryDirectory()
+        defer { directory.remove() }
+        let path = directory.file("app.log")
+        let copy = directory.file("app.log.1")
+        let line = { (number: Int) in "line \(number) of the first incarnation, padded to a realistic length\n" }
+        // The previous rotation's copy, followed from the start so that `app.log.1` is a watched path.
+        writeFile(copy, (0..<10).map { "old line \($0)\n" }.joined())
+        writeFile(path, "")
+        let sink = GatedSink(permits: 10 + 50)
+        let tail = RunningTail(tailTestConfig([directory.file("app.log*")]), sink: sink)
+        #expect(await eventually { sink.count == 10 })
+        let incarnation = (0..<300).map(line).joined()
+        let writer = TailTestWriter(path)
+        writer.write(incarnation)
+        // The reader sent 50 lines and waits for room for the rest.
+        #expect(await eventually { sink.count == 60 && sink.waiting == 1 })
+
+        // The rotation, as logrotate does it: shift the old copy, create the new one and copy into it (seen by
+        // the opener while it is still short), truncate.
+        #expect(rename(copy, directory.file("app.log.2")) == 0)
+        let copyWriter = TailTestWriter(copy, truncate: true)
+        let firstPart = (0..<20).map(line).joined()
+        copyWriter.write(firstPart)
+        try await Task.sleep(for: .milliseconds(300))  // 15 poll intervals: the opener has opened it
+        copyWriter.write(String(incarnation.dropFirst(firstPart.count)))
+        copyWriter.close()
+        #expect(ftruncate(writer.descriptor, 0) == 0)
+
+        sink.grant(100_000)
+        writer.write("line 0 of the second incarnation\n")
+        #expect(await eventually { sink.count >= 10 + 300 + 1 })
+        try await Task.sleep(for: .milliseconds(500))  // time for a wrong second read of the copy to show
+        try await tail.stop()
+        let got = messages(sink.records)
+        let expected = (0..<10).map { "old line \($0)" } + (0..<300).map { String(line($0).dropLast()) }
+            + ["line 0 of the second incarnation"]
+        #expect(got.count == expected.count, "\(got.count - expected.count) lines more than written")
+        #expect(Set(got) == Set(expected))
+    }
+
     @Test("plain truncation to a shorter content restarts at 0 with a new origin id")
     func plainTruncation() async throws {
         let directory = try TailTemporaryDirectory()

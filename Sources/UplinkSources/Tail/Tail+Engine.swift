@@ -467,9 +467,13 @@ final class TailEngine {
         var originID = newTailOriginID()
         var offset: UInt64 = 0
         let fingerprint = TailFingerprint.current(descriptor: opened.descriptor, scratch: scratch)
+        // The size now, not when the opener opened it: a copy being written then (logrotate's `copytruncate`) may
+        // be complete by the time its event is taken, and its checkpoint (where its incarnation stands) beyond the
+        // size it had.
+        let size = TailFS.status(descriptor: opened.descriptor)?.size ?? opened.status.size
         if let checkpoint = loadedCheckpoints.removeValue(forKey: inode) ?? recentlyClosed.removeValue(forKey: inode) {
             if checkpoint.fingerprint.verified(descriptor: opened.descriptor, scratch: scratch) != nil,
-                checkpoint.offset <= opened.status.size
+                checkpoint.offset <= size
             {
                 originID = checkpoint.originID
                 offset = checkpoint.offset
@@ -480,7 +484,7 @@ final class TailEngine {
                     metadata: ["path": "\(path)"])
             }
         } else if initial, config.startAt == .end, !checkpointedPaths.contains(path) {
-            offset = opened.status.size
+            offset = size
         }
         let mayBeCopy = !initial && offset == 0
         logger.debug(

@@ -42,7 +42,7 @@ enum StreamEvent: Sendable {
 /// moving.
 final class PendingAck: Sendable {
     /// Shortest time between two acks of a stream, unless one is urgent.
-    static let interval = Duration.milliseconds(5)
+    static let interval = Duration.milliseconds(50)
     /// Bytes of stored record lines after which an ack is written at once.
     static let urgentBytes = 128 << 10
 

@@ -2,13 +2,26 @@ import Synchronization
 
 /// Wakes a source's reading task from its idle wait: new data, a new file, a timer (the tailer and the journald
 /// source).
+///
+/// The wait's timeout is one timer task that stays armed across waits: a wait whose deadline is not earlier than the
+/// armed one leaves it alone, and the armed timer wakes that wait early (a spurious wake-up the caller's loop absorbs:
+/// it looks again and waits again). So a tailer woken a thousand times a second by new lines arms a timer about once
+/// per timeout instead of once per line (a task group, a timer registered and cancelled on the dispatch manager
+/// thread, and two wake-ups more, each time).
 final class SourceWakeup: Sendable {
     private struct State {
         var signalled = false
         var waiter: (id: UInt64, continuation: CheckedContinuation<Void, Never>)?
         var nextID: UInt64 = 0
+        /// When the armed timer fires, nil when none is armed.
+        var timerDeadline: ContinuousClock.Instant?
+        var timer: Task<Void, Never>?
     }
     private let state = Mutex(State())
+
+    deinit {
+        state.withLock { $0.timer }?.cancel()
+    }
 
     /// Ends the current wait, or the next one at once if nobody waits.
     func signal() {
@@ -23,7 +36,7 @@ final class SourceWakeup: Sendable {
         waiter?.resume()
     }
 
-    /// Waits until `signal()`, the timeout, or cancellation.
+    /// Waits until `signal()`, the timeout (or an earlier one armed by a previous wait), or cancellation.
     func wait(timeout: Duration) async {
         if state.withLock({ state in
             defer { state.signalled = false }
@@ -31,12 +44,36 @@ final class SourceWakeup: Sendable {
         }) {
             return
         }
-        await withTaskGroup(of: Void.self) { group in
-            group.addTask { try? await Task.sleep(for: timeout) }
-            group.addTask { await self.waitForSignal() }
-            await group.next()
-            group.cancelAll()
+        armTimer(deadline: .now + timeout)
+        await waitForSignal()
+    }
+
+    private func armTimer(deadline: ContinuousClock.Instant) {
+        let armedInTime = state.withLock { state in state.timerDeadline.map { $0 <= deadline } ?? false }
+        if armedInTime { return }
+        let timer = Task { [weak self] in
+            try? await Task.sleep(until: deadline, clock: .continuous)
+            if Task.isCancelled { return }
+            self?.timerFired(deadline: deadline)
         }
+        let replaced = state.withLock { state -> Task<Void, Never>? in
+            defer {
+                state.timer = timer
+                state.timerDeadline = deadline
+            }
+            return state.timer
+        }
+        replaced?.cancel()
+    }
+
+    private func timerFired(deadline: ContinuousClock.Instant) {
+        state.withLock { state in
+            if state.timerDeadline == deadline {
+                state.timerDeadline = nil
+                state.timer = nil
+            }
+        }
+        signal()
     }
 
     private func waitForSignal() async {

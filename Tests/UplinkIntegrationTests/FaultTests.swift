@@ -34,10 +34,18 @@ struct FaultTests {
             let afterCut = streamed()
             #expect(await Harness.eventually(timeout: .seconds(20)) { streamed() > afterCut + 1_000 })
 
-            // A stall: bytes stop flowing but the connection stays open. Only the stall detector can notice.
+            // A stall: bytes stop flowing but the connection stays open. Only the stall detector can notice, and
+            // only while records wait for their ack: a few are added now, as the generator may be done already on
+            // a loaded machine (20,000 records at 2,000/s last 10 s).
             let failuresBeforeStall = agent.uplink.statistics().failures
             let stalledAt = ContinuousClock.now
             proxy.setStalled(true)
+            let duringStall = 10
+            let stallSink = RingRecordSink(ring: agent.ring, sourceName: "stall", encoder: NDJSONFrameEncoder())
+            for index in 0..<duringStall {
+                let outcome = stallSink.emit(.log("sent during the stall \(index)", source: "stall", timestamp: 1))
+                #expect(outcome != .droppedNewest && outcome != .rejectedOversize, "not stored: \(outcome)")
+            }
             #expect(await Harness.eventually(timeout: .seconds(20)) { agent.uplink.statistics().failures > failuresBeforeStall })
             let detectedAfter = ContinuousClock.now - stalledAt
             let stallFailure = agent.uplink.statistics().lastFailure
@@ -46,13 +54,13 @@ struct FaultTests {
             #expect(detectedAfter >= .milliseconds(900))
             proxy.setStalled(false)
 
-            #expect(await agent.waitUntilAllAcknowledged(records: total, timeout: .seconds(60)))
+            #expect(await agent.waitUntilAllAcknowledged(records: total + duringStall, timeout: .seconds(60)))
             try await agent.stop()
             try await proxy.stop()
             try await collector.stop()
 
             let stored = try Harness.storedRecords(in: collector.dataDirectory)
-            #expect(stored.count == total)
+            #expect(stored.count == total + duringStall)
             #expect(Set(stored.map(\.sequence)).count == stored.count, "a sequence number was stored twice")
             #expect(Harness.exactlyOnceProblem(stored.compactMap { Harness.generatorCounter($0.record) }, total: total) == nil)
             #expect(agent.ring.statistics().sources.allSatisfy { $0.droppedOldest == 0 && $0.droppedNewest == 0 })

@@ -49,19 +49,18 @@ final class SourceWakeup: Sendable {
     }
 
     private func armTimer(deadline: ContinuousClock.Instant) {
-        let armedInTime = state.withLock { state in state.timerDeadline.map { $0 <= deadline } ?? false }
-        if armedInTime { return }
-        let timer = Task { [weak self] in
-            try? await Task.sleep(until: deadline, clock: .continuous)
-            if Task.isCancelled { return }
-            self?.timerFired(deadline: deadline)
-        }
+        // Checked, created and recorded under one lock: a timer recorded after it fired (a preempted thread) would
+        // leave a deadline in the past that no timer serves, and every later wait would rely on it.
         let replaced = state.withLock { state -> Task<Void, Never>? in
-            defer {
-                state.timer = timer
-                state.timerDeadline = deadline
+            if let armed = state.timerDeadline, armed <= deadline { return nil }
+            let previous = state.timer
+            state.timerDeadline = deadline
+            state.timer = Task { [weak self] in
+                try? await Task.sleep(until: deadline, clock: .continuous)
+                if Task.isCancelled { return }
+                self?.timerFired(deadline: deadline)
             }
-            return state.timer
+            return previous
         }
         replaced?.cancel()
     }

@@ -8,7 +8,7 @@ import UplinkTestSupport
 /// The collector's fleet page in a real browser: Debian's headless Chromium loads `GET /` while agents stream, and
 /// the test reads the DOM the page's script rendered from `/v1/fleet`.
 @Suite(
-    "Fleet page in headless Chromium", .serialized, .timeLimit(.minutes(3)),
+    "Fleet page in headless Chromium", .serialized, .timeLimit(.minutes(6)),
     .enabled(if: FleetBrowser.isInstalled, "needs /usr/bin/chromium (Debian package chromium)"))
 struct FleetPageBrowserTests {
     @Test("Three agents, one stopped: three rows, two streaming with records and rates, one disconnected")
@@ -41,7 +41,7 @@ struct FleetPageBrowserTests {
             #expect(rated)
 
             let dom = try await FleetBrowser.run(
-                ["--virtual-time-budget=4000", "--dump-dom", "http://127.0.0.1:\(collector.port)/"], timeout: .seconds(90))
+                ["--virtual-time-budget=4000", "--dump-dom", "http://127.0.0.1:\(collector.port)/"], timeout: .seconds(60))
             let rows = FleetBrowser.rows(in: dom)
             #expect(rows.map(\.agent) == ids, "rows rendered: \(rows)\n\(dom.suffix(3000))")
             for row in rows {
@@ -62,7 +62,7 @@ struct FleetPageBrowserTests {
                 [
                     "--virtual-time-budget=4000", "--window-size=1280,720", "--hide-scrollbars",
                     "--screenshot=\(screenshot)", "http://127.0.0.1:\(collector.port)/",
-                ], timeout: .seconds(90))
+                ], timeout: .seconds(60))
             let size = (try? FileManager.default.attributesOfItem(atPath: screenshot)[.size] as? Int) ?? 0
             #expect(size > 10_000, "screenshot at \(screenshot)")
         } catch {
@@ -91,22 +91,41 @@ enum FleetBrowser {
     }
 
     /// Runs Chromium with a fresh profile (`--no-sandbox`: the tests may run as root) and returns what it printed,
-    /// standard output and error together. Kills it when it runs longer than `timeout`.
+    /// standard output and error together. A run that outlasts `timeout` is killed and tried once more with a new
+    /// profile: a browser that hangs while starting on a loaded machine says nothing about the page, so the first
+    /// hang is recorded as a warning (with what Chromium printed) and only a second one fails the test.
     static func run(_ arguments: [String], timeout: Duration) async throws -> String {
+        var hung: [String] = []
+        for attempt in 1...2 {
+            let (output, finished) = try await runOnce(arguments, timeout: timeout)
+            if finished { return output }
+            hung.append("attempt \(attempt) printed:\n\(output.suffix(2000))")
+            if attempt == 1 {
+                Issue.record("chromium did not finish within \(timeout); trying once more. \(hung[0])", severity: .warning)
+            }
+        }
+        throw ChildProcess.Failure(description: "chromium did not finish within \(timeout), twice.\n" + hung.joined(separator: "\n"))
+    }
+
+    /// One Chromium run: what it printed, and whether it exited by itself within `timeout`.
+    private static func runOnce(_ arguments: [String], timeout: Duration) async throws -> (output: String, finished: Bool) {
         let directory = try Harness.temporaryDirectory("chromium")
         defer { try? FileManager.default.removeItem(atPath: directory) }
         let output = directory + "/output.txt"
+        // Nothing but the page may use the network: no component updates, sync, pings or crash uploads, and no
+        // proxy from the environment, so a machine without internet access cannot hold the run up; and no D-Bus,
+        // whose calls wait up to 25 s each for a bus daemon that is there but does not answer.
         let process = try ChildProcess(
             [
+                "/usr/bin/env", "DBUS_SESSION_BUS_ADDRESS=disabled:", "DBUS_SYSTEM_BUS_ADDRESS=disabled:",
                 path, "--headless", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--no-first-run",
-                "--no-default-browser-check", "--disable-extensions", "--user-data-dir=\(directory)/profile",
+                "--no-default-browser-check", "--disable-extensions", "--disable-background-networking",
+                "--disable-component-update", "--disable-sync", "--disable-default-apps", "--no-pings",
+                "--disable-breakpad", "--no-proxy-server", "--user-data-dir=\(directory)/profile",
             ] + arguments, outputPath: output)
         let exited = await Harness.eventually(timeout: timeout) { !process.isRunning }
-        if !exited {
-            process.terminate(grace: 2)
-            throw ChildProcess.Failure(description: "chromium did not finish within \(timeout)")
-        }
-        return (try? String(contentsOfFile: output, encoding: .utf8)) ?? ""
+        if !exited { process.terminate(grace: 2) }
+        return ((try? String(contentsOfFile: output, encoding: .utf8)) ?? "", exited)
     }
 
     /// The `<tr class="agent …">` rows of a dumped DOM, with the values the page put in data attributes.

@@ -18,10 +18,10 @@ struct TailPendingAcknowledgementsTests {
         }
     }
 
-    @Test(arguments: 1...24)
-    func randomInterleavingsMatchTheModel(seed: UInt64) {
+    @Test(arguments: 1...24, [7, TailPendingAcknowledgements.defaultBlockEntries])
+    func randomInterleavingsMatchTheModel(seed: UInt64, blockEntries: Int) {
         var random = SplitMix64(seed: seed)
-        var queue = TailPendingAcknowledgements()
+        var queue = TailPendingAcknowledgements(blockEntries: blockEntries)
         var model = Model()
         var sequence: UInt64 = UInt64.random(in: 0...5, using: &random)
         var offset: UInt64 = 0
@@ -47,6 +47,20 @@ struct TailPendingAcknowledgementsTests {
         let expected = model.acknowledge(through: .max)
         #expect(queue.acknowledge(through: .max) == expected)
         #expect(queue.isEmpty)
+    }
+
+    @Test("Memory follows the lines waiting: acknowledged blocks are given up, one is kept for reuse")
+    func blocksFollowTheBacklog() {
+        var queue = TailPendingAcknowledgements(blockEntries: 1000)
+        for line in 1...100_000 { queue.append(sequence: UInt64(line), offset: UInt64(line) * 200) }
+        #expect(queue.allocatedBlocks == 100)
+        #expect(queue.acknowledge(through: 90_500) == 90_500 * 200)
+        #expect(queue.allocatedBlocks == 11)  // lines 90,501…100,000 in 10 blocks, and the spare
+        #expect(queue.acknowledge(through: 100_000) == 100_000 * 200)
+        #expect(queue.isEmpty && queue.allocatedBlocks == 1)
+        for line in 100_001...100_500 { queue.append(sequence: UInt64(line), offset: UInt64(line) * 200) }
+        #expect(queue.allocatedBlocks == 1, "the spare block was taken again")
+        #expect(queue.acknowledge(through: 100_250) == 100_250 * 200)
     }
 
     @Test func aRunLongerThan4GiBStartsANewRun() {

@@ -4,10 +4,13 @@
 ///
 /// Stored compactly, because a backlog can put a whole ring of lines here (335,000 lines of 200 bytes in a 64 MiB
 /// ring): lines with consecutive sequence numbers form a run that keeps its first sequence and base offset once,
-/// and each line only its end as 4 bytes past the base. About 4 bytes per line instead of 16 (10 MB for that ring,
-/// with the arrays' growth).
+/// and each line only its end as 4 bytes past the base. The ends live in blocks of `blockEntries` (64 KiB), dropped
+/// from the front as lines are acknowledged: memory follows the lines waiting (1.3 MiB for that ring), and no array
+/// of a whole ring's lines is ever copied to grow (one contiguous array peaked at 4 MiB during the copy that
+/// doubled it).
 struct TailPendingAcknowledgements {
-    /// Lines `lineStart..<lineEnd` of `ends`, with sequences `firstSequence`, `firstSequence + 1`, ….
+    /// Lines `lineStart..<lineEnd` (numbered since the queue was created or emptied), with sequences
+    /// `firstSequence`, `firstSequence + 1`, ….
     private struct Run {
         var firstSequence: UInt64
         var baseOffset: UInt64
@@ -15,15 +18,34 @@ struct TailPendingAcknowledgements {
         var lineEnd: Int
     }
 
+    /// Line ends per block: 16,384 (64 KiB, below glibc's threshold for a mapping of its own, so freed blocks are
+    /// reused rather than unmapped and faulted in again).
+    static let defaultBlockEntries = 16_384
+
+    private let blockEntries: Int
     private var runs: [Run] = []
-    /// Each line's end offset minus its run's base offset.
-    private var ends: [UInt32] = []
-    /// The oldest run and line not acknowledged yet (the arrays are compacted now and then).
+    /// Each line's end offset minus its run's base offset. Every block but the last is full; `blocks[0][0]` is line
+    /// `firstBlockLine`.
+    private var blocks: [[UInt32]] = []
+    private var firstBlockLine = 0
+    /// One past the newest line.
+    private var endLine = 0
+    /// An emptied block kept for the next one needed.
+    private var spareBlock: [UInt32]?
+    /// The oldest run and line not acknowledged yet.
     private var runHead = 0
     private var lineHead = 0
 
+    init(blockEntries: Int = Self.defaultBlockEntries) {
+        precondition(blockEntries > 0)
+        self.blockEntries = blockEntries
+    }
+
     /// Whether lines wait for acknowledgement.
-    var isEmpty: Bool { lineHead == ends.count }
+    var isEmpty: Bool { lineHead == endLine }
+
+    /// Blocks of line ends allocated, the spare included.
+    var allocatedBlocks: Int { blocks.count + (spareBlock == nil ? 0 : 1) }
 
     /// Queues a line: handled once `sequence` is acknowledged; `offset` is just past it. Sequences never decrease
     /// (a line left out, such as an oversize one, repeats the sequence of the line before it).
@@ -32,12 +54,12 @@ struct TailPendingAcknowledgements {
             sequence == last.firstSequence + UInt64(last.lineEnd - last.lineStart),
             offset >= last.baseOffset, offset - last.baseOffset <= UInt64(UInt32.max)
         {
-            ends.append(UInt32(offset - last.baseOffset))
+            appendEnd(UInt32(offset - last.baseOffset))
             runs[runs.count - 1].lineEnd += 1
             return
         }
-        runs.append(Run(firstSequence: sequence, baseOffset: offset, lineStart: ends.count, lineEnd: ends.count + 1))
-        ends.append(0)
+        runs.append(Run(firstSequence: sequence, baseOffset: offset, lineStart: endLine, lineEnd: endLine + 1))
+        appendEnd(0)
     }
 
     /// Removes the lines whose sequences are at most `acknowledged`; returns the offset just past the last of them,
@@ -55,7 +77,7 @@ struct TailPendingAcknowledgements {
         let run = runs[low]
         let covered = Int(min(acknowledged - run.firstSequence, UInt64(run.lineEnd - run.lineStart - 1)))
         let line = run.lineStart + covered
-        let offset = run.baseOffset + UInt64(ends[line])
+        let offset = run.baseOffset + UInt64(end(ofLine: line))
         lineHead = line + 1
         if lineHead == run.lineEnd {
             runHead = low + 1
@@ -70,27 +92,54 @@ struct TailPendingAcknowledgements {
 
     mutating func removeAll() {
         runs.removeAll()
-        ends.removeAll()
+        blocks.removeAll()
+        spareBlock = nil
+        firstBlockLine = 0
+        endLine = 0
         runHead = 0
         lineHead = 0
     }
 
+    private mutating func appendEnd(_ end: UInt32) {
+        if blocks.isEmpty || blocks[blocks.count - 1].count == blockEntries {
+            var block = spareBlock ?? []
+            spareBlock = nil
+            block.reserveCapacity(blockEntries)
+            blocks.append(block)
+        }
+        blocks[blocks.count - 1].append(end)
+        endLine += 1
+    }
+
+    private func end(ofLine line: Int) -> UInt32 {
+        let index = line - firstBlockLine
+        return blocks[index / blockEntries][index % blockEntries]
+    }
+
+    /// Drops acknowledged blocks and runs from the front.
     private mutating func compact() {
-        if lineHead == ends.count {
-            let keep = ends.count <= 64 * 1024
-            runs.removeAll(keepingCapacity: keep)
-            ends.removeAll(keepingCapacity: keep)
-            runHead = 0
-            lineHead = 0
-        } else if lineHead >= 4096, lineHead * 2 >= ends.count {
-            ends.removeFirst(lineHead)
-            runs.removeFirst(runHead)
-            for index in runs.indices {
-                runs[index].lineStart -= lineHead
-                runs[index].lineEnd -= lineHead
+        if lineHead == endLine {
+            if spareBlock == nil, var block = blocks.first {
+                block.removeAll(keepingCapacity: true)
+                spareBlock = block
             }
+            blocks.removeAll()
+            runs.removeAll(keepingCapacity: runs.count <= 4096)
+            firstBlockLine = endLine
             runHead = 0
-            lineHead = 0
+            return
+        }
+        while lineHead - firstBlockLine >= blockEntries {
+            var block = blocks.removeFirst()
+            firstBlockLine += blockEntries
+            if spareBlock == nil {
+                block.removeAll(keepingCapacity: true)
+                spareBlock = block
+            }
+        }
+        if runHead >= 1024, runHead * 2 >= runs.count {
+            runs.removeFirst(runHead)
+            runHead = 0
         }
     }
 }

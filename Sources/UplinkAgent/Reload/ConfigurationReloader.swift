@@ -68,6 +68,8 @@ public struct ConfigurationReloader: Service {
     public func reload(path: String, running: UplinkFile) async -> UplinkFile {
         notifier.notify(.reloading, .monotonicNow(), logger: logger)
         logger.info("reloading the configuration", metadata: ["file": "\(path)"])
+        // Parsing and checking the file ran code that streaming does not need: its pages need not stay resident.
+        defer { StartupCodePages.release(logger: logger, after: "reload") }
         let result = UplinkFile.load(path: path)
         guard let new = result.value, new.configuresAgent else {
             let problem: String

@@ -82,5 +82,5 @@ if [ -n "$done_at" ]; then
 else
     echo "NOT drained within 10 minutes"
 fi
-echo "agent VmHWM $((hwm / 1024)) MiB = ring + $(((hwm - ring_kib) / 1024)) MiB (target: ring + 16 MiB)"
+echo "agent VmHWM $(awk -v k="$hwm" 'BEGIN { printf "%.1f", k / 1024 }') MiB = ring + $(awk -v k="$hwm" -v r="$ring_kib" 'BEGIN { printf "%.1f", (k - r) / 1024 }') MiB (target: ring + 16 MiB)"
 echo "peak RssAnon (sampled) $((peak_anon / 1024)) MiB, peak RssFile $((peak_file / 1024)) MiB"

@@ -155,12 +155,13 @@ struct CollectorProcess {
     let process: Process
     let port: Int
 
-    init(binary: String, port: Int, dataDirectory: String) throws {
+    /// Starts `binary collector` on `port`, storing under `dataDirectory`, with `extraArguments` after the others.
+    init(binary: String, port: Int, dataDirectory: String, extraArguments: [String] = []) throws {
         let process = Process()
         process.executableURL = URL(fileURLWithPath: binary)
         process.arguments = [
             "collector", "--port", String(port), "--data-dir", dataDirectory, "--no-stdout", "--log-level", "error",
-        ]
+        ] + extraArguments
         process.standardOutput = FileHandle.nullDevice
         process.standardError = FileHandle.nullDevice
         try process.run()

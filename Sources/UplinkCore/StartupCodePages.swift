@@ -40,6 +40,16 @@ public enum StartupCodePages {
         guard let mappings = currentMappings() else {
             return Released(mappings: 0, bytes: 0, failure: "cannot read /proc/self/smaps: errno \(errno)")
         }
+        return release(mappings)
+        #else
+        return Released(mappings: 0, bytes: 0, failure: nil)
+        #endif
+    }
+
+    #if os(Linux)
+    /// Releases those of `mappings` that are eligible (tests pass their own mappings, so as not to unmap the code of
+    /// a whole test process under the other tests).
+    static func release(_ mappings: [SmapsMapping]) -> Released {
         var released = Released(mappings: 0, bytes: 0, failure: nil)
         for mapping in mappings where mapping.isReleasable {
             guard let start = UnsafeMutableRawPointer(bitPattern: mapping.start) else { continue }
@@ -49,10 +59,8 @@ public enum StartupCodePages {
             }
         }
         return released
-        #else
-        return Released(mappings: 0, bytes: 0, failure: nil)
-        #endif
     }
+    #endif
 
     /// `release()`, logged at debug level (a failure at warning: nothing is lost, the memory stays resident).
     public static func release(logger: Logger, after stage: String) {

@@ -57,13 +57,13 @@ struct StartupCodePagesTests {
         try Data((0..<size).map { UInt8(truncatingIfNeeded: $0 &* 31) }).write(to: URL(fileURLWithPath: path))
 
         let descriptor = open(path, O_RDONLY)
-        #expect(descriptor >= 0)
+        try #require(descriptor >= 0)
         defer { close(descriptor) }
         // `clean`: read-only, only read. `patched`: made writable, one byte changed, read-only again, as a relocated
         // or debugger-patched page is: it holds a private copy that the file does not have.
         let clean = try #require(mmap(nil, size, PROT_READ, MAP_PRIVATE, descriptor, 0))
         let patched = try #require(mmap(nil, size, PROT_READ, MAP_PRIVATE, descriptor, 0))
-        #expect(clean != MAP_FAILED && patched != MAP_FAILED)
+        try #require(clean != MAP_FAILED && patched != MAP_FAILED, "mmap: errno \(errno)")
         defer {
             munmap(clean, size)
             munmap(patched, size)

@@ -5,8 +5,12 @@ import Synchronization
 /// What the output side of a `BoundStreamPair` tells its writer.
 public enum BoundStreamEvent: Sendable {
     /// The pair has room. Raised once when the reader first reads (the stream is open), and afterwards once each
-    /// time a read frees space after the writer was turned away (a write that did not take everything offered or
-    /// that filled the pair). Never raised twice for one such occasion, never lost.
+    /// time reads have freed at least half the capacity after the writer was turned away (a write that did not take
+    /// everything offered or that filled the pair). Never raised twice for one such occasion, never lost.
+    ///
+    /// Half, not any: a writer that refilled whatever a read had just freed would, once the reader took small
+    /// chunks, keep writing chunks of that size (the pair stays full, every read frees a few bytes, every write
+    /// fills them), and a stream would cross the connection a few bytes per write ("silly window syndrome").
     case hasSpaceAvailable
     /// The reading side failed or was cancelled; further writes take nothing.
     case errorOccurred(any Error)
@@ -134,7 +138,7 @@ public final class BoundStreamPair: Sendable {
                     }
                     if let chunk = state.chunks.popFirst() {
                         state.bufferedBytes -= chunk.readableBytes
-                        return .deliver(chunk, signalSpace: state.takeSpaceSignal())
+                        return .deliver(chunk, signalSpace: state.takeSpaceSignal(capacity: capacity))
                     }
                     switch state.writer {
                     case .failed(let error):
@@ -145,7 +149,7 @@ public final class BoundStreamPair: Sendable {
                         return .deliver(nil, signalSpace: false)
                     case .open:
                         state.waitingReader = continuation
-                        return .wait(signalSpace: state.takeSpaceSignal())
+                        return .wait(signalSpace: state.takeSpaceSignal(capacity: capacity))
                     }
                 }
                 switch step {
@@ -224,8 +228,11 @@ extension BoundStreamPair {
             return !eventsEnded
         }
 
-        mutating func takeSpaceSignal() -> Bool {
-            guard spaceSignalArmed, isWritable, !eventsEnded else { return false }
+        /// Whether the owed `hasSpaceAvailable` is due now: at least half of `capacity` is free.
+        mutating func takeSpaceSignal(capacity: Int) -> Bool {
+            guard spaceSignalArmed, isWritable, !eventsEnded, capacity - bufferedBytes >= (capacity + 1) / 2 else {
+                return false
+            }
             spaceSignalArmed = false
             return true
         }

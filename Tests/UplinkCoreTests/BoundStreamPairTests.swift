@@ -183,7 +183,36 @@ struct BoundStreamPairTests {
         #expect(try await read() == 2)
         #expect(try await read() == 3)
         #expect(events.count == 6)
-        #expect(events.all == [String](repeating: "space", count: 6))
+
+        // A read that frees less than half the capacity owes nothing yet: the writer would only fill those few
+        // bytes, and the stream would go on in chunks that small.
+        #expect(write(pair, pattern(15, count: 1)) == 1)
+        #expect(write(pair, pattern(16, count: 9)) == 7)
+        #expect(try await read() == 1)
+        #expect(events.count == 6, "1 of 8 bytes free")
+        #expect(try await read() == 7)
+        #expect(events.count == 7)
+        #expect(write(pair, pattern(17, count: 3)) == 3)
+        #expect(write(pair, pattern(18, count: 6)) == 5)
+        #expect(try await read() == 3)
+        #expect(events.count == 7, "3 of 8 bytes free")
+        #expect(try await read() == 5)
+        #expect(events.count == 8, "all 8 free")
+        #expect(events.all == [String](repeating: "space", count: 8))
+    }
+
+    @Test func halfTheCapacityFreedRaisesTheOwedEvent() async throws {
+        let (pair, events) = recordingPair(capacity: 9)
+        var reader = pair.input.makeAsyncIterator()
+        #expect(write(pair, [1]) == 1)
+        #expect(try await reader.next()?.readableBytes == 1)
+        #expect(events.count == 1, "the first read opens the stream")
+        for size in [4, 1, 4] { #expect(write(pair, pattern(size, count: size)) == size) }
+        #expect(write(pair, [0]) == 0)
+        #expect(try await reader.next()?.readableBytes == 4)
+        #expect(events.count == 1, "4 of 9 free: less than half")
+        #expect(try await reader.next()?.readableBytes == 1)
+        #expect(events.count == 2, "5 of 9 free")
     }
 
     @Test func theFirstReadOfAParkedReaderRaisesExactlyOneEvent() async throws {

@@ -312,14 +312,29 @@ struct TailEndToEndTests {
             duplicates.count == 0,
             "duplicated: \(duplicates.count), first \(duplicates.prefix(5))\n\(Self.describeStored(Set([duplicates.first, duplicates.last].compactMap { $0 }), in: records))")
         let missing = onDisk.subtracting(seen)
-        let missingFiles = Dictionary(grouping: missing, by: { fileOf[$0] ?? "?" }).mapValues { lines in
-            "\(lines.count) lines, \(lines.min() ?? 0)…\(lines.max() ?? 0)"
+        let linesByFile = Dictionary(grouping: onDisk, by: { fileOf[$0] ?? "?" })
+        let missingByFile = Dictionary(grouping: missing, by: { fileOf[$0] ?? "?" })
+        // With `paths: [app.log]` an incarnation that was copied away and truncated before the tailer read any of it
+        // (two rotations closer together than the tailer looked, on a loaded machine) exists only in its copy, which
+        // `paths` does not name: out of reach, as for rename-and-create (docs/configuration.md, "Rotation"). Such a
+        // copy has no line delivered at all; a copy with some lines delivered and others not is a loss.
+        let unseenCopies = pattern == "app.log"
+            ? Set(missingByFile.filter { $0.key != "app.log" && $0.value.count == linesByFile[$0.key]?.count }.keys)
+            : []
+        let lost = missingByFile.filter { !unseenCopies.contains($0.key) }
+        let describe = { (files: [String: [Int]]) in
+            files.sorted { $0.key < $1.key }.map { name, lines in
+                "\(name): \(lines.count) of \(linesByFile[name]?.count ?? 0) lines, \(lines.min() ?? 0)…\(lines.max() ?? 0)"
+            }.joined(separator: "; ")
         }
         #expect(
-            missing.isEmpty,
-            "\(missing.count) lines that are on disk never arrived, first \(missing.sorted().prefix(5)); by file: \(missingFiles)")
+            lost.isEmpty,
+            "\(lost.values.map(\.count).reduce(0, +)) lines that are on disk never arrived; by file: \(describe(lost))")
+        #expect(
+            unseenCopies.count <= 10,
+            "\(unseenCopies.count) of 30 incarnations were copied away before the tailer read any of them: \(describe(missingByFile))")
         // Lines neither on disk nor stored were written between a copy and its truncation: no reader can have them.
-        print("real logrotate copytruncate, paths: [\(pattern)]: 30 rotations, \(total) lines written, \(total - onDisk.count) between a copy and its truncation, \(missing.count) on disk but not delivered, \(duplicates.count) duplicated")
+        print("real logrotate copytruncate, paths: [\(pattern)]: 30 rotations, \(total) lines written, \(total - onDisk.count) between a copy and its truncation, \(missing.count) on disk but not delivered (\(unseenCopies.count) incarnations copied away unseen), \(duplicates.count) duplicated")
     }
 
     @Test("Graceful restart in the middle of a file: no acknowledged line is sent again, no line is lost")

@@ -36,7 +36,10 @@ extension TailConfig {
           bytes is not matched), what the tailer had not read yet is read from that copy first, as the same
           incarnation; then the file is read again from the start as a new incarnation. Only lines written between
           logrotate's copy and its truncate are lost (no reader can see them; prefer rename-and-create), and those of
-          a copy compressed before the tailer noticed (`compress` without `delaycompress`). A line the copy caught in
+          a copy compressed before the tailer noticed (`compress` without `delaycompress`), and, as with renames, an
+          incarnation copied away and truncated before the tailer read any of it (two rotations closer together than the
+          tailer looks, on an overloaded box): it exists only in a copy `paths` does not name; include the copies' names
+          (`app.log*`) to have those read too. A line the copy caught in
           the middle of a write is sent as far as the copy holds it, unless the tailer had read it whole from the
           file. When `paths` also matches the copy (`app.log*` and logrotate's `app.log.1`), the copy is not read as a
           file of its own: a new file whose first 256 bytes are those of a followed file is taken for its copy and

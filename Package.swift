@@ -91,6 +91,7 @@ let package = Package(
                 // Each kind's folder decodes its own keys (`SourceKindConfig.decode`).
                 "UplinkConfig",
                 "CSystemd",
+                "CLinuxIO",
                 .product(name: "SystemPackage", package: "swift-system"),
                 .product(name: "Logging", package: "swift-log"),
             ],

@@ -1,3 +1,4 @@
+import CLinuxIO
 import Dispatch
 import Synchronization
 
@@ -13,18 +14,23 @@ import Musl
 /// the paths named, and the engine checks whether they match `paths`), another modifications: of the open files
 /// (through `/proc/self/fd`, new data: the reader is woken) and, by name, of the files in the watched directories,
 /// which is how a followed file kept closed ("parked", read to its end and quiet) is noticed to grow without a
-/// descriptor or a watch of its own. A thread of its own blocks in `poll(2)` on both and on a control pipe.
+/// descriptor or a watch of its own. A thread of its own waits in `epoll_wait(2)` on both and on a control pipe
+/// (which only says "stop").
 ///
 /// Every event names what changed, so the engine's work per event is proportional to it: a write to one of
 /// 10,000 followed files opens and reads that one. A full look (every path, the globs expanded) is only asked for
 /// when inotify lost events (queue overflow) or a watched directory itself changed.
 ///
 /// Modification events are only read while the reader is idle ("armed"): a busy reader is not woken for every
-/// `write(2)` of a busy file, the kernel coalesces them meanwhile. Modifications of files that are neither open
-/// nor parked are read and dropped without waking the reader.
+/// `write(2)` of a busy file, the kernel coalesces them meanwhile. The modification instance is watched one-shot
+/// (`EPOLLONESHOT`): a report disarms it, and the reader arms it again with `epoll_ctl` from its own thread before
+/// it goes idle, which wakes nobody (a control byte per idle turn used to wake this thread once more per line).
+/// Modifications of files that are neither open nor parked are read and dropped without waking the reader.
 final class TailInotify: Sendable {
     private let directoryFD: Int32
     private let modifyFD: Int32
+    /// The thread waits here for the three descriptors, told apart by `WaitTag`.
+    private let epollFD: Int32
     private let controlRead: Int32
     private let controlWrite: Int32
     private let opener: TailOpener
@@ -80,17 +86,33 @@ final class TailInotify: Sendable {
             _ = fcntl(fd, F_SETFD, FD_CLOEXEC)
             _ = fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK)
         }
+        let epollFD = uplink_epoll_create()
+        guard epollFD >= 0,
+            uplink_epoll_add(epollFD, pipeFDs[0], WaitTag.control.rawValue, 0) == 0,
+            uplink_epoll_add(epollFD, directoryFD, WaitTag.directories.rawValue, 0) == 0,
+            uplink_epoll_add(epollFD, modifyFD, WaitTag.modifications.rawValue, 1) == 0
+        else {
+            let error = SourceFiles.Errno(errno)
+            for fd in [directoryFD, modifyFD, pipeFDs[0], pipeFDs[1], epollFD] where fd >= 0 { close(fd) }
+            return .failure(error)
+        }
         return .success(TailInotify(
-            directoryFD: directoryFD, modifyFD: modifyFD, controlRead: pipeFDs[0], controlWrite: pipeFDs[1],
-            opener: opener, wakeup: wakeup))
+            directoryFD: directoryFD, modifyFD: modifyFD, epollFD: epollFD, controlRead: pipeFDs[0],
+            controlWrite: pipeFDs[1], opener: opener, wakeup: wakeup))
+    }
+
+    /// What an `epoll_wait` report is about.
+    private enum WaitTag: UInt32 {
+        case control, directories, modifications
     }
 
     private init(
-        directoryFD: Int32, modifyFD: Int32, controlRead: Int32, controlWrite: Int32, opener: TailOpener,
-        wakeup: SourceWakeup
+        directoryFD: Int32, modifyFD: Int32, epollFD: Int32, controlRead: Int32, controlWrite: Int32,
+        opener: TailOpener, wakeup: SourceWakeup
     ) {
         self.directoryFD = directoryFD
         self.modifyFD = modifyFD
+        self.epollFD = epollFD
         self.controlRead = controlRead
         self.controlWrite = controlWrite
         self.opener = opener
@@ -192,10 +214,10 @@ final class TailInotify: Sendable {
         }
     }
 
-    /// Lets the thread report the next modification (call before going idle).
+    /// Lets the thread report the next modification (call before going idle). Wakes the thread only if one is
+    /// waiting to be read already.
     func arm() {
-        var byte = UInt8(ascii: "a")
-        _ = write(controlWrite, &byte, 1)
+        _ = uplink_epoll_rearm(epollFD, modifyFD, WaitTag.modifications.rawValue)
     }
 
     /// Stops the thread (waiting up to a second for it) and closes the instances.
@@ -212,6 +234,7 @@ final class TailInotify: Sendable {
             // A thread still polling (never seen) keeps its descriptors: closing them under it could hit reused ones.
             guard exited.load(ordering: .sequentiallyConsistent) else { return }
         }
+        close(epollFD)
         close(directoryFD)
         close(modifyFD)
         close(controlRead)
@@ -312,59 +335,55 @@ final class TailInotify: Sendable {
     }
 
     private func eventLoop() {
-        var armed = true
         var moves = PendingMoves()
         let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: 64 * 1024, alignment: 8)
         defer { buffer.deallocate() }
+        var tags = [UInt32](repeating: 0, count: 3)
         while true {
-            var fds = [
-                pollfd(fd: controlRead, events: Int16(POLLIN), revents: 0),
-                pollfd(fd: directoryFD, events: Int16(POLLIN), revents: 0),
-                pollfd(fd: armed ? modifyFD : -1, events: Int16(POLLIN), revents: 0),
-            ]
-            let ready = poll(&fds, nfds_t(fds.count), -1)
+            let ready = tags.withUnsafeMutableBufferPointer { uplink_epoll_wait(epollFD, $0.baseAddress, 3, -1) }
             if ready < 0 {
                 if errno == EINTR { continue }
                 return
             }
-            if fds[0].revents != 0 {
-                while true {
-                    let count = read(controlRead, buffer.baseAddress, buffer.count)
-                    if count <= 0 { break }
-                    for byte in UnsafeRawBufferPointer(rebasing: buffer[0..<count]) {
-                        if byte == UInt8(ascii: "q") { return }
-                        armed = true
+            for tag in tags.prefix(Int(ready)).compactMap(WaitTag.init(rawValue:)) {
+                switch tag {
+                case .control:
+                    while true {
+                        let count = read(controlRead, buffer.baseAddress, buffer.count)
+                        if count <= 0 { break }
+                        if UnsafeRawBufferPointer(rebasing: buffer[0..<count]).contains(UInt8(ascii: "q")) { return }
                     }
-                }
-            }
-            if fds[1].revents != 0 {
-                var changed: Set<String>? = []
-                while true {
-                    let count = read(directoryFD, buffer.baseAddress, buffer.count)
-                    if count <= 0 { break }
-                    let paths = handleDirectoryEvents(UnsafeRawBufferPointer(rebasing: buffer[0..<count]), &moves)
-                    if let paths, changed != nil { changed!.formUnion(paths) } else { changed = nil }
-                }
-                state.withLock { state in
-                    if let changed, state.changedPaths.count + changed.count <= Self.maximumQueuedPaths {
-                        state.changedPaths.formUnion(changed)
-                    } else {
-                        state.discoveryRequested = true
+                case .directories:
+                    var changed: Set<String>? = []
+                    while true {
+                        let count = read(directoryFD, buffer.baseAddress, buffer.count)
+                        if count <= 0 { break }
+                        let paths = handleDirectoryEvents(UnsafeRawBufferPointer(rebasing: buffer[0..<count]), &moves)
+                        if let paths, changed != nil { changed!.formUnion(paths) } else { changed = nil }
                     }
-                }
-                if let changed { opener.scan(changed) } else { opener.scan() }
-                wakeup.signal()
-            }
-            if fds[2].revents != 0 {
-                var relevant = false
-                while true {
-                    let count = read(modifyFD, buffer.baseAddress, buffer.count)
-                    if count <= 0 { break }
-                    if handleModifyEvents(UnsafeRawBufferPointer(rebasing: buffer[0..<count])) { relevant = true }
-                }
-                if relevant {
-                    armed = false
+                    state.withLock { state in
+                        if let changed, state.changedPaths.count + changed.count <= Self.maximumQueuedPaths {
+                            state.changedPaths.formUnion(changed)
+                        } else {
+                            state.discoveryRequested = true
+                        }
+                    }
+                    if let changed { opener.scan(changed) } else { opener.scan() }
                     wakeup.signal()
+                case .modifications:
+                    // The report disarmed the watch: it stays so until the reader, done with what it was woken
+                    // for, arms it again.
+                    var relevant = false
+                    while true {
+                        let count = read(modifyFD, buffer.baseAddress, buffer.count)
+                        if count <= 0 { break }
+                        if handleModifyEvents(UnsafeRawBufferPointer(rebasing: buffer[0..<count])) { relevant = true }
+                    }
+                    if relevant {
+                        wakeup.signal()
+                    } else {
+                        arm()
+                    }
                 }
             }
         }

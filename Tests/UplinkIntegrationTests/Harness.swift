@@ -6,6 +6,7 @@ import UplinkAgent
 import UplinkCollector
 import UplinkCore
 import UplinkSources
+import UplinkTestSupport
 import UplinkTransport
 import UplinkWire
 
@@ -19,9 +20,7 @@ enum Harness {
     }()
 
     static func temporaryDirectory(_ name: String) throws -> String {
-        let path = NSTemporaryDirectory() + "uplink-\(name)-\(UUID().uuidString)"
-        try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)
-        return path
+        try TestDirectories.make("uplink-\(name)")
     }
 
     /// Polls `condition` every 20 ms until it holds or `timeout` passes; returns whether it held.

@@ -3,6 +3,7 @@ import Logging
 import Synchronization
 import Testing
 import UplinkCore
+import UplinkTestSupport
 
 @testable import UplinkSources
 
@@ -207,12 +208,9 @@ enum Fixtures {
         Array(try Data(contentsOf: url(relative)))
     }
 
-    /// A fresh temporary directory, removed by the returned cleanup closure.
+    /// A fresh temporary directory, removed when the test process exits (`TestDirectories`).
     static func temporaryDirectory() throws -> URL {
-        let directory = FileManager.default.temporaryDirectory
-            .appendingPathComponent("uplink-sources-tests-\(UUID().uuidString)", isDirectory: true)
-        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
-        return directory
+        URL(fileURLWithPath: try TestDirectories.make("uplink-sources-tests"), isDirectory: true)
     }
 
     /// Copies the fixture directory `relative` (e.g. `x86-laptop-8core/proc`) to a temporary directory and

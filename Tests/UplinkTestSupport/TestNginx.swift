@@ -118,7 +118,7 @@ public final class TestNginx: @unchecked Sendable {
         guard FileManager.default.isExecutableFile(atPath: binary) else {
             throw Failure(description: "nginx is not installed (Debian: apt-get install nginx)")
         }
-        let directory = NSTemporaryDirectory() + "uplink-nginx-\(UUID().uuidString)"
+        let directory = try TestDirectories.make("uplink-nginx")
         try FileManager.default.createDirectory(atPath: directory + "/temp", withIntermediateDirectories: true)
         let nginx = TestNginx(configuration: configuration, directory: directory)
         var lastError: (any Error)?

@@ -46,8 +46,7 @@ public final class TestTinyproxy: @unchecked Sendable {
 
     public static func start(basicAuth: (user: String, password: String)? = nil) throws -> TestTinyproxy {
         guard isInstalled else { throw Failure(description: "tinyproxy is not installed (Debian: apt-get install tinyproxy)") }
-        let directory = NSTemporaryDirectory() + "uplink-tinyproxy-\(UUID().uuidString)"
-        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        let directory = try TestDirectories.make("uplink-tinyproxy")
         var lastError: (any Error)?
         for _ in 0..<5 {
             let proxy = TestTinyproxy(port: try TestNginx.freeLoopbackPort(), directory: directory)

@@ -13,7 +13,7 @@ struct UplinkTLSTests {
     let client: TestCertificateAuthority.Certificate
 
     init() throws {
-        directory = NSTemporaryDirectory() + "uplink-tls-\(UUID().uuidString)"
+        directory = try TestDirectories.make("uplink-tls")
         ca = try TestCertificateAuthority.create(in: directory)
         client = try ca.issue(commonName: "agent-1", usage: .client)
     }

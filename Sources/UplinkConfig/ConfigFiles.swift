@@ -6,6 +6,8 @@ import Musl
 import Darwin
 #endif
 
+import UplinkCore
+
 /// Why a file named by the configuration could not be read.
 public struct ConfigFileError: Error, Sendable, Equatable, CustomStringConvertible {
     /// The `errno` value, or 0 when the problem is not a system error (the file is too large).
@@ -30,21 +32,10 @@ public struct ConfigFileError: Error, Sendable, Equatable, CustomStringConvertib
 public enum ConfigFiles {
     /// The contents of the file at `path`, at most `limit` bytes (a larger file is an error).
     public static func read(path: String, limit: Int) -> Result<[UInt8], ConfigFileError> {
-        let descriptor = open(path, O_RDONLY | O_CLOEXEC)
-        guard descriptor >= 0 else { return .failure(ConfigFileError(errno: errno)) }
-        defer { close(descriptor) }
-        var contents: [UInt8] = []
-        var chunk = [UInt8](repeating: 0, count: 64 * 1024)
-        while true {
-            let count = chunk.withUnsafeMutableBytes { systemRead(descriptor, $0.baseAddress, $0.count) }
-            if count < 0 {
-                if errno == EINTR { continue }
-                return .failure(ConfigFileError(errno: errno))
-            }
-            if count == 0 { return .success(contents) }
-            contents.append(contentsOf: chunk[..<count])
-            if contents.count > limit {
-                return .failure(ConfigFileError(errorNumber: 0, text: "the file is larger than \(limit) bytes"))
+        WholeFile.read(path: path, limit: limit).mapError { failure in
+            switch failure {
+            case .system(let code): ConfigFileError(errno: code)
+            case .tooLarge(let limit): ConfigFileError(errorNumber: 0, text: "the file is larger than \(limit) bytes")
             }
         }
     }
@@ -62,9 +53,4 @@ public enum ConfigFiles {
         if slash == path.startIndex { return "/" }
         return String(path[..<slash])
     }
-}
-
-/// `read(2)`, under a name that the static `ConfigFiles.read(path:limit:)` does not shadow.
-private func systemRead(_ descriptor: Int32, _ buffer: UnsafeMutableRawPointer?, _ count: Int) -> Int {
-    read(descriptor, buffer, count)
 }

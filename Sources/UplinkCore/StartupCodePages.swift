@@ -37,10 +37,12 @@ public enum StartupCodePages {
     @discardableResult
     public static func release() -> Released {
         #if os(Linux)
-        guard let mappings = currentMappings() else {
-            return Released(mappings: 0, bytes: 0, failure: "cannot read /proc/self/smaps: errno \(errno)")
+        switch currentMappings() {
+        case .success(let mappings):
+            return release(mappings)
+        case .failure(let failure):
+            return Released(mappings: 0, bytes: 0, failure: "cannot read /proc/self/smaps: \(failure)")
         }
-        return release(mappings)
         #else
         return Released(mappings: 0, bytes: 0, failure: nil)
         #endif
@@ -76,28 +78,9 @@ public enum StartupCodePages {
     }
 
     #if os(Linux)
-    /// This process's mappings now, from `/proc/self/smaps`; nil when it cannot be read.
-    static func currentMappings() -> [SmapsMapping]? {
-        readProcFile("/proc/self/smaps").map(SmapsMapping.parse)
-    }
-
-    /// Reads a whole `/proc` file (its size is unknown until read; `smaps` is a few hundred KiB at most).
-    private static func readProcFile(_ path: String) -> String? {
-        let descriptor = open(path, O_RDONLY | O_CLOEXEC)
-        guard descriptor >= 0 else { return nil }
-        defer { close(descriptor) }
-        var bytes: [UInt8] = []
-        var chunk = [UInt8](repeating: 0, count: 64 * 1024)
-        while true {
-            let count = chunk.withUnsafeMutableBytes { read(descriptor, $0.baseAddress, $0.count) }
-            if count < 0 {
-                if errno == EINTR { continue }
-                return nil
-            }
-            if count == 0 { break }
-            bytes.append(contentsOf: chunk[0..<count])
-        }
-        return String(decoding: bytes, as: UTF8.self)
+    /// This process's mappings now, from `/proc/self/smaps`.
+    static func currentMappings() -> Result<[SmapsMapping], WholeFile.Failure> {
+        WholeFile.read(path: "/proc/self/smaps").map { SmapsMapping.parse(String(decoding: $0, as: UTF8.self)) }
     }
     #endif
 }

@@ -6,6 +6,8 @@ import Glibc
 import Musl
 #endif
 
+import UplinkCore
+
 /// Why the files of `uplink.tls` cannot be used: which setting, which file, what is wrong.
 public struct UplinkTLSProblem: Error, Sendable, Equatable, CustomStringConvertible {
     /// The key under `uplink.tls` the problem belongs to (`ca_file`, `cert_file`, `key_file`), or the environment
@@ -137,27 +139,15 @@ struct TLSMaterial: Sendable {
 
     /// The whole file, or a problem with the system's error text.
     static func contents(of path: String, key: String) throws(UplinkTLSProblem) -> [UInt8] {
-        let descriptor = open(path, O_RDONLY | O_CLOEXEC)
-        guard descriptor >= 0 else {
-            throw UplinkTLSProblem(key: key, message: "cannot read '\(path)': \(String(cString: strerror(errno)))", unreadable: true)
+        switch WholeFile.read(path: path, limit: maximumFileBytes) {
+        case .success(let contents):
+            if contents.isEmpty { throw UplinkTLSProblem(key: key, message: "'\(path)' is empty", unreadable: true) }
+            return contents
+        case .failure(.system(let code)):
+            throw UplinkTLSProblem(key: key, message: "cannot read '\(path)': \(String(cString: strerror(code)))", unreadable: true)
+        case .failure(.tooLarge):
+            throw UplinkTLSProblem(key: key, message: "'\(path)' is larger than \(maximumFileBytes) bytes")
         }
-        defer { close(descriptor) }
-        var contents: [UInt8] = []
-        var chunk = [UInt8](repeating: 0, count: 64 * 1024)
-        while true {
-            let count = chunk.withUnsafeMutableBytes { read(descriptor, $0.baseAddress, $0.count) }
-            if count < 0 {
-                if errno == EINTR { continue }
-                throw UplinkTLSProblem(key: key, message: "cannot read '\(path)': \(String(cString: strerror(errno)))", unreadable: true)
-            }
-            if count == 0 { break }
-            contents.append(contentsOf: chunk[..<count])
-            if contents.count > maximumFileBytes {
-                throw UplinkTLSProblem(key: key, message: "'\(path)' is larger than \(maximumFileBytes) bytes")
-            }
-        }
-        if contents.isEmpty { throw UplinkTLSProblem(key: key, message: "'\(path)' is empty", unreadable: true) }
-        return contents
     }
 
     static func isDirectory(_ path: String) -> Bool {

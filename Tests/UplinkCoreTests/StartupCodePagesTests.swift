@@ -94,7 +94,7 @@ struct StartupCodePagesTests {
     /// The `smaps` entry of the mapping that starts at `address`.
     private func mapping(at address: UnsafeMutableRawPointer) throws -> SmapsMapping {
         let start = UInt(bitPattern: address)
-        return try #require(StartupCodePages.currentMappings()?.first { $0.start == start })
+        return try #require(StartupCodePages.currentMappings().get().first { $0.start == start })
     }
 }
 #endif

@@ -5,9 +5,9 @@ import UplinkCore
 ///
 /// A frame looks like `"ts":1763704818123456789,"src":"cpu","metric":"cpu.user","value":12.5,"unit":"percent"}` + `\n`.
 ///
-/// Frames are written with `JSONRawWriter` into memory sized for the worst case (every byte escaped), so the
-/// writing itself has no capacity checks; `encodeLogFrames(_:)` also writes the parts every line of a batch shares
-/// only once.
+/// Frames are written with `JSONRawWriter` where their worst case (every byte escaped) fits, so the writing itself
+/// has no capacity checks; `encodeLogFrames(_:)` checks that once per line and also writes the parts every line of a
+/// batch shares only once.
 public struct NDJSONFrameEncoder: RecordFrameEncoder {
     public init() {}
 
@@ -66,50 +66,78 @@ public struct NDJSONFrameEncoder: RecordFrameEncoder {
 
     /// Every line of `batch` straight from its bytes (no `String`, no `Record` per line). A single line
     /// (`encodeLogFrame(_:line:into:)`) takes the protocol's path through a `Record`, which gives the same bytes.
+    ///
+    /// The frames go into memory sized for what a batch usually takes, not for its worst case: a line is written only
+    /// where its own worst case fits, and a batch that escapes more than expected moves to twice the room and goes
+    /// on. (Sizing the whole batch for the worst case asked for 6× its messages, 1.7 MiB per 256 KiB read, which
+    /// the allocator kept around while a large backlog drained; #12, bounded memory.)
     public func encodeLogFrames(_ batch: LogLineBatch) -> (frames: [UInt8], ends: [Int]) {
         guard !batch.isEmpty else { return ([], []) }
         let layout = BatchLayout(batch)
-        // Messages as strings (6 bytes per byte, 2 quotes), and lines' own fields: a field is stored in 8 + k + v
-        // bytes and written in at most 6k + 6v + 6 (`,"k":"v"`).
-        let maximumBytes = batch.count * layout.maximumLineBytes
-            + 6 * batch.messageBytes.count + 2 * batch.count + 6 * batch.extraFieldBytes.count
+        var ends: [Int] = []
+        ends.reserveCapacity(batch.count)
         var frames: [UInt8] = []
-        let ends = [Int](unsafeUninitializedCapacity: batch.count) { ends, endsCount in
-            frames = [UInt8](unsafeUninitializedCapacity: maximumBytes) { buffer, count in
+        var room = Self.expectedBytes(of: batch, layout: layout)
+        // Lines read together share a timestamp: then `"ts":…,"src":…,"log":` is copied from the frame before.
+        var previousStart = 0
+        var previousTimestamp: Int64 = 0
+        var prefixLength = 0
+        while ends.count < batch.count {
+            let written = frames
+            frames = [UInt8](unsafeUninitializedCapacity: room) { buffer, count in
                 let base = buffer.baseAddress!
-                var writer = JSONRawWriter(base)
+                written.withUnsafeBytes { old in
+                    if let from = old.baseAddress { UnsafeMutableRawPointer(base).copyMemory(from: from, byteCount: old.count) }
+                }
+                let limit = base + room
+                var writer = JSONRawWriter(base + written.count)
                 layout.withParts { parts in
                     batch.messageBytes.withUnsafeBytes { messages in
                         batch.lines.withUnsafeBufferPointer { lines in
-                            // Lines read together share a timestamp: then `"ts":…,"src":…,"log":` is copied from
-                            // the frame before.
-                            var previousStart = base
-                            var previousTimestamp: Int64 = 0
-                            var prefixLength = 0
-                            for index in 0..<lines.count {
+                            while ends.count < lines.count {
+                                let index = ends.count
                                 let line = lines[index]
-                                let start = writer.position
+                                guard limit - writer.position >= Self.maximumBytes(of: line, layout: layout) else { return }
+                                let start = writer.position - base
                                 if prefixLength > 0 && line.timestamp == previousTimestamp {
-                                    writer.bytes(UnsafeRawBufferPointer(start: previousStart, count: prefixLength))
+                                    writer.bytes(UnsafeRawBufferPointer(start: base + previousStart, count: prefixLength))
                                 } else {
                                     writer.literal(#""ts":"#)
                                     writer.integer(line.timestamp)
                                     writer.bytes(parts.head)
-                                    prefixLength = writer.position - start
+                                    prefixLength = writer.position - base - start
                                     previousTimestamp = line.timestamp
                                 }
                                 previousStart = start
                                 Self.writeLineRest(of: batch, index, line, messages: messages, parts: parts, to: &writer)
-                                ends[index] = writer.position - base
+                                ends.append(writer.position - base)
                             }
                         }
                     }
                 }
                 count = writer.position - base
             }
-            endsCount = batch.count
+            if ends.count < batch.count {
+                room = max(2 * room, frames.count + Self.maximumBytes(of: batch.lines[ends.count], layout: layout))
+            }
         }
         return (frames, ends)
+    }
+
+    /// The most bytes `line`'s frame can take: its message as a string (6 bytes per byte at worst, 2 quotes) and its
+    /// own fields (a field stored in 8 + k + v bytes is written in at most 6k + 6v + 6, `,"k":"v"`) on top of the
+    /// parts every line has.
+    private static func maximumBytes(of line: LogLineBatch.Line, layout: BatchLayout) -> Int {
+        layout.maximumLineBytes + 6 * (line.end - line.start) + 2 + 6 * (line.extraFieldsEnd - line.extraFieldsStart)
+    }
+
+    /// Room that holds the batch in one go unless its messages need many escapes: every line's fixed parts, the
+    /// messages with a sixteenth more, and the longest line's worst case (the last line written must fit its own).
+    private static func expectedBytes(of batch: LogLineBatch, layout: BatchLayout) -> Int {
+        var longest = 0
+        for line in batch.lines { longest = max(longest, maximumBytes(of: line, layout: layout)) }
+        return batch.count * (layout.maximumLineBytes + 2) + batch.messageBytes.count + batch.messageBytes.count / 16
+            + 2 * batch.extraFieldBytes.count + longest
     }
 
     // MARK: Writing

@@ -67,6 +67,34 @@ import UplinkWire
         }
     }
 
+    /// A batch whose messages are all control bytes writes six bytes per byte: far more than the room the encoder
+    /// starts with (about the messages' size), so it moves to more room several times mid-batch; plain lines before
+    /// and after, with shared timestamps, check that frames and the copied `"ts":…` prefix survive each move.
+    @Test func aBatchThatEscapesEverythingMatchesTheRecordPath() throws {
+        let encoder = NDJSONFrameEncoder()
+        var batch = LogLineBatch(source: "esc", fields: [Tag("path", "/var/log/e")], originID: 9)
+        var offset: UInt64 = 0
+        for index in 0..<600 {
+            let message: [UInt8] = index % 200 < 20
+                ? Array("plain line \(index)".utf8) : [UInt8](repeating: UInt8(1 + index % 31), count: 150 + index % 7)
+            offset += UInt64(message.count + 1)
+            message.withUnsafeBytes {
+                batch.append(message: $0, timestamp: Int64(index / 3), originOffset: offset)
+            }
+        }
+        let (frames, ends) = encoder.encodeLogFrames(batch)
+        try #require(ends.count == batch.count)
+        #expect(frames.count > 6 * batch.messageBytes.count)
+        var start = 0
+        for index in 0..<batch.count {
+            var expected: [UInt8] = []
+            encoder.encodeFrame(batch.record(at: index), into: &expected)
+            #expect(Array(frames[start..<ends[index]]) == expected, "line \(index)")
+            start = ends[index]
+        }
+        #expect(start == frames.count)
+    }
+
     @Test func anEmptyBatchHasNoFrames() {
         let (frames, ends) = NDJSONFrameEncoder().encodeLogFrames(LogLineBatch(source: "s", fields: [], originID: 3))
         #expect(frames.isEmpty)

@@ -23,18 +23,21 @@ extension UplinkDriver {
     /// far (docs/protocol.md, "Compression"), or as they are. Nil when compressing failed; the stream is then failed.
     func encode(_ lines: ByteBuffer, connection: ConnectionID) -> ByteBuffer? {
         guard let compressor else { return lines }
-        var output = ByteBufferAllocator().buffer(capacity: lines.readableBytes / 4 + 64)
+        var output = compressedScratch
+        compressedScratch = ByteBuffer()  // `output` holds the only reference, so clearing it keeps the storage
+        output.clear()
+        defer {
+            output.clear()
+            compressedScratch = output
+        }
         do {
             try compressor.compress(lines, flush: true, into: &output)
             // The compressor asks for room for the worst case; what it wrote is usually a tenth of that. The pass's
             // output waits in the pair and the client's queue until the socket takes it, and the in-flight window
-            // counts its bytes, so keep only those (a copy of a few KiB), not the whole allocation.
-            if output.capacity > 2 * output.readableBytes + 4096 {
-                var exact = ByteBufferAllocator().buffer(capacity: output.readableBytes)
-                exact.writeImmutableBuffer(output)
-                return exact
-            }
-            return output
+            // counts its bytes, so only those go on (a copy of a few KiB); the room stays for the next pass.
+            var exact = ByteBufferAllocator().buffer(capacity: output.readableBytes)
+            exact.writeImmutableBuffer(output)
+            return exact
         } catch {
             events.yield(.streamFailed(connection, .transport("compressing the body failed: \(error)")))
             return nil

@@ -28,6 +28,12 @@ final class UplinkDriver {
     var compression: WireCompression
     /// The current stream's compression context (nil: uncompressed); a fresh one per stream.
     var compressor: StreamCompressor?
+    /// Compressed streams only: the buffer a write pass gathers its lines in before they are compressed, and the one
+    /// the compressor writes into. Both are kept from pass to pass (a pass takes up to a few hundred KiB of lines), so
+    /// that a long drain does not allocate and free them hundreds of times a second, which leaves the allocator
+    /// holding megabytes (#12, bounded memory). What goes into the pair is an exact copy of the compressed bytes.
+    var lineScratch = ByteBuffer()
+    var compressedScratch = ByteBuffer()
     private var timerTask: Task<Void, Never>?
     private var timerDeadline: ContinuousClock.Instant?
     private var backoffTask: Task<Void, Never>?
@@ -213,6 +219,8 @@ final class UplinkDriver {
         inFlight.reset()
         waitingForAcknowledgements = false
         compressor = nil
+        lineScratch = ByteBuffer()
+        compressedScratch = ByteBuffer()
         ring.cancelDataNotification()
         ring.rewindToAcknowledged()
     }

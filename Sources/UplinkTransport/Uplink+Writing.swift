@@ -28,12 +28,13 @@ extension UplinkDriver {
                         waitingForAcknowledgements = true
                         break
                     }
-                    var fill = ByteBufferAllocator().buffer(capacity: take + take / 4 + 64)
+                    var fill = takeFillBuffer(capacity: take + take / 4 + 64)
                     var fillLast: UInt64?
                     recordsWritten += ring.readUnsent(maxBytes: take) { sequence, first, second in
                         WireLineWriter.appendRecordLine(sequence: sequence, frame: first, second, to: &fill)
                         fillLast = sequence
                     }
+                    defer { returnFillBuffer(fill) }
                     guard let fillLast else { break }
                     lastSequence = fillLast
                     lineBytes += fill.readableBytes
@@ -74,6 +75,21 @@ extension UplinkDriver {
         uplink.metrics.heartbeats.increment()
         _ = machine.wrote(
             connection, lastSequence: nil, wroteBytes: written > 0, pairFull: pending.readableBytes > 0, now: .now)
+    }
+
+    /// An empty buffer for a pass's lines: the kept one when the stream is compressed (the lines only pass through
+    /// the compressor), a new one otherwise (the pair takes slices of it without copying).
+    private func takeFillBuffer(capacity: Int) -> ByteBuffer {
+        guard compressor != nil else { return ByteBufferAllocator().buffer(capacity: capacity) }
+        var buffer = lineScratch
+        lineScratch = ByteBuffer()  // `buffer` holds the only reference, so clearing it keeps the storage
+        buffer.clear(minimumCapacity: capacity)
+        return buffer
+    }
+
+    /// Keeps a compressed pass's line buffer for the next pass.
+    private func returnFillBuffer(_ buffer: ByteBuffer) {
+        if compressor != nil { lineScratch = buffer }
     }
 
     private func note(bytes: Int, lineBytes: Int, records: Int) {

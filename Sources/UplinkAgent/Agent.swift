@@ -34,7 +34,9 @@ public final class Agent: Sendable {
         self.suppliedClient = httpClient
         self.uplinkHost = UplinkHost(
             Uplink(configuration: configuration.uplink, ring: ring, logger: logger, httpClient: httpClient), logger: logger)
-        self.sourceSupervisor = SourceSupervisor()
+        // Stopping runs code that has not run before (checkpoints, closing streams): the ring's free pages go back
+        // first, so that it does not come on top of them (after a drained backlog, the whole ring).
+        self.sourceSupervisor = SourceSupervisor(shutdownBegins: { ring.releaseFreeMemory() })
         for named in configuration.sources {
             sourceSupervisor.start(
                 named.name, kind: named.config.kind.typeName,

@@ -515,6 +515,13 @@ public final class RecordRing: Sendable {
         state.withLock { $0.memory.residentBytes(of: storage) }
     }
 
+    /// Gives the memory of every free region back to the system now, however fast the ring has been (see
+    /// `RingMemory`): for a ring that went quiet after a burst, which would otherwise hold its pages until its next
+    /// slow lap, and before shutting down. Frames are untouched.
+    public func releaseFreeMemory() {
+        state.withLock { $0.memory.releaseAllFree(tail: $0.tail, used: $0.used, in: storage) }
+    }
+
     // MARK: Waiting for space
 
     private func waitForSpace(_ needed: Int) async {

@@ -22,6 +22,12 @@ import Darwin
 /// about 0.65 ms of CPU per MiB). A ring that speeds up keeps its pages after one lap; one that slows down gives them
 /// back over the next lap. A free chunk close ahead of the write position is kept too: the writer is about to use it.
 ///
+/// Chunks the oldest frame left while the ring was fast are remembered: the first release once the ring is slow
+/// again hands back every free chunk, not just the ones the oldest frame is leaving, so the memory of a burst does not
+/// wait a whole slow lap (at 100 lines/s, most of an hour for the default ring). A ring that goes quiet after a burst
+/// writes nothing that would measure its lap; its owner calls `releaseAllFree` then (the uplink does when it has
+/// been idle for a heartbeat interval, the agent when it starts shutting down).
+///
 /// Not thread-safe: the ring calls it with its lock held, which is also what keeps a chunk from being written while
 /// it is handed back.
 struct RingMemory: Sendable {
@@ -42,6 +48,8 @@ struct RingMemory: Sendable {
     private var enteredAt: [ContinuousClock.Instant?]
     /// How long the writer's last lap took, measured when it entered a chunk again; nil before its first lap.
     private var lastLap: Duration?
+    /// Free chunks were kept because the ring was fast: the next release while it is slow sweeps every free chunk.
+    private var keptWhileFast = false
 
     /// Largest chunk handed back at once.
     static let maximumChunkBytes = 1 << 20
@@ -124,25 +132,48 @@ struct RingMemory: Sendable {
     ///   - used: Bytes still held by frames (from the new head to `tail`).
     mutating func release(from oldHead: Int, released: Int, tail: Int, used: Int, in base: UnsafeMutableRawPointer) {
         guard chunkShift > 0, released > 0 else { return }
-        if let lastLap, lastLap < slowLap { return }
-        let free = capacity - used
+        if let lastLap, lastLap < slowLap {
+            keptWhileFast = true
+            return
+        }
+        if keptWhileFast {
+            releaseAllFree(tail: tail, used: used, in: base)
+            return
+        }
         var offset = oldHead
         var remaining = released
         while remaining > 0 {
             let chunk = offset >> chunkShift
-            let chunkStart = chunk << chunkShift
-            let chunkEnd = min(chunkStart + (1 << chunkShift), capacity)
+            let chunkEnd = min((chunk + 1) << chunkShift, capacity)
             let toEnd = chunkEnd - offset
             guard remaining >= toEnd else { break }
             remaining -= toEnd
             offset = chunkEnd == capacity ? 0 : chunkEnd
-            guard touched[chunk] else { continue }
-            // The chunk must lie wholly in the free region [tail, tail + free), and not just ahead of the writer.
-            let ahead = chunkStart >= tail ? chunkStart - tail : chunkStart + capacity - tail
-            if ahead >= keepAheadBytes && ahead + (chunkEnd - chunkStart) <= free {
-                madvise(base + chunkStart, chunkEnd - chunkStart, MADV_DONTNEED)
-                touched[chunk] = false
-            }
+            releaseIfFree(chunk, tail: tail, free: capacity - used, in: base)
+        }
+    }
+
+    /// Hands back every chunk that lies wholly in the free region, except those just ahead of the writer, however
+    /// fast the ring is.
+    ///
+    /// - Parameters:
+    ///   - tail: Where the next frame will be written.
+    ///   - used: Bytes held by frames.
+    mutating func releaseAllFree(tail: Int, used: Int, in base: UnsafeMutableRawPointer) {
+        guard chunkShift > 0 else { return }
+        keptWhileFast = false
+        for chunk in touched.indices { releaseIfFree(chunk, tail: tail, free: capacity - used, in: base) }
+    }
+
+    private mutating func releaseIfFree(_ chunk: Int, tail: Int, free: Int, in base: UnsafeMutableRawPointer) {
+        guard touched[chunk] else { return }
+        let chunkStart = chunk << chunkShift
+        let chunkEnd = min(chunkStart + (1 << chunkShift), capacity)
+        // The chunk must lie wholly in the free region [tail, tail + free), and not just ahead of the writer.
+        let ahead = chunkStart >= tail ? chunkStart - tail : chunkStart + capacity - tail
+        if ahead >= keepAheadBytes && ahead + (chunkEnd - chunkStart) <= free {
+            madvise(base + chunkStart, chunkEnd - chunkStart, MADV_DONTNEED)
+            touched[chunk] = false
         }
     }
 

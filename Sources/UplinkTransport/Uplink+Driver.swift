@@ -162,6 +162,8 @@ final class UplinkDriver {
             writeAvailable(takingNewFrames: !machine.handingOver)
         case .sendHeartbeat:
             sendHeartbeat()
+            // Nothing was written for a heartbeat interval: a ring that went quiet after a burst gives back its pages.
+            ring.releaseFreeMemory()
         case .failStream(_, let failure, let delay):
             closeStream(failing: failure)
             record(failure, delay: delay)

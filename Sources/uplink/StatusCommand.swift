@@ -153,6 +153,7 @@ enum StatusView {
         var held = "buffer   \(bytes(buffer.usedBytes)) of \(bytes(buffer.capacityBytes)): \(buffer.frames) unacknowledged"
         if let age = buffer.oldestUnacknowledgedAgeSeconds { held += " (oldest \(duration(age)))" }
         held += ", \(buffer.unsentFrames) unsent"
+        if let resident = buffer.residentBytes { held += "; \(bytes(resident)) in memory" }
         if let disk = buffer.diskBytes { held += "; \(bytes(disk)) on disk" }
         lines.append(held)
         let table = [["SOURCE", "KIND", "STATE", "REC/S (1 min)", "RECORDS", "DROPPED"]]

@@ -65,6 +65,46 @@ extension RecordRingTests {
         #expect(resident >= capacity - 4 * Self.mebibyte, "\(resident) bytes resident")
     }
 
+    @Test func aRingThatWentQuietGivesItsMemoryBackWhenAsked() throws {
+        let capacity = 16 * Self.mebibyte
+        let ring = RecordRing(capacity: capacity, memoryReleaseLap: .seconds(3600))
+        let source = ring.registerSource("s")
+        let frame = pattern(4, count: 4000)
+        for _ in 0..<(3 * capacity / (header + frame.count)) {
+            if case .appended(let sequence) = ring.append(frame, source: source) { ring.acknowledge(through: sequence) }
+        }
+        // Fast laps keep the pages (as above); the uplink asks once it has been idle, or is stopping.
+        #expect(try #require(ring.residentBytes()) >= capacity - 4 * Self.mebibyte)
+        ring.releaseFreeMemory()
+        let resident = try #require(ring.residentBytes())
+        #expect(resident <= 4 * Self.mebibyte, "\(resident) bytes resident after releaseFreeMemory")
+
+        // Frames written afterwards, across the given-back chunks, read back as written.
+        let later = (0..<5000).map { pattern(100 + $0, count: 1000 + $0 % 3000) }
+        for frame in later.prefix(2000) { ring.append(frame, source: source) }
+        let read = readUnsent(ring)
+        #expect(read.map(\.bytes) == Array(later.prefix(2000)))
+    }
+
+    @Test func aRingThatSlowsDownAfterABurstGivesBackEveryFreeChunk() async throws {
+        let capacity = 16 * Self.mebibyte
+        let ring = RecordRing(capacity: capacity, memoryReleaseLap: .milliseconds(300))
+        let source = ring.registerSource("s")
+        let frame = pattern(5, count: 4000)
+        // A burst: three laps in a few milliseconds, each frame acknowledged at once.
+        for _ in 0..<(3 * capacity / (header + frame.count)) {
+            if case .appended(let sequence) = ring.append(frame, source: source) { ring.acknowledge(through: sequence) }
+        }
+        try await Task.sleep(for: .milliseconds(400))
+        // Then a trickle: the writer's next lap measures slow, and the first release after that sweeps the whole
+        // free ring, not just the chunk the oldest frame left (which would leave the burst's pages for a full lap).
+        for _ in 0..<(2 * Self.mebibyte / (header + frame.count) + 2) {
+            if case .appended(let sequence) = ring.append(frame, source: source) { ring.acknowledge(through: sequence) }
+        }
+        let resident = try #require(ring.residentBytes())
+        #expect(resident <= 4 * Self.mebibyte, "\(resident) bytes resident after the ring slowed down")
+    }
+
     /// Random frame sizes and acknowledgement patterns on a ring small enough to be handed back chunk by chunk
     /// (64 KiB: 16 chunks of one 4 KiB page): every frame reads back exactly as written, so no page that held a
     /// retained byte was ever given back.

@@ -64,7 +64,8 @@ final class AgentObserver: Sendable {
                 acknowledged: stream.acknowledged, lastSent: stream.lastSent, recordsSent: stream.recordsWritten,
                 bytesSent: stream.bytesWritten, lineBytes: stream.lineBytesWritten),
             buffer: AgentStatus.Buffer(
-                capacityBytes: ring.capacity, usedBytes: ring.usedBytes, frames: ring.retainedFrames,
+                capacityBytes: ring.capacity, usedBytes: ring.usedBytes, residentBytes: agent.ring.residentBytes(),
+                frames: ring.retainedFrames,
                 unsentFrames: ring.unsentFrames, oldestUnacknowledgedAgeSeconds: oldestUnacknowledgedAge(now: now),
                 diskBytes: agent.ring.persistentStatistics().map(\.diskBytes)),
             sources: sources)
@@ -85,6 +86,9 @@ final class AgentObserver: Sendable {
         let registry = exposition.registry
         let capacity = registry.gauge(
 "uplink_ring_capacity_bytes", help: "Capacity of the circular buffer (buffer.max_bytes).")
+        let resident = registry.gauge(
+"uplink_ring_resident_bytes",
+            help: "Memory the circular buffer's storage holds now (pages in RAM); follows the backlog, not the capacity.")
         let frames = registry.gauge(
 "uplink_ring_frames", help: "Frames held in the circular buffer: not yet acknowledged.")
         let unsent = registry.gauge("uplink_ring_unsent_frames", help: "Frames in the circular buffer not yet sent.")
@@ -108,6 +112,7 @@ final class AgentObserver: Sendable {
             let ring = agent.ring.statistics()
             let stream = agent.uplink.statistics()
             capacity.record(Int64(ring.capacity))
+            if let bytes = agent.ring.residentBytes() { resident.record(Int64(bytes)) }
             frames.record(Int64(ring.retainedFrames))
             unsent.record(Int64(ring.unsentFrames))
             oldest.record(oldestUnacknowledgedAge(now: WallClock.nowNanoseconds()) ?? 0)

@@ -63,6 +63,10 @@ public struct AgentStatus: Codable, Sendable, Equatable {
         public var capacityBytes: Int
         /// Bytes held: frames not yet acknowledged, with their 8-byte headers.
         public var usedBytes: Int
+        /// Memory the buffer's storage holds now (its pages in RAM, as the kernel reports them); nil where the
+        /// system cannot tell. Follows the backlog: a few MiB while the collector keeps up, up to the capacity in an
+        /// outage.
+        public var residentBytes: Int?
         /// Frames held in memory (not yet acknowledged).
         public var frames: Int
         /// Frames not yet sent.

@@ -17,9 +17,12 @@ final class SourceSupervisor: Service, Sendable {
     private let state = Mutex(State())
     private let starts: AsyncStream<RunningSource>
     private let startContinuation: AsyncStream<RunningSource>.Continuation
+    private let shutdownBegins: @Sendable () -> Void
 
-    init() {
+    /// `shutdownBegins` runs once when graceful shutdown begins, before the sources stop.
+    init(shutdownBegins: @escaping @Sendable () -> Void = {}) {
         (starts, startContinuation) = AsyncStream.makeStream(of: RunningSource.self)
+        self.shutdownBegins = shutdownBegins
     }
 
     /// The services of the sources started and not stopped, in start order.
@@ -62,12 +65,16 @@ final class SourceSupervisor: Service, Sendable {
     }
 
     func run() async throws {
-        await cancelWhenGracefulShutdown { [starts] in
-            await withTaskGroup(of: Void.self) { group in
-                for await source in starts {
-                    group.addTask { await source.run() }
+        await withGracefulShutdownHandler {
+            await cancelWhenGracefulShutdown { [starts] in
+                await withTaskGroup(of: Void.self) { group in
+                    for await source in starts {
+                        group.addTask { await source.run() }
+                    }
                 }
             }
+        } onGracefulShutdown: { [shutdownBegins] in
+            shutdownBegins()
         }
         let leftOver = state.withLock { state in
             state.ended = true

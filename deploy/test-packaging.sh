@@ -2,7 +2,8 @@
 # Tests the deployment pieces end to end, without touching the machine: builds the release binary and the .deb into
 # a temporary directory, checks the package's metadata, layout and conffiles with dpkg-deb --info/--contents, runs
 # install.sh into a DESTDIR (install, keep an edited config, uninstall), and runs `systemd-analyze verify` on the
-# units where systemd-analyze exists. Prints the binary's size and its idle RSS.
+# units where systemd-analyze exists, and measures the idle agent's RSS and its peak while it drains a backlog.
+# Prints the binary's size and its idle RSS.
 #
 #   deploy/test-packaging.sh
 #   UPLINK_BINARY=.build/dist/uplink-0.1.0-x86_64 deploy/test-packaging.sh   # reuse a release binary
@@ -168,6 +169,15 @@ kill -TERM "$agent" 2>/dev/null || true
 if wait "$agent"; then pass "uplink run exits 0 on SIGTERM"; else bad "uplink run did not exit cleanly on SIGTERM"; fi
 check "idle RSS measured ($rss)" test -n "$rss"
 check "idle RSS of agent + embedded collector under 40 MiB ($rss)" test "${rss%% *}" -lt 40960
+
+# 6. Bounded memory (issue #12): the release binary tails a file ten times its ring (16 MiB) to a collector process;
+# its peak RSS while it drains (VmHWM, code pages included) stays within the ring's capacity + 16 MiB.
+backlog="$(deploy/backlog-memory.sh "$binary" 16 160 2>&1 || true)"
+sed 's/^/     /' <<<"$backlog"
+check "a backlog ten times the ring drained" contains "$backlog" "^drained in"
+over="$(sed -n 's/^agent VmHWM .* = ring + \([0-9.]*\) MiB (target.*/\1/p' <<<"$backlog")"
+check "VmHWM while draining it ≤ ring + 16 MiB (ring + ${over:-?} MiB)" \
+    awk -v over="$over" 'BEGIN { exit !(over != "" && over + 0 <= 16) }'
 
 echo "packaging: binary $size bytes ($(( (size + 524288) / 1048576 )) MiB), idle RSS ${rss:-unknown} (run --config examples.yaml, after 25 s)"
 echo "packaging: $(basename "$deb") $(stat -c %s "$deb") bytes; $((SECONDS - started)) s"

@@ -51,16 +51,24 @@ extension RecordRingTests {
         #expect(peak <= 4 * Self.mebibyte, "peak \(peak) bytes resident")
     }
 
+    /// Appends and at once acknowledges `count` frames of 4,000 bytes: in a few milliseconds, far faster than any
+    /// release lap these tests use.
+    private func writeAndAcknowledge(_ count: Int, into ring: RecordRing, _ source: SourceID) {
+        let frame = pattern(3, count: 4000)
+        for _ in 0..<count {
+            if case .appended(let sequence) = ring.append(frame, source: source) { ring.acknowledge(through: sequence) }
+        }
+    }
+
+    /// Frames of 4,000 bytes that fill `capacity` three times.
+    private func threeLaps(_ capacity: Int) -> Int { 3 * capacity / (header + 4000) }
+
     @Test func aFastRingKeepsItsMemoryAfterItsFirstLap() throws {
         let capacity = 16 * Self.mebibyte
         let ring = RecordRing(capacity: capacity, memoryReleaseLap: .seconds(3600))
-        let source = ring.registerSource("s")
-        let frame = pattern(3, count: 4000)
-        // Three laps, each frame acknowledged at once: the first lap gives memory back (no lap measured yet), the
-        // later ones are faster than the threshold, so the ring keeps what it wrote.
-        for _ in 0..<(3 * capacity / (header + frame.count)) {
-            if case .appended(let sequence) = ring.append(frame, source: source) { ring.acknowledge(through: sequence) }
-        }
+        // Three laps: the first gives memory back (no lap measured yet), the later ones are faster than the
+        // threshold, so the ring keeps what it wrote.
+        writeAndAcknowledge(threeLaps(capacity), into: ring, ring.registerSource("s"))
         let resident = try #require(ring.residentBytes())
         #expect(resident >= capacity - 4 * Self.mebibyte, "\(resident) bytes resident")
     }
@@ -69,38 +77,29 @@ extension RecordRingTests {
         let capacity = 16 * Self.mebibyte
         let ring = RecordRing(capacity: capacity, memoryReleaseLap: .seconds(3600))
         let source = ring.registerSource("s")
-        let frame = pattern(4, count: 4000)
-        for _ in 0..<(3 * capacity / (header + frame.count)) {
-            if case .appended(let sequence) = ring.append(frame, source: source) { ring.acknowledge(through: sequence) }
-        }
-        // Fast laps keep the pages (as above); the uplink asks once it has been idle, or is stopping.
+        writeAndAcknowledge(threeLaps(capacity), into: ring, source)
+        // Fast laps keep the pages (as above); the uplink asks once it has been idle, the agent when it stops.
         #expect(try #require(ring.residentBytes()) >= capacity - 4 * Self.mebibyte)
         ring.releaseFreeMemory()
         let resident = try #require(ring.residentBytes())
         #expect(resident <= 4 * Self.mebibyte, "\(resident) bytes resident after releaseFreeMemory")
 
         // Frames written afterwards, across the given-back chunks, read back as written.
-        let later = (0..<5000).map { pattern(100 + $0, count: 1000 + $0 % 3000) }
-        for frame in later.prefix(2000) { ring.append(frame, source: source) }
-        let read = readUnsent(ring)
-        #expect(read.map(\.bytes) == Array(later.prefix(2000)))
+        let later = (0..<2000).map { pattern(100 + $0, count: 1000 + $0 % 3000) }
+        for frame in later { ring.append(frame, source: source) }
+        #expect(readUnsent(ring).map(\.bytes) == later)
     }
 
     @Test func aRingThatSlowsDownAfterABurstGivesBackEveryFreeChunk() async throws {
         let capacity = 16 * Self.mebibyte
         let ring = RecordRing(capacity: capacity, memoryReleaseLap: .milliseconds(300))
         let source = ring.registerSource("s")
-        let frame = pattern(5, count: 4000)
-        // A burst: three laps in a few milliseconds, each frame acknowledged at once.
-        for _ in 0..<(3 * capacity / (header + frame.count)) {
-            if case .appended(let sequence) = ring.append(frame, source: source) { ring.acknowledge(through: sequence) }
-        }
+        writeAndAcknowledge(threeLaps(capacity), into: ring, source)  // a burst
         try await Task.sleep(for: .milliseconds(400))
-        // Then a trickle: the writer's next lap measures slow, and the first release after that sweeps the whole
-        // free ring, not just the chunk the oldest frame left (which would leave the burst's pages for a full lap).
-        for _ in 0..<(2 * Self.mebibyte / (header + frame.count) + 2) {
-            if case .appended(let sequence) = ring.append(frame, source: source) { ring.acknowledge(through: sequence) }
-        }
+        // Then a trickle through two chunks: the writer's next lap measures slow, and the first release after that
+        // sweeps the whole free ring, not just the chunk the oldest frame left (which would leave the burst's pages
+        // for a full lap).
+        writeAndAcknowledge(2 * Self.mebibyte / (header + 4000) + 2, into: ring, source)
         let resident = try #require(ring.residentBytes())
         #expect(resident <= 4 * Self.mebibyte, "\(resident) bytes resident after the ring slowed down")
     }

@@ -13,6 +13,8 @@ cd "$(dirname "$0")/.."
 target=${1:?usage: fuzz/run.sh TARGET [RUNS] [libFuzzer flags...]}
 runs=${2:-1000000}
 [ $# -ge 2 ] && shift 2 || shift 1
+# libFuzzer's -runs=0 runs no new input at all (only the corpus); -1 is its "until a crash".
+[ "$runs" = 0 ] && runs=-1
 
 lld=${LLD:-$(dirname "$(command -v swiftc)")/ld.lld}
 [ -x "$lld" ] || lld=$(command -v ld.lld) || { echo "fuzz/run.sh: ld.lld not found; set LLD" >&2; exit 1; }

@@ -345,8 +345,10 @@ final class TailInotify: Sendable {
                 if errno == EINTR { continue }
                 return
             }
-            for tag in tags.prefix(Int(ready)).compactMap(WaitTag.init(rawValue:)) {
-                switch tag {
+            for index in 0..<Int(ready) {
+                switch WaitTag(rawValue: tags[index]) {
+                case nil:
+                    continue
                 case .control:
                     while true {
                         let count = read(controlRead, buffer.baseAddress, buffer.count)

@@ -23,9 +23,7 @@ extension UplinkDriver {
     /// far (docs/protocol.md, "Compression"), or as they are. Nil when compressing failed; the stream is then failed.
     func encode(_ lines: ByteBuffer, connection: ConnectionID) -> ByteBuffer? {
         guard let compressor else { return lines }
-        var output = compressedScratch
-        compressedScratch = ByteBuffer()  // `output` holds the only reference, so clearing it keeps the storage
-        output.clear()
+        var output = Self.takeKept(&compressedScratch)
         defer {
             output.clear()
             compressedScratch = output

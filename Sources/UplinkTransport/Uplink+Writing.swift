@@ -81,9 +81,15 @@ extension UplinkDriver {
     /// the compressor), a new one otherwise (the pair takes slices of it without copying).
     private func takeFillBuffer(capacity: Int) -> ByteBuffer {
         guard compressor != nil else { return ByteBufferAllocator().buffer(capacity: capacity) }
-        var buffer = lineScratch
-        lineScratch = ByteBuffer()  // `buffer` holds the only reference, so clearing it keeps the storage
-        buffer.clear(minimumCapacity: capacity)
+        return Self.takeKept(&lineScratch, minimumCapacity: capacity)
+    }
+
+    /// `kept`, emptied, with `kept` left empty: the returned buffer holds the only reference to the storage, so
+    /// clearing it keeps the storage instead of copying it.
+    static func takeKept(_ kept: inout ByteBuffer, minimumCapacity: Int = 0) -> ByteBuffer {
+        var buffer = kept
+        kept = ByteBuffer()
+        buffer.clear(minimumCapacity: minimumCapacity)
         return buffer
     }
 

@@ -65,7 +65,6 @@ struct AgentMemoryTests {
         let lineBytes = 200
         let lines = 9 * ringBytes / lineBytes
         let directory = try Harness.temporaryDirectory("backlog-memory")
-        defer { try? FileManager.default.removeItem(atPath: directory) }  // after the processes' defers below
         let logPath = directory + "/backlog.log"
         let filler = String(repeating: "x", count: lineBytes - 22)
         var text = ""

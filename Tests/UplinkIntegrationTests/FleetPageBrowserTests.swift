@@ -110,7 +110,6 @@ enum FleetBrowser {
     /// One Chromium run: what it printed, and whether it exited by itself within `timeout`.
     private static func runOnce(_ arguments: [String], timeout: Duration) async throws -> (output: String, finished: Bool) {
         let directory = try Harness.temporaryDirectory("chromium")
-        defer { try? FileManager.default.removeItem(atPath: directory) }
         let output = directory + "/output.txt"
         // Nothing but the page may use the network: no component updates, sync, pings or crash uploads, and no
         // proxy from the environment, so a machine without internet access cannot hold the run up; and no D-Bus,

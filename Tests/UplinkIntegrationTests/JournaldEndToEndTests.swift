@@ -64,7 +64,6 @@ struct JournaldEndToEndTests {
         guard TestJournal.isAvailable else { print(TestJournal.skipMessage); return }
         try await CPUGate.exclusive {
             let directory = try Harness.temporaryDirectory("journald-restart")
-            defer { try? FileManager.default.removeItem(atPath: directory) }
             let journal = directory + "/journal"
             try FileManager.default.createDirectory(atPath: journal, withIntermediateDirectories: true)
             let collector = try await InProcessCollector(name: "journald-restart")
@@ -99,7 +98,6 @@ struct JournaldEndToEndTests {
         guard TestJournal.isAvailable else { print(TestJournal.skipMessage); return }
         try await CPUGate.exclusive {
             let directory = try Harness.temporaryDirectory("journald-kill")
-            defer { try? FileManager.default.removeItem(atPath: directory) }
             let journal = directory + "/journal"
             try FileManager.default.createDirectory(atPath: journal, withIntermediateDirectories: true)
             let collector = try await InProcessCollector(name: "journald-kill")
@@ -141,7 +139,6 @@ struct JournaldEndToEndTests {
         guard TestJournal.isAvailable else { print(TestJournal.skipMessage); return }
         try await CPUGate.exclusive {
             let directory = try Harness.temporaryDirectory("journald-idle")
-            defer { try? FileManager.default.removeItem(atPath: directory) }
             let journal = directory + "/journal"
             try FileManager.default.createDirectory(atPath: journal, withIntermediateDirectories: true)
             try TestJournal.append(TestJournal.numbered(0..<100), to: journal + "/system.journal")

@@ -112,7 +112,6 @@ struct TailEndToEndTests {
     @Test("A writer appends while the file is rotated by rename 1,000 times: every line arrives once, in order per file")
     func renameRotation() async throws {
         let directory = try Harness.temporaryDirectory("tail-rotate")
-        defer { try? FileManager.default.removeItem(atPath: directory) }
         let logPath = directory + "/app.log"
         let collector = try await InProcessCollector(name: "tail-rotate")
         let agent = RunningAgent(
@@ -156,7 +155,6 @@ struct TailEndToEndTests {
     @Test("copytruncate as logrotate does it: the unread end of each incarnation is read from its copy; nothing is lost or duplicated")
     func copyTruncate() async throws {
         let directory = try Harness.temporaryDirectory("tail-copytruncate")
-        defer { try? FileManager.default.removeItem(atPath: directory) }
         let logPath = directory + "/app.log"
         let collector = try await InProcessCollector(name: "tail-copytruncate")
         let agent = RunningAgent(url: collector.url, sources: [Self.tailSource([logPath])], stateDirectory: directory + "/state")
@@ -202,7 +200,6 @@ struct TailEndToEndTests {
     @Test("copytruncate while the tailer is behind (its buffer full behind a stalled collector): the unread end is read from the copy")
     func copyTruncateWhileBehind() async throws {
         let directory = try Harness.temporaryDirectory("tail-copytruncate-behind")
-        defer { try? FileManager.default.removeItem(atPath: directory) }
         let logPath = directory + "/app.log"
         let collector = try await InProcessCollector(name: "tail-copytruncate-behind")
         let proxy = FaultProxy(upstreamPort: collector.port)
@@ -247,7 +244,6 @@ struct TailEndToEndTests {
             return print("logrotate is not installed (Debian: apt-get install logrotate); skipping the real-logrotate test")
         }
         let directory = try Harness.temporaryDirectory("tail-logrotate")
-        defer { try? FileManager.default.removeItem(atPath: directory) }
         let logPath = directory + "/app.log"
         let configuration = directory + "/logrotate.conf"
         try "\(logPath) {\n    copytruncate\n    rotate 1000\n    nocompress\n    nodateext\n    missingok\n}\n"
@@ -340,7 +336,6 @@ struct TailEndToEndTests {
     @Test("Graceful restart in the middle of a file: no acknowledged line is sent again, no line is lost")
     func gracefulRestart() async throws {
         let directory = try Harness.temporaryDirectory("tail-restart")
-        defer { try? FileManager.default.removeItem(atPath: directory) }
         let logPath = directory + "/app.log"
         let collector = try await InProcessCollector(name: "tail-restart")
         var counter = 0
@@ -376,7 +371,6 @@ struct TailEndToEndTests {
     @Test("SIGKILL of the agent process while it tails: after restarts every line is stored exactly once")
     func killedAgent() async throws {
         let directory = try Harness.temporaryDirectory("tail-kill")
-        defer { try? FileManager.default.removeItem(atPath: directory) }
         let logPath = directory + "/app.log"
         let collector = try await InProcessCollector(name: "tail-kill")
         let config = directory + "/agent.yaml"

@@ -46,7 +46,6 @@ struct TailInotifyFallbackTests {
             return print("user namespaces (unshare -U -r) are not available here; skipping the inotify fallback test")
         }
         let directory = try Harness.temporaryDirectory("tail-inotify-\(limit.rawValue)")
-        defer { try? FileManager.default.removeItem(atPath: directory) }
         let collector = try await InProcessCollector(name: "tail-inotify")
         let config = directory + "/agent.yaml"
         try """

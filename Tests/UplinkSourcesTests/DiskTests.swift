@@ -27,7 +27,6 @@ struct DiskTests {
     @Test("the root file system and a temporary directory report consistent figures")
     func real() async throws {
         let directory = try Fixtures.temporaryDirectory()
-        defer { try? FileManager.default.removeItem(at: directory) }
         let sink = CollectingSink()
         let logs = LogCapture()
         let config = DiskConfig(tags: [Tag("host", "t")], mountPoints: ["/", directory.path])

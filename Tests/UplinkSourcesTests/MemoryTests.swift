@@ -157,7 +157,6 @@ struct MemorySourceTests {
     @Test("missing fields warn once, not every tick")
     func missingFieldsWarnOnce() async throws {
         let directory = try Fixtures.temporaryDirectory()
-        defer { try? FileManager.default.removeItem(at: directory) }
         try Data("MemTotal: 100 kB\nMemAvailable: 50 kB\n".utf8).write(to: directory.appendingPathComponent("meminfo"))
         let logs = LogCapture()
         let sink = CollectingSink()

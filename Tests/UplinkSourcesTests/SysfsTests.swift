@@ -48,7 +48,6 @@ struct SysfsTests {
         #expect(clock.deadlines.isEmpty)
 
         let directory = try Fixtures.temporaryDirectory()
-        defer { try? FileManager.default.removeItem(at: directory) }
         let file = directory.appendingPathComponent("value")
         try Data("n/a\n".utf8).write(to: file)
         let bad = LogCapture()

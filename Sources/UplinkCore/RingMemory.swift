@@ -28,6 +28,9 @@ import Darwin
 /// writes nothing that would measure its lap; its owner calls `releaseAllFree` then (the uplink does when it has
 /// been idle for a heartbeat interval, the agent when it starts shutting down).
 ///
+/// The mapping never gets transparent huge pages (`MADV_NOHUGEPAGE`): a chunk is smaller than a huge page, and
+/// the kernel would fill what was handed back (see `map()`).
+///
 /// Not thread-safe: the ring calls it with its lock held, which is also what keeps a chunk from being written while
 /// it is handed back.
 struct RingMemory: Sendable {
@@ -88,6 +91,13 @@ struct RingMemory: Sendable {
         guard let mapped, mapped != MAP_FAILED else {
             fatalError("RecordRing: cannot reserve \(capacity) bytes of address space (errno \(errno))")
         }
+        #if os(Linux)
+        // With transparent huge pages set to `always` (the default of many distributions' kernels), a write would
+        // fault in 2 MiB at once and khugepaged would merge a chunk handed back with its neighbours' pages into a
+        // huge page again (any 2 MiB with one page in use qualifies by default), so the ring's memory would creep
+        // back toward its capacity. The ring is written and read once per lap, in order: huge pages save it nothing.
+        _ = madvise(mapped, mappedBytes, MADV_NOHUGEPAGE)
+        #endif
         return mapped
     }
 

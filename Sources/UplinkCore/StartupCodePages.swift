@@ -95,6 +95,8 @@ struct SmapsMapping: Equatable {
     var path: String
     var residentKiB: Int = 0
     var anonymousKiB: Int = 0
+    /// The two-letter flags of its `VmFlags:` line (`nh`: no transparent huge pages).
+    var vmFlags: [String] = []
 
     /// File-backed, private, not writable, no private copy of any page, and something resident to give back.
     var isReleasable: Bool {
@@ -117,6 +119,10 @@ struct SmapsMapping: Equatable {
             }
             guard current != nil, let colon = line.firstIndex(of: ":") else { continue }
             let name = line[..<colon]
+            if name == "VmFlags" {
+                current?.vmFlags = line[line.index(after: colon)...].split(separator: " ").map(String.init)
+                continue
+            }
             guard name == "Rss" || name == "Anonymous" else { continue }
             let value = line[line.index(after: colon)...].split(separator: " ").first.flatMap { Int($0) }
             guard let value else { continue }

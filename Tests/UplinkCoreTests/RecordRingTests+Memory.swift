@@ -1,5 +1,6 @@
 import Testing
-import UplinkCore
+
+@testable import UplinkCore
 
 /// The ring gives the memory of acknowledged regions back to the system (as the kernel's `mincore` reports it)
 /// and still keeps every retained byte.
@@ -11,6 +12,20 @@ extension RecordRingTests {
         let resident = try #require(ring.residentBytes())
         #expect(resident == 0)
     }
+
+    #if os(Linux)
+    /// Under transparent huge pages `always`, khugepaged would refill a 2 MiB region around a chunk handed back as
+    /// soon as one of its pages is in use again; the mapping must say `nh` whatever the system's setting.
+    @Test func theRingsStorageNeverGetsTransparentHugePages() throws {
+        let ring = RecordRing(capacity: 16 * Self.mebibyte)
+        let source = ring.registerSource("s")
+        ring.append(pattern(2, count: 4000), source: source)
+        let start = UInt(bitPattern: ring.storage)
+        let mapping = try #require(StartupCodePages.currentMappings().get().first { $0.start == start })
+        #expect(mapping.end - mapping.start >= UInt(16 * Self.mebibyte))
+        #expect(mapping.vmFlags.contains("nh"), "VmFlags: \(mapping.vmFlags.joined(separator: " "))")
+    }
+    #endif
 
     @Test func anUnacknowledgedBacklogFillsTheWholeCapacity() throws {
         let capacity = 16 * Self.mebibyte

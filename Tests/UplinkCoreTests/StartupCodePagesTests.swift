@@ -42,6 +42,7 @@ struct StartupCodePagesTests {
         let first = try #require(mappings.first)
         #expect(first.start == 0x55d4_c000_0000 && first.end == 0x55d4_c0a0_0000)
         #expect(first.residentKiB == 8000 && first.anonymousKiB == 0 && first.path == "/usr/bin/uplink")
+        #expect(first.vmFlags == ["rd", "ex", "mr", "mw", "me", "sd"] && mappings[1].vmFlags.isEmpty)
         #expect(mappings[5].path == "/usr/lib/libold.so (deleted)")
         #expect(mappings[7].path == "[vdso]")
         #expect(mappings.map(\.isReleasable) == [true, false, false, false, false, true, false, false])

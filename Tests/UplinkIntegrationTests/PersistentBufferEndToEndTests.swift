@@ -92,7 +92,10 @@ struct PersistentBufferEndToEndTests {
         let binary = try UplinkBinary.path()
         let directory = try Harness.temporaryDirectory("persist-spill")
         let state = directory + "/state"
-        let port = try FreePort.pick()  // nothing listens yet: every attempt is refused
+        // Held bound, not listening, until the collector starts: every attempt is refused, and no other test's
+        // server can be given the port in the seconds before (the agent would stream to it instead).
+        let reservation = try FreePort.reserve()
+        let port = reservation.port
         let total = 3000
         let first = try AgentProcess(
             binary: binary, directory: directory,
@@ -122,6 +125,7 @@ struct PersistentBufferEndToEndTests {
                 sources: "  - { name: after, type: generator, rate: 10, count: 0 }"))
         try await Task.sleep(for: .milliseconds(500))  // it retries against the refused port meanwhile
         let dataDirectory = directory + "/collector"
+        reservation.release()
         let collector = try CollectorProcess(binary: binary, port: port, dataDirectory: dataDirectory)
         defer { collector.terminate() }
         try await collector.waitUntilHealthy()

@@ -11,6 +11,7 @@ import UplinkTransport
 struct NginxIdleStreamTests {
     @Test("An idle stream survives three proxy timeouts over HTTP/1.1 and over HTTP/2", arguments: [false, true])
     func idleStreamOutlivesTheProxyTimeout(http2: Bool) async throws {
+        await Harness.waitForScheduledOnTime()
         let pki = try TestPKI("idle-\(http2)")
         let collector = try await InProcessCollector(name: "nginx-idle")
         let proxyTimeoutSeconds = 5

@@ -229,9 +229,11 @@ let package = Package(
             exclude: ["Fixtures"],
             swiftSettings: strict
         ),
-        .testTarget(name: "UplinkCoreTests", dependencies: ["UplinkCore"], swiftSettings: strict),
-        .testTarget(name: "UplinkFuzzTargetsTests", dependencies: ["UplinkFuzzTargets"], swiftSettings: strict),
-        .testTarget(name: "UplinkWireTests", dependencies: ["UplinkWire", "UplinkCore"], swiftSettings: strict),
+        .testTarget(name: "UplinkCoreTests", dependencies: ["UplinkCore", "UplinkTestSupport"], swiftSettings: strict),
+        .testTarget(
+            name: "UplinkFuzzTargetsTests", dependencies: ["UplinkFuzzTargets", "UplinkTestSupport"], swiftSettings: strict),
+        .testTarget(
+            name: "UplinkWireTests", dependencies: ["UplinkWire", "UplinkCore", "UplinkTestSupport"], swiftSettings: strict),
         .testTarget(
             name: "UplinkSourcesTests",
             dependencies: [

@@ -2,6 +2,7 @@ import Foundation
 import NIOCore
 import Testing
 import UplinkCore
+import UplinkTestSupport
 import UplinkWire
 
 @testable import UplinkCollector
@@ -46,7 +47,7 @@ import UplinkWire
         #expect(String(decoding: value, as: UTF8.self) == "0 0 12.5 1e-07 3 -Inf +Inf NaN 1e+300 ")
     }
 
-    @Test func theProcessorSortsChunksSplitAnywhereTheSameWay() {
+    @Test(.computeBound) func theProcessorSortsChunksSplitAnywhereTheSameWay() {
         let stream = StreamKey(agent: "p", epoch: 1)
         let tooLong = Array(repeating: UInt8(ascii: "x"), count: 300)
         let lines = [recordLine(3), recordLine(4), Array("junk".utf8), recordLine(4), recordLine(8), Array(#"{"heartbeat":1}"#.utf8),

@@ -2,12 +2,13 @@ import Foundation
 import NIOCore
 import Testing
 import UplinkCore
+import UplinkTestSupport
 
 @testable import UplinkCollector
 
 /// The collector's stored files keep only their tail in the page cache (`PageCacheTail`), and nothing of what is
 /// written changes for it.
-@Suite struct PageCacheTailTests {
+@Suite(.computeBound) struct PageCacheTailTests {
     @Test func onlyTheTailOfAGrowingFileStaysCached() throws {
         let directory = try Self.directoryOnARealFileSystem()
         defer { try? FileManager.default.removeItem(atPath: directory) }

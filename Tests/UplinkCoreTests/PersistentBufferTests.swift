@@ -2,6 +2,7 @@ import Foundation
 import Logging
 import Testing
 import UplinkCore
+import UplinkTestSupport
 
 /// The persistent buffer (`buffer.persist`) with the ring, on real files in a temporary directory: frames moved to
 /// disk and read back in order, restarts that continue the numbering and epoch, torn and damaged segments, and the
@@ -209,7 +210,7 @@ struct PersistentBufferTests {
         #expect(frames.map(\.bytes) == expected.map { pattern($0, count: 64) })
     }
 
-    @Test("A full disk budget drops the oldest frames (counted) and never holds more than the budget")
+    @Test("A full disk budget drops the oldest frames (counted) and never holds more than the budget", .computeBound)
     func budgetDropsOldest() throws {
         let path = try directory("budget-oldest")
         let budget = 1 << 20
@@ -230,7 +231,7 @@ struct PersistentBufferTests {
         #expect(frames.count + statistics.framesDropped == 6000)
     }
 
-    @Test("A full disk budget with drop_newest refuses new frames and keeps the old ones")
+    @Test("A full disk budget with drop_newest refuses new frames and keeps the old ones", .computeBound)
     func budgetRefusesNewest() throws {
         let path = try directory("budget-newest")
         let budget = 1 << 20

@@ -2,6 +2,7 @@
 import Glibc
 #endif
 import Testing
+import UplinkTestSupport
 
 @testable import UplinkCore
 
@@ -51,7 +52,7 @@ extension RecordRingTests {
         #expect(afterAcknowledgement <= 4 * Self.mebibyte, "\(afterAcknowledgement) bytes still resident")
     }
 
-    @Test func aCollectorThatKeepsUpLeavesOnlyAFewChunksResident() throws {
+    @Test(.computeBound) func aCollectorThatKeepsUpLeavesOnlyAFewChunksResident() throws {
         let capacity = 16 * Self.mebibyte
         // Laps here take milliseconds: release regardless of speed, as a slow ring would.
         let ring = RecordRing(capacity: capacity, memoryReleaseLap: .zero)
@@ -95,7 +96,7 @@ extension RecordRingTests {
         #expect(resident >= capacity - 4 * Self.mebibyte, "\(resident) bytes resident")
     }
 
-    @Test func aRingThatWentQuietGivesItsMemoryBackWhenAsked() throws {
+    @Test(.computeBound) func aRingThatWentQuietGivesItsMemoryBackWhenAsked() throws {
         let capacity = 16 * Self.mebibyte
         let ring = RecordRing(capacity: capacity, memoryReleaseLap: .seconds(3600))
         let source = ring.registerSource("s")
@@ -129,7 +130,7 @@ extension RecordRingTests {
     /// Random frame sizes and acknowledgement patterns on a ring small enough to be handed back chunk by chunk
     /// (64 KiB: 16 chunks of one 4 KiB page): every frame reads back exactly as written, so no page that held a
     /// retained byte was ever given back.
-    @Test(arguments: 1...6 as ClosedRange<UInt64>)
+    @Test(.computeBound, arguments: 1...6 as ClosedRange<UInt64>)
     func framesSurviveTheirNeighboursBeingGivenBack(seed: UInt64) {
         var random = SplitMix64(seed: seed &* 0x5DEE_CE66)
         let capacity = 64 * 1024 + Int(seed) * 40  // not always a whole number of pages

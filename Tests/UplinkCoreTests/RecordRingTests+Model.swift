@@ -1,11 +1,12 @@
 import Testing
 import UplinkCore
+import UplinkTestSupport
 
 /// Random operations checked against an obvious model.
 extension RecordRingTests {
     // MARK: Model-based property test
 
-    @Test(arguments: 1...12 as ClosedRange<UInt64>)
+    @Test(.computeBound, arguments: 1...12 as ClosedRange<UInt64>)
     func randomOperationsMatchASimpleModel(seed: UInt64) {
         var random = SplitMix64(seed: seed &* 0x9E37_79B9)
         let capacity = Int.random(in: 64...600, using: &random)

@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+import UplinkTestSupport
 
 @testable import UplinkCore
 
@@ -48,7 +49,7 @@ struct StartupCodePagesTests {
         #expect(mappings.map(\.isReleasable) == [true, false, false, false, false, true, false, false])
     }
 
-    @Test("A touched read-only file mapping leaves the resident set and still reads the same; private copies stay")
+    @Test("A touched read-only file mapping leaves the resident set and still reads the same; private copies stay", .computeBound)
     func releasesOnlyCleanPages() throws {
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("code-pages-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)

@@ -1,12 +1,13 @@
 import Testing
 import UplinkFuzzTargets
+import UplinkTestSupport
 
 /// A short bounded run of every fuzz target (the long runs are `fuzz/run.sh`): the seeds, then seeded mutations.
 /// A violated property stops the test process, naming it.
 @Suite struct FuzzTargetsTests {
     static let inputsPerTarget = 3_000
 
-    @Test(arguments: FuzzTarget.allCases)
+    @Test(.computeBound, arguments: FuzzTarget.allCases)
     func boundedRun(target: FuzzTarget) {
         var driver = FuzzDriver(target: target, seed: 20_261_123)
         #expect(driver.run(count: Self.inputsPerTarget, maximumLength: 2048) == Self.inputsPerTarget)

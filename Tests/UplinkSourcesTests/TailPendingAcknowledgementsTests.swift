@@ -1,5 +1,6 @@
 import Testing
 import UplinkCore
+import UplinkTestSupport
 
 @testable import UplinkSources
 
@@ -18,7 +19,7 @@ struct TailPendingAcknowledgementsTests {
         }
     }
 
-    @Test(arguments: 1...24, [7, TailPendingAcknowledgements.defaultBlockEntries])
+    @Test(.computeBound, arguments: 1...24, [7, TailPendingAcknowledgements.defaultBlockEntries])
     func randomInterleavingsMatchTheModel(seed: UInt64, blockEntries: Int) {
         var random = SplitMix64(seed: seed)
         var queue = TailPendingAcknowledgements(blockEntries: blockEntries)

@@ -1,11 +1,12 @@
 import Testing
 import UplinkCore
+import UplinkTestSupport
 
 @testable import UplinkTransport
 
 /// Random event sequences, checking what must hold whatever the order of events.
 extension UplinkStateMachineTests {
-    @Test(arguments: 1...16 as ClosedRange<UInt64>)
+    @Test(.computeBound, arguments: 1...16 as ClosedRange<UInt64>)
     func randomEventSequencesKeepTheInvariants(seed: UInt64) {
         var random = SplitMix64(seed: seed)
         var machine = makeMachine(drainTimeout: .seconds(Int64.random(in: 1...60, using: &random)))

@@ -1,8 +1,9 @@
 import NIOCore
 import Testing
+import UplinkTestSupport
 import UplinkWire
 
-@Suite struct AckLineTests {
+@Suite(.computeBound) struct AckLineTests {
     static func parse(_ text: String) -> AckLine? {
         Array(text.utf8).withUnsafeBytes { AckLine.parse($0) }
     }

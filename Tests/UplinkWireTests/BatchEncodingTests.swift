@@ -1,11 +1,12 @@
 import NIOCore
 import Testing
 import UplinkCore
+import UplinkTestSupport
 import UplinkWire
 
 /// The byte-level batch path (`encodeLogFrames`; a single line goes through its record) against the record path,
 /// and the raw writer's strings and integers against simple reference implementations.
-@Suite struct BatchEncodingTests {
+@Suite(.computeBound) struct BatchEncodingTests {
     /// A random batch: messy messages, timestamps that often repeat (lines read together share one), with and
     /// without batch fields and origin, some lines with fields of their own (both kinds of `append`).
     static func randomBatch(_ random: inout SeededRandom) -> LogLineBatch {

@@ -1,8 +1,9 @@
 import NIOCore
 import Testing
+import UplinkTestSupport
 import UplinkWire
 
-@Suite struct LineSplitterTests {
+@Suite(.computeBound) struct LineSplitterTests {
     enum Piece: Equatable, CustomStringConvertible {
         case line([UInt8])
         case tooLong(Int)

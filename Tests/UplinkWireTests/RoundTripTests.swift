@@ -2,10 +2,11 @@ import Foundation
 import NIOCore
 import Testing
 import UplinkCore
+import UplinkTestSupport
 import UplinkWire
 
 /// Encoder → `WireLineWriter` → parser, for many random records; Foundation's JSON reader as a second opinion.
-@Suite struct RoundTripTests {
+@Suite(.computeBound) struct RoundTripTests {
     /// The wire line (without its `\n`) for `frame` sent as `sequence`, the frame optionally handed over in two parts.
     static func line(sequence: UInt64, frame: [UInt8], splitAt split: Int? = nil) -> [UInt8] {
         var buffer = ByteBufferAllocator().buffer(capacity: 0)
@@ -177,7 +178,7 @@ import UplinkWire
     }
 }
 
-@Suite struct OriginWireTests {
+@Suite(.computeBound) struct OriginWireTests {
     @Test func logRecordsCarryTheirOriginThroughEncodeAndDecode() throws {
         let record = Record(
             timestamp: 5, source: "app",

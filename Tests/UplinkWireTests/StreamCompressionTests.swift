@@ -1,11 +1,12 @@
 import NIOCore
 import Testing
 import UplinkCore
+import UplinkTestSupport
 import UplinkWire
 
 /// `StreamCompressor` and `StreamDecompressor`: round trips whatever the chunk cuts, every flush boundary decodable on
 /// its own, corrupt input and resource limits refused with a typed error.
-@Suite("Stream compression")
+@Suite("Stream compression", .computeBound)
 struct StreamCompressionTests {
     static let compressed: [WireCompression] = [.zstd, .gzip]
 

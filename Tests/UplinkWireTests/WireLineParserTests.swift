@@ -1,5 +1,6 @@
 import Testing
 import UplinkCore
+import UplinkTestSupport
 import UplinkWire
 import NIOCore
 
@@ -27,7 +28,7 @@ func decodeRecord(_ text: String, sourceLocation: SourceLocation = #_sourceLocat
     return nil
 }
 
-@Suite struct WireLineParserTests {
+@Suite(.computeBound) struct WireLineParserTests {
     @Test func protocolExamples() throws {
         let metric = try #require(decodeRecord(
             #"{"seq":41,"ts":1763704818123456789,"src":"cpu","metric":"cpu.user","value":12.5,"unit":"percent","tags":{"cpu":"total"}}"#))
@@ -245,7 +246,7 @@ extension Result {
 
 /// The string scanner reads eight bytes at a time and jumps to the first one that needs attention: a special
 /// byte at every place within and across those words must be found exactly where it is.
-@Suite struct WireStringScanningTests {
+@Suite(.computeBound) struct WireStringScanningTests {
     private static let prefix = Array(#"{"seq":1,"ts":1,"src":"s","log":""#.utf8)
 
     private static func line(_ message: [UInt8]) -> [UInt8] { prefix + message + Array(#""}"#.utf8) }
@@ -323,7 +324,7 @@ extension Result {
 }
 
 /// `NDJSONFrameEncoder.timestamp(ofFramePrefix:)`: the status' oldest-record age reads it from the ring.
-@Suite("Frame timestamps")
+@Suite("Frame timestamps", .computeBound)
 struct FrameTimestampTests {
     @Test("the timestamp of an encoded frame is read back from its first bytes")
     func roundTrip() {

@@ -1,10 +1,12 @@
 import NIOCore
 import Testing
 
+import UplinkTestSupport
+
 @testable import UplinkWire
 
 /// The zstd level follows the stream's rate, and a stream whose level changed (a new zstd frame) decodes as one.
-@Suite("zstd level by rate")
+@Suite("zstd level by rate", .computeBound)
 struct ZstdLevelTests {
     let start = ContinuousClock.now
 
@@ -53,7 +55,7 @@ struct ZstdLevelTests {
 
 /// What one stream's zstd context costs at each level: its match tables are sized for the 128 KiB window, not for
 /// the level's own (level 19 alone would size them for 8 MiB: 82 MiB per stream, which an idle agent carried).
-@Suite("zstd context memory")
+@Suite("zstd context memory", .computeBound)
 struct ZstdMemoryTests {
     @Test func bothLevelsStayWithinAFewMebibytes() throws {
         let start = ContinuousClock.now

@@ -18,7 +18,7 @@ struct CollectorTLSTests {
     @Test("TLS 1.3 with a private CA: HTTP/2 through ALPN, records stored exactly once, the stream described")
     func http2OverTLS() async throws {
         try await withTemporaryDirectory { directory in
-            let pki = try TestPKI(directory: directory)
+            let pki = try await TestPKI(directory: directory)
             let log = LogCapture()
             try await withEdgeCollector(configuration(directory, tls: pki.collectorTLS()), log: log) { collector, port in
                 try await withTLSClient(try pki.clientTLS()) { client in
@@ -48,7 +48,7 @@ struct CollectorTLSTests {
     @Test("A client that offers only http/1.1 is served HTTP/1.1 over TLS")
     func http1OverTLS() async throws {
         try await withTemporaryDirectory { directory in
-            let pki = try TestPKI(directory: directory)
+            let pki = try await TestPKI(directory: directory)
             try await withEdgeCollector(configuration(directory, tls: pki.collectorTLS()), log: LogCapture()) { collector, port in
                 try await withTLSClient(try pki.clientTLS(), http1Only: true) { client in
                     let connection = try await AgentConnection.open(client, port: port, agent: "old-agent", epoch: "1", scheme: "https")
@@ -69,7 +69,7 @@ struct CollectorTLSTests {
     @Test("mTLS required with agent_identity certificate: the certificate's CN and DNS name are accepted, its subject kept")
     func mutualTLSAccepted() async throws {
         try await withTemporaryDirectory { directory in
-            let pki = try TestPKI(directory: directory)
+            let pki = try await TestPKI(directory: directory)
             let tls = pki.collectorTLS(clientAuthentication: .required, agentIdentity: .certificate)
             try await withEdgeCollector(configuration(directory, tls: tls), log: LogCapture()) { collector, port in
                 try await withTLSClient(try pki.clientTLS(presenting: pki.agent)) { client in
@@ -94,7 +94,7 @@ struct CollectorTLSTests {
     @Test("mTLS required: no certificate, an expired one, one from another CA are refused, each with a log line")
     func mutualTLSRefused() async throws {
         try await withTemporaryDirectory { directory in
-            let pki = try TestPKI(directory: directory)
+            let pki = try await TestPKI(directory: directory)
             let log = LogCapture()
             let tls = pki.collectorTLS(clientAuthentication: .required)
             try await withEdgeCollector(configuration(directory, tls: tls), log: log) { collector, port in
@@ -134,7 +134,7 @@ struct CollectorTLSTests {
     @Test("agent_identity certificate: a stream naming another agent is refused with 403 and a reason, and logged")
     func identityMismatch() async throws {
         try await withTemporaryDirectory { directory in
-            let pki = try TestPKI(directory: directory)
+            let pki = try await TestPKI(directory: directory)
             let log = LogCapture()
             let tls = pki.collectorTLS(clientAuthentication: .required, agentIdentity: .certificate)
             try await withEdgeCollector(configuration(directory, tls: tls), log: log) { collector, port in
@@ -157,7 +157,7 @@ struct CollectorTLSTests {
     @Test("client_auth optional: an agent without a certificate streams (header identity), a foreign certificate is refused")
     func optionalClientAuthentication() async throws {
         try await withTemporaryDirectory { directory in
-            let pki = try TestPKI(directory: directory)
+            let pki = try await TestPKI(directory: directory)
             let log = LogCapture()
             let tls = pki.collectorTLS(clientAuthentication: .optional)
             try await withEdgeCollector(configuration(directory, tls: tls), log: log) { collector, port in
@@ -185,7 +185,7 @@ struct CollectorTLSTests {
     @Test("A key that does not belong to the certificate, or a missing file, stops the start with a clear error")
     func badFilesFailTheStart() async throws {
         try await withTemporaryDirectory { directory in
-            let pki = try TestPKI(directory: directory)
+            let pki = try await TestPKI(directory: directory)
             var mismatched = pki.collectorTLS()
             mismatched.keyFile = pki.agent.keyFile
             var missing = pki.collectorTLS()
@@ -206,7 +206,7 @@ struct CollectorTLSTests {
     @Test("A TCP connection that never starts the TLS handshake is closed after the head deadline")
     func handshakeDeadline() async throws {
         try await withTemporaryDirectory { directory in
-            let pki = try TestPKI(directory: directory)
+            let pki = try await TestPKI(directory: directory)
             var configuration = configuration(directory, tls: pki.collectorTLS())
             configuration.requestHeadTimeout = .milliseconds(300)
             let log = LogCapture()

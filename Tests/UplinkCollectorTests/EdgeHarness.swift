@@ -100,13 +100,13 @@ struct TestPKI: Sendable {
     /// CN `agent-1`, from another authority.
     let foreign: TestCertificateAuthority.Certificate
 
-    init(directory: String) throws {
-        authority = try TestCertificateAuthority.create(in: directory + "/ca")
-        server = try authority.issue(commonName: "localhost", dnsNames: ["localhost"], ipAddresses: ["127.0.0.1", "::1"])
-        agent = try authority.issue(commonName: "agent-1", dnsNames: ["agent-1.fleet"], usage: .client)
-        expired = try authority.issue(commonName: "agent-1", usage: .client, expired: true)
-        let other = try TestCertificateAuthority.create(in: directory + "/other-ca", name: "other-ca")
-        foreign = try other.issue(commonName: "agent-1", usage: .client)
+    init(directory: String) async throws {
+        authority = try await TestCertificateAuthority.create(in: directory + "/ca")
+        server = try await authority.issue(commonName: "localhost", dnsNames: ["localhost"], ipAddresses: ["127.0.0.1", "::1"])
+        agent = try await authority.issue(commonName: "agent-1", dnsNames: ["agent-1.fleet"], usage: .client)
+        expired = try await authority.issue(commonName: "agent-1", usage: .client, expired: true)
+        let other = try await TestCertificateAuthority.create(in: directory + "/other-ca", name: "other-ca")
+        foreign = try await other.issue(commonName: "agent-1", usage: .client)
     }
 
     /// The collector's TLS setting with this PKI.

@@ -12,9 +12,14 @@ func withVictoriaMetrics(_ directory: String, start: Bool = true, _ body: (TestV
         print(TestVictoriaMetrics.missingMessage)
         return
     }
-    let store = try TestVictoriaMetrics(directory: directory + "/vm", start: start)
-    defer { store.stop() }
-    try await body(store)
+    let store = try await TestVictoriaMetrics(directory: directory + "/vm", start: start)
+    do {
+        try await body(store)
+        await store.stop()
+    } catch {
+        await store.stop()
+        throw error
+    }
 }
 
 /// The samples of an export, keyed by series name and labels, then timestamp.
@@ -112,11 +117,11 @@ struct VictoriaMetricsSinkTests {
                     try await withClient { client in
                         try await sendAcknowledged(client, port: port, agent: "down", 1...600, record: Self.record)
                         #expect(await eventually { collector.sinkStatistics()[0].retries >= 3 })
-                        try store.start()
+                        try await store.start()
                         try await sendAcknowledged(client, port: port, agent: "down", 601...900, record: Self.record)
-                        store.stop()
+                        await store.stop()
                         try await sendAcknowledged(client, port: port, agent: "down", 901...total, record: Self.record)
-                        try store.start()
+                        try await store.start()
                     }
                     #expect(await eventually(timeout: .seconds(60)) { collector.sinkStatistics()[0].recordsForwarded >= total })
                     #expect(collector.sinkStatistics()[0].recordsDeadLettered == 0)

@@ -94,7 +94,8 @@ struct AgentMemoryTests {
             """.write(toFile: config, atomically: true, encoding: .utf8)
         let agent = try ChildProcess(
             [binary, "run", "--config", config, "--log-level", "info"], outputPath: directory + "/agent.log")
-        defer { agent.terminate() }
+        // Releasing the process at the end reaps it (SIGKILL if SIGTERM was not enough).
+        defer { agent.send(SIGTERM) }
 
         var peakAnonymous = 0
         var peakFile = 0

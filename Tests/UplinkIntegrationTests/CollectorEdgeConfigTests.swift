@@ -14,11 +14,11 @@ struct CollectorEdgeConfigTests {
         let server: TestCertificateAuthority.Certificate
         let other: TestCertificateAuthority.Certificate
 
-        init() throws {
+        init() async throws {
             directory = try Harness.temporaryDirectory("edge-config")
-            authority = try TestCertificateAuthority.create(in: directory + "/pki")
-            server = try authority.issue(commonName: "collector.example", dnsNames: ["collector.example"])
-            other = try authority.issue(commonName: "other.example")
+            authority = try await TestCertificateAuthority.create(in: directory + "/pki")
+            server = try await authority.issue(commonName: "collector.example", dnsNames: ["collector.example"])
+            other = try await authority.issue(commonName: "other.example")
             try "not a certificate\n".write(toFile: directory + "/junk.pem", atomically: true, encoding: .utf8)
         }
 
@@ -31,8 +31,8 @@ struct CollectorEdgeConfigTests {
     }
 
     @Test("A valid block: defaults, relative paths resolved against the file's directory, client_auth defaulted")
-    func validBlock() throws {
-        let files = try Files()
+    func validBlock() async throws {
+        let files = try await Files()
         let (file, issues, _) = try files.load("""
             collector:
               request_head_timeout: 5s
@@ -65,8 +65,8 @@ struct CollectorEdgeConfigTests {
     }
 
     @Test("Missing, unreadable and non-PEM files, and a key of another certificate: one issue each, at the key")
-    func badFiles() throws {
-        let files = try Files()
+    func badFiles() async throws {
+        let files = try await Files()
         let (_, issues, path) = try files.load("""
             collector:
               tls:
@@ -94,8 +94,8 @@ struct CollectorEdgeConfigTests {
     }
 
     @Test("Inconsistent settings and out-of-range limits are issues, not crashes")
-    func inconsistentSettings() throws {
-        let files = try Files()
+    func inconsistentSettings() async throws {
+        let files = try await Files()
         let (_, issues, path) = try files.load("""
             collector:
               request_head_timeout: 0s
@@ -129,8 +129,8 @@ struct CollectorEdgeConfigTests {
     }
 
     @Test("uplink validate names file:line:col and the key for a key that does not match, and exits 78")
-    func validateCommand() throws {
-        let files = try Files()
+    func validateCommand() async throws {
+        let files = try await Files()
         let path = files.directory + "/collector.yaml"
         try """
             collector:
@@ -146,7 +146,7 @@ struct CollectorEdgeConfigTests {
         process.standardOutput = FileHandle.nullDevice
         try process.run()
         let text = String(decoding: errors.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-        process.waitUntilExit()
+        await process.awaitExit()
         #expect(process.terminationStatus == 78)
         #expect(text.contains("\(path):4:15: collector.tls.key_file: the key in"), "\(text)")
         #expect(!text.contains("Fatal error"))

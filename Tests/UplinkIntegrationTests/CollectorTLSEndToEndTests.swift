@@ -17,11 +17,11 @@ struct CollectorTLSEndToEndTests {
         let server: TestCertificateAuthority.Certificate
         let agent: TestCertificateAuthority.Certificate
 
-        init(_ name: String) throws {
+        init(_ name: String) async throws {
             directory = try Harness.temporaryDirectory(name)
-            authority = try TestCertificateAuthority.create(in: directory + "/ca")
-            server = try authority.issue(commonName: "localhost", ipAddresses: ["127.0.0.1"])
-            agent = try authority.issue(commonName: "edge-agent-1", usage: .client)
+            authority = try await TestCertificateAuthority.create(in: directory + "/ca")
+            server = try await authority.issue(commonName: "localhost", ipAddresses: ["127.0.0.1"])
+            agent = try await authority.issue(commonName: "edge-agent-1", usage: .client)
         }
 
         /// The agent's TLS settings: trusts the CA, presents the agent's certificate.
@@ -69,7 +69,7 @@ struct CollectorTLSEndToEndTests {
 
     @Test("mTLS required, agent_identity certificate, TLS 1.3 and h2: 5,000 records stored exactly once")
     func recordsArriveExactlyOnce() async throws {
-        let pki = try PKI("tls-e2e")
+        let pki = try await PKI("tls-e2e")
         let collector = try await pki.collector()
         let total = 5_000
         let agent = TLSAgent(
@@ -103,7 +103,7 @@ struct CollectorTLSEndToEndTests {
     @Test("An idle HTTP/2 stream kept alive only by heartbeats, for several times the collector's idle timeout")
     func heartbeatsKeepIdleHTTP2StreamAlive() async throws {
         try await CPUGate.exclusive {
-            let pki = try PKI("tls-idle")
+            let pki = try await PKI("tls-idle")
             // Twenty heartbeats per idle timeout: room for a busy machine that delays a few.
             let collector = try await pki.collector(streamIdleTimeout: .seconds(3))
             let agent = TLSAgent(port: collector.port, tls: pki.agentTLS, sources: [.generator(rate: 1_000, count: 10)]) {
@@ -127,7 +127,7 @@ struct CollectorTLSEndToEndTests {
     @Test("Control: without heartbeats the same idle HTTP/2 stream is cut by the idle timeout, and the agent reconnects")
     func withoutHeartbeatsTheStreamIsCut() async throws {
         try await CPUGate.exclusive {
-            let pki = try PKI("tls-idle-cut")
+            let pki = try await PKI("tls-idle-cut")
             let collector = try await pki.collector(streamIdleTimeout: .milliseconds(500))
             let agent = TLSAgent(port: collector.port, tls: pki.agentTLS, sources: [.generator(rate: 1_000, count: 10)]) {
                 $0.heartbeatInterval = .seconds(600)

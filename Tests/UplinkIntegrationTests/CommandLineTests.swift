@@ -60,7 +60,7 @@ struct CommandLineTests {
         let exited = await Harness.eventually(timeout: .seconds(20)) { !process.isRunning }
         #expect(exited)
         if !exited { process.terminate() }
-        process.waitUntilExit()
+        await process.awaitExit()
         #expect(process.terminationReason == .exit)
         #expect(process.terminationStatus == 0)
         let log = String(decoding: errors.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)

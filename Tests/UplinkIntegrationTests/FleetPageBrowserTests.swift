@@ -123,7 +123,7 @@ enum FleetBrowser {
                 "--disable-breakpad", "--no-proxy-server", "--user-data-dir=\(directory)/profile",
             ] + arguments, outputPath: output)
         let exited = await Harness.eventually(timeout: timeout) { !process.isRunning }
-        if !exited { process.terminate(grace: 2) }
+        if !exited { await process.terminate(grace: 2) }
         return ((try? String(contentsOfFile: output, encoding: .utf8)) ?? "", exited)
     }
 

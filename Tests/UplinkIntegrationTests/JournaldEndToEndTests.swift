@@ -68,20 +68,20 @@ struct JournaldEndToEndTests {
             try FileManager.default.createDirectory(atPath: journal, withIntermediateDirectories: true)
             let collector = try await InProcessCollector(name: "journald-restart")
             var next = 0
-            func write(_ count: Int, file: String = "system.journal") throws {
-                try TestJournal.append(TestJournal.numbered(next..<(next + count)), to: journal + "/" + file)
+            func write(_ count: Int, file: String = "system.journal") async throws {
+                try await TestJournal.append(TestJournal.numbered(next..<(next + count)), to: journal + "/" + file)
                 next += count
             }
             for round in 0..<3 {
                 let agent = RunningAgent(url: collector.url, sources: [Self.journaldSource(journal)], stateDirectory: directory + "/state")
                 let before = Self.storedCount(collector)
-                for _ in 0..<5 { try write(400) }
+                for _ in 0..<5 { try await write(400) }
                 _ = await Harness.eventually(timeout: .seconds(30)) { Self.storedCount(collector) >= before + 1000 }
-                try write(400, file: "round-\(round).journal")  // a new file too, in flight at the stop
+                try await write(400, file: "round-\(round).journal")  // a new file too, in flight at the stop
                 try await agent.stop()
                 #expect(collector.collector.statistics().resentDiscarded == 0, "round \(round): an entry was sent again")
             }
-            try write(10)
+            try await write(10)
             let agent = RunningAgent(url: collector.url, sources: [Self.journaldSource(journal)], stateDirectory: directory + "/state")
             let total = next
             let arrived = await Harness.eventually(timeout: .seconds(60)) { Self.storedCount(collector) >= total }
@@ -109,23 +109,23 @@ struct JournaldEndToEndTests {
                 let process = try Self.startAgent(config: config)
                 // Entries keep coming while the agent reads, sends and checkpoints; then it is killed mid-stream.
                 for _ in 0..<8 {
-                    try TestJournal.append(TestJournal.numbered(next..<(next + 250)), to: journal + "/system.journal")
+                    try await TestJournal.append(TestJournal.numbered(next..<(next + 250)), to: journal + "/system.journal")
                     next += 250
                     try await Task.sleep(for: .milliseconds(50))
                 }
                 if kill == 1 {
                     // A rotation: entries go to a new file (a new sequence, so a new origin).
-                    try TestJournal.append(TestJournal.numbered(next..<(next + 250)), to: journal + "/rotated.journal")
+                    try await TestJournal.append(TestJournal.numbered(next..<(next + 250)), to: journal + "/rotated.journal")
                     next += 250
                 }
                 Glibc.kill(process.processIdentifier, SIGKILL)
-                process.waitUntilExit()
+                await process.awaitExit()
             }
             let process = try Self.startAgent(config: config)
             let total = next
             let arrived = await Harness.eventually(timeout: .seconds(90)) { Self.storedCount(collector) >= total }
             process.terminate()
-            process.waitUntilExit()
+            await process.awaitExit()
             try await collector.stop()
             let stored = try Self.storedNumbers(collector)
             #expect(arrived, "\(stored.count) of \(total)")
@@ -141,8 +141,8 @@ struct JournaldEndToEndTests {
             let directory = try Harness.temporaryDirectory("journald-idle")
             let journal = directory + "/journal"
             try FileManager.default.createDirectory(atPath: journal, withIntermediateDirectories: true)
-            try TestJournal.append(TestJournal.numbered(0..<100), to: journal + "/system.journal")
-            try TestJournal.append(TestJournal.numbered(0..<100, prefix: "bad="), to: journal + "/damaged.journal")
+            try await TestJournal.append(TestJournal.numbered(0..<100), to: journal + "/system.journal")
+            try await TestJournal.append(TestJournal.numbered(0..<100, prefix: "bad="), to: journal + "/damaged.journal")
             var damaged = try Data(contentsOf: URL(fileURLWithPath: journal + "/damaged.journal"))
             var generator = SystemRandomNumberGenerator()
             for index in stride(from: 2048, to: min(damaged.count, 100_000), by: 1) { damaged[index] = UInt8.random(in: 0...255, using: &generator) }
@@ -162,10 +162,10 @@ struct JournaldEndToEndTests {
             // Idle: the heartbeat and the stream only; a spinning reader would use the whole 5 s.
             #expect(used < 0.25, "the idle agent used \(used) s of CPU in 5 s")
             // Still following.
-            try TestJournal.append(TestJournal.numbered(100..<110), to: journal + "/system.journal")
+            try await TestJournal.append(TestJournal.numbered(100..<110), to: journal + "/system.journal")
             #expect(await Harness.eventually(timeout: .seconds(30)) { (try? Self.storedNumbers(collector).count) ?? 0 >= 110 })
             process.terminate()
-            process.waitUntilExit()
+            await process.awaitExit()
             try await collector.stop()
             #expect(try Self.storedNumbers(collector) == Array(0..<110))
             print("journald idle following (a corrupt file beside): \(String(format: "%.3f", used)) s CPU in 5 s")

@@ -79,11 +79,11 @@ struct TestPKI {
     let server: TestCertificateAuthority.Certificate
     let client: TestCertificateAuthority.Certificate
 
-    init(_ name: String) throws {
+    init(_ name: String) async throws {
         let directory = try Harness.temporaryDirectory("pki-\(name)")
-        ca = try TestCertificateAuthority.create(in: directory)
-        server = try ca.issue(commonName: "localhost", dnsNames: ["localhost"], ipAddresses: ["127.0.0.1"])
-        client = try ca.issue(commonName: "agent-1", dnsNames: ["agent-1"], usage: .client)
+        ca = try await TestCertificateAuthority.create(in: directory)
+        server = try await ca.issue(commonName: "localhost", dnsNames: ["localhost"], ipAddresses: ["127.0.0.1"])
+        client = try await ca.issue(commonName: "agent-1", dnsNames: ["agent-1"], usage: .client)
     }
 
     /// Agent TLS settings trusting this CA and presenting the client certificate.

@@ -32,7 +32,7 @@ struct NginxDeployExampleTests {
 
     @Test("A stream through the example (HTTP/2, mTLS) survives a reload bounded by worker_shutdown_timeout; every record arrives once")
     func exampleCarriesTheStream() async throws {
-        let pki = try TestPKI("deploy-example")
+        let pki = try await TestPKI("deploy-example")
         let collector = try await InProcessCollector(name: "deploy-example")
         let total = 3_000
         let nginxConfiguration = TestNginx.Configuration(
@@ -46,7 +46,7 @@ struct NginxDeployExampleTests {
                 sources: [.generator(rate: 1_000, count: total)])
             #expect(await Harness.eventually(timeout: .seconds(30)) { agent.uplink.statistics().acknowledged >= 500 })
             let opened = agent.uplink.statistics().streamsOpened
-            try nginx.reload()
+            try await nginx.reload()
             #expect(await Harness.eventually(timeout: .seconds(30)) { agent.uplink.statistics().streamsOpened > opened })
             #expect(await agent.waitUntilAllAcknowledged(records: total, timeout: .seconds(60)))
             try await agent.stop()

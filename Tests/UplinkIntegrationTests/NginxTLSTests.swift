@@ -11,7 +11,7 @@ import UplinkTransport
 struct NginxTLSTests {
     @Test("Records arrive exactly once through nginx (TLS 1.3, private CA, client certificate required)", arguments: [false, true])
     func exactlyOnceThroughNginx(http2: Bool) async throws {
-        let pki = try TestPKI("nginx-\(http2)")
+        let pki = try await TestPKI("nginx-\(http2)")
         let collector = try await InProcessCollector(name: "nginx-tls")
         let total = 3_000
         let nginxConfiguration = TestNginx.Configuration(
@@ -45,18 +45,18 @@ struct NginxTLSTests {
 
     @Test("nginx refuses a client without a certificate, with an expired one, or from another CA; the agent says why", arguments: Refusal.allCases)
     func refusedClients(refusal: Refusal) async throws {
-        let pki = try TestPKI("refuse-\(refusal)")
+        let pki = try await TestPKI("refuse-\(refusal)")
         var tls = UplinkTLS(caFile: pki.ca.certificateFile, minimumVersion: .tls13)
         switch refusal {
         case .noCertificate:
             break
         case .expiredCertificate:
-            let expired = try pki.ca.issue(commonName: "agent-1", usage: .client, expired: true)
+            let expired = try await pki.ca.issue(commonName: "agent-1", usage: .client, expired: true)
             tls.certificateFile = expired.certificateFile
             tls.keyFile = expired.keyFile
         case .otherCA:
-            let other = try TestCertificateAuthority.create(in: try Harness.temporaryDirectory("other-ca"), name: "other-ca")
-            let foreign = try other.issue(commonName: "agent-1", usage: .client)
+            let other = try await TestCertificateAuthority.create(in: try Harness.temporaryDirectory("other-ca"), name: "other-ca")
+            let foreign = try await other.issue(commonName: "agent-1", usage: .client)
             tls.certificateFile = foreign.certificateFile
             tls.keyFile = foreign.keyFile
         }
@@ -90,7 +90,7 @@ struct NginxTLSTests {
 
     @Test("An untrusted collector certificate fails with a log line that says TLS verification failed")
     func untrustedServer() async throws {
-        let pki = try TestPKI("untrusted")
+        let pki = try await TestPKI("untrusted")
         let collector = try await InProcessCollector(name: "nginx-untrusted")
         let nginxConfiguration = TestNginx.Configuration(upstreamPort: collector.port, tls: .init(certificate: pki.server))
         try await TestNginx.withNginx(nginxConfiguration) { nginx in
@@ -111,7 +111,7 @@ struct NginxTLSTests {
 
     @Test("Without ca_file, SSL_CERT_FILE names the trusted bundle (a private CA is trusted, the system store is not needed)")
     func sslCertFileEnvironment() async throws {
-        let pki = try TestPKI("ssl-cert-file")
+        let pki = try await TestPKI("ssl-cert-file")
         let collector = try await InProcessCollector(name: "nginx-ssl-cert-file")
         let nginxConfiguration = TestNginx.Configuration(upstreamPort: collector.port, tls: .init(certificate: pki.server))
         try await TestNginx.withNginx(nginxConfiguration) { nginx in
@@ -127,8 +127,8 @@ struct NginxTLSTests {
 
     @Test("server_name verifies a certificate that names only the server name while connecting to 127.0.0.1; without it verification fails")
     func serverNameOverride() async throws {
-        let pki = try TestPKI("server-name")
-        let named = try pki.ca.issue(commonName: "collector.test", dnsNames: ["collector.test"])
+        let pki = try await TestPKI("server-name")
+        let named = try await pki.ca.issue(commonName: "collector.test", dnsNames: ["collector.test"])
         let collector = try await InProcessCollector(name: "nginx-server-name")
         let nginxConfiguration = TestNginx.Configuration(upstreamPort: collector.port, tls: .init(certificate: named))
         try await TestNginx.withNginx(nginxConfiguration) { nginx in
@@ -152,7 +152,7 @@ struct NginxTLSTests {
 
     @Test("min_version 1.3 against a TLS 1.2-only server fails with a log line naming the version mismatch")
     func minimumVersion() async throws {
-        let pki = try TestPKI("min-version")
+        let pki = try await TestPKI("min-version")
         let collector = try await InProcessCollector(name: "nginx-min-version")
         let nginxConfiguration = TestNginx.Configuration(
             upstreamPort: collector.port, tls: .init(certificate: pki.server, protocols: "TLSv1.2"))
@@ -179,8 +179,8 @@ struct NginxTLSTests {
 
     @Test("A client certificate rotated on disk during a stream is presented on the next connection; nothing is lost", arguments: [false, true])
     func rotationDuringStream(http2: Bool) async throws {
-        let pki = try TestPKI("rotate-\(http2)")
-        let oldSerial = try pki.client.serialNumber()
+        let pki = try await TestPKI("rotate-\(http2)")
+        let oldSerial = try await pki.client.serialNumber()
         let collector = try await InProcessCollector(name: "nginx-rotate")
         let total = 4_000
         let nginxConfiguration = TestNginx.Configuration(
@@ -192,13 +192,13 @@ struct NginxTLSTests {
                 sources: [.generator(rate: 1_000, count: total)])
             #expect(await Harness.eventually(timeout: .seconds(30)) { agent.uplink.statistics().acknowledged >= 500 })
             // Rotate: the same names, new key and certificate, written in place (renamed over the old files).
-            let rotated = try pki.ca.issue(commonName: "agent-1", dnsNames: ["agent-1"], usage: .client)
-            let newSerial = try rotated.serialNumber()
+            let rotated = try await pki.ca.issue(commonName: "agent-1", dnsNames: ["agent-1"], usage: .client)
+            let newSerial = try await rotated.serialNumber()
             #expect(newSerial != oldSerial)
             #expect(rotated.certificateFile == pki.client.certificateFile)
             // Force a reconnect: nginx reloads and its old worker closes the stream after worker_shutdown_timeout.
             let opened = agent.uplink.statistics().streamsOpened
-            try nginx.reload()
+            try await nginx.reload()
             #expect(await Harness.eventually(timeout: .seconds(30)) { agent.uplink.statistics().streamsOpened > opened })
             #expect(await agent.waitUntilAllAcknowledged(records: total, timeout: .seconds(60)))
             try await agent.stop()

@@ -16,7 +16,7 @@ struct ObservabilityTests {
         let cutOffPort: Int
         private var processes: [ChildProcess] = []
 
-        init(_ name: String) throws {
+        init(_ name: String) async throws {
             directory = try Harness.temporaryDirectory(name)
             collectorPort = try TestNginx.freeLoopbackPort()
             streamingPort = try TestNginx.freeLoopbackPort()
@@ -48,7 +48,7 @@ struct ObservabilityTests {
             for port in [collectorPort, streamingPort, cutOffPort] {
                 let deadline = Date().addingTimeInterval(30)
                 while Date() < deadline, ObservabilityTests.get(port, "/healthz")?.status != 200 {
-                    usleep(100_000)
+                    try await Task.sleep(for: .milliseconds(100))
                 }
             }
         }
@@ -61,8 +61,9 @@ struct ObservabilityTests {
             (try? String(contentsOfFile: directory + "/\(name).log", encoding: .utf8)) ?? ""
         }
 
+        /// SIGTERM to each process; releasing them reaps them (SIGKILL for one still running).
         func stop() {
-            for process in processes.reversed() { process.terminate(grace: 10) }
+            for process in processes.reversed() { process.send(SIGTERM) }
             processes = []
         }
 
@@ -75,15 +76,14 @@ struct ObservabilityTests {
             print(TestPrometheus.missingMessage)
             return
         }
-        let fleet = try Fleet("observability-prometheus")
+        let fleet = try await Fleet("observability-prometheus")
         defer { fleet.stop() }
-        let prometheus = try TestPrometheus(
+        let prometheus = try await TestPrometheus(
             directory: fleet.directory + "/prometheus",
             targets: [
                 "collector": "127.0.0.1:\(fleet.collectorPort)", "agent_streaming": "127.0.0.1:\(fleet.streamingPort)",
                 "agent_cut_off": "127.0.0.1:\(fleet.cutOffPort)",
             ])
-        defer { prometheus.stop() }
 
         let allUp = await Harness.eventually(timeout: .seconds(40)) {
             let up = prometheus.query("up")
@@ -131,11 +131,12 @@ struct ObservabilityTests {
         #expect(Self.get(fleet.streamingPort, "/readyz?stream=1")?.status == 200)
         #expect(Self.get(fleet.cutOffPort, "/readyz")?.status == 200)
         #expect(Self.get(fleet.cutOffPort, "/readyz?stream=1")?.status == 503)
+        await prometheus.stop()
     }
 
     @Test("uplink status shows a running agent as text and as JSON, and exits 1 when no agent answers")
     func statusCommand() async throws {
-        let fleet = try Fleet("observability-status")
+        let fleet = try await Fleet("observability-status")
         defer { fleet.stop() }
         // Let the streaming agent send something first.
         let flowing = await Harness.eventually(timeout: .seconds(20)) {
@@ -188,7 +189,7 @@ struct ObservabilityTests {
             watched.text.components(separatedBy: "\u{1B}[H\u{1B}[2J").count >= 4
         }
         watch.interrupt()
-        watch.waitUntilExit()
+        await watch.awaitExit()
         #expect(redrawn, "\(watched.text.prefix(500))")
         #expect(watched.text.contains("agent box-streaming"))
 

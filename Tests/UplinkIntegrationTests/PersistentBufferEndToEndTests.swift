@@ -113,7 +113,7 @@ struct PersistentBufferEndToEndTests {
             last = bytes
         }
         first.child.send(SIGTERM)
-        #expect(first.child.waitForExit(seconds: 30), "the agent did not stop after SIGTERM")
+        #expect(await first.child.waitForExit(seconds: 30), "the agent did not stop after SIGTERM")
         #expect(first.child.exitStatus.map { ($0 >> 8) & 0xFF } == 0)
         let produced = try #require(Self.closedNextSequence(first.log), "no clean close in the log:\n\(first.log)")
         #expect(produced == UInt64(total) + 1, "the first run assigned \(produced - 1) of \(total) sequences")
@@ -131,7 +131,7 @@ struct PersistentBufferEndToEndTests {
         try await collector.waitUntilHealthy()
         let arrived = await Harness.eventually(timeout: .seconds(60)) { Self.storedCount(dataDirectory) >= total }
         #expect(arrived, "stored \(Self.storedCount(dataDirectory)) of \(total)")
-        second.child.terminate(grace: 15)
+        await second.child.terminate(grace: 15)
 
         let stored = try Self.stored(dataDirectory)
         #expect(stored.count == total)
@@ -167,7 +167,7 @@ struct PersistentBufferEndToEndTests {
                 #expect(flowing, "run \(run): nothing arrived")
                 try await Task.sleep(for: .milliseconds(Int.random(in: 0...400, using: &random)))
                 agent.child.send(SIGKILL)
-                #expect(agent.child.waitForExit(seconds: 10))
+                #expect(await agent.child.waitForExit(seconds: 10))
             }
             // A last run with nothing to add delivers what the killed ones left, then stops cleanly.
             let final = try AgentProcess(
@@ -176,7 +176,7 @@ struct PersistentBufferEndToEndTests {
                     port: port, stateDirectory: state, mode: "always",
                     sources: "  - { name: final, type: generator, rate: 10, count: 0 }"))
             try await Task.sleep(for: .seconds(2))
-            final.child.terminate(grace: 15)
+            await final.child.terminate(grace: 15)
             let next = try #require(Self.closedNextSequence(final.log), "no clean close in the log:\n\(final.log)")
 
             let stored = try Self.stored(dataDirectory)
@@ -211,7 +211,8 @@ struct PersistentBufferEndToEndTests {
             port: port, stateDirectory: state, mode: "spill", sources: sensors, extraPersist: "    spill_after: 1s"
         ).write(toFile: config, atomically: true, encoding: .utf8)
         let agent = try ChildProcess([binary, "run", "--config", config, "--log-level", "critical"])
-        defer { agent.terminate() }
+        // Releasing the process at the end reaps it (SIGKILL if SIGTERM was not enough).
+        defer { agent.send(SIGTERM) }
         let pid = agent.processIdentifier
         #expect(await Harness.eventually(timeout: .seconds(30)) { Self.storedCount(dataDirectory) > 0 })
         let start = try #require(Self.writeBytes(pid))

@@ -29,7 +29,7 @@ struct ProxyTunnelTests {
 
     @Test("An https:// collector (nginx, mTLS) through tinyproxy chosen by HTTPS_PROXY: TLS runs end to end in the tunnel")
     func tlsThroughProxyFromEnvironment() async throws {
-        let pki = try TestPKI("proxy-tls")
+        let pki = try await TestPKI("proxy-tls")
         let collector = try await InProcessCollector(name: "proxy-tls")
         let total = 1_000
         let nginxConfiguration = TestNginx.Configuration(

@@ -127,7 +127,7 @@ struct ReloadTests {
 
         kill(process.processIdentifier, SIGTERM)
         #expect(await Harness.eventually(timeout: .seconds(30)) { !process.isRunning })
-        process.waitUntilExit()
+        await process.awaitExit()
         #expect(process.terminationStatus == 0, "log: \(log.text.suffix(2000))")
 
         // The first collector got nothing after the switch; the removed source nothing after its removal.

@@ -37,8 +37,7 @@ struct SinkEndToEndTests {
     func agentToVictoriaMetrics() async throws {
         guard TestVictoriaMetrics.isAvailable else { return print(TestVictoriaMetrics.missingMessage) }
         let directory = try Harness.temporaryDirectory("sink-vm")
-        let store = try TestVictoriaMetrics(directory: directory + "/vm")
-        defer { store.stop() }
+        let store = try await TestVictoriaMetrics(directory: directory + "/vm")
         let collector = try await Self.collector(directory + "/collector", sinks: [
             SinkConfiguration(name: "vm", kind: .victoriametrics, batchLinger: .milliseconds(50), url: store.url),
             SinkConfiguration(name: "file", kind: .jsonl, batchLinger: .milliseconds(50), path: directory + "/agent-records.jsonl"),
@@ -97,8 +96,7 @@ struct SinkEndToEndTests {
     func tailToClickHouse() async throws {
         guard TestClickHouse.isAvailable else { return print(TestClickHouse.missingMessage) }
         let directory = try Harness.temporaryDirectory("sink-ch")
-        let store = try TestClickHouse(directory: directory + "/clickhouse")
-        defer { store.stop() }
+        let store = try await TestClickHouse(directory: directory + "/clickhouse")
         let collector = try await Self.collector(directory + "/collector", sinks: [
             SinkConfiguration(
                 name: "ch", kind: .clickhouse, batchMaxBytes: 64 << 10, batchLinger: .milliseconds(50), url: store.url,

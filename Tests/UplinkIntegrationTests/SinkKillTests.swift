@@ -55,10 +55,8 @@ struct SinkKillTests {
             }
             let binary = try UplinkBinary.path()
             let directory = try Harness.temporaryDirectory("sink-kill")
-            let victoria = try TestVictoriaMetrics(directory: directory + "/vm")
-            defer { victoria.stop() }
-            let clickhouse = try TestClickHouse(directory: directory + "/clickhouse")
-            defer { clickhouse.stop() }
+            let victoria = try await TestVictoriaMetrics(directory: directory + "/vm")
+            let clickhouse = try await TestClickHouse(directory: directory + "/clickhouse")
             let port = try FreePort.pick()
             let data = directory + "/collector"
             let configuration = directory + "/collector.yaml"
@@ -90,7 +88,7 @@ struct SinkKillTests {
                 }
                 #expect(forwarding, "round \(round): the sinks did not move")
                 collector.process.send(SIGKILL)
-                collector.process.waitForExit(seconds: 10)
+                await collector.process.waitForExit(seconds: 10)
                 collector = try ConfiguredCollector(binary: binary, configuration: configuration, port: port, log: directory + "/collector.log")
                 try await collector.waitUntilHealthy()
             }
@@ -107,7 +105,7 @@ struct SinkKillTests {
                 return state.end > 0 && state.cursors.allSatisfy { $0 == state.end }
             }
             #expect(settled, "the sinks caught up with the log")
-            collector.process.terminate()
+            await collector.process.terminate()
 
             let records = try uniqueStoredLines(directory + "/forwarded.jsonl")
             let logs = records.values.filter { $0["log"] != nil }.count

@@ -31,8 +31,7 @@ struct SinkScaleOutTests {
             guard FileManager.default.isExecutableFile(atPath: TestNginx.binary) else { return print("nginx is not installed; skipping") }
             let binary = try UplinkBinary.path()
             let directory = try Harness.temporaryDirectory("scale-out")
-            let clickhouse = try TestClickHouse(directory: directory + "/clickhouse")
-            defer { clickhouse.stop() }
+            let clickhouse = try await TestClickHouse(directory: directory + "/clickhouse")
             let ports = [try FreePort.pick(), try FreePort.pick()]
             let data = [directory + "/a", directory + "/b"]
             for index in 0..<2 {
@@ -84,7 +83,7 @@ struct SinkScaleOutTests {
                 let onFirst = Self.agents(in: data[0])
                 #expect(onFirst.count < 20, "the hash spreads agents over both collectors")
                 collectors[0].process.send(SIGKILL)
-                collectors[0].process.waitForExit(seconds: 10)
+                await collectors[0].process.waitForExit(seconds: 10)
                 for agent in agents {
                     #expect(await agent.waitUntilAllAcknowledged(records: perAgent, timeout: .seconds(180)))
                 }
@@ -101,7 +100,7 @@ struct SinkScaleOutTests {
                 }
             }
             #expect(settled, "both collectors forwarded their whole log")
-            for collector in collectors { collector.process.terminate() }
+            for collector in collectors { await collector.process.terminate() }
 
             let total = 20 * Self.perAgent
             let counts = try clickhouse.query(

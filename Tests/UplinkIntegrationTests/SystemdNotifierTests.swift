@@ -111,7 +111,7 @@ struct SystemdNotifierTests {
         }
         #expect(stopping, "no STOPPING=1; log: \(log.text.suffix(1000))")
         #expect(await Harness.eventually(timeout: .seconds(20)) { !process.isRunning })
-        process.waitUntilExit()
+        await process.awaitExit()
         #expect(process.terminationStatus == 0)
     }
 }

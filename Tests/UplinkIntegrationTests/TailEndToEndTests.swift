@@ -278,7 +278,7 @@ struct TailEndToEndTests {
             process.executableURL = URL(fileURLWithPath: logrotate)
             process.arguments = ["-f", "-s", directory + "/logrotate.state", configuration]
             try process.run()
-            process.waitUntilExit()
+            await process.awaitExit()
             #expect(process.terminationStatus == 0, "logrotate failed")
         }
         writing.withLock { $0 = false }
@@ -407,14 +407,14 @@ struct TailEndToEndTests {
                 try await Task.sleep(for: .milliseconds(10))
             }
             kill(process.processIdentifier, SIGKILL)
-            process.waitUntilExit()
+            await process.awaitExit()
         }
         close(descriptor)
         let process = try startAgent()
         let total = counter
         let arrived = await Self.waitForStored(collector, total, timeout: .seconds(90))
         process.terminate()
-        process.waitUntilExit()
+        await process.awaitExit()
         try await collector.stop()
         let stored = try Self.storedCounters(collector).map(\.counter)
         #expect(arrived, "\(stored.count) of \(total)")

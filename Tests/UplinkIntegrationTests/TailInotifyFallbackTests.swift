@@ -103,7 +103,7 @@ struct TailInotifyFallbackTests {
         // Anything read twice would arrive meanwhile.
         try await Task.sleep(for: .milliseconds(500))
         process.terminate()
-        process.waitUntilExit()
+        await process.awaitExit()
         try logHandle.close()
         try await collector.stop()
         let stored = try TailEndToEndTests.storedCounters(collector).map(\.counter)

@@ -14,10 +14,10 @@ struct UplinkNetworkConfigurationTests {
     let ca: TestCertificateAuthority
     let client: TestCertificateAuthority.Certificate
 
-    init() throws {
+    init() async throws {
         directory = try Harness.temporaryDirectory("tls-config")
-        ca = try TestCertificateAuthority.create(in: directory)
-        client = try ca.issue(commonName: "agent-1", usage: .client)
+        ca = try await TestCertificateAuthority.create(in: directory)
+        client = try await ca.issue(commonName: "agent-1", usage: .client)
     }
 
     private func decode(_ uplinkLines: String, environment: ConfigEnvironment = [:]) -> ConfigResult<UplinkFile> {
@@ -75,7 +75,7 @@ struct UplinkNetworkConfigurationTests {
     }
 
     @Test("Missing and broken files, a key of another certificate: one issue each, at the key")
-    func badFiles() throws {
+    func badFiles() async throws {
         let path = directory + "/uplink.yaml"
         #expect(issues("""
               url: https://collector.example:4318
@@ -93,7 +93,7 @@ struct UplinkNetworkConfigurationTests {
         #expect(broken.count == 1)
         #expect(broken.first?.hasPrefix("\(path):4:14: uplink.tls.ca_file: '\(directory)/broken.pem' is not a PEM CA bundle") == true, "\(broken)")
 
-        let other = try ca.issue(commonName: "agent-2", usage: .client)
+        let other = try await ca.issue(commonName: "agent-2", usage: .client)
         #expect(issues("""
               url: https://collector.example:4318
               tls:
@@ -135,7 +135,7 @@ struct UplinkNetworkConfigurationTests {
     }
 
     @Test("uplink validate reports a TLS file problem with file:line:col and exits 78; a good tls block validates")
-    func validateCommand() throws {
+    func validateCommand() async throws {
         let good = directory + "/good.yaml"
         try """
             uplink:
@@ -160,7 +160,7 @@ struct UplinkNetworkConfigurationTests {
         for (file, expectedStatus) in [(good, Int32(0)), (bad, Int32(78))] {
             let output = file + ".out"
             let process = try ChildProcess([try UplinkBinary.path(), "validate", "--config", file], outputPath: output)
-            #expect(process.waitForExit(seconds: 60))
+            #expect(await process.waitForExit(seconds: 60))
             #expect(process.exitStatus.map { ($0 >> 8) & 0xff } == expectedStatus)
             let text = try String(contentsOfFile: output, encoding: .utf8)
             if expectedStatus == 0 {

@@ -50,7 +50,7 @@ struct JournaldTests {
         guard TestJournal.isAvailable else { print(TestJournal.skipMessage); return }
         let directory = try TailTemporaryDirectory()
         defer { directory.remove() }
-        try TestJournal.append(TestJournal.numbered(0..<10), to: directory.file("a.journal"))
+        try await TestJournal.append(TestJournal.numbered(0..<10), to: directory.file("a.journal"))
         let sink = CollectingSink()
         let source = RunningJournald(journaldTestConfig(directory.path), sink: sink)
         #expect(await eventually { sink.records.count >= 10 })
@@ -77,7 +77,7 @@ struct JournaldTests {
         guard TestJournal.isAvailable else { print(TestJournal.skipMessage); return }
         let directory = try TailTemporaryDirectory()
         defer { directory.remove() }
-        try TestJournal.append(TestJournal.numbered(0..<40), to: directory.file("a.journal"))
+        try await TestJournal.append(TestJournal.numbered(0..<40), to: directory.file("a.journal"))
         func read(_ change: (inout JournaldConfig) -> Void, expected: Int) async throws -> [Int] {
             var config = journaldTestConfig(directory.path)
             change(&config)
@@ -105,18 +105,18 @@ struct JournaldTests {
         let directory = try TailTemporaryDirectory()
         defer { directory.remove() }
         let file = directory.file("a.journal")
-        try TestJournal.append(TestJournal.numbered(0..<5), to: file)
+        try await TestJournal.append(TestJournal.numbered(0..<5), to: file)
         var config = journaldTestConfig(directory.path)
         config.since = .now
         let sink = CollectingSink()
         let source = RunningJournald(config, sink: sink)
         try await Task.sleep(for: .milliseconds(200))
         for round in 0..<10 {
-            try TestJournal.append(TestJournal.numbered((5 + round * 10)..<(15 + round * 10)), to: file)
+            try await TestJournal.append(TestJournal.numbered((5 + round * 10)..<(15 + round * 10)), to: file)
             #expect(await eventually { journalNumbers(sink.records).count >= (round + 1) * 10 }, "round \(round)")
         }
         // A new file in the directory is followed too.
-        try TestJournal.append(TestJournal.numbered(105..<110), to: directory.file("b.journal"))
+        try await TestJournal.append(TestJournal.numbered(105..<110), to: directory.file("b.journal"))
         #expect(await eventually { journalNumbers(sink.records).count >= 105 })
         try await source.stop()
         #expect(journalNumbers(sink.records) == Array(5..<110))
@@ -135,12 +135,12 @@ struct JournaldTests {
         let sink = CollectingSink()
         var source = RunningJournald(config, sink: sink, stateDirectory: state)
         try await Task.sleep(for: .milliseconds(200))
-        try TestJournal.append(TestJournal.numbered(0..<20), to: journal + "/system.journal")
+        try await TestJournal.append(TestJournal.numbered(0..<20), to: journal + "/system.journal")
         #expect(await eventually { sink.records.count >= 20 })
         try await source.stop()
         #expect(journalNumbers(sink.records) == Array(0..<20))
         // Added while stopped: sent after the restart, although since is now (the checkpoint wins).
-        try TestJournal.append(TestJournal.numbered(20..<30), to: journal + "/system.journal")
+        try await TestJournal.append(TestJournal.numbered(20..<30), to: journal + "/system.journal")
         let second = CollectingSink()
         source = RunningJournald(config, sink: second, stateDirectory: state)
         #expect(await eventually { second.records.count >= 10 })
@@ -156,7 +156,7 @@ struct JournaldTests {
         defer { directory.remove() }
         let state = directory.file("state")
         let file = directory.file("a.journal")
-        try TestJournal.append(TestJournal.numbered(0..<1000), to: file)
+        try await TestJournal.append(TestJournal.numbered(0..<1000), to: file)
 
         let sink = AcknowledgingSink()
         var source = RunningJournald(journaldTestConfig(directory.path), sink: sink, stateDirectory: state)
@@ -171,7 +171,7 @@ struct JournaldTests {
         #expect(journalNumbers(records) == Array(0..<1000))
 
         // The restart resumes after the last acknowledged batch (entry 511): 512... again, then new ones.
-        try TestJournal.append(TestJournal.numbered(1000..<1100), to: file)
+        try await TestJournal.append(TestJournal.numbered(1000..<1100), to: file)
         let second = AcknowledgingSink()
         source = RunningJournald(journaldTestConfig(directory.path), sink: second, stateDirectory: state)
         #expect(await eventually { second.count >= 588 })
@@ -184,7 +184,7 @@ struct JournaldTests {
         source = RunningJournald(journaldTestConfig(directory.path), sink: third, stateDirectory: state)
         try await Task.sleep(for: .milliseconds(300))
         #expect(third.count == 0)
-        try TestJournal.append(TestJournal.numbered(1100..<1110), to: file)
+        try await TestJournal.append(TestJournal.numbered(1100..<1110), to: file)
         #expect(await eventually { third.count >= 10 })
         third.acknowledge(through: 10)
         try await source.stop()
@@ -202,7 +202,7 @@ struct JournaldTests {
             TestJournal.Entry(message: [0x61, 0x00, 0x62, 0xff, 0xfe, 0x0a, 0x63], realtime: 1_700_000_000_001_000),
             TestJournal.Entry(message: "short", realtime: 1_700_000_000_002_000),
         ]
-        try TestJournal.append(entries, to: directory.file("a.journal"))
+        try await TestJournal.append(entries, to: directory.file("a.journal"))
         var config = journaldTestConfig(directory.path)
         config.maxLineBytes = 1000
         let sink = CollectingSink()
@@ -231,9 +231,9 @@ struct JournaldTests {
         var next = 0
         // Each "rotation" starts a new file; the oldest but one is vacuumed once read.
         for part in 0..<6 {
-            try TestJournal.append(TestJournal.numbered(next..<(next + 50)), to: file(part))
+            try await TestJournal.append(TestJournal.numbered(next..<(next + 50)), to: file(part))
             next += 50
-            try TestJournal.append(TestJournal.numbered(next..<(next + 50)), to: file(part))
+            try await TestJournal.append(TestJournal.numbered(next..<(next + 50)), to: file(part))
             next += 50
             #expect(await eventually { sink.count >= next }, "part \(part)")
             sink.acknowledge(through: UInt64(sink.count))
@@ -244,7 +244,7 @@ struct JournaldTests {
         #expect(journalNumbers(sink.records) == Array(0..<next))
 
         // The checkpoint's file is vacuumed while the agent is stopped: it resumes with the next file's entries.
-        try TestJournal.append(TestJournal.numbered(next..<(next + 30)), to: file(6))
+        try await TestJournal.append(TestJournal.numbered(next..<(next + 30)), to: file(6))
         let total = next + 30
         try FileManager.default.removeItem(atPath: file(5))
         let second = AcknowledgingSink()
@@ -261,9 +261,9 @@ struct JournaldTests {
         guard TestJournal.isAvailable else { print(TestJournal.skipMessage); return }
         let directory = try TailTemporaryDirectory()
         defer { directory.remove() }
-        try TestJournal.append(TestJournal.numbered(0..<200), to: directory.file("good.journal"))
-        try TestJournal.append(TestJournal.numbered(0..<200, prefix: "bad="), to: directory.file("damaged.journal"))
-        try TestJournal.append(TestJournal.numbered(0..<200, prefix: "cut="), to: directory.file("cut.journal"))
+        try await TestJournal.append(TestJournal.numbered(0..<200), to: directory.file("good.journal"))
+        try await TestJournal.append(TestJournal.numbered(0..<200, prefix: "bad="), to: directory.file("damaged.journal"))
+        try await TestJournal.append(TestJournal.numbered(0..<200, prefix: "cut="), to: directory.file("cut.journal"))
         // Garbage with a journal's name, a file cut after its header, one with random bytes over its middle.
         var generator = SystemRandomNumberGenerator()
         try Data((0..<100_000).map { _ in UInt8.random(in: 0...255, using: &generator) }).write(to: URL(fileURLWithPath: directory.file("garbage.journal")))
@@ -277,7 +277,7 @@ struct JournaldTests {
         let source = RunningJournald(journaldTestConfig(directory.path), sink: sink)
         #expect(await eventually { journalNumbers(sink.records).count >= 200 })
         // Still following: a new good file arrives.
-        try TestJournal.append(TestJournal.numbered(200..<210), to: directory.file("more.journal"))
+        try await TestJournal.append(TestJournal.numbered(200..<210), to: directory.file("more.journal"))
         #expect(await eventually { journalNumbers(sink.records).count >= 210 })
         let clock = ContinuousClock()
         let started = clock.now

@@ -26,7 +26,7 @@ struct JournaldThroughputTests {
                 entry.fields[0].value += Array(" \(padding)".utf8)
                 return entry
             }
-            try TestJournal.append(entries, to: directory.file("system.journal"))
+            try await TestJournal.append(entries, to: directory.file("system.journal"))
         }
         let sink = CountingBatchSink()
         let cpuBefore = TailThroughputTests.cpuSeconds()

@@ -95,23 +95,24 @@ public final class ChildProcess: @unchecked Sendable {
         if isRunning { kill(processIdentifier, signal) }
     }
 
-    /// Waits up to `seconds` for the child to exit; returns whether it did.
+    /// Waits up to `seconds` for the child to exit; returns whether it did. Polls every 10 ms with `Task.sleep`, so the
+    /// wait holds no thread.
     @discardableResult
-    public func waitForExit(seconds: Double) -> Bool {
-        let deadline = Date().addingTimeInterval(seconds)
+    public func waitForExit(seconds: Double) async -> Bool {
+        let deadline = ContinuousClock.now + .milliseconds(Int(seconds * 1000))
         while isRunning {
-            if Date() >= deadline { return false }
-            usleep(10_000)
+            if ContinuousClock.now >= deadline { return false }
+            try? await Task.sleep(for: .milliseconds(10))
         }
         return true
     }
 
     /// SIGTERM, then SIGKILL if it has not exited after `grace` seconds; returns once it has exited.
-    public func terminate(grace: Double = 5) {
+    public func terminate(grace: Double = 5) async {
         send(SIGTERM)
-        if !waitForExit(seconds: grace) {
+        if await !waitForExit(seconds: grace) {
             send(SIGKILL)
-            waitForExit(seconds: 5)
+            await waitForExit(seconds: 5)
         }
     }
 

@@ -4,10 +4,10 @@ import Foundation
 /// server and client certificates it issues. Keys are P-256; files are PEM.
 ///
 /// ```swift
-/// let ca = try TestCertificateAuthority.create(in: directory)
-/// let server = try ca.issue(commonName: "localhost", dnsNames: ["localhost"], ipAddresses: ["127.0.0.1", "::1"])
-/// let client = try ca.issue(commonName: "agent-1", dnsNames: ["agent-1"], usage: .client)
-/// let expired = try ca.issue(commonName: "agent-1", usage: .client, expired: true)
+/// let ca = try await TestCertificateAuthority.create(in: directory)
+/// let server = try await ca.issue(commonName: "localhost", dnsNames: ["localhost"], ipAddresses: ["127.0.0.1", "::1"])
+/// let client = try await ca.issue(commonName: "agent-1", dnsNames: ["agent-1"], usage: .client)
+/// let expired = try await ca.issue(commonName: "agent-1", usage: .client, expired: true)
 /// ```
 public struct TestCertificateAuthority: Sendable {
     /// The directory holding every file of this authority and its certificates.
@@ -32,12 +32,12 @@ public struct TestCertificateAuthority: Sendable {
     }
 
     /// Creates a new self-signed authority in `directory` (created if missing), valid for `validDays` days.
-    public static func create(in directory: String, name: String = "uplink-test-ca", validDays: Int = 3) throws
+    public static func create(in directory: String, name: String = "uplink-test-ca", validDays: Int = 3) async throws
         -> TestCertificateAuthority
     {
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
         let stem = directory + "/" + fileStem(name)
-        try OpenSSL.run([
+        try await OpenSSL.run([
             "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes",
             "-keyout", stem + ".key", "-out", stem + ".pem", "-subj", "/CN=\(name)", "-days", String(validDays),
             "-addext", "basicConstraints=critical,CA:TRUE", "-addext", "keyUsage=critical,keyCertSign,cRLSign",
@@ -58,7 +58,7 @@ public struct TestCertificateAuthority: Sendable {
     public func issue(
         commonName: String, dnsNames: [String] = [], ipAddresses: [String] = [], usage: Usage = .server,
         expired: Bool = false, fileStem stemName: String? = nil
-    ) throws -> Certificate {
+    ) async throws -> Certificate {
         let stem = directory + "/" + (stemName ?? Self.fileStem("\(commonName)-\(usage)\(expired ? "-expired" : "")"))
         var extensions = ["basicConstraints=CA:FALSE"]
         extensions.append(usage == .server ? "extendedKeyUsage=serverAuth" : "extendedKeyUsage=clientAuth")
@@ -68,11 +68,11 @@ public struct TestCertificateAuthority: Sendable {
         try (extensions.joined(separator: "\n") + "\n").write(toFile: extensionFile, atomically: true, encoding: .utf8)
         // Written next to the final files and renamed over them, so a reader never sees half a rotation.
         let (newKey, newCertificate) = (stem + ".key.new", stem + ".pem.new")
-        try OpenSSL.run([
+        try await OpenSSL.run([
             "req", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes", "-keyout", newKey,
             "-out", stem + ".csr", "-subj", "/CN=\(commonName)",
         ])
-        try OpenSSL.run([
+        try await OpenSSL.run([
             "x509", "-req", "-in", stem + ".csr", "-CA", certificateFile, "-CAkey", keyFile, "-CAcreateserial",
             "-out", newCertificate, "-days", expired ? "-1" : "2", "-extfile", extensionFile,
         ])
@@ -92,13 +92,18 @@ public struct TestCertificateAuthority: Sendable {
     }
 }
 
-/// Runs the `openssl` command line tool.
+/// Runs the `openssl` command line tool, on ``DedicatedThreads/blocking``: waiting for it must not hold a thread of the
+/// global executor.
 enum OpenSSL {
     struct Failure: Error, CustomStringConvertible {
         let description: String
     }
 
-    static func run(_ arguments: [String]) throws {
+    static func run(_ arguments: [String]) async throws {
+        try await DedicatedThreads.blocking.run { try runBlocking(arguments) }
+    }
+
+    private static func runBlocking(_ arguments: [String]) throws {
         let process = Process()
         process.executableURL = URL(fileURLWithPath: try path())
         process.arguments = arguments

@@ -57,7 +57,7 @@ public enum TestJournal {
     }
 
     /// Appends `entries` to the journal file `path` (which must end in `.journal`), creating it when missing.
-    public static func append(_ entries: [Entry], to path: String) throws {
+    public static func append(_ entries: [Entry], to path: String) async throws {
         let exportPath = path + ".export-\(UInt64.random(in: 0...UInt64.max))"
         let logPath = exportPath + ".log"
         defer {
@@ -66,8 +66,8 @@ public enum TestJournal {
         }
         try Data(export(entries)).write(to: URL(fileURLWithPath: exportPath))
         let process = try ChildProcess([remotePath, "--output=\(path)", exportPath], outputPath: logPath)
-        guard process.waitForExit(seconds: 60) else {
-            process.terminate(grace: 1)
+        guard await process.waitForExit(seconds: 60) else {
+            await process.terminate(grace: 1)
             throw Failure(description: "systemd-journal-remote did not finish within 60 s")
         }
         guard process.exitStatus == 0 else {

@@ -102,19 +102,19 @@ public final class TestNginx: @unchecked Sendable {
     public static func withNginx<T: Sendable>(
         _ configuration: Configuration, _ body: (TestNginx) async throws -> T
     ) async throws -> T {
-        let nginx = try start(configuration)
+        let nginx = try await start(configuration)
         do {
             let result = try await body(nginx)
-            nginx.stop()
+            await nginx.stop()
             return result
         } catch {
-            nginx.stop()
+            await nginx.stop()
             throw error
         }
     }
 
     /// Starts nginx on a free loopback port (a few tries, as the port is chosen before nginx binds it).
-    public static func start(_ configuration: Configuration) throws -> TestNginx {
+    public static func start(_ configuration: Configuration) async throws -> TestNginx {
         guard FileManager.default.isExecutableFile(atPath: binary) else {
             throw Failure(description: "nginx is not installed (Debian: apt-get install nginx)")
         }
@@ -125,7 +125,7 @@ public final class TestNginx: @unchecked Sendable {
         for _ in 0..<5 {
             do {
                 nginx.port = try freeLoopbackPort()
-                try nginx.launch()
+                try await nginx.launch()
                 return nginx
             } catch {
                 lastError = error
@@ -136,28 +136,28 @@ public final class TestNginx: @unchecked Sendable {
 
     /// Fast shutdown (SIGTERM, which timeout(1) passes on to nginx), bounded: SIGKILL to every nginx process after
     /// 5 s. Safe to call more than once.
-    public func stop() {
+    public func stop() async {
         guard let process else { return }
         self.process = nil
         let master = masterProcessID()
         let workers = (try? workerProcessIDs(of: master)) ?? []
         process.send(SIGTERM)
-        if !process.waitForExit(seconds: 5) {
+        if await !process.waitForExit(seconds: 5) {
             for worker in workers { kill(worker, SIGKILL) }
             if let master { kill(master, SIGKILL) }
-            process.terminate(grace: 0)
+            await process.terminate(grace: 0)
         }
     }
 
     /// Stops nginx and starts it again on the same port: every connection through it is cut.
-    public func restart() throws {
-        stop()
-        try launch()
+    public func restart() async throws {
+        await stop()
+        try await launch()
     }
 
     /// `nginx -s reload` (SIGHUP to the master): new workers take new connections; old ones finish theirs within
     /// `workerShutdownTimeoutSeconds`, then close them. Waits until the old workers have exited.
-    public func reload() throws {
+    public func reload() async throws {
         guard let master = masterProcessID() else { throw Failure(description: "nginx reload: no master pid") }
         let before = try workerProcessIDs(of: master)
         kill(master, SIGHUP)
@@ -165,7 +165,7 @@ public final class TestNginx: @unchecked Sendable {
         while Date() < deadline {
             let now = try workerProcessIDs(of: master)
             if !now.isEmpty, before.isDisjoint(with: now) { return }
-            usleep(50_000)
+            try await Task.sleep(for: .milliseconds(50))
         }
         throw Failure(description: "nginx reload: old workers \(before) still running")
     }
@@ -183,7 +183,7 @@ public final class TestNginx: @unchecked Sendable {
 
     // MARK: Private
 
-    private func launch() throws {
+    private func launch() async throws {
         try renderConfiguration().write(toFile: directory + "/nginx.conf", atomically: true, encoding: .utf8)
         // Bounded even if this test process dies: timeout(1) ends nginx after `lifetime` seconds.
         let process = try ChildProcess([
@@ -198,9 +198,9 @@ public final class TestNginx: @unchecked Sendable {
                 throw Failure(description: "nginx exited at start: \(errorLog().suffix(2000))")
             }
             if Self.canConnect(port: port) { return }
-            usleep(20_000)
+            try await Task.sleep(for: .milliseconds(20))
         }
-        stop()
+        await stop()
         throw Failure(description: "nginx did not listen on 127.0.0.1:\(port) within 10 s: \(errorLog().suffix(2000))")
     }
 
@@ -324,7 +324,11 @@ public final class TestNginx: @unchecked Sendable {
     }
 
     deinit {
-        // Last resort when a test forgot `stop()`: never leave nginx running.
-        if process != nil { stop() }
+        // Last resort when a test forgot `stop()`: never leave nginx running (no waiting in a deinit).
+        guard let process else { return }
+        let master = masterProcessID()
+        for worker in (try? workerProcessIDs(of: master)) ?? [] { kill(worker, SIGKILL) }
+        if let master { kill(master, SIGKILL) }
+        process.send(SIGKILL)
     }
 }

@@ -12,7 +12,7 @@ public final class TestPrometheus: @unchecked Sendable {
     private var process: ChildProcess?
 
     /// One scrape job per entry: job name → `host:port`.
-    public init(directory: String, targets: [String: String]) throws {
+    public init(directory: String, targets: [String: String]) async throws {
         self.directory = directory
         self.port = try TestNginx.freeLoopbackPort()
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
@@ -31,20 +31,19 @@ public final class TestPrometheus: @unchecked Sendable {
         while Date() < deadline {
             if LoopbackHTTP10.request(port: port, path: "/-/ready")?.status == 200 { return }
             guard process.isRunning else { break }
-            usleep(100_000)
+            try await Task.sleep(for: .milliseconds(100))
         }
-        stop()
+        await stop()
         throw ChildProcess.Failure(description: "Prometheus did not start on port \(port): \(log.suffix(2000))")
     }
 
     public var log: String { (try? String(contentsOfFile: directory + "/prometheus.log", encoding: .utf8)) ?? "" }
 
-    public func stop() {
-        process?.terminate(grace: 10)
+    public func stop() async {
+        await process?.terminate(grace: 10)
         process = nil
     }
 
-    deinit { stop() }
 
     /// The instant vector of `query` through `/api/v1/query`: each sample's labels and value.
     public func query(_ query: String) -> [(labels: [String: String], value: Double)] {

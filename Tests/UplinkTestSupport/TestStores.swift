@@ -62,15 +62,15 @@ public final class TestVictoriaMetrics: @unchecked Sendable {
 
     /// Starts VictoriaMetrics with `-dedup.minScrapeInterval=1ms` (identical samples collapse, as docs/deploy.md
     /// tells users) on `port` (a free one when nil) and waits until it answers `/health`.
-    public init(directory: String, port: Int? = nil, start: Bool = true) throws {
+    public init(directory: String, port: Int? = nil, start: Bool = true) async throws {
         self.directory = directory
         self.port = try port ?? TestNginx.freeLoopbackPort()
-        if start { try self.start() }
+        if start { try await self.start() }
     }
 
     public var url: String { "http://127.0.0.1:\(port)" }
 
-    public func start() throws {
+    public func start() async throws {
         precondition(process == nil, "already running")
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
         let process = try ChildProcess(
@@ -84,16 +84,16 @@ public final class TestVictoriaMetrics: @unchecked Sendable {
         while Date() < deadline {
             if LoopbackHTTP10.request(port: port, path: "/health")?.status == 200 { return }
             guard process.isRunning else { break }
-            usleep(50_000)
+            try await Task.sleep(for: .milliseconds(50))
         }
-        stop()
+        await stop()
         let log = (try? String(contentsOfFile: directory + "/victoria-metrics.log", encoding: .utf8)) ?? ""
         throw ChildProcess.Failure(description: "VictoriaMetrics did not start on port \(port): \(log.suffix(2000))")
     }
 
     /// SIGTERM (VictoriaMetrics flushes what it buffered), then waits for the exit.
-    public func stop() {
-        process?.terminate(grace: 20)
+    public func stop() async {
+        await process?.terminate(grace: 20)
         process = nil
     }
 
@@ -109,7 +109,6 @@ public final class TestVictoriaMetrics: @unchecked Sendable {
         }
     }
 
-    deinit { process?.terminate(grace: 5) }
 }
 
 /// ClickHouse (Debian `clickhouse-server`) in a temporary directory: a minimal config.xml and users.xml with the
@@ -124,15 +123,15 @@ public final class TestClickHouse: @unchecked Sendable {
     public let directory: String
     private var process: ChildProcess?
 
-    public init(directory: String, port: Int? = nil, start: Bool = true) throws {
+    public init(directory: String, port: Int? = nil, start: Bool = true) async throws {
         self.directory = directory
         self.port = try port ?? TestNginx.freeLoopbackPort()
-        if start { try self.start() }
+        if start { try await self.start() }
     }
 
     public var url: String { "http://127.0.0.1:\(port)" }
 
-    public func start() throws {
+    public func start() async throws {
         precondition(process == nil, "already running")
         try FileManager.default.createDirectory(atPath: directory + "/data/tmp", withIntermediateDirectories: true)
         let tcpPort = try TestNginx.freeLoopbackPort()
@@ -174,15 +173,15 @@ public final class TestClickHouse: @unchecked Sendable {
         while Date() < deadline {
             if (try? query("SELECT 1")) == "1\n" { return }
             guard process.isRunning else { break }
-            usleep(100_000)
+            try await Task.sleep(for: .milliseconds(100))
         }
-        stop()
+        await stop()
         let log = (try? String(contentsOfFile: directory + "/clickhouse.log", encoding: .utf8)) ?? ""
         throw ChildProcess.Failure(description: "ClickHouse did not start on port \(port): \(log.suffix(2000))")
     }
 
-    public func stop() {
-        process?.terminate(grace: 30)
+    public func stop() async {
+        await process?.terminate(grace: 30)
         process = nil
     }
 
@@ -199,5 +198,4 @@ public final class TestClickHouse: @unchecked Sendable {
         return response.text
     }
 
-    deinit { process?.terminate(grace: 5) }
 }

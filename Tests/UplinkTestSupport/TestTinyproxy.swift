@@ -33,25 +33,25 @@ public final class TestTinyproxy: @unchecked Sendable {
     public static func withTinyproxy<T: Sendable>(
         basicAuth: (user: String, password: String)? = nil, _ body: (TestTinyproxy) async throws -> T
     ) async throws -> T {
-        let proxy = try start(basicAuth: basicAuth)
+        let proxy = try await start(basicAuth: basicAuth)
         do {
             let result = try await body(proxy)
-            proxy.stop()
+            await proxy.stop()
             return result
         } catch {
-            proxy.stop()
+            await proxy.stop()
             throw error
         }
     }
 
-    public static func start(basicAuth: (user: String, password: String)? = nil) throws -> TestTinyproxy {
+    public static func start(basicAuth: (user: String, password: String)? = nil) async throws -> TestTinyproxy {
         guard isInstalled else { throw Failure(description: "tinyproxy is not installed (Debian: apt-get install tinyproxy)") }
         let directory = try TestDirectories.make("uplink-tinyproxy")
         var lastError: (any Error)?
         for _ in 0..<5 {
             let proxy = TestTinyproxy(port: try TestNginx.freeLoopbackPort(), directory: directory)
             do {
-                try proxy.launch(basicAuth: basicAuth)
+                try await proxy.launch(basicAuth: basicAuth)
                 return proxy
             } catch {
                 lastError = error
@@ -61,10 +61,10 @@ public final class TestTinyproxy: @unchecked Sendable {
     }
 
     /// SIGTERM (passed on by timeout(1)); SIGKILL after 5 s. Safe to call more than once.
-    public func stop() {
+    public func stop() async {
         guard let process else { return }
         self.process = nil
-        process.terminate()
+        await process.terminate()
     }
 
     /// What tinyproxy logged so far.
@@ -80,7 +80,7 @@ public final class TestTinyproxy: @unchecked Sendable {
         }
     }
 
-    private func launch(basicAuth: (user: String, password: String)?) throws {
+    private func launch(basicAuth: (user: String, password: String)?) async throws {
         var configuration = """
             Port \(port)
             Listen 127.0.0.1
@@ -104,13 +104,13 @@ public final class TestTinyproxy: @unchecked Sendable {
                 throw Failure(description: "tinyproxy exited at start: \(self.log().suffix(2000))")
             }
             if TestNginx.canConnect(port: port) { return }
-            usleep(20_000)
+            try await Task.sleep(for: .milliseconds(20))
         }
-        stop()
+        await stop()
         throw Failure(description: "tinyproxy did not listen on 127.0.0.1:\(port) within 10 s")
     }
 
     deinit {
-        process?.terminate()
+        process?.send(SIGKILL)
     }
 }

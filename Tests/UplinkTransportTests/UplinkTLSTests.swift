@@ -12,10 +12,10 @@ struct UplinkTLSTests {
     let ca: TestCertificateAuthority
     let client: TestCertificateAuthority.Certificate
 
-    init() throws {
+    init() async throws {
         directory = try TestDirectories.make("uplink-tls")
-        ca = try TestCertificateAuthority.create(in: directory)
-        client = try ca.issue(commonName: "agent-1", usage: .client)
+        ca = try await TestCertificateAuthority.create(in: directory)
+        client = try await ca.issue(commonName: "agent-1", usage: .client)
     }
 
     @Test("A CA bundle with a matching certificate and key loads; the CA replaces the system store")
@@ -58,7 +58,7 @@ struct UplinkTLSTests {
     }
 
     @Test("Missing, empty, non-PEM files and a key of another certificate are problems naming the key and the file")
-    func problems() throws {
+    func problems() async throws {
         let missing = directory + "/missing.pem"
         #expect(UplinkTLS(caFile: missing).check() == UplinkTLSProblem(
             key: "ca_file", message: "cannot read '\(missing)': No such file or directory", unreadable: true))
@@ -78,7 +78,7 @@ struct UplinkTLSTests {
         #expect(keyIsCertificate?.key == "key_file")
         #expect(keyIsCertificate?.message.contains("is not an unencrypted PEM private key") == true, "\(String(describing: keyIsCertificate))")
 
-        let other = try ca.issue(commonName: "agent-2", usage: .client)
+        let other = try await ca.issue(commonName: "agent-2", usage: .client)
         let mismatch = UplinkTLS(certificateFile: client.certificateFile, keyFile: other.keyFile).check()
         #expect(mismatch == UplinkTLSProblem(
             key: "key_file",
@@ -89,7 +89,7 @@ struct UplinkTLSTests {
     }
 
     @Test("The reloader reads rotated files before the next connection and keeps the last good ones when a rotation is broken")
-    func reload() throws {
+    func reload() async throws {
         let settings = UplinkTLS(caFile: ca.certificateFile, certificateFile: client.certificateFile, keyFile: client.keyFile)
         let reloader = TLSReloader(settings: settings, logger: Logger(label: "test") { _ in SwiftLogNoOpLogHandler() })
         let first = try reloader.configuration()
@@ -97,7 +97,7 @@ struct UplinkTLSTests {
         #expect(try reloader.configuration().bestEffortEquals(first))
         #expect(reloader.reloads == 0)
 
-        let rotated = try ca.issue(commonName: "agent-1", usage: .client)
+        let rotated = try await ca.issue(commonName: "agent-1", usage: .client)
         #expect(rotated.certificateFile == client.certificateFile)
         let second = try reloader.configuration()
         #expect(reloader.reloads == 1)
@@ -105,7 +105,7 @@ struct UplinkTLSTests {
         #expect(second.certificateChain == [.certificate(try NIOSSLCertificate.fromPEMFile(client.certificateFile)[0])])
 
         // Half a rotation: a new certificate whose key has not arrived yet. The previous pair stays in use.
-        let stray = try ca.issue(commonName: "agent-1", usage: .client, fileStem: "stray")
+        let stray = try await ca.issue(commonName: "agent-1", usage: .client, fileStem: "stray")
         try FileManager.default.removeItem(atPath: client.certificateFile)
         try FileManager.default.copyItem(atPath: stray.certificateFile, toPath: client.certificateFile)
         let third = try reloader.configuration()

@@ -116,6 +116,8 @@ public final class ChildProcess: @unchecked Sendable {
         }
     }
 
+    /// A child still running when the last reference goes (a test that threw before stopping it, a `defer` that cannot
+    /// await) is killed and reaped here.
     deinit {
         if isRunning {
             kill(processIdentifier, SIGKILL)

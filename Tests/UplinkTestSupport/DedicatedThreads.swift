@@ -83,8 +83,8 @@ public final class DedicatedThreads: TaskExecutor, @unchecked Sendable {
     }
 
     /// Runs `body`, which blocks its thread (waits for a child process, reads a pipe to its end, polls with `usleep`),
-    /// on one of these threads. The calling task waits without holding a thread of the global executor and goes on
-    /// where it was once `body` returns.
+    /// on one of these threads and returns what it returned. The calling task waits without holding a thread of the
+    /// global executor.
     public func run<T, Failure: Error>(_ body: () throws(Failure) -> T) async throws(Failure) -> T {
         try await withTaskExecutorPreference(self) { () throws(Failure) -> T in try body() }
     }

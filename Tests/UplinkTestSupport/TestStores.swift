@@ -91,7 +91,8 @@ public final class TestVictoriaMetrics: @unchecked Sendable {
         throw ChildProcess.Failure(description: "VictoriaMetrics did not start on port \(port): \(log.suffix(2000))")
     }
 
-    /// SIGTERM (VictoriaMetrics flushes what it buffered), then waits for the exit.
+    /// SIGTERM (VictoriaMetrics flushes what it buffered), then waits for the exit. Released without `stop()`, the
+    /// process is killed (SIGKILL, by ``ChildProcess``).
     public func stop() async {
         await process?.terminate(grace: 20)
         process = nil
@@ -108,7 +109,6 @@ public final class TestVictoriaMetrics: @unchecked Sendable {
             try JSONSerialization.jsonObject(with: Data($0)) as! [String: Any]
         }
     }
-
 }
 
 /// ClickHouse (Debian `clickhouse-server`) in a temporary directory: a minimal config.xml and users.xml with the
@@ -180,6 +180,8 @@ public final class TestClickHouse: @unchecked Sendable {
         throw ChildProcess.Failure(description: "ClickHouse did not start on port \(port): \(log.suffix(2000))")
     }
 
+    /// SIGTERM, then waits for the exit. Released without `stop()`, the process is killed (SIGKILL, by
+    /// ``ChildProcess``).
     public func stop() async {
         await process?.terminate(grace: 30)
         process = nil
@@ -197,5 +199,4 @@ public final class TestClickHouse: @unchecked Sendable {
         }
         return response.text
     }
-
 }

@@ -225,7 +225,9 @@ let package = Package(
         ),
         .testTarget(
             name: "UplinkConfigTests",
-            dependencies: ["UplinkConfig", "UplinkCore", "UplinkAgent", "UplinkSources", "UplinkTransport"],
+            dependencies: [
+                "UplinkConfig", "UplinkCore", "UplinkAgent", "UplinkSources", "UplinkTransport", "UplinkTestSupport",
+            ],
             exclude: ["Fixtures"],
             swiftSettings: strict
         ),

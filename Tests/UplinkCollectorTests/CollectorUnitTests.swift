@@ -18,7 +18,7 @@ import UplinkWire
         #expect(UTCTimestamp.string(nanoseconds: nanoseconds) == expected)
     }
 
-    @Test func utcTimestampsAgreeWithFoundation() {
+    @Test(.computeBound) func utcTimestampsAgreeWithFoundation() {
         let formatter = ISO8601DateFormatter()
         formatter.timeZone = TimeZone(identifier: "UTC")
         var state: UInt64 = 0x7157
@@ -217,7 +217,7 @@ extension String {
 }
 
 @Suite struct MarkTableOriginTests {
-    @Test func originMarksArePerAgentAndTheLongestUnraisedAreForgottenFirst() {
+    @Test(.computeBound) func originMarksArePerAgentAndTheLongestUnraisedAreForgottenFirst() {
         let table = MarkTable([StreamKey(agent: "a", epoch: 1): 5, StreamKey.origin(agent: "a", id: 900_000): 77])
         #expect(table.originMarks(agent: "a") == [900_000: 77])
         #expect(table.streamMarks() == [StreamKey(agent: "a", epoch: 1): 5])

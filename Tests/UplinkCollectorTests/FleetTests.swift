@@ -3,6 +3,7 @@ import Foundation
 import NIOCore
 import Testing
 import UplinkCore
+import UplinkTestSupport
 import UplinkWire
 
 @testable import UplinkCollector
@@ -91,7 +92,7 @@ struct FleetTableTests {
         #expect(snapshot.agentsEvicted == 2)
     }
 
-    @Test func endlessNewAgentIdsStayBounded() {
+    @Test(.computeBound) func endlessNewAgentIdsStayBounded() {
         let table = FleetTable(capacity: 64)
         for index in 0..<1_000 {
             let id = "hostile-\(index)"

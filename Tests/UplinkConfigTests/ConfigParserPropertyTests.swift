@@ -1,12 +1,13 @@
 import Testing
 import UplinkConfig
 import UplinkCore
+import UplinkTestSupport
 
 /// Random well-formed documents, written out in block and flow style while recording where each node starts, must
 /// parse back to exactly the tree that was generated, marks included.
 @Suite("YAML parser properties")
 struct ConfigParserPropertyTests {
-    @Test func randomDocumentsParseWithCorrectMarks() throws {
+    @Test(.computeBound) func randomDocumentsParseWithCorrectMarks() throws {
         var generator = SplitMix64(seed: 0x5EED_0F_C0FF_EE)
         for iteration in 0..<400 {
             var writer = DocumentWriter(generator: generator)

@@ -33,22 +33,6 @@ enum Harness {
         return try await condition()
     }
 
-    /// Waits (at most `timeout`) until this test process's tasks are scheduled on time again: five 50 ms sleeps in a
-    /// row that each wake within 200 ms. At the start of a full `swift test`, other suites' tests (CPU-bound ones
-    /// among them) hold both threads of Swift's global executor and a 50 ms sleep was measured waking 24 to 34 s late
-    /// (2026-11-27); a test whose peer times out in seconds (nginx's `proxy_read_timeout`) must not start its clock
-    /// inside that stall, or it measures the test process, not the in-process agent and collector.
-    static func waitForScheduledOnTime(timeout: Duration = .seconds(120)) async {
-        let clock = ContinuousClock()
-        let deadline = clock.now + timeout
-        var onTime = 0
-        while onTime < 5, clock.now < deadline {
-            let before = clock.now
-            try? await Task.sleep(for: .milliseconds(50))
-            onTime = clock.now - before < .milliseconds(250) ? onTime + 1 : 0
-        }
-    }
-
     /// The stored records of `records.jsonl`, decoded with the wire parser (which ignores the agent/epoch keys).
     static func storedRecords(in dataDirectory: String) throws -> [(sequence: UInt64, record: Record)] {
         let data = try Data(contentsOf: URL(fileURLWithPath: dataDirectory + "/records.jsonl"))

@@ -11,7 +11,6 @@ import UplinkTransport
 struct NginxIdleStreamTests {
     @Test("An idle stream survives three proxy timeouts over HTTP/1.1 and over HTTP/2", arguments: [false, true])
     func idleStreamOutlivesTheProxyTimeout(http2: Bool) async throws {
-        await Harness.waitForScheduledOnTime()
         let pki = try await TestPKI("idle-\(http2)")
         let collector = try await InProcessCollector(name: "nginx-idle")
         let proxyTimeoutSeconds = 5

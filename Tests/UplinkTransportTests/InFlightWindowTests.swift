@@ -1,4 +1,5 @@
 import Testing
+import UplinkTestSupport
 
 @testable import UplinkTransport
 
@@ -31,7 +32,7 @@ struct InFlightWindowTests {
         #expect(window.bytes == 0)
     }
 
-    @Test func manyFillsStayCompact() {
+    @Test(.computeBound) func manyFillsStayCompact() {
         var window = InFlightWindow(streamBufferBytes: 64 << 10)
         for sequence in 1...100_000 as ClosedRange<UInt64> {
             window.took(10, through: sequence)

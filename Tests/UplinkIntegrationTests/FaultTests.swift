@@ -22,17 +22,20 @@ struct FaultTests {
                 uplink.stallTimeout = .seconds(1)
             }
             func streamed() -> UInt64 { agent.ring.statistics().acknowledged }
+            // A thousand more acknowledged, or all of them: on a loaded machine the generator (10 s at 2,000/s) may be
+            // nearly done before a fault is injected.
+            func streamedMore(than before: UInt64) -> Bool { streamed() >= min(before + 1_000, UInt64(total)) }
 
             #expect(await Harness.eventually(timeout: .seconds(20)) { streamed() > 1_000 })
             proxy.resetAllConnections()
             #expect(await Harness.eventually(timeout: .seconds(20)) { agent.uplink.statistics().failures >= 1 })
             let afterReset = streamed()
-            #expect(await Harness.eventually(timeout: .seconds(20)) { streamed() > afterReset + 1_000 })
+            #expect(await Harness.eventually(timeout: .seconds(20)) { streamedMore(than: afterReset) })
 
             proxy.cutAllConnections()
             #expect(await Harness.eventually(timeout: .seconds(20)) { agent.uplink.statistics().failures >= 2 })
             let afterCut = streamed()
-            #expect(await Harness.eventually(timeout: .seconds(20)) { streamed() > afterCut + 1_000 })
+            #expect(await Harness.eventually(timeout: .seconds(20)) { streamedMore(than: afterCut) })
 
             // A stall: bytes stop flowing but the connection stays open. Only the stall detector can notice, and
             // only while records wait for their ack: a few are added now, as the generator may be done already on
@@ -48,8 +51,12 @@ struct FaultTests {
             }
             #expect(await Harness.eventually(timeout: .seconds(20)) { agent.uplink.statistics().failures > failuresBeforeStall })
             let detectedAfter = ContinuousClock.now - stalledAt
+            // Whichever stall timer runs at that moment: outstanding acknowledgements, a write that is not taken, or (when
+            // the stall began while a stream was being opened again) the response that never starts.
             let stallFailure = agent.uplink.statistics().lastFailure
-            #expect(stallFailure == .ackStall || stallFailure == .writeStall)
+            #expect(
+                stallFailure == .ackStall || stallFailure == .writeStall || stallFailure == .noResume,
+                "the failure during the stall: \(String(describing: stallFailure))")
             // Detected after the timeout (1 s) has run, not before: a stall is not mistaken for a hiccup.
             #expect(detectedAfter >= .milliseconds(900))
             proxy.setStalled(false)

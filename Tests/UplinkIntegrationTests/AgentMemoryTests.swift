@@ -94,7 +94,7 @@ struct AgentMemoryTests {
             """.write(toFile: config, atomically: true, encoding: .utf8)
         let agent = try ChildProcess(
             [binary, "run", "--config", config, "--log-level", "info"], outputPath: directory + "/agent.log")
-        // Releasing the process at the end reaps it (SIGKILL if SIGTERM was not enough).
+        // Keeps the process alive to the end of the test; released then, a process still running is killed and reaped.
         defer { agent.send(SIGTERM) }
 
         var peakAnonymous = 0

@@ -61,7 +61,7 @@ struct ObservabilityTests {
             (try? String(contentsOfFile: directory + "/\(name).log", encoding: .utf8)) ?? ""
         }
 
-        /// SIGTERM to each process; releasing them reaps them (SIGKILL for one still running).
+        /// SIGTERM to each process; releasing them right after kills (SIGKILL) and reaps any still running.
         func stop() {
             for process in processes.reversed() { process.send(SIGTERM) }
             processes = []

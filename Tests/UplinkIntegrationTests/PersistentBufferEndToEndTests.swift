@@ -211,7 +211,7 @@ struct PersistentBufferEndToEndTests {
             port: port, stateDirectory: state, mode: "spill", sources: sensors, extraPersist: "    spill_after: 1s"
         ).write(toFile: config, atomically: true, encoding: .utf8)
         let agent = try ChildProcess([binary, "run", "--config", config, "--log-level", "critical"])
-        // Releasing the process at the end reaps it (SIGKILL if SIGTERM was not enough).
+        // Keeps the process alive to the end of the test; released then, a process still running is killed and reaped.
         defer { agent.send(SIGTERM) }
         let pid = agent.processIdentifier
         #expect(await Harness.eventually(timeout: .seconds(30)) { Self.storedCount(dataDirectory) > 0 })

@@ -143,10 +143,16 @@ public final class TestNginx: @unchecked Sendable {
         let workers = (try? workerProcessIDs(of: master)) ?? []
         process.send(SIGTERM)
         if await !process.waitForExit(seconds: 5) {
-            for worker in workers { kill(worker, SIGKILL) }
-            if let master { kill(master, SIGKILL) }
-            await process.terminate(grace: 0)
+            Self.killAll(process, master: master, workers: workers)
+            await process.waitForExit(seconds: 5)
         }
+    }
+
+    /// SIGKILL to the workers, the master and timeout(1): none of them can hold on to a port or a connection.
+    private static func killAll(_ process: ChildProcess, master: Int32?, workers: Set<Int32>) {
+        for worker in workers { kill(worker, SIGKILL) }
+        if let master { kill(master, SIGKILL) }
+        process.send(SIGKILL)
     }
 
     /// Stops nginx and starts it again on the same port: every connection through it is cut.
@@ -327,8 +333,6 @@ public final class TestNginx: @unchecked Sendable {
         // Last resort when a test forgot `stop()`: never leave nginx running (no waiting in a deinit).
         guard let process else { return }
         let master = masterProcessID()
-        for worker in (try? workerProcessIDs(of: master)) ?? [] { kill(worker, SIGKILL) }
-        if let master { kill(master, SIGKILL) }
-        process.send(SIGKILL)
+        Self.killAll(process, master: master, workers: (try? workerProcessIDs(of: master)) ?? [])
     }
 }

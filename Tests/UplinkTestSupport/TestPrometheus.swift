@@ -44,7 +44,6 @@ public final class TestPrometheus: @unchecked Sendable {
         process = nil
     }
 
-
     /// The instant vector of `query` through `/api/v1/query`: each sample's labels and value.
     public func query(_ query: String) -> [(labels: [String: String], value: Double)] {
         var allowed = CharacterSet.alphanumerics

@@ -177,8 +177,11 @@ struct TailEndToEndTests {
         }
         close(descriptor)
         let total = counter
-        // Lost lines never arrive: wait until the stored count stops changing.
-        await Self.waitUntilQuiet(collector, quiet: .seconds(2), timeout: .seconds(60))
+        // Every line must arrive; lost ones never do (then the wait ends at its timeout). A short quiet period after
+        // lets late duplicates show. Waiting for the count rather than for quiet alone keeps a stalled agent on a
+        // loaded machine from being taken for a loss.
+        _ = await Self.waitForStored(collector, total, timeout: .seconds(60))
+        await Self.waitUntilQuiet(collector, quiet: .seconds(1), timeout: .seconds(10))
         try await agent.stop()
         try await collector.stop()
         let stored = try Self.storedCounters(collector).map(\.counter)

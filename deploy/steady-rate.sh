@@ -11,17 +11,25 @@
 # stored: for uplink, appended to the collector's records.jsonl (a reader woken by inotify); for rsyslog, received by
 # the counter. It also checks that every line arrived exactly once.
 #
-# Environment: UPLINK_STEADY_SECONDS (default 30) per run, UPLINK_STEADY_RATES (default "100 1000 10000").
+# Environment: UPLINK_STEADY_SECONDS (default 30) per run, UPLINK_STEADY_RATES (default "100 1000 10000");
+# UPLINK_STEADY_FLOOR=PATH/uplink-bench adds a row for `uplink-bench one-loop-floor` (a release build of the same
+# source): the agent's own encoder, ring and zstd with the whole path on one event loop and no task hand-offs, streaming
+# to the first BINARY's collector. The gap between an agent and that row is what its stages cost (issue #16).
 set -euo pipefail
 
 seconds="${UPLINK_STEADY_SECONDS:-30}"
 rates="${UPLINK_STEADY_RATES:-100 1000 10000}"
-[ $# -ge 1 ] || { sed -n '2,14p' "$0" >&2; exit 2; }
+[ $# -ge 1 ] || { sed -n '2,17p' "$0" >&2; exit 2; }
 binaries=() labels=()
 for binary in "$@"; do
     [ -x "$binary" ] || { echo "steady-rate: no executable at $binary" >&2; exit 1; }
     binaries+=("$(readlink -f "$binary")") labels+=("uplink $(basename "$binary")")
 done
+floor="${UPLINK_STEADY_FLOOR:-}"
+if [ -n "$floor" ]; then
+    [ -x "$floor" ] || { echo "steady-rate: no executable at UPLINK_STEADY_FLOOR=$floor" >&2; exit 1; }
+    floor="$(readlink -f "$floor")"
+fi
 command -v cc >/dev/null || { echo "steady-rate: needs a C compiler (cc) for the writer" >&2; exit 1; }
 
 work="$(mktemp -d "${TMPDIR:-/tmp}/uplink-steady.XXXXXX")"
@@ -164,8 +172,8 @@ print(f"{name:<24} {rate:>6} | {col(a, asw)} | {collector_part} | {p50:>7} {p99:
 PY
 }
 
-run_uplink() { # BINARY LABEL RATE
-    local binary=$1 label=$2 rate=$3 dir="$work/run-$RANDOM"
+run_uplink() { # BINARY LABEL RATE [FLOOR]: an uplink agent, or with FLOOR `FLOOR one-loop-floor`, to BINARY's collector
+    local binary=$1 label=$2 rate=$3 floor_binary=${4:-} dir="$work/run-$RANDOM"
     mkdir -p "$dir/collector"
     local port; port=$(free_port)
     : >"$dir/app.log"
@@ -179,7 +187,11 @@ uplink: { url: "http://127.0.0.1:$port" }
 sources:
   - { name: app, type: tail, paths: [$dir/app.log] }
 YAML
-    "$binary" run --config "$dir/agent.yaml" >"$dir/agent.log" 2>&1 &
+    if [ -n "$floor_binary" ]; then
+        "$floor_binary" one-loop-floor "http://127.0.0.1:$port" "$dir/app.log" >"$dir/agent.log" 2>&1 &
+    else
+        "$binary" run --config "$dir/agent.yaml" >"$dir/agent.log" 2>&1 &
+    fi
     local agent=$!; pids+=($agent)
     python3 "$work/receive.py" file "$dir/collector/records.jsonl" >"$dir/received" &
     local receiver=$!
@@ -216,5 +228,6 @@ printf '%-24s %6s | %-30s | %-30s | %-28s | %s\n' system lines/s "agent: cpu, pe
     "latency p50 p99 max" delivered
 for rate in $rates; do
     for index in "${!binaries[@]}"; do run_uplink "${binaries[$index]}" "${labels[$index]}" "$rate"; done
+    [ -z "$floor" ] || run_uplink "${binaries[0]}" "one-loop floor" "$rate" "$floor"
     if command -v rsyslogd >/dev/null; then run_rsyslog "$rate"; else echo "rsyslog: not installed (apt-get install rsyslog)"; fi
 done

@@ -9,6 +9,12 @@ import Glibc
 // `swift run -c release uplink-bench [ring|e2e|tls|persist|ingest|latency|tail|tail-processes|tailscale|idle|encode|sinks|wire]...`:
 // runs the named benchmarks (all but `encode`, `tls`, `persist`, `sinks`, `wire` and `tailscale` by default) and prints their
 // numbers. Agent and collector share this process, so CPU time covers both sides, except in `tail-processes`.
+// `uplink-bench one-loop-floor URL FILE` is not a benchmark but a peer that deploy/steady-rate.sh measures (see
+// OneLoopFloor): it runs until its connection closes.
+if CommandLine.arguments.dropFirst().first == "one-loop-floor" {
+    try OneLoopFloor.run(arguments: Array(CommandLine.arguments.dropFirst(2)))
+    exit(0)
+}
 let requested = Set(CommandLine.arguments.dropFirst())
 func wanted(_ name: String) -> Bool { requested.isEmpty || requested.contains(name) }
 

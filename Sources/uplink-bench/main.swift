@@ -12,8 +12,14 @@ import Glibc
 // `uplink-bench one-loop-floor URL FILE` is not a benchmark but a peer that deploy/steady-rate.sh measures (see
 // OneLoopFloor): it runs until its connection closes.
 if CommandLine.arguments.dropFirst().first == "one-loop-floor" {
-    try OneLoopFloor.run(arguments: Array(CommandLine.arguments.dropFirst(2)))
-    exit(0)
+    do {
+        try OneLoopFloor.run(arguments: Array(CommandLine.arguments.dropFirst(2)))
+        exit(0)
+    } catch {
+        let message = Array("uplink-bench one-loop-floor: \(error)\n".utf8)
+        _ = message.withUnsafeBytes { write(STDERR_FILENO, $0.baseAddress, $0.count) }
+        exit(1)
+    }
 }
 let requested = Set(CommandLine.arguments.dropFirst())
 func wanted(_ name: String) -> Bool { requested.isEmpty || requested.contains(name) }

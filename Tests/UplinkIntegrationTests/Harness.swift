@@ -113,7 +113,7 @@ final class RunningAgent: Sendable {
         sources: [AgentConfiguration.NamedSource],
         bufferBytes: Int = 8 << 20,
         overflow: OverflowPolicy = .dropOldest,
-        stateDirectory: String = "/nonexistent/uplink-test-state",
+        stateDirectory: String? = nil,
         tune: (inout UplinkConfiguration) -> Void = { _ in }
     ) {
         var uplink = UplinkConfiguration(url: url, agentID: "test-agent", jitterSeed: 7)
@@ -121,7 +121,10 @@ final class RunningAgent: Sendable {
         tune(&uplink)
         let agent = Agent(
             configuration: AgentConfiguration(
-                uplink: uplink, sources: sources, bufferBytes: bufferBytes, overflow: overflow, stateDirectory: stateDirectory),
+                uplink: uplink, sources: sources, bufferBytes: bufferBytes, overflow: overflow,
+                // Each agent its own: a shared one made concurrent tests share the tail's checkpoint files (and, run as
+                // root, created it outside the temporary directory).
+                stateDirectory: stateDirectory ?? TestDirectories.reserve("uplink-agent-state")),
             logger: Harness.logger
         )
         let group = ServiceGroup(

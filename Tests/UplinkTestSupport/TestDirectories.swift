@@ -17,6 +17,14 @@ public enum TestDirectories {
         return path
     }
 
+    /// A fresh path `$TMPDIR/<prefix>-<UUID>` that is not created here, for something that creates its directory
+    /// itself (an agent's `state_dir`); removed at exit like the others if it exists then.
+    public static func reserve(_ prefix: String) -> String {
+        let path = NSTemporaryDirectory() + "\(prefix)-\(UUID().uuidString)"
+        removeAtExit(path)
+        return path
+    }
+
     /// Removes `path` (a directory this process created) when the process exits.
     public static func removeAtExit(_ path: String) {
         created.withLock { $0.append(path) }

@@ -54,7 +54,9 @@ struct CollectorTLSEndToEndTests {
             uplink.backoff = Backoff(initial: .milliseconds(20), multiplier: 2, maximum: .milliseconds(400))
             tune(&uplink)
             agent = Agent(
-                configuration: AgentConfiguration(uplink: uplink, sources: sources, bufferBytes: 8 << 20),
+                configuration: AgentConfiguration(
+                    uplink: uplink, sources: sources, bufferBytes: 8 << 20,
+                    stateDirectory: TestDirectories.reserve("uplink-agent-state")),
                 logger: Harness.logger)
             group = ServiceGroup(
                 configuration: .init(services: agent.serviceConfigurations, gracefulShutdownSignals: [], logger: Harness.logger))

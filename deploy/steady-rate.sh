@@ -188,7 +188,7 @@ sources:
   - { name: app, type: tail, paths: [$dir/app.log] }
 YAML
     if [ -n "$floor_binary" ]; then
-        "$floor_binary" one-loop-floor "http://127.0.0.1:$port" "$dir/app.log" >"$dir/agent.log" 2>&1 &
+        "$floor_binary" one-loop-floor "$port" "$dir/app.log" >"$dir/agent.log" 2>&1 &
     else
         "$binary" run --config "$dir/agent.yaml" >"$dir/agent.log" 2>&1 &
     fi

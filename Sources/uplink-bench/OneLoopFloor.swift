@@ -6,7 +6,7 @@ import NIOPosix
 import UplinkCore
 import UplinkWire
 
-/// `uplink-bench one-loop-floor URL FILE`: a measuring instrument for issue #16 item 1 (agent CPU per line), not an
+/// `uplink-bench one-loop-floor PORT FILE`: a measuring instrument for issue #16 item 1 (agent CPU per line), not an
 /// agent. It follows one file and streams its lines to a collector with the agent's own parts (the NDJSON frame
 /// encoder, the ring, the wire line writer, zstd flushed per pass, ack lines) but with the whole path on ONE event
 /// loop and no Swift task on it: the file's inotify descriptor is a channel on the loop of the HTTP/1.1 connection,
@@ -24,8 +24,8 @@ enum OneLoopFloor {
 
     /// Runs until the connection closes.
     static func run(arguments: [String]) throws {
-        guard arguments.count == 2, let target = CollectorAddress(arguments[0]) else {
-            throw Failure(description: "usage: uplink-bench one-loop-floor http://HOST:PORT FILE")
+        guard arguments.count == 2, let port = Int(arguments[0]) else {
+            throw Failure(description: "usage: uplink-bench one-loop-floor PORT FILE (a collector on 127.0.0.1:PORT)")
         }
         let path = arguments[1]
         let file = open(path, O_RDONLY | O_CLOEXEC)
@@ -40,27 +40,11 @@ enum OneLoopFloor {
                 channel.eventLoop.makeCompletedFuture {
                     try channel.pipeline.syncOperations.addHTTPClientHandlers()
                     try channel.pipeline.syncOperations.addHandler(
-                        try FloorSender(file: file, path: path, host: target.host, inotify: inotify))
+                        try FloorSender(file: file, path: path, inotify: inotify))
                 }
             }
-            .connect(host: target.host, port: target.port).wait()
+            .connect(host: "127.0.0.1", port: port).wait()
         try connection.closeFuture.wait()
-    }
-
-    /// `http://HOST:PORT` as the benchmark scripts pass it.
-    struct CollectorAddress {
-        let host: String
-        let port: Int
-
-        init?(_ url: String) {
-            guard url.hasPrefix("http://") else { return nil }
-            let authority = url.dropFirst("http://".count).split(separator: "/").first ?? ""
-            guard let colon = authority.lastIndex(of: ":"), let port = Int(authority[authority.index(after: colon)...]) else {
-                return nil
-            }
-            host = String(authority[..<colon])
-            self.port = port
-        }
     }
 }
 
@@ -84,7 +68,6 @@ private final class FloorSender: ChannelInboundHandler, RemovableChannelHandler 
     typealias OutboundOut = HTTPClientRequestPart
 
     private let file: Int32
-    private let host: String
     private let inotify: Int32
     private var context: ChannelHandlerContext?
     private var offset: off_t = 0
@@ -98,9 +81,8 @@ private final class FloorSender: ChannelInboundHandler, RemovableChannelHandler 
     private let compressor: StreamCompressor
     private var acknowledgements = LineSplitter(maxLineBytes: 64 * 1024)
 
-    init(file: Int32, path: String, host: String, inotify: Int32) throws {
+    init(file: Int32, path: String, inotify: Int32) throws {
         self.file = file
-        self.host = host
         self.inotify = inotify
         self.fields = [Tag("path", path)]
         self.sourceID = ring.registerSource("app")
@@ -110,7 +92,7 @@ private final class FloorSender: ChannelInboundHandler, RemovableChannelHandler 
     func channelActive(context: ChannelHandlerContext) {
         self.context = context
         var head = HTTPRequestHead(version: .http1_1, method: .POST, uri: "/v1/stream")
-        head.headers.add(name: "Host", value: host)
+        head.headers.add(name: "Host", value: "127.0.0.1")
         head.headers.add(name: "Transfer-Encoding", value: "chunked")
         head.headers.add(name: "Content-Type", value: "application/x-ndjson")
         head.headers.add(name: "Content-Encoding", value: WireCompression.zstd.contentEncoding ?? "zstd")

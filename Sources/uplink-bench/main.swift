@@ -9,7 +9,7 @@ import Glibc
 // `swift run -c release uplink-bench [ring|e2e|tls|persist|ingest|latency|tail|tail-processes|tailscale|idle|encode|sinks|wire]...`:
 // runs the named benchmarks (all but `encode`, `tls`, `persist`, `sinks`, `wire` and `tailscale` by default) and prints their
 // numbers. Agent and collector share this process, so CPU time covers both sides, except in `tail-processes`.
-// `uplink-bench one-loop-floor URL FILE` is not a benchmark but a peer that deploy/steady-rate.sh measures (see
+// `uplink-bench one-loop-floor PORT FILE` is not a benchmark but a peer that deploy/steady-rate.sh measures (see
 // OneLoopFloor): it runs until its connection closes.
 if CommandLine.arguments.dropFirst().first == "one-loop-floor" {
     do {

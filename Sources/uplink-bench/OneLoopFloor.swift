@@ -63,7 +63,7 @@ private final class ModificationReader: ChannelInboundHandler {
 }
 
 /// The HTTP/1.1 connection's handler: sends the request head, then a chunk per pass; reads ack lines.
-private final class FloorSender: ChannelInboundHandler, RemovableChannelHandler {
+private final class FloorSender: ChannelInboundHandler {
     typealias InboundIn = HTTPClientResponsePart
     typealias OutboundOut = HTTPClientRequestPart
 
@@ -138,7 +138,8 @@ private final class FloorSender: ChannelInboundHandler, RemovableChannelHandler 
         if context.channel.isWritable { readAndSend() }
     }
 
-    /// Reads what the file has, appends its whole lines to the ring, and writes every unsent frame as one chunk.
+    /// Reads what the file has, appends its whole lines to the ring, and writes the unsent frames, a chunk per 256 KiB
+    /// of lines, while the connection takes them.
     func readAndSend() {
         guard let context, context.channel.isWritable else { return }
         while true {
@@ -148,26 +149,26 @@ private final class FloorSender: ChannelInboundHandler, RemovableChannelHandler 
             appendLines(readBuffer[..<count])
             if count < readBuffer.count { break }
         }
-        var lines = context.channel.allocator.buffer(capacity: 4096)
-        ring.readUnsent(maxBytes: 256 << 10) { sequence, first, second in
-            WireLineWriter.appendRecordLine(sequence: sequence, frame: first, second, to: &lines)
+        while context.channel.isWritable {
+            var lines = context.channel.allocator.buffer(capacity: 4096)
+            let taken = ring.readUnsent(maxBytes: 256 << 10) { sequence, first, second in
+                WireLineWriter.appendRecordLine(sequence: sequence, frame: first, second, to: &lines)
+            }
+            guard taken > 0 else { return }
+            var compressed = context.channel.allocator.buffer(capacity: 0)
+            do {
+                try compressor.compress(lines, flush: true, into: &compressed)
+            } catch {
+                context.close(promise: nil)
+                return
+            }
+            context.writeAndFlush(wrapOutboundOut(.body(.byteBuffer(compressed))), promise: nil)
         }
-        guard lines.readableBytes > 0 else { return }
-        var compressed = context.channel.allocator.buffer(capacity: 0)
-        do {
-            try compressor.compress(lines, flush: true, into: &compressed)
-        } catch {
-            context.close(promise: nil)
-            return
-        }
-        context.writeAndFlush(wrapOutboundOut(.body(.byteBuffer(compressed))), promise: nil)
     }
 
     private func appendLines(_ bytes: ArraySlice<UInt8>) {
         partialLine.append(contentsOf: bytes)
-        var timestamp = timespec()
-        clock_gettime(CLOCK_REALTIME, &timestamp)
-        let now = Int64(timestamp.tv_sec) * 1_000_000_000 + Int64(timestamp.tv_nsec)
+        let now = WallClock.nowNanoseconds()
         var batch = LogLineBatch(source: "app", fields: fields, originID: 1)
         var start = 0
         partialLine.withUnsafeBytes { text in

@@ -12,14 +12,16 @@
 # the counter. It also checks that every line arrived exactly once.
 #
 # Environment: UPLINK_STEADY_SECONDS (default 30) per run, UPLINK_STEADY_RATES (default "100 1000 10000");
-# UPLINK_STEADY_FLOOR=PATH/uplink-bench adds a row for `uplink-bench one-loop-floor` (a release build of the same
-# source): the agent's own encoder, ring and zstd with the whole path on one event loop and no task hand-offs, streaming
-# to the first BINARY's collector. The gap between an agent and that row is what its stages cost (issue #16).
+# UPLINK_STEADY_FLOOR=PATH/uplink-bench adds rows for `uplink-bench one-loop-floor` (a release build of the same
+# source): the agent's own encoder, ring and zstd on one NIO event loop without AsyncHTTPClient, streaming to the first
+# BINARY's collector, once per entry of UPLINK_STEADY_FLOOR_STAGES (default "callback"; also "loop-tasks" and
+# "global-tasks", see OneLoopFloor.swift). The gaps between the rows are what each kind of hand-off costs
+# (issue #16).
 set -euo pipefail
 
 seconds="${UPLINK_STEADY_SECONDS:-30}"
 rates="${UPLINK_STEADY_RATES:-100 1000 10000}"
-[ $# -ge 1 ] || { sed -n '2,17p' "$0" >&2; exit 2; }
+[ $# -ge 1 ] || { sed -n '2,19p' "$0" >&2; exit 2; }
 binaries=() labels=()
 for binary in "$@"; do
     [ -x "$binary" ] || { echo "steady-rate: no executable at $binary" >&2; exit 1; }
@@ -172,8 +174,8 @@ print(f"{name:<24} {rate:>6} | {col(a, asw)} | {collector_part} | {p50:>7} {p99:
 PY
 }
 
-run_uplink() { # BINARY LABEL RATE [FLOOR]: an uplink agent, or with FLOOR `FLOOR one-loop-floor`, to BINARY's collector
-    local binary=$1 label=$2 rate=$3 floor_binary=${4:-} dir="$work/run-$RANDOM"
+run_uplink() { # BINARY LABEL RATE [FLOOR STAGES]: an uplink agent, or `FLOOR one-loop-floor … STAGES`, to BINARY's collector
+    local binary=$1 label=$2 rate=$3 floor_binary=${4:-} floor_stages=${5:-} dir="$work/run-$RANDOM"
     mkdir -p "$dir/collector"
     local port; port=$(free_port)
     : >"$dir/app.log"
@@ -188,7 +190,7 @@ sources:
   - { name: app, type: tail, paths: [$dir/app.log] }
 YAML
     if [ -n "$floor_binary" ]; then
-        "$floor_binary" one-loop-floor "$port" "$dir/app.log" >"$dir/agent.log" 2>&1 &
+        "$floor_binary" one-loop-floor "$port" "$dir/app.log" "$floor_stages" >"$dir/agent.log" 2>&1 &
     else
         "$binary" run --config "$dir/agent.yaml" >"$dir/agent.log" 2>&1 &
     fi
@@ -228,6 +230,10 @@ printf '%-24s %6s | %-30s | %-30s | %-28s | %s\n' system lines/s "agent: cpu, pe
     "latency p50 p99 max" delivered
 for rate in $rates; do
     for index in "${!binaries[@]}"; do run_uplink "${binaries[$index]}" "${labels[$index]}" "$rate"; done
-    [ -z "$floor" ] || run_uplink "${binaries[0]}" "one-loop floor" "$rate" "$floor"
+    if [ -n "$floor" ]; then
+        for stages in ${UPLINK_STEADY_FLOOR_STAGES:-callback}; do
+            run_uplink "${binaries[0]}" "floor $stages" "$rate" "$floor" "$stages"
+        done
+    fi
     if command -v rsyslogd >/dev/null; then run_rsyslog "$rate"; else echo "rsyslog: not installed (apt-get install rsyslog)"; fi
 done

@@ -6,14 +6,20 @@ import NIOPosix
 import UplinkCore
 import UplinkWire
 
-/// `uplink-bench one-loop-floor PORT FILE`: a measuring instrument for issue #16 item 1 (agent CPU per line), not an
-/// agent. It follows one file and streams its lines to a collector with the agent's own parts (the NDJSON frame
-/// encoder, the ring, the wire line writer, zstd flushed per pass, ack lines) but with the whole path on ONE event
-/// loop and no Swift task on it: the file's inotify descriptor is a channel on the loop of the HTTP/1.1 connection,
-/// and a modification event reads the file, encodes, appends to the ring, takes the unsent frames and writes them
-/// as one chunk, all in that callback. `deploy/steady-rate.sh` runs it beside the agent (`UPLINK_STEADY_FLOOR`), so
-/// the gap between the agent and this floor is what its stages (tail task, driver task, AsyncHTTPClient's body
-/// task, their hand-offs) cost.
+/// `uplink-bench one-loop-floor PORT FILE [STAGES]`: a measuring instrument for issue #16 item 1 (agent CPU per
+/// line), not an agent. It follows one file and streams its lines to a collector on 127.0.0.1:PORT with the agent's
+/// own parts (the NDJSON frame encoder, the ring, the wire line writer, zstd flushed per write, ack lines), over a
+/// plain NIO HTTP/1.1 connection whose event loop also watches the file (its inotify descriptor is a channel there).
+/// `deploy/steady-rate.sh` runs it beside the agent (`UPLINK_STEADY_FLOOR`, `UPLINK_STEADY_FLOOR_STAGES`).
+///
+/// STAGES says how a line gets from the inotify event to the socket, so that the cost of each kind of hand-off can
+/// be told apart:
+/// - `callback` (default): the event's callback reads, encodes, appends to the ring, takes the unsent frames and
+///   writes them, on the loop's thread, with no Swift task;
+/// - `loop-tasks`: as the agent is built (a reader task woken by the event, a writer task woken through an
+///   `AsyncStream` by the ring's data notification), but both tasks prefer an executor that runs their jobs on the
+///   connection's event loop;
+/// - `global-tasks`: the same two tasks on Swift's global executor; their writes hop to the loop.
 ///
 /// Deliberately missing, because the measurement does not need them: reconnects, resume, checkpoints, rotation,
 /// heartbeats, back-pressure beyond the channel's writability, TLS.
@@ -22,10 +28,17 @@ enum OneLoopFloor {
         let description: String
     }
 
+    enum Stages: String {
+        case callback, tasksOnLoop = "loop-tasks", tasksOnGlobalExecutor = "global-tasks"
+    }
+
     /// Runs until the connection closes.
     static func run(arguments: [String]) throws {
-        guard arguments.count == 2, let port = Int(arguments[0]) else {
-            throw Failure(description: "usage: uplink-bench one-loop-floor PORT FILE (a collector on 127.0.0.1:PORT)")
+        guard (2...3).contains(arguments.count), let port = Int(arguments[0]),
+            let stages = arguments.count == 3 ? Stages(rawValue: arguments[2]) : .callback
+        else {
+            throw Failure(
+                description: "usage: uplink-bench one-loop-floor PORT FILE [callback|loop-tasks|global-tasks] (a collector on 127.0.0.1:PORT)")
         }
         let path = arguments[1]
         let file = open(path, O_RDONLY | O_CLOEXEC)
@@ -40,7 +53,7 @@ enum OneLoopFloor {
                 channel.eventLoop.makeCompletedFuture {
                     try channel.pipeline.syncOperations.addHTTPClientHandlers()
                     try channel.pipeline.syncOperations.addHandler(
-                        try FloorSender(file: file, path: path, inotify: inotify))
+                        FloorConnection(stages: stages, file: file, path: path, inotify: inotify))
                 }
             }
             .connect(host: "127.0.0.1", port: port).wait()
@@ -48,121 +61,32 @@ enum OneLoopFloor {
     }
 }
 
-/// The inotify channel's handler: any modification event makes the sender read the file.
-private final class ModificationReader: ChannelInboundHandler {
-    typealias InboundIn = ByteBuffer
-    private let sender: FloorSender
-
-    init(sender: FloorSender) {
-        self.sender = sender
-    }
-
-    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
-        sender.readAndSend()
-    }
-}
-
-/// The HTTP/1.1 connection's handler: sends the request head, then a chunk per pass; reads ack lines.
-private final class FloorSender: ChannelInboundHandler {
-    typealias InboundIn = HTTPClientResponsePart
-    typealias OutboundOut = HTTPClientRequestPart
-
+/// Reads what the file has and appends its whole lines to the ring, as the tailer does (one batch per read).
+private final class FloorFileReader {
     private let file: Int32
-    private let inotify: Int32
-    private var context: ChannelHandlerContext?
+    private let ring: RecordRing
+    private let sourceID: SourceID
+    private let encoder = NDJSONFrameEncoder()
+    private let fields: [Tag]
     private var offset: off_t = 0
     private var readBuffer = [UInt8](repeating: 0, count: 128 << 10)
     /// The end of the file read so far that is not a whole line yet.
     private var partialLine: [UInt8] = []
-    private let ring = RecordRing()
-    private let sourceID: SourceID
-    private let encoder = NDJSONFrameEncoder()
-    private let fields: [Tag]
-    private let compressor: StreamCompressor
-    private var acknowledgements = LineSplitter(maxLineBytes: 64 * 1024)
 
-    init(file: Int32, path: String, inotify: Int32) throws {
+    init(file: Int32, path: String, ring: RecordRing) {
         self.file = file
-        self.inotify = inotify
-        self.fields = [Tag("path", path)]
+        self.ring = ring
         self.sourceID = ring.registerSource("app")
-        self.compressor = try StreamCompressor(.zstd)
+        self.fields = [Tag("path", path)]
     }
 
-    func channelActive(context: ChannelHandlerContext) {
-        self.context = context
-        var head = HTTPRequestHead(version: .http1_1, method: .POST, uri: "/v1/stream")
-        head.headers.add(name: "Host", value: "127.0.0.1")
-        head.headers.add(name: "Transfer-Encoding", value: "chunked")
-        head.headers.add(name: "Content-Type", value: "application/x-ndjson")
-        head.headers.add(name: "Content-Encoding", value: WireCompression.zstd.contentEncoding ?? "zstd")
-        head.headers.add(name: "Uplink-Protocol", value: "1")
-        head.headers.add(name: "Uplink-Agent", value: "steady")
-        head.headers.add(name: "Uplink-Epoch", value: String(UInt64.random(in: 1...(1 << 62))))
-        context.writeAndFlush(wrapOutboundOut(.head(head)), promise: nil)
-        followModifications(on: context.eventLoop)
-        readAndSend()
-    }
-
-    /// Makes the inotify descriptor a channel on this connection's loop: the event and the write happen on one
-    /// thread, in one callback.
-    private func followModifications(on loop: any EventLoop) {
-        let sender = NIOLoopBound(self, eventLoop: loop)
-        let connection = context?.channel
-        NIOPipeBootstrap(group: loop)
-            // inotify refuses reads into a buffer smaller than the next event: a fixed 4 KiB is always enough here.
-            .channelOption(.recvAllocator, value: FixedSizeRecvByteBufferAllocator(capacity: 4096))
-            .channelInitializer { channel in
-                channel.eventLoop.makeCompletedFuture {
-                    try channel.pipeline.syncOperations.addHandler(ModificationReader(sender: sender.value))
-                }
-            }
-            .takingOwnershipOfDescriptor(input: inotify)
-            .whenFailure { error in
-                print("one-loop-floor: cannot follow the file's modifications: \(error)")
-                connection?.close(promise: nil)
-            }
-    }
-
-    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
-        guard case .body(let chunk) = unwrapInboundIn(data) else { return }
-        acknowledgements.append(chunk)
-        while let piece = acknowledgements.nextLine() {
-            if case .line(let line) = piece, case .ack(let sequence)? = AckLine.parse(line) {
-                ring.acknowledge(through: sequence)
-            }
-        }
-    }
-
-    func channelWritabilityChanged(context: ChannelHandlerContext) {
-        if context.channel.isWritable { readAndSend() }
-    }
-
-    /// Reads what the file has, appends its whole lines to the ring, and writes the unsent frames, a chunk per 256 KiB
-    /// of lines, while the connection takes them.
-    func readAndSend() {
-        guard let context, context.channel.isWritable else { return }
+    func readAppending() {
         while true {
             let count = readBuffer.withUnsafeMutableBytes { pread(file, $0.baseAddress, $0.count, offset) }
-            guard count > 0 else { break }
+            guard count > 0 else { return }
             offset += off_t(count)
             appendLines(readBuffer[..<count])
-            if count < readBuffer.count { break }
-        }
-        while context.channel.isWritable {
-            var lines = context.channel.allocator.buffer(capacity: 4096)
-            let taken = ring.readUnsent(maxBytes: 256 << 10) { sequence, first, second in
-                WireLineWriter.appendRecordLine(sequence: sequence, frame: first, second, to: &lines)
-            }
-            guard taken > 0 else { return }
-            var compressed = context.channel.allocator.buffer(capacity: 0)
-            do {
-                try compressor.compress(lines, flush: true, into: &compressed)
-            } catch {
-                context.close(promise: nil)
-                return
-            }
-            context.writeAndFlush(wrapOutboundOut(.body(.byteBuffer(compressed))), promise: nil)
+            if count < readBuffer.count { return }
         }
     }
 
@@ -190,6 +114,183 @@ private final class FloorSender: ChannelInboundHandler {
                 from = end
             }
         }
+    }
+}
+
+/// Writes the ring's unsent frames to the connection, a zstd-flushed chunk per 256 KiB of lines, while it is writable.
+private final class FloorChunkWriter {
+    private let ring: RecordRing
+    private let channel: any Channel
+    private let compressor: StreamCompressor
+
+    init(ring: RecordRing, channel: any Channel) throws {
+        self.ring = ring
+        self.channel = channel
+        self.compressor = try StreamCompressor(.zstd)
+    }
+
+    func writeUnsent() {
+        while channel.isWritable {
+            var lines = channel.allocator.buffer(capacity: 4096)
+            let taken = ring.readUnsent(maxBytes: 256 << 10) { sequence, first, second in
+                WireLineWriter.appendRecordLine(sequence: sequence, frame: first, second, to: &lines)
+            }
+            guard taken > 0 else { return }
+            var compressed = channel.allocator.buffer(capacity: 0)
+            do {
+                try compressor.compress(lines, flush: true, into: &compressed)
+            } catch {
+                channel.close(promise: nil)
+                return
+            }
+            channel.writeAndFlush(HTTPClientRequestPart.body(.byteBuffer(compressed)), promise: nil)
+        }
+    }
+}
+
+/// Runs jobs on one event loop: tasks that prefer it share the connection's thread.
+private final class EventLoopTaskExecutor: TaskExecutor {
+    let loop: any EventLoop
+
+    init(loop: any EventLoop) {
+        self.loop = loop
+    }
+
+    func enqueue(_ job: consuming ExecutorJob) {
+        let job = UnownedJob(job)
+        loop.execute { job.runSynchronously(on: self.asUnownedTaskExecutor()) }
+    }
+}
+
+/// The inotify channel's handler: a modification event calls `onModification` on the loop.
+private final class ModificationReader: ChannelInboundHandler {
+    typealias InboundIn = ByteBuffer
+    private let onModification: @Sendable () -> Void
+
+    init(onModification: @escaping @Sendable () -> Void) {
+        self.onModification = onModification
+    }
+
+    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+        onModification()
+    }
+}
+
+/// The HTTP/1.1 connection's handler: sends the request head, starts the stages, reads ack lines.
+private final class FloorConnection: ChannelInboundHandler {
+    typealias InboundIn = HTTPClientResponsePart
+    typealias OutboundOut = HTTPClientRequestPart
+
+    private let stages: OneLoopFloor.Stages
+    private let file: Int32
+    private let path: String
+    private let inotify: Int32
+    private let ring = RecordRing()
+    private var acknowledgements = LineSplitter(maxLineBytes: 64 * 1024)
+    /// `callback`: the stages, run by the event's callback.
+    private var reader: FloorFileReader?
+    private var writer: FloorChunkWriter?
+    /// The task stages: wakes the writer task when the connection becomes writable again.
+    private var writerWakeups: AsyncStream<Void>.Continuation?
+
+    init(stages: OneLoopFloor.Stages, file: Int32, path: String, inotify: Int32) {
+        self.stages = stages
+        self.file = file
+        self.path = path
+        self.inotify = inotify
+    }
+
+    func channelActive(context: ChannelHandlerContext) {
+        var head = HTTPRequestHead(version: .http1_1, method: .POST, uri: "/v1/stream")
+        head.headers.add(name: "Host", value: "127.0.0.1")
+        head.headers.add(name: "Transfer-Encoding", value: "chunked")
+        head.headers.add(name: "Content-Type", value: "application/x-ndjson")
+        head.headers.add(name: "Content-Encoding", value: WireCompression.zstd.contentEncoding ?? "zstd")
+        head.headers.add(name: "Uplink-Protocol", value: "1")
+        head.headers.add(name: "Uplink-Agent", value: "steady")
+        head.headers.add(name: "Uplink-Epoch", value: String(UInt64.random(in: 1...(1 << 62))))
+        context.writeAndFlush(wrapOutboundOut(.head(head)), promise: nil)
+        do {
+            switch stages {
+            case .callback:
+                reader = FloorFileReader(file: file, path: path, ring: ring)
+                writer = try FloorChunkWriter(ring: ring, channel: context.channel)
+                let connection = NIOLoopBound(self, eventLoop: context.eventLoop)
+                followModifications(on: context.eventLoop, channel: context.channel) { connection.value.readAndSend() }
+                readAndSend()
+            case .tasksOnLoop, .tasksOnGlobalExecutor:
+                let executor = stages == .tasksOnLoop ? EventLoopTaskExecutor(loop: context.eventLoop) : nil
+                let readerWakeups = startTasks(channel: context.channel, executor: executor)
+                followModifications(on: context.eventLoop, channel: context.channel) { readerWakeups.yield() }
+            }
+        } catch {
+            print("one-loop-floor: \(error)")
+            context.close(promise: nil)
+        }
+    }
+
+    /// Starts the reader and the writer task; returns what wakes the reader.
+    private func startTasks(channel: any Channel, executor: (any TaskExecutor)?) -> AsyncStream<Void>.Continuation {
+        let (readerEvents, readerWakeups) = AsyncStream.makeStream(of: Void.self, bufferingPolicy: .bufferingNewest(1))
+        let (writerEvents, writerWakeups) = AsyncStream.makeStream(of: Void.self, bufferingPolicy: .bufferingNewest(1))
+        self.writerWakeups = writerWakeups
+        let (ring, file, path) = (ring, file, path)
+        Task(executorPreference: executor) {
+            let reader = FloorFileReader(file: file, path: path, ring: ring)
+            reader.readAppending()
+            for await _ in readerEvents { reader.readAppending() }
+        }
+        Task(executorPreference: executor) {
+            guard let writer = try? FloorChunkWriter(ring: ring, channel: channel) else { return channel.close(promise: nil) }
+            var wakeups = writerEvents.makeAsyncIterator()
+            while true {
+                writer.writeUnsent()
+                // Not writable: writability wakes it. Written out: the ring's next append wakes it (unless one came
+                // in meanwhile: then go on at once), as the agent's driver does.
+                if channel.isWritable && !ring.notifyWhenDataAvailable({ writerWakeups.yield() }) { continue }
+                guard await wakeups.next() != nil else { return }
+            }
+        }
+        return readerWakeups
+    }
+
+    /// Makes the inotify descriptor a channel on this connection's loop.
+    private func followModifications(
+        on loop: any EventLoop, channel connection: any Channel, _ onModification: @escaping @Sendable () -> Void
+    ) {
+        NIOPipeBootstrap(group: loop)
+            // inotify refuses reads into a buffer smaller than the next event: a fixed 4 KiB is always enough here.
+            .channelOption(.recvAllocator, value: FixedSizeRecvByteBufferAllocator(capacity: 4096))
+            .channelInitializer { channel in
+                channel.eventLoop.makeCompletedFuture {
+                    try channel.pipeline.syncOperations.addHandler(ModificationReader(onModification: onModification))
+                }
+            }
+            .takingOwnershipOfDescriptor(input: inotify)
+            .whenFailure { error in
+                print("one-loop-floor: cannot follow the file's modifications: \(error)")
+                connection.close(promise: nil)
+            }
+    }
+
+    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+        guard case .body(let chunk) = unwrapInboundIn(data) else { return }
+        acknowledgements.append(chunk)
+        while let piece = acknowledgements.nextLine() {
+            if case .line(let line) = piece, case .ack(let sequence)? = AckLine.parse(line) {
+                ring.acknowledge(through: sequence)
+            }
+        }
+    }
+
+    func channelWritabilityChanged(context: ChannelHandlerContext) {
+        guard context.channel.isWritable else { return }
+        if stages == .callback { readAndSend() } else { writerWakeups?.yield() }
+    }
+
+    private func readAndSend() {
+        reader?.readAppending()
+        writer?.writeUnsent()
     }
 }
 #endif

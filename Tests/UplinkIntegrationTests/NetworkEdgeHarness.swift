@@ -48,7 +48,8 @@ final class NetworkAgent: Sendable {
         let logger = Logger(label: "uplink.test.network") { _ in CapturingLogHandler(store: store) }
         let agent = Agent(
             configuration: AgentConfiguration(
-                uplink: uplink, sources: sources, bufferBytes: 8 << 20, stateDirectory: TestDirectories.reserve("uplink-agent-state")),
+                uplink: uplink, sources: sources, bufferBytes: 8 << 20,
+                stateDirectory: TestDirectories.reserve("uplink-agent-state")),
             logger: logger)
         let group = ServiceGroup(
             configuration: .init(services: agent.serviceConfigurations, gracefulShutdownSignals: [], logger: logger))

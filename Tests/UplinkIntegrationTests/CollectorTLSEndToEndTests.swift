@@ -56,7 +56,7 @@ struct CollectorTLSEndToEndTests {
             agent = Agent(
                 configuration: AgentConfiguration(
                     uplink: uplink, sources: sources, bufferBytes: 8 << 20,
-                    stateDirectory: TestDirectories.reserve("uplink-agent-state")),
+                    stateDirectory: Harness.agentStateDirectory()),
                 logger: Harness.logger)
             group = ServiceGroup(
                 configuration: .init(services: agent.serviceConfigurations, gracefulShutdownSignals: [], logger: Harness.logger))

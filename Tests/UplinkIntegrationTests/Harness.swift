@@ -23,6 +23,12 @@ enum Harness {
         try TestDirectories.make("uplink-\(name)")
     }
 
+    /// A state directory of an in-process agent's own (the agent creates it). Never a shared one: concurrent tests
+    /// would share the tail's checkpoint files, and run as root the agent creates it wherever it points.
+    static func agentStateDirectory() -> String {
+        TestDirectories.reserve("uplink-agent-state")
+    }
+
     /// Polls `condition` every 20 ms until it holds or `timeout` passes; returns whether it held.
     static func eventually(timeout: Duration, _ condition: () async throws -> Bool) async rethrows -> Bool {
         let deadline = ContinuousClock.now + timeout
@@ -122,9 +128,7 @@ final class RunningAgent: Sendable {
         let agent = Agent(
             configuration: AgentConfiguration(
                 uplink: uplink, sources: sources, bufferBytes: bufferBytes, overflow: overflow,
-                // Each agent its own: a shared one made concurrent tests share the tail's checkpoint files (and, run as
-                // root, created it outside the temporary directory).
-                stateDirectory: stateDirectory ?? TestDirectories.reserve("uplink-agent-state")),
+                stateDirectory: stateDirectory ?? Harness.agentStateDirectory()),
             logger: Harness.logger
         )
         let group = ServiceGroup(

@@ -49,7 +49,7 @@ final class NetworkAgent: Sendable {
         let agent = Agent(
             configuration: AgentConfiguration(
                 uplink: uplink, sources: sources, bufferBytes: 8 << 20,
-                stateDirectory: TestDirectories.reserve("uplink-agent-state")),
+                stateDirectory: Harness.agentStateDirectory()),
             logger: logger)
         let group = ServiceGroup(
             configuration: .init(services: agent.serviceConfigurations, gracefulShutdownSignals: [], logger: logger))

@@ -11,9 +11,8 @@ public enum TestDirectories {
 
     /// Creates `$TMPDIR/<prefix>-<UUID>` and returns its path.
     public static func make(_ prefix: String) throws -> String {
-        let path = NSTemporaryDirectory() + "\(prefix)-\(UUID().uuidString)"
+        let path = reserve(prefix)
         try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)
-        removeAtExit(path)
         return path
     }
 

@@ -14,6 +14,9 @@ struct ObservabilityTests {
         let collectorPort: Int
         let streamingPort: Int
         let cutOffPort: Int
+        /// The cut-off agent's collector port, held bound (not listening) while the fleet lives: a port only picked
+        /// free could be taken by another test's server meanwhile, and the agent would stream to it (CI, once).
+        private let deadPort: PortReservation
         private var processes: [ChildProcess] = []
 
         init(_ name: String) async throws {
@@ -21,7 +24,7 @@ struct ObservabilityTests {
             collectorPort = try TestNginx.freeLoopbackPort()
             streamingPort = try TestNginx.freeLoopbackPort()
             cutOffPort = try TestNginx.freeLoopbackPort()
-            let deadPort = try TestNginx.freeLoopbackPort()
+            deadPort = try FreePort.reserve()
             let binary = try UplinkBinary.path()
             try write("collector.yaml", """
                 collector: { listen: 127.0.0.1:\(collectorPort), data_dir: \(directory)/collector, stdout: false }
@@ -35,7 +38,7 @@ struct ObservabilityTests {
             try write("cut-off.yaml", """
                 agent: { id: box-cut-off, state_dir: \(directory)/cut-off, metrics_listen: 127.0.0.1:\(cutOffPort) }
                 buffer: { max_bytes: 4KiB }
-                uplink: { url: "http://127.0.0.1:\(deadPort)", backoff: { initial: 100ms, max: 1s } }
+                uplink: { url: "http://127.0.0.1:\(deadPort.port)", backoff: { initial: 100ms, max: 1s } }
                 sources:
                   - { name: gen, type: generator, rate: 500, record_bytes: 100 }
                 """)

@@ -94,6 +94,9 @@ let package = Package(
                 "CLinuxIO",
                 .product(name: "SystemPackage", package: "swift-system"),
                 .product(name: "Logging", package: "swift-log"),
+                // The tailer's inotify descriptors are channels on the send path's event loop.
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
             ],
             swiftSettings: strict
         ),

@@ -1,5 +1,7 @@
 import AsyncHTTPClient
 import Logging
+import NIOCore
+import NIOPosix
 import ServiceLifecycle
 import UplinkCore
 import UplinkObservability
@@ -24,6 +26,9 @@ public final class Agent: Sendable {
     let logger: Logger
     let suppliedClient: HTTPClient?
     let encoder = NDJSONFrameEncoder()
+    /// The send path's event loop: the uplink's connection lives there and the log readers read there, so a line
+    /// goes from the file to the socket on one thread (docs/architecture.md, "One line, thread by thread").
+    let eventLoop: any EventLoop
 
     /// `ring`: a ring built by the caller (`Agent.open` passes one backed by the persistent buffer).
     public init(configuration: AgentConfiguration, logger: Logger, httpClient: HTTPClient? = nil, ring: RecordRing? = nil) {
@@ -32,15 +37,18 @@ public final class Agent: Sendable {
         self.ring = ring
         self.logger = logger
         self.suppliedClient = httpClient
+        let eventLoop = httpClient?.eventLoopGroup.next() ?? MultiThreadedEventLoopGroup.singleton.next()
+        self.eventLoop = eventLoop
         self.uplinkHost = UplinkHost(
-            Uplink(configuration: configuration.uplink, ring: ring, logger: logger, httpClient: httpClient), logger: logger)
+            Uplink(configuration: configuration.uplink, ring: ring, logger: logger, httpClient: httpClient, eventLoop: eventLoop),
+            logger: logger)
         // Stopping runs code that has not run before (checkpoints, closing streams): the ring's free pages go back
         // first, so that it does not come on top of them (after a drained backlog, the whole ring).
         self.sourceSupervisor = SourceSupervisor(shutdownBegins: { ring.releaseFreeMemory() })
         for named in configuration.sources {
             sourceSupervisor.start(
                 named.name, kind: named.config.kind.typeName,
-                makeSourceService(named, stateDirectory: configuration.stateDirectory))
+                makeSourceService(named, stateDirectory: configuration.stateDirectory, linger: configuration.uplink.linger))
         }
     }
 
@@ -75,13 +83,14 @@ public final class Agent: Sendable {
     /// The version `uplink --version` prints and the status reports.
     public static let version = "0.1.0"
 
-    func makeSourceService(_ named: AgentConfiguration.NamedSource, stateDirectory: String) -> SourceService {
+    func makeSourceService(_ named: AgentConfiguration.NamedSource, stateDirectory: String, linger: Duration) -> SourceService {
         var sourceLogger = logger
         sourceLogger[metadataKey: "source"] = "\(named.name)"
         let sink = RingRecordSink(ring: ring, sourceName: named.name, encoder: encoder)
         return SourceService(
             source: makeSource(name: named.name, config: named.config),
-            context: SourceContext(sink: sink, logger: sourceLogger, stateDirectory: stateDirectory)
+            context: SourceContext(
+                sink: sink, logger: sourceLogger, stateDirectory: stateDirectory, eventLoop: eventLoop, linger: linger)
         )
     }
 }

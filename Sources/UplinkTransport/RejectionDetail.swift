@@ -1,6 +1,3 @@
-import AsyncHTTPClient
-import NIOCore
-
 /// The readable text of a non-200 answer's body: what a proxy or TLS terminator says about why it refused the
 /// stream (nginx answers 400 "No required SSL certificate was sent" when mTLS fails at the proxy).
 enum RejectionDetail {
@@ -8,31 +5,6 @@ enum RejectionDetail {
     static let maximumBytes = 2048
     /// Characters of text kept.
     static let maximumCharacters = 200
-
-    /// Reads at most `maximumBytes` of `body` for at most `timeout`; nil when it holds no text.
-    static func read(_ body: HTTPClientResponse.Body, within timeout: Duration) async -> String? {
-        let bytes = await withTaskGroup(of: [UInt8]?.self) { group in
-            group.addTask {
-                var collected: [UInt8] = []
-                do {
-                    for try await chunk in body {
-                        collected.append(contentsOf: chunk.readableBytesView.prefix(maximumBytes - collected.count))
-                        if collected.count >= maximumBytes { break }
-                    }
-                } catch {}
-                return collected
-            }
-            group.addTask {
-                try? await Task.sleep(for: timeout)
-                return nil
-            }
-            let first = await group.next() ?? nil
-            group.cancelAll()
-            return first ?? nil
-        }
-        guard let bytes else { return nil }
-        return text(of: bytes)
-    }
 
     /// `bytes` as one line of text: HTML tags removed (an nginx error page's `<title>` and `<h1>` repeat each other,
     /// so the title is dropped), control characters and runs of whitespace turned into single spaces.

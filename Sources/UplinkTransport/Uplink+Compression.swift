@@ -37,7 +37,7 @@ extension UplinkDriver {
             exact.writeImmutableBuffer(output)
             return exact
         } catch {
-            events.yield(.streamFailed(connection, .transport("compressing the body failed: \(error)")))
+            handleLater(.streamFailed(connection, .transport("compressing the body failed: \(error)")))
             return nil
         }
     }

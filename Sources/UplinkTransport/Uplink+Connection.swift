@@ -1,31 +1,26 @@
 import AsyncHTTPClient
 import Logging
-#if canImport(Glibc)
-import Glibc
-#elseif canImport(Musl)
-import Musl
-#elseif canImport(Darwin)
-import Darwin
-#endif
 import NIOCore
 import NIOHTTP1
+import NIOSSL
 import UplinkCore
 import UplinkWire
 
 extension UplinkDriver {
-    /// Creates a fresh pair and starts the request whose body is the pair's input side; the response's lines
-    /// come back as events.
+    /// Creates a fresh pair and starts the request whose body is the pair's input side, on the driver's loop; the
+    /// response's lines come back as events (`UplinkExchange`).
     func openStream(_ connection: ConnectionID) {
         let configuration = uplink.configuration
-        let events = events
-        let pair = BoundStreamPair(capacity: configuration.streamBufferBytes) { event in
+        let driver = bound
+        let pair = BoundStreamPair(capacity: configuration.streamBufferBytes, loop: loop) { event in
             switch event {
             case .hasSpaceAvailable:
-                events.yield(.spaceAvailable(connection))
+                driver.value.handle(.spaceAvailable(connection))
             case .errorOccurred(let error):
-                events.yield(.streamFailed(connection, .transport("request body aborted: \(error)")))
+                // The request failed too; its failure says why better, and comes first: this one only in case.
+                driver.value.handleLater(.streamFailed(connection, .transport("request body aborted: \(error)")))
             case .endEncountered:
-                events.yield(.streamFailed(connection, .transport("request body closed by the client")))
+                driver.value.handleLater(.streamFailed(connection, .transport("request body closed by the client")))
             }
         }
         self.pair = pair
@@ -34,75 +29,51 @@ extension UplinkDriver {
         waitingForAcknowledgements = false
         compressor = makeCompressor()
 
-        var request = Self.makeRequest(configuration, encoding: compressor?.encoding ?? .none, body: pair.input)
+        var tlsConfiguration: TLSConfiguration?
         if let reloader = uplink.tlsReloader {
             do {
-                request.tlsConfiguration = try reloader.configuration()
+                tlsConfiguration = try reloader.configuration()
             } catch {
-                events.yield(.streamFailed(connection, .transport("TLS settings unusable: \(error)")))
+                handleLater(.streamFailed(connection, .transport("TLS settings unusable: \(error)")))
                 return
             }
         }
-        let headTimeout = configuration.stallTimeout
-        let connectTimeout = configuration.effectiveConnectTimeout
-        connectionTask = Task { [client, logger] in
-            await UplinkDriver.exchange(
-                request, connection: connection, client: client, logger: logger, headTimeout: headTimeout,
-                connectTimeout: connectTimeout, events: events)
-        }
-    }
-
-    private static func makeRequest(
-        _ configuration: UplinkConfiguration, encoding: WireCompression, body: BoundInputStream
-    ) -> HTTPClientRequest {
-        var request = HTTPClientRequest(url: configuration.requestURL)
-        request.method = .POST
-        request.headers.add(name: "Content-Type", value: "application/x-ndjson")
-        if let contentEncoding = encoding.contentEncoding {
-            request.headers.add(name: "Content-Encoding", value: contentEncoding)
-        }
-        request.headers.add(name: "Uplink-Protocol", value: "1")
-        request.headers.add(name: "Uplink-Agent", value: configuration.agentID)
-        request.headers.add(name: "Uplink-Epoch", value: String(configuration.epoch))
-        if let token = configuration.token {
-            request.headers.add(name: "Authorization", value: "Bearer \(token)")
-        }
-        request.body = .stream(body, length: .unknown)
-        return request
-    }
-
-    /// Runs one request: reports the response head, then every ack line, then how the exchange ended.
-    private static func exchange(
-        _ request: HTTPClientRequest, connection: ConnectionID, client: HTTPClient, logger: Logger,
-        headTimeout: Duration, connectTimeout: Duration, events: AsyncStream<UplinkEvent>.Continuation
-    ) async {
+        let request: HTTPClient.Request
         do {
-            let response = try await client.execute(request, timeout: .nanoseconds(headTimeout.nanoseconds), logger: logger)
-            guard response.status == .ok else {
-                // A proxy or TLS terminator says why in its body (nginx: "No required SSL certificate was sent").
-                let detail = await RejectionDetail.read(response.body, within: .seconds(2))
-                events.yield(.responseHead(connection, status: Int(response.status.code), detail: detail))
-                return
-            }
-            events.yield(.responseHead(connection, status: Int(response.status.code), detail: nil))
-            var splitter = LineSplitter(maxLineBytes: 64 * 1024)
-            for try await chunk in response.body {
-                splitter.append(chunk)
-                while let piece = splitter.nextLine() {
-                    if case .line(let line) = piece, let ack = AckLine.parse(line) {
-                        events.yield(.ackLine(connection, ack))
-                    }
-                }
-            }
-            events.yield(.streamFailed(connection, .responseEnded))
-        } catch let error as HTTPClientError where error == .proxyAuthenticationRequired {
-            // The proxy's 407 is as much a configuration problem as a collector's 4xx: back off long, say so.
-            events.yield(.responseHead(
-                connection, status: 407,
-                detail: "the HTTP proxy requires credentials: give them as http://user:password@host:port in uplink.proxy or HTTPS_PROXY"))
+            request = try HTTPClient.Request(
+                url: configuration.requestURL, method: .POST,
+                headers: Self.requestHeaders(configuration, encoding: compressor?.encoding ?? .none),
+                body: UplinkBodySink.body(draining: pair), tlsConfiguration: tlsConfiguration)
         } catch {
-            events.yield(.streamFailed(connection, .transport(describe(error, connectTimeout: connectTimeout))))
+            handleLater(.streamFailed(connection, .transport("cannot make a request to \(configuration.requestURL): \(error)")))
+            return
         }
+        let exchange = UplinkExchange(
+            connection: connection, driver: driver, pair: NIOLoopBound(pair, eventLoop: loop),
+            connectTimeout: configuration.effectiveConnectTimeout)
+        // No deadline: the delegate API's would end the stream when it fires; the machine's stall check covers the
+        // response head. `.delegate(on:)`, not `.delegateAndChannel(on:)`: the uplink's own client has no loop but
+        // `loop`, so the channel is there anyway, and AsyncHTTPClient's pool opens a spare connection for a request
+        // that requires a loop when the connection it waited for closes (one attempt would cost two connections).
+        let task = client.execute(
+            request: request, delegate: exchange, eventLoop: .delegate(on: loop), deadline: nil, logger: logger)
+        self.request = task
+        task.futureResult.whenComplete { exchange.requestEnded($0) }
+    }
+
+    private static func requestHeaders(_ configuration: UplinkConfiguration, encoding: WireCompression) -> HTTPHeaders {
+        var headers = HTTPHeaders()
+        headers.add(name: "Content-Type", value: "application/x-ndjson")
+        if let contentEncoding = encoding.contentEncoding {
+            headers.add(name: "Content-Encoding", value: contentEncoding)
+        }
+        headers.add(name: "Uplink-Protocol", value: "1")
+        headers.add(name: "Uplink-Agent", value: configuration.agentID)
+        headers.add(name: "Uplink-Epoch", value: String(configuration.epoch))
+        if let token = configuration.token {
+            headers.add(name: "Authorization", value: "Bearer \(token)")
+        }
+        return headers
     }
 
     private static let connectTimeoutErrors: [HTTPClientError] = [

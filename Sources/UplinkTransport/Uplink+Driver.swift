@@ -4,20 +4,25 @@ import NIOCore
 import UplinkCore
 import UplinkWire
 
-/// Performs `UplinkStateMachine`'s actions. Owned by the task running `Uplink.run`; never shared.
+/// Performs `UplinkStateMachine`'s actions. Lives on the stream's event loop (`loop`): every event is handled there,
+/// synchronously, as it happens (a response line, space in the pair, a timer, the ring's data notification), so a
+/// record costs no thread hop between the uplink's parts. Never shared: others reach it through `NIOLoopBound`.
 final class UplinkDriver {
     typealias ConnectionID = UplinkStateMachine.ConnectionID
     typealias Action = UplinkStateMachine.Action
 
     let uplink: Uplink
     let client: HTTPClient
-    let events: AsyncStream<UplinkEvent>.Continuation
+    let loop: any EventLoop
     var machine: UplinkStateMachine
     var ring: RecordRing { uplink.ring }
     var logger: Logger { uplink.logger }
+    /// Succeeded when the driver is done (`Uplink.run` returns then).
+    let finished: EventLoopPromise<Void>
 
     var pair: BoundStreamPair?
-    var connectionTask: Task<Void, Never>?
+    /// The current stream's request.
+    var request: HTTPClient.Task<Void>?
     /// Bytes taken from the ring that the pair has not accepted yet (at most one fill, compressed if the stream is).
     var pending = ByteBuffer()
     /// What the current stream carried that the collector has not acknowledged; bounds what the client queues.
@@ -31,21 +36,23 @@ final class UplinkDriver {
     /// Compressed streams only: the buffer a write pass gathers its lines in before they are compressed, and the one
     /// the compressor writes into. Both are kept from pass to pass (a pass takes up to a few hundred KiB of lines), so
     /// that a long drain does not allocate and free them hundreds of times a second, which leaves the allocator
-    /// holding megabytes (#12, bounded memory). What goes into the pair is an exact copy of the compressed bytes.
+    /// holding megabytes (bounded memory). What goes into the pair is an exact copy of the compressed bytes.
     var lineScratch = ByteBuffer()
     var compressedScratch = ByteBuffer()
-    private var timerTask: Task<Void, Never>?
+    private var timer: Scheduled<Void>?
     private var timerDeadline: ContinuousClock.Instant?
+    private var backoff: Scheduled<Void>?
     private var backoffTask: Task<Void, Never>?
     /// What the body of the last non-200 answer said, for the log line.
     private var rejectionDetail: String?
-    private var finished = false
     private var endedCleanly = false
+    private var stopping = false
 
-    init(uplink: Uplink, client: HTTPClient, events: AsyncStream<UplinkEvent>.Continuation) {
+    init(uplink: Uplink, client: HTTPClient, loop: any EventLoop) {
         self.uplink = uplink
         self.client = client
-        self.events = events
+        self.loop = loop
+        self.finished = loop.makePromise()
         let configuration = uplink.configuration
         self.inFlight = InFlightWindow(streamBufferBytes: configuration.streamBufferBytes)
         self.compression = configuration.compression
@@ -59,18 +66,35 @@ final class UplinkDriver {
         )
     }
 
-    func run(_ stream: AsyncStream<UplinkEvent>) async {
+    /// This driver, to be reached from closures that run on `loop`.
+    var bound: NIOLoopBound<UplinkDriver> { NIOLoopBound(self, eventLoop: loop) }
+
+    /// Opens the first stream.
+    func start() {
         perform(machine.start(now: .now))
         publishState()
         scheduleTimer()
-        for await event in stream {
-            handle(event)
-            publishState()
-            if finished { break }
-            scheduleTimer()
-        }
-        await stop()
+    }
+
+    /// Handles `event` now (on `loop`).
+    func handle(_ event: UplinkEvent) {
+        guard !stopping else { return }
+        handleEvent(event)
         publishState()
+        if !stopping { scheduleTimer() }
+    }
+
+    /// Handles `event` in a later turn of the loop: for events raised inside a write pass or inside the HTTP client's
+    /// callbacks, which must not re-enter them.
+    func handleLater(_ event: UplinkEvent) {
+        let driver = bound
+        loop.execute { driver.value.handle(event) }
+    }
+
+    /// Stops at once (the task running the uplink was cancelled): no drain.
+    func stopNow() {
+        guard !stopping else { return }
+        stop(waitForCleanEnd: false)
     }
 
     /// Copies the machine's state into the statistics when it changed (for the status view and the metrics).
@@ -92,7 +116,7 @@ final class UplinkDriver {
         }
     }
 
-    private func handle(_ event: UplinkEvent) {
+    private func handleEvent(_ event: UplinkEvent) {
         let now = ContinuousClock.now
         switch event {
         case .responseHead(let connection, let status, let detail):
@@ -128,9 +152,11 @@ final class UplinkDriver {
             uplink.statisticsBox.withLock { $0.dataAvailableEvents += 1 }
             perform(machine.dataAvailable(now: now))
         case .deadline:
+            timer = nil
             timerDeadline = nil
             perform(machine.deadlinePassed(now: now))
         case .backoffElapsed:
+            backoff = nil
             backoffTask = nil
             perform(machine.backoffElapsed(now: now))
         case .shutdown:
@@ -167,21 +193,12 @@ final class UplinkDriver {
         case .failStream(_, let failure, let delay):
             closeStream(failing: failure)
             record(failure, delay: delay)
-            if let delay {
-                let sleep = uplink.backoffSleep
-                let events = events
-                backoffTask = Task {
-                    do {
-                        try await sleep(delay)
-                        events.yield(.backoffElapsed)
-                    } catch {}
-                }
-            }
+            if let delay { scheduleBackoff(delay) }
         case .endStream:
             pair?.close()
             endedCleanly = true
         case .finish:
-            finished = true
+            stop(waitForCleanEnd: endedCleanly)
         }
     }
 
@@ -215,8 +232,8 @@ final class UplinkDriver {
     private func closeStream(failing failure: StreamFailure) {
         pair?.fail(UplinkStreamClosed(failure: failure))
         pair = nil
-        connectionTask?.cancel()
-        connectionTask = nil
+        request?.cancel()
+        request = nil
         pending = ByteBuffer()
         inFlight.reset()
         waitingForAcknowledgements = false
@@ -227,39 +244,69 @@ final class UplinkDriver {
         ring.rewindToAcknowledged()
     }
 
-    private func stop() async {
-        timerTask?.cancel()
+    /// Ends the driver's work. After a clean end of the body it lets the collector see the end and close its response,
+    /// for at most 2 s, before the request is cancelled.
+    private func stop(waitForCleanEnd: Bool) {
+        stopping = true
+        timer?.cancel()
+        timer = nil
+        backoff?.cancel()
         backoffTask?.cancel()
         ring.cancelDataNotification()
-        if endedCleanly, let connectionTask {
-            // Let the collector see the end of the body and close its response; do not wait for long.
-            await withTaskGroup(of: Void.self) { group in
-                group.addTask { await connectionTask.value }
-                group.addTask { try? await Task.sleep(for: .seconds(2)) }
-                await group.next()
-                group.cancelAll()
-            }
+        let finished = self.finished
+        guard waitForCleanEnd, let request else {
+            request?.cancel()
+            request = nil
+            pair?.fail(UplinkStreamClosed(failure: nil))
+            pair = nil
+            publishState()
+            finished.succeed()
+            return
         }
-        connectionTask?.cancel()
-        await connectionTask?.value
-        pair?.fail(UplinkStreamClosed(failure: nil))
-        pair = nil
+        let driver = bound
+        let giveUp = loop.scheduleTask(in: .seconds(2)) { driver.value.endRequest() }
+        request.futureResult.whenComplete { _ in
+            giveUp.cancel()
+            driver.value.endRequest()
+        }
     }
 
-    // MARK: Timer
+    /// The last step of `stop`: the request is cancelled if it still runs, and the driver is done.
+    private func endRequest() {
+        request?.cancel()
+        request = nil
+        pair?.fail(UplinkStreamClosed(failure: nil))
+        pair = nil
+        publishState()
+        finished.succeed()
+    }
 
-    /// Keeps one sleeping task for the machine's earliest deadline. A deadline that moved later is handled when
-    /// the timer fires early and finds nothing due; only an earlier deadline replaces the task.
+    // MARK: Timers
+
+    /// Keeps one timer for the machine's earliest deadline. A deadline that moved later is handled when the timer
+    /// fires early and finds nothing due; only an earlier deadline replaces the timer.
     private func scheduleTimer() {
         guard let deadline = machine.nextDeadline else { return }
         if let current = timerDeadline, current <= deadline { return }
-        timerTask?.cancel()
+        timer?.cancel()
         timerDeadline = deadline
-        let events = events
-        timerTask = Task {
+        let driver = bound
+        let remaining = ContinuousClock.now.duration(to: deadline)
+        timer = loop.scheduleTask(in: .nanoseconds(max(0, remaining.nanoseconds))) { driver.value.handle(.deadline) }
+    }
+
+    /// Reconnects after `delay`: a timer on the loop, or the uplink's `backoffSleep` when one was given.
+    private func scheduleBackoff(_ delay: Duration) {
+        let driver = bound
+        guard let sleep = uplink.backoffSleep else {
+            backoff = loop.scheduleTask(in: .nanoseconds(delay.nanoseconds)) { driver.value.handle(.backoffElapsed) }
+            return
+        }
+        let loop = self.loop
+        backoffTask = Task {
             do {
-                try await Task.sleep(until: deadline, clock: .continuous)
-                events.yield(.deadline)
+                try await sleep(delay)
+                loop.execute { driver.value.handle(.backoffElapsed) }
             } catch {}
         }
     }

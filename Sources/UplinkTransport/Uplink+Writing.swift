@@ -56,9 +56,12 @@ extension UplinkDriver {
                 connection, lastSequence: lastSequence, wroteBytes: bytesWritten > 0, pairFull: pairFull, now: .now)
             // A full pair signals space; a full window resumes on the next ack.
             if pairFull || !takingNewFrames || waitingForAcknowledgements { return }
-            // The ring ran dry. Ask to be woken by the next append; if one slipped in meanwhile, write it now.
-            let events = events
-            if ring.notifyWhenDataAvailable({ events.yield(.dataAvailable) }) { return }
+            // The ring ran dry. Ask to be woken by the next append; if one slipped in meanwhile, write it now. The
+            // handler runs on the appender's thread: on this loop (the tailer) it costs no wake-up, and the write
+            // comes at the end of the loop's turn, after everything the turn appended.
+            let driver = bound
+            let loop = self.loop
+            if ring.notifyWhenDataAvailable({ loop.execute { driver.value.handle(.dataAvailable) } }) { return }
         }
     }
 

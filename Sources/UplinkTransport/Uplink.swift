@@ -1,6 +1,7 @@
 import AsyncHTTPClient
 import Logging
 import NIOCore
+import NIOPosix
 import ServiceLifecycle
 import Synchronization
 import UplinkCore
@@ -10,37 +11,52 @@ import UplinkWire
 /// through a bound stream pair, with acknowledgements, resume, heartbeats, stall detection, reconnects with
 /// backoff, and a drain on shutdown.
 ///
-/// The decisions live in `UplinkStateMachine`; this type performs them. It writes into the pair only when the pair
-/// signalled space (or when the ring signals new data while such a signal is held): no timers, no polling.
-/// Timers exist only for the heartbeat, stall detection and the drain deadline.
+/// The decisions live in `UplinkStateMachine`; `UplinkDriver` performs them on the stream's event loop. It writes into
+/// the pair only when the pair signalled space (or when the ring signals new data while such a signal is held): no
+/// timers, no polling. Timers exist only for the heartbeat, stall detection, backoff and the drain deadline.
 public final class Uplink: Service {
     public let configuration: UplinkConfiguration
     public let ring: RecordRing
     let logger: Logger
-    let backoffSleep: @Sendable (Duration) async throws -> Void
+    /// The event loop the stream's connection and the uplink's driver live on: every event of the stream (space in
+    /// the pair, response lines, timers, the ring's data notification) is handled there, synchronously.
+    public let eventLoop: any EventLoop
+    /// Waits out a backoff delay instead of the event loop's timer (tests observe the schedule with it).
+    let backoffSleep: (@Sendable (Duration) async throws -> Void)?
     private let suppliedClient: HTTPClient?
     let statisticsBox = Mutex(UplinkStatistics())
     let metrics = UplinkMetrics()
     /// Reads `uplink.tls`'s files and reads them again when they change; nil for an `http://` URL.
     let tlsReloader: TLSReloader?
-    /// The running driver's events (to hand over), and whether a hand-over was asked for before it ran.
-    private let handOverState = Mutex<(events: AsyncStream<UplinkEvent>.Continuation?, requested: Bool)>((nil, false))
+    /// The running driver (to hand over or stop), and whether a hand-over was asked for before it ran.
+    private let control = Mutex<(driver: NIOLoopBound<UplinkDriver>?, handOverRequested: Bool)>((nil, false))
 
     /// - Parameters:
-    ///   - httpClient: the client to use; by default the uplink creates and shuts down its own (with the
-    ///     configuration's proxy and server name). A supplied client's proxy settings apply instead.
-    ///   - backoffSleep: waits out a backoff delay; tests substitute it to observe the schedule.
+    ///   - httpClient: the client to use; by default the uplink creates and shuts down its own on `eventLoop` (with
+    ///     the configuration's proxy and server name). A supplied client's proxy settings apply instead.
+    ///   - eventLoop: the loop the stream lives on (the agent passes the one its sources read on); by default one of
+    ///     the supplied client's group, or of NIO's shared group. With a supplied client it must belong to the
+    ///     client's group.
+    ///   - backoffSleep: waits out a backoff delay; by default a timer on `eventLoop`. Tests substitute it to observe
+    ///     the schedule.
     public init(
         configuration: UplinkConfiguration,
         ring: RecordRing,
         logger: Logger,
         httpClient: HTTPClient? = nil,
-        backoffSleep: @escaping @Sendable (Duration) async throws -> Void = { try await Task.sleep(for: $0) }
+        eventLoop: (any EventLoop)? = nil,
+        backoffSleep: (@Sendable (Duration) async throws -> Void)? = nil
     ) {
         self.configuration = configuration
         self.ring = ring
         self.logger = logger
         self.suppliedClient = httpClient
+        if let httpClient, let eventLoop {
+            precondition(
+                httpClient.eventLoopGroup.makeIterator().contains { $0 === eventLoop },
+                "the uplink's event loop must belong to the supplied HTTP client's group")
+        }
+        self.eventLoop = eventLoop ?? httpClient?.eventLoopGroup.next() ?? MultiThreadedEventLoopGroup.singleton.next()
         self.backoffSleep = backoffSleep
         self.tlsReloader = configuration.usesTLS ? TLSReloader(settings: configuration.tls, logger: logger) : nil
     }
@@ -52,25 +68,34 @@ public final class Uplink: Service {
 
     /// Streams until graceful shutdown (then drains, bounded by `drainTimeout`) or cancellation (then stops at once).
     public func run() async throws {
-        let client = suppliedClient
-            ?? HTTPClient(eventLoopGroupProvider: .singleton, configuration: Self.clientConfiguration(configuration))
+        let loop = eventLoop
+        // A client of our own lives on the stream's loop alone: its connections, TLS and response parts are there.
+        let client = suppliedClient ?? HTTPClient(eventLoopGroup: loop, configuration: Self.clientConfiguration(configuration))
         if let proxy = configuration.proxy, suppliedClient == nil {
             logger.info("uplink tunnels through an HTTP proxy", metadata: ["proxy": "\(proxy)"])
         }
-        let (events, continuation) = AsyncStream.makeStream(of: UplinkEvent.self)
-        let driver = UplinkDriver(uplink: self, client: client, events: continuation)
-        let handOverRequested = handOverState.withLock { state in
-            state.events = continuation
-            return state.requested
+        let (driver, finished) = try await loop.submit {
+            let driver = UplinkDriver(uplink: self, client: client, loop: loop)
+            return (NIOLoopBound(driver, eventLoop: loop), driver.finished.futureResult)
+        }.get()
+        let handOverRequested = control.withLock { control in
+            control.driver = driver
+            return control.handOverRequested
         }
-        if handOverRequested { continuation.yield(.handOver) }
-        await withGracefulShutdownHandler {
-            await driver.run(events)
-        } onGracefulShutdown: {
-            continuation.yield(.shutdown)
+        loop.execute {
+            driver.value.start()
+            if handOverRequested { driver.value.handle(.handOver) }
         }
-        handOverState.withLock { $0.events = nil }
-        continuation.finish()
+        await withTaskCancellationHandler {
+            await withGracefulShutdownHandler {
+                try? await finished.get()
+            } onGracefulShutdown: {
+                loop.execute { driver.value.handle(.shutdown) }
+            }
+        } onCancel: {
+            loop.execute { driver.value.stopNow() }
+        }
+        control.withLock { $0.driver = nil }
         if suppliedClient == nil { try await client.shutdown() }
     }
 
@@ -79,11 +104,12 @@ public final class Uplink: Service {
     /// `drainTimeout`), ends the stream cleanly, and `run()` returns. The successor resumes from the ring, so a
     /// change of collector neither loses nor duplicates records.
     public func handOver() {
-        let events = handOverState.withLock { state in
-            state.requested = true
-            return state.events
+        let driver = control.withLock { control in
+            control.handOverRequested = true
+            return control.driver
         }
-        events?.yield(.handOver)
+        guard let driver else { return }
+        eventLoop.execute { driver.value.handle(.handOver) }
     }
 
     /// The HTTP client's settings: the connect timeout (`effectiveConnectTimeout`), no read timeout, no
@@ -97,6 +123,8 @@ public final class Uplink: Service {
         // Reconnects follow uplink.backoff alone: a refused connection or a failed TLS handshake fails the request at
         // once (AHC would otherwise retry on its own until the connect timeout, hiding the cause for 10 s).
         configuration.connectionPool.retryConnectionEstablishment = false
+        // A stream body cannot be sent again: a redirect is an answer like any other non-200 one.
+        configuration.redirectConfiguration = .disallow
         if let proxy = uplink.proxy {
             let authorization = proxy.username.map { HTTPClient.Authorization.basic(username: $0, password: proxy.password ?? "") }
             configuration.proxy = .server(host: proxy.host, port: proxy.port, authorization: authorization)
@@ -108,7 +136,7 @@ public final class Uplink: Service {
     }
 }
 
-/// Everything that wakes the uplink, funnelled into one stream so one task owns all state.
+/// Everything that wakes the uplink's driver; each is handled on the stream's event loop.
 enum UplinkEvent: Sendable {
     typealias ConnectionID = UplinkStateMachine.ConnectionID
     case responseHead(ConnectionID, status: Int, detail: String?)

@@ -25,6 +25,11 @@ public struct UplinkConfiguration: Sendable {
     public var connectTimeout: Duration
     /// Capacity of the bound stream pair feeding the HTTP body, in bytes. Default 64 KiB.
     public var streamBufferBytes: Int
+    /// `uplink.linger`: the latency budget within which what arrived is read and sent in one pass. Log readers on
+    /// the uplink's event loop (the tailer, journald) apply it to their reads (`SourceContext.linger`); records
+    /// appended from other threads (sensors, exec) wait at most this long for one write, unless half a stream buffer
+    /// of them is waiting. Zero (the default): every record is sent as soon as it is appended.
+    public var linger: Duration
     /// How the body is compressed (`Content-Encoding`): one compressor context per stream, flushed at the end of
     /// every write pass. A collector that answers `415` makes the uplink fall back to `.none` for the rest of its
     /// life (logged once). Default `.zstd`.
@@ -49,6 +54,7 @@ public struct UplinkConfiguration: Sendable {
         stallTimeout: Duration = .seconds(30),
         connectTimeout: Duration = UplinkConfiguration.defaultConnectTimeout,
         streamBufferBytes: Int = BoundStreamPair.defaultCapacity,
+        linger: Duration = .zero,
         compression: WireCompression = UplinkConfiguration.defaultCompression,
         drainTimeout: Duration = .seconds(5),
         jitterSeed: UInt64? = nil,
@@ -64,6 +70,7 @@ public struct UplinkConfiguration: Sendable {
         self.stallTimeout = stallTimeout
         self.connectTimeout = connectTimeout
         self.streamBufferBytes = streamBufferBytes
+        self.linger = linger
         self.compression = compression
         self.drainTimeout = drainTimeout
         self.jitterSeed = jitterSeed

@@ -31,7 +31,7 @@ extension UplinkFile {
         var uplinkConfiguration = UplinkConfiguration(
             url: url, agentID: agent.id, token: token, backoff: uplink.backoff, heartbeatInterval: uplink.heartbeat,
             stallTimeout: uplink.stallTimeout, connectTimeout: uplink.connectTimeout, streamBufferBytes: uplink.streamBufferBytes,
-            compression: uplink.compression, drainTimeout: uplink.drainTimeout,
+            linger: uplink.linger, compression: uplink.compression, drainTimeout: uplink.drainTimeout,
             tls: (uplink.tls ?? UplinkTLS()).withTrustEnvironment { environment.value(of: $0) })
         if case .url = uplink.target {
             switch uplink.proxy {

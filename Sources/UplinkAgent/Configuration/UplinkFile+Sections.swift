@@ -63,6 +63,9 @@ extension UplinkFile.UplinkSection {
         if let bytes = section.size("stream_buffer", .atLeast(minimumStreamBufferBytes)) {
             uplink.streamBufferBytes = bytes
         }
+        if let linger = section.duration("linger", ConfigConstraint(minimum: (.zero, true), maximum: maximumLinger)) {
+            uplink.linger = linger
+        }
         if let drain = section.duration("drain_timeout") { uplink.drainTimeout = drain }
         if let compression = section.enumeration("compression", as: WireCompression.self) {
             uplink.compression = compression

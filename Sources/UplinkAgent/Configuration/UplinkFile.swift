@@ -153,6 +153,11 @@ public struct UplinkFile: Sendable, Equatable {
         /// `uplink.stream_buffer` (size ≥ `1KiB`): capacity of the pipe between the buffer and the HTTP body.
         /// Default `64KiB`.
         public var streamBufferBytes: Int
+        /// `uplink.linger` (duration, `0s` to `1m`): a latency budget. With `1s`, a log reader that keeps finding new
+        /// lines reads again at most 1 s later instead of at every write, and sends what arrived in one pass; records of
+        /// other sources are gathered for at most 1 s into one write; half a stream buffer of unsent data goes at once.
+        /// No record waits longer than the budget for it. Default `0s`: everything is read and sent as it arrives.
+        public var linger: Duration
         /// `uplink.drain_timeout` (duration ≥ 0): on shutdown, how long to keep streaming until everything buffered
         /// is acknowledged. Default `5s`.
         public var drainTimeout: Duration
@@ -175,7 +180,8 @@ public struct UplinkFile: Sendable, Equatable {
             target: Target = .embedded, token: String? = nil, backoff: Backoff = Backoff(),
             heartbeat: Duration = .seconds(15), stallTimeout: Duration = .seconds(30),
             connectTimeout: Duration = UplinkConfiguration.defaultConnectTimeout,
-            streamBufferBytes: Int = BoundStreamPair.defaultCapacity, drainTimeout: Duration = .seconds(5),
+            streamBufferBytes: Int = BoundStreamPair.defaultCapacity, linger: Duration = .zero,
+            drainTimeout: Duration = .seconds(5),
             tls: UplinkTLS? = nil, proxy: ProxySetting = .environment,
             compression: WireCompression = UplinkConfiguration.defaultCompression
         ) {
@@ -186,6 +192,7 @@ public struct UplinkFile: Sendable, Equatable {
             self.stallTimeout = stallTimeout
             self.connectTimeout = connectTimeout
             self.streamBufferBytes = streamBufferBytes
+            self.linger = linger
             self.drainTimeout = drainTimeout
             self.tls = tls
             self.proxy = proxy
@@ -204,13 +211,15 @@ public struct UplinkFile: Sendable, Equatable {
 
         static let keys = [
             "url", "token", "token_file", "backoff", "heartbeat", "stall_timeout", "connect_timeout", "stream_buffer",
-            "drain_timeout", "tls", "proxy", "compression",
+            "linger", "drain_timeout", "tls", "proxy", "compression",
         ]
         static let tlsKeys = ["ca_file", "use_system_trust", "cert_file", "key_file", "server_name", "min_version"]
         static let backoffKeys = ["initial", "multiplier", "max", "reset_after"]
         /// Largest `connect_timeout` accepted: 5 minutes (Linux itself gives up on an unanswered connect after about
         /// two).
         public static let maximumConnectTimeout: Duration = .seconds(300)
+        /// Largest `linger` accepted: a minute (a longer budget only delays data and hides a stalled source).
+        public static let maximumLinger: Duration = .seconds(60)
         /// Smallest `stream_buffer` accepted.
         public static let minimumStreamBufferBytes = 1024
     }

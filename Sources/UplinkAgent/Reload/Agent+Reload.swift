@@ -17,14 +17,16 @@ extension Agent {
         for source in configuration.sources where starting.contains(source.name) {
             sourceSupervisor.start(
                 source.name, kind: source.config.kind.typeName,
-                makeSourceService(source, stateDirectory: self.configuration.stateDirectory))
+                makeSourceService(
+                    source, stateDirectory: self.configuration.stateDirectory, linger: configuration.uplink.linger))
         }
         if plan.uplinkChanged {
             var settings = configuration.uplink
             // The same stream continues: the collector resumes it where its marks say.
             settings.epoch = uplinkHost.newest.configuration.epoch
             await uplinkHost.replace(
-                with: Uplink(configuration: settings, ring: ring, logger: logger, httpClient: suppliedClient))
+                with: Uplink(
+                    configuration: settings, ring: ring, logger: logger, httpClient: suppliedClient, eventLoop: eventLoop))
         }
     }
 

@@ -16,12 +16,13 @@
 # source): the agent's own encoder, ring and zstd on one NIO event loop without AsyncHTTPClient, streaming to the first
 # BINARY's collector, once per entry of UPLINK_STEADY_FLOOR_STAGES (default "callback"; also "loop-tasks" and
 # "global-tasks", see OneLoopFloor.swift). The gaps between the rows are what each kind of hand-off costs
-# (issue #16).
+# (issue #16). UPLINK_STEADY_LINGER="1s" adds rows for the last BINARY (the build under test; builds before issue #30
+# lack the key) with `uplink.linger` set to each listed value.
 set -euo pipefail
 
 seconds="${UPLINK_STEADY_SECONDS:-30}"
 rates="${UPLINK_STEADY_RATES:-100 1000 10000}"
-[ $# -ge 1 ] || { sed -n '2,19p' "$0" >&2; exit 2; }
+[ $# -ge 1 ] || { sed -n '2,21p' "$0" >&2; exit 2; }
 binaries=() labels=()
 for binary in "$@"; do
     [ -x "$binary" ] || { echo "steady-rate: no executable at $binary" >&2; exit 1; }
@@ -174,8 +175,8 @@ print(f"{name:<24} {rate:>6} | {col(a, asw)} | {collector_part} | {p50:>7} {p99:
 PY
 }
 
-run_uplink() { # BINARY LABEL RATE [FLOOR STAGES]: an uplink agent, or `FLOOR one-loop-floor … STAGES`, to BINARY's collector
-    local binary=$1 label=$2 rate=$3 floor_binary=${4:-} floor_stages=${5:-} dir="$work/run-$RANDOM"
+run_uplink() { # BINARY LABEL RATE [FLOOR STAGES [LINGER]]: an uplink agent, or `FLOOR one-loop-floor … STAGES`, to BINARY's collector
+    local binary=$1 label=$2 rate=$3 floor_binary=${4:-} floor_stages=${5:-} linger=${6:-} dir="$work/run-$RANDOM"
     mkdir -p "$dir/collector"
     local port; port=$(free_port)
     : >"$dir/app.log"
@@ -185,7 +186,7 @@ run_uplink() { # BINARY LABEL RATE [FLOOR STAGES]: an uplink agent, or `FLOOR on
     wait_for_port "$port"
     cat >"$dir/agent.yaml" <<YAML
 agent: { id: steady, state_dir: $dir/state }
-uplink: { url: "http://127.0.0.1:$port" }
+uplink: { url: "http://127.0.0.1:$port"${linger:+, linger: $linger} }
 sources:
   - { name: app, type: tail, paths: [$dir/app.log] }
 YAML
@@ -230,6 +231,10 @@ printf '%-24s %6s | %-30s | %-30s | %-28s | %s\n' system lines/s "agent: cpu, pe
     "latency p50 p99 max" delivered
 for rate in $rates; do
     for index in "${!binaries[@]}"; do run_uplink "${binaries[$index]}" "${labels[$index]}" "$rate"; done
+    for linger in ${UPLINK_STEADY_LINGER:-}; do
+        last=$((${#binaries[@]} - 1))
+        run_uplink "${binaries[$last]}" "${labels[$last]} linger $linger" "$rate" "" "" "$linger"
+    done
     if [ -n "$floor" ]; then
         for stages in ${UPLINK_STEADY_FLOOR_STAGES:-callback}; do
             run_uplink "${binaries[0]}" "floor $stages" "$rate" "$floor" "$stages"

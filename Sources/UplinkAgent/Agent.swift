@@ -108,7 +108,12 @@ public struct SourceService: Service {
     public func run() async throws {
         do {
             try await cancelWhenGracefulShutdown {
-                try await source.run(context: context)
+                guard let loop = context.eventLoop else { return try await source.run(context: context) }
+                // On the send path's loop: a source woken there (or by a timer) appends and the uplink writes in the
+                // same thread turn, without waking a thread of the global executor in between.
+                try await withTaskExecutorPreference(EventLoopTaskExecutor(loop: loop)) {
+                    try await source.run(context: context)
+                }
             }
         } catch is CancellationError {
             // Shutdown.

@@ -169,7 +169,7 @@ struct InvalidConfigurationTests {
             buffer:
               colour: red
             """) == [
-                "test.yaml:3:3: uplink.heartbeet: unknown key 'heartbeet' (hint: did you mean 'heartbeat'? allowed keys: url, token, token_file, backoff, heartbeat, stall_timeout, connect_timeout, stream_buffer, drain_timeout, tls, proxy, compression)",
+                "test.yaml:3:3: uplink.heartbeet: unknown key 'heartbeet' (hint: did you mean 'heartbeat'? allowed keys: url, token, token_file, backoff, heartbeat, stall_timeout, connect_timeout, stream_buffer, linger, drain_timeout, tls, proxy, compression)",
                 "test.yaml:6:3: buffer.colour: unknown key 'colour' (hint: allowed keys: max_bytes, overflow, persist)",
             ])
     }

@@ -153,10 +153,10 @@ public struct UplinkFile: Sendable, Equatable {
         /// `uplink.stream_buffer` (size ≥ `1KiB`): capacity of the pipe between the buffer and the HTTP body.
         /// Default `64KiB`.
         public var streamBufferBytes: Int
-        /// `uplink.linger` (duration, `0s` to `1m`): a latency budget. With `1s`, a log reader that keeps finding new
-        /// lines reads again at most 1 s later instead of at every write, and sends what arrived in one pass; records of
-        /// other sources are gathered for at most 1 s into one write; half a stream buffer of unsent data goes at once.
-        /// No record waits longer than the budget for it. Default `0s`: everything is read and sent as it arrives.
+        /// `uplink.linger` (duration, `0s` to `1m`): a latency budget for the log readers (`tail`). With `1s`, a
+        /// tailer woken by a write waits 1 s before it reads, so what arrived meanwhile is read, encoded, compressed and
+        /// sent in one pass (one wake-up for many lines). A backlog is read at once, so bulk throughput does not change,
+        /// and no line waits longer than the budget before it is read. Default `0s`: read and sent as it arrives.
         public var linger: Duration
         /// `uplink.drain_timeout` (duration ≥ 0): on shutdown, how long to keep streaming until everything buffered
         /// is acknowledged. Default `5s`.

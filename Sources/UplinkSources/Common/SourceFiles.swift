@@ -5,13 +5,14 @@ import Musl
 #elseif canImport(Darwin)
 import Darwin
 #endif
+import NIOPosix
 
 /// File operations the sources share, and the error they report: open for reading and read at an offset (retrying
 /// on `EINTR`), and for a source's own state (checkpoint files): read a small file whole, replace one atomically,
 /// remove one, make directories.
 enum SourceFiles {
     /// An `errno` value with its message.
-    struct Errno: Error, Equatable, CustomStringConvertible {
+    struct Errno: Error, Equatable, Sendable, CustomStringConvertible {
         var code: Int32
         init(_ code: Int32) { self.code = code }
         var description: String {
@@ -83,6 +84,17 @@ enum SourceFiles {
     /// Removes a file, if it is there (a failure leaves it, which readers must tolerate).
     static func removeFile(_ path: String) {
         unlink(path)
+    }
+
+    /// `writeAtomically` on NIO's blocking-I/O thread pool: a source reading on the send path's event loop must not
+    /// hold the loop through an `fsync` (tens to hundreds of milliseconds on an SD card).
+    static func writeAtomicallyOffLoop(_ path: String, _ content: [UInt8]) async -> Errno? {
+        do {
+            return try await NIOThreadPool.singleton.runIfActive { writeAtomically(path, content) }
+        } catch {
+            // The pool shut down (only at process exit): write here.
+            return writeAtomically(path, content)
+        }
     }
 
     /// Replaces `path` atomically with `content`: writes `<path>.tmp`, flushes it to disk, renames it over

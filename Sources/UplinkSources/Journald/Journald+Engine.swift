@@ -130,12 +130,12 @@ final class JournaldEngine {
             }
         }
         position()
-        writeCheckpoint(force: true)
+        await writeCheckpoint(force: true)
         while !Task.isCancelled, !stopped {
             let more = await readSome()
             if Task.isCancelled || stopped { break }
             acknowledge()
-            writeCheckpoint(force: false)
+            await writeCheckpoint(force: false)
             if more {
                 // Busy with a backlog: still take the journal's changes (files added or removed) now and then.
                 takeChanges()
@@ -275,7 +275,7 @@ final class JournaldEngine {
             )
         }
         acknowledge()
-        writeCheckpoint(force: true)
+        await writeCheckpoint(force: true)
         if let watcher, await !watcher.stop() {
             logger.warning("journald source: the journal watcher thread did not stop within a second")
         }
@@ -332,7 +332,7 @@ final class JournaldEngine {
     }
 
     /// Writes the acknowledged cursor when it changed and the interval passed (or now, with `force`).
-    func writeCheckpoint(force: Bool) {
+    func writeCheckpoint(force: Bool) async {
         guard let cursor = acknowledgedCursor, cursor != writtenCursor else { return }
         let now = clock.now
         guard force || lastCheckpointWrite.advanced(by: config.checkpointInterval) <= now else { return }
@@ -341,7 +341,7 @@ final class JournaldEngine {
             writtenCursor = cursor
             return
         }
-        let error = SourceFiles.writeAtomically(path, JournaldCheckpointFile.encode(cursor: cursor))
+        let error = await SourceFiles.writeAtomicallyOffLoop(path, JournaldCheckpointFile.encode(cursor: cursor))
         if error == nil { writtenCursor = cursor }
         checkpointWriteReport.record(error, path: path, kind: "journald", logger: logger)
     }

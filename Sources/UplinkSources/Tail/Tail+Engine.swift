@@ -34,6 +34,8 @@ final class TailEngine {
     let exclude: TailExclude
     let startPattern: Regex<AnyRegexOutput>?
     let clock = ContinuousClock()
+    /// `uplink.linger`: how long to let lines gather after an idle wait before reading them.
+    let linger: Duration
     let opener = TailOpener()
     let wakeup = SourceWakeup()
     var inotify: TailInotify? {
@@ -132,6 +134,7 @@ final class TailEngine {
         self.config = config
         sink = context.sink
         logger = context.logger
+        linger = context.linger
         globs = config.paths.map(TailGlob.init)
         exclude = TailExclude(config.exclude)
         if let pattern = config.multilineStartPattern {
@@ -200,7 +203,7 @@ final class TailEngine {
         }
         checkpointedPaths = []
         checkpointDirty = true
-        writeCheckpoints(force: true)
+        await writeCheckpoints(force: true)
         while !Task.isCancelled, !stopped {
             let more = await turn()
             if Task.isCancelled || stopped { break }
@@ -210,6 +213,11 @@ final class TailEngine {
             }
             inotify?.arm()
             await wakeup.wait(timeout: idleTimeout())
+            if linger > .zero {
+                // `uplink.linger`: what arrives within the budget is read, encoded and sent in one pass. Only after an
+                // idle wait: a backlog (`more`) is read at once, so bulk throughput does not depend on it.
+                try? await Task.sleep(for: linger)
+            }
         }
     }
 
@@ -274,7 +282,7 @@ final class TailEngine {
         await closeFinishedDetached()
         parkQuiet()
         acknowledge()
-        writeCheckpoints(force: false)
+        await writeCheckpoints(force: false)
         reportSkipped()
         return more
     }
@@ -315,7 +323,7 @@ final class TailEngine {
             )
         }
         acknowledge()
-        writeCheckpoints(force: true)
+        await writeCheckpoints(force: true)
         for file in files { closeFile(file) }
         files = []
         activeByPath = [:]

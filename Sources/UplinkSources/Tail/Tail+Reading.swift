@@ -275,7 +275,7 @@ extension TailEngine {
     /// files moved (fewer than a quarter of the entries differ from the checkpoint file), only they are written, to
     /// the changes file; otherwise the checkpoint file is rewritten whole and the changes file removed. So thousands
     /// of files at rest cost nothing per checkpoint, and a handful of files keep a single file.
-    func writeCheckpoints(force: Bool) {
+    func writeCheckpoints(force: Bool) async {
         guard checkpointDirty else { return }
         let now = clock.now
         guard force || lastCheckpointWrite.advanced(by: config.checkpointInterval) <= now else { return }
@@ -314,11 +314,11 @@ extension TailEngine {
                 checkpointFileEntries[entry.checkpoint.inode] == entry.checkpoint ? nil : Self.line(entry.file, entry.checkpoint)
             }
             written = changesPath
-            error = SourceFiles.writeAtomically(changesPath, TailCheckpointChanges.encode(base: base, lines: lines))
+            error = await SourceFiles.writeAtomicallyOffLoop(changesPath, TailCheckpointChanges.encode(base: base, lines: lines))
             if error == nil { changesFileWritten = true }
         } else {
             let bytes = TailCheckpointFile.encode(lines: current.map { Self.line($0.file, $0.checkpoint) })
-            error = SourceFiles.writeAtomically(path, bytes)
+            error = await SourceFiles.writeAtomicallyOffLoop(path, bytes)
             if error == nil {
                 checkpointFileEntries = [:]
                 for entry in current { checkpointFileEntries[entry.checkpoint.inode] = entry.checkpoint }

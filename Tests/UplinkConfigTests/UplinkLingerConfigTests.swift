@@ -33,7 +33,7 @@ struct UplinkLingerConfigTests {
               url: embedded
               linger: 2m
             sources: [{ name: cpu, type: cpu }]
-            """) == ["test.yaml:3:11: uplink.linger: '2m' is too large: the maximum is 1m"])
+            """) == ["test.yaml:3:11: uplink.linger: '2m' is out of range: it must be between 0s and 1m"])
         let negative = issues("""
             uplink:
               url: embedded

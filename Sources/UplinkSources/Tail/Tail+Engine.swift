@@ -36,6 +36,7 @@ final class TailEngine {
     let clock = ContinuousClock()
     /// `uplink.linger`: how long to let lines gather after an idle wait before reading them.
     let linger: Duration
+    private let lingerSleep: @Sendable (Duration) async -> Void
     let opener = TailOpener()
     let wakeup = SourceWakeup()
     var inotify: TailInotify? {
@@ -129,12 +130,16 @@ final class TailEngine {
     /// Longest wait at shutdown for the acknowledgement of the last line sent.
     static let shutdownAcknowledgementWait: Duration = .seconds(5)
 
-    init(name: String, config: TailConfig, context: SourceContext) throws {
+    init(
+        name: String, config: TailConfig, context: SourceContext,
+        lingerSleep: @escaping @Sendable (Duration) async -> Void
+    ) throws {
         self.name = name
         self.config = config
         sink = context.sink
         logger = context.logger
         linger = context.linger
+        self.lingerSleep = lingerSleep
         globs = config.paths.map(TailGlob.init)
         exclude = TailExclude(config.exclude)
         if let pattern = config.multilineStartPattern {
@@ -216,7 +221,7 @@ final class TailEngine {
             if linger > .zero {
                 // `uplink.linger`: what arrives within the budget is read, encoded and sent in one pass. Only after an
                 // idle wait: a backlog (`more`) is read at once, so bulk throughput does not depend on it.
-                try? await Task.sleep(for: linger)
+                await lingerSleep(linger)
             }
         }
     }

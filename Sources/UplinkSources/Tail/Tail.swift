@@ -25,17 +25,25 @@ public struct TailSource: Source {
     public let name: String
     /// What to follow and how.
     public let config: TailConfig
+    /// Waits out `uplink.linger` (`SourceContext.linger`) after an idle wait; tests substitute it to decide when the
+    /// budget ends.
+    let lingerSleep: @Sendable (Duration) async -> Void
 
     /// A source that follows the files `config` describes.
     public init(name: String, config: TailConfig) {
+        self.init(name: name, config: config, lingerSleep: { try? await Task.sleep(for: $0) })
+    }
+
+    init(name: String, config: TailConfig, lingerSleep: @escaping @Sendable (Duration) async -> Void) {
         self.name = name
         self.config = config
+        self.lingerSleep = lingerSleep
     }
 
     /// Follows the files until cancelled. Throws a `TailError` before reading anything when the multi-line
     /// pattern is invalid or the checkpoint directory cannot be created.
     public func run(context: SourceContext) async throws {
-        let engine = try TailEngine(name: name, config: config, context: context)
+        let engine = try TailEngine(name: name, config: config, context: context, lingerSleep: lingerSleep)
         await engine.run()
     }
 }

@@ -92,7 +92,8 @@ enum SourceFiles {
         do {
             return try await NIOThreadPool.singleton.runIfActive { writeAtomically(path, content) }
         } catch {
-            // The pool shut down (only at process exit): write here.
+            // Cancelled before the pool ran it (the source is stopping and writes its final checkpoints), or the pool
+            // is shut down: write here.
             return writeAtomically(path, content)
         }
     }

@@ -35,14 +35,8 @@ if [ -n "$floor" ]; then
 fi
 command -v cc >/dev/null || { echo "steady-rate: needs a C compiler (cc) for the writer" >&2; exit 1; }
 
-work="$(mktemp -d "${TMPDIR:-/tmp}/uplink-steady.XXXXXX")"
-pids=()
-stop_all() {
-    for pid in "${pids[@]}"; do kill -TERM "$pid" 2>/dev/null || true; done
-    for pid in "${pids[@]}"; do wait "$pid" 2>/dev/null || true; done
-    pids=()
-}
-trap 'stop_all; rm -rf "$work"' EXIT
+. "$(dirname "$0")/bench-processes.sh"
+bench_start steady
 
 # The writer: C, so that pacing 10,000 writes a second costs the machine little. Each line starts with the
 # CLOCK_REALTIME nanoseconds of its write and its sequence number, padded to 199 bytes + newline.
@@ -140,11 +134,6 @@ else:  # a TCP server on 127.0.0.1:target, any number of connections
             note(data[:cut], now)
 PY
 
-free_port() { python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
-wait_for_port() { for _ in $(seq 1 100); do (exec 3<>/dev/tcp/127.0.0.1/"$1") 2>/dev/null && return 0; sleep 0.1; done; return 1; }
-cpu_ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
-switches() { cat /proc/"$1"/task/*/status 2>/dev/null | awk '/ctxt_switches/ {n += $2} END {print n + 0}'; }
-ticks_per_second=$(getconf CLK_TCK)
 
 # measure NAME RATE AGENT_PID COLLECTOR_PID RECEIVER_PID LOGFILE RECEIVED_FILE: runs the writer, prints one table row.
 measure() {

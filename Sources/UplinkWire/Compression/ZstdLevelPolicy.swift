@@ -1,10 +1,11 @@
 /// Which zstd level a stream's compressor uses, from how much the stream carries.
 ///
-/// Measured with `uplink-bench wire` (a 2-core box's cpu, memory, load, network, diskio and disk sensors at 1 s, about
-/// 8 KiB/s of record lines in a few passes per second; and 240-byte access-log lines): level 3 gives 11 bytes per
-/// metric sample and costs 1.6 CPU-ms per MiB; level 19 gives 6.7 bytes per sample and 25 instead of 35 bytes per log
-/// line, but costs 206 CPU-ms per MiB. So a trickling stream gets 19 (at 16 KiB/s at most that is 3 ms of CPU per
-/// second) and a busy one 3:
+/// Measured with `deploy/sensor-rate.sh` (a 2-core box's cpu, memory, load, network, diskio and disk sensors at 1 s:
+/// 64 samples/s, about 8 KiB/s of record lines in small passes; the agent's CPU over 30 s for each trickle level,
+/// one session): level 3 gave 9.6 bytes per sample, 6 gave 8.0, 9 7.8, 12 7.6, 15 7.4 and 19 6.9; the agent used
+/// 0.17 % of a core up to level 12, 0.20 % at 15 and 0.67 % at 19 (with `compression: none`, 0.13 %). Each small
+/// flush at 19 pays for its deep match search however little it holds. So a trickling stream gets 12 and a busy one 3
+/// (1.6 CPU-ms per MiB, `uplink-bench wire`):
 ///
 /// - a stream starts at `bulkLevel`, so a backlog at start is never compressed slowly;
 /// - a pass of `bulkPassBytes` or more switches to `bulkLevel` at once (only busy streams fill such passes);
@@ -12,7 +13,7 @@
 ///   more → `bulkLevel`.
 struct ZstdLevelPolicy {
     static let bulkLevel: Int32 = 3
-    static let trickleLevel: Int32 = 19
+    static let trickleLevel: Int32 = 12
     /// Highest rate, in bytes of record lines per second, that counts as trickling.
     static let trickleBytesPerSecond = 16 << 10
     /// A pass at least this large is a busy stream's.

@@ -94,8 +94,7 @@ let package = Package(
                 "CLinuxIO",
                 .product(name: "SystemPackage", package: "swift-system"),
                 .product(name: "Logging", package: "swift-log"),
-                // The tailer's inotify descriptors are channels on the send path's event loop.
-                .product(name: "NIOCore", package: "swift-nio"),
+                // Checkpoint writes (`fsync`) run on NIO's blocking-I/O thread pool.
                 .product(name: "NIOPosix", package: "swift-nio"),
             ],
             swiftSettings: strict

@@ -26,8 +26,8 @@ public final class Agent: Sendable {
     let logger: Logger
     let suppliedClient: HTTPClient?
     let encoder = NDJSONFrameEncoder()
-    /// The send path's event loop: the uplink's connection lives there and the log readers read there, so a line
-    /// goes from the file to the socket on one thread (docs/architecture.md, "One line, thread by thread").
+    /// The send path's event loop: the uplink's connection and its driver live there, and a reload's successor uplink
+    /// takes the same one (docs/architecture.md, "The agent's send path: one event loop").
     let eventLoop: any EventLoop
 
     /// `ring`: a ring built by the caller (`Agent.open` passes one backed by the persistent buffer).
@@ -90,7 +90,7 @@ public final class Agent: Sendable {
         return SourceService(
             source: makeSource(name: named.name, config: named.config),
             context: SourceContext(
-                sink: sink, logger: sourceLogger, stateDirectory: stateDirectory, eventLoop: eventLoop, linger: linger)
+                sink: sink, logger: sourceLogger, stateDirectory: stateDirectory, linger: linger)
         )
     }
 }
@@ -108,12 +108,7 @@ public struct SourceService: Service {
     public func run() async throws {
         do {
             try await cancelWhenGracefulShutdown {
-                guard let loop = context.eventLoop else { return try await source.run(context: context) }
-                // On the send path's loop: a source woken there (or by a timer) appends and the uplink writes in the
-                // same thread turn, without waking a thread of the global executor in between.
-                try await withTaskExecutorPreference(EventLoopTaskExecutor(loop: loop)) {
-                    try await source.run(context: context)
-                }
+                try await source.run(context: context)
             }
         } catch is CancellationError {
             // Shutdown.

@@ -1,5 +1,4 @@
 import Logging
-import NIOCore
 
 /// A producer of records: a sensor sampled on an interval, a log tailer, a test generator.
 ///
@@ -22,24 +21,16 @@ public struct SourceContext: Sendable {
     /// The directory where a source keeps state across restarts (`agent.state_dir`, e.g. the log tailer's
     /// checkpoints). The agent creates it before sources start; nil when the source runs without one (tests).
     public var stateDirectory: String?
-    /// The event loop the agent's send path runs on: the uplink's connection lives there, and a source that reads
-    /// as data arrives (the tailer) reads there too, so that one line costs one thread wake-up. nil: no preference
-    /// (tests; the source picks a loop of NIO's shared group).
-    public var eventLoop: (any EventLoop)?
     /// `uplink.linger`: how long a source that reads as data arrives may hold what arrived so that it reads and
     /// hands it on in one pass. Zero (the default): hand every arrival on at once.
     public var linger: Duration
 
     /// A context delivering to `sink`, logging to `logger`, with state kept in `stateDirectory` (none: in memory),
-    /// reading on `eventLoop` within the latency budget `linger`.
-    public init(
-        sink: any RecordSink, logger: Logger, stateDirectory: String? = nil, eventLoop: (any EventLoop)? = nil,
-        linger: Duration = .zero
-    ) {
+    /// reading within the latency budget `linger`.
+    public init(sink: any RecordSink, logger: Logger, stateDirectory: String? = nil, linger: Duration = .zero) {
         self.sink = sink
         self.logger = logger
         self.stateDirectory = stateDirectory
-        self.eventLoop = eventLoop
         self.linger = linger
     }
 }

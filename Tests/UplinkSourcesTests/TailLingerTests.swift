@@ -1,5 +1,4 @@
 import Logging
-import NIOPosix
 import Synchronization
 import Testing
 import UplinkCore
@@ -41,19 +40,13 @@ struct TailLingerTests {
         }
     }
 
-    /// Runs a tail source on an event loop of its own with `linger` and the gate as its sleep.
+    /// Runs a tail source with `linger` and the gate as its sleep.
     static func start(
         _ config: TailConfig, linger: Duration, gate: LingerGate, sink: some RecordSink
     ) -> Task<Void, any Error> {
-        let loop = MultiThreadedEventLoopGroup.singleton.next()
         let source = TailSource(name: "linger-test", config: config, lingerSleep: gate.sleep)
-        let context = SourceContext(
-            sink: sink, logger: Logger(label: "linger-test"), eventLoop: loop, linger: linger)
-        return Task {
-            try await withTaskExecutorPreference(EventLoopTaskExecutor(loop: loop)) {
-                try await source.run(context: context)
-            }
-        }
+        let context = SourceContext(sink: sink, logger: Logger(label: "linger-test"), linger: linger)
+        return Task { try await source.run(context: context) }
     }
 
     @Test func linesWrittenWithinTheBudgetAreReadTogetherWhenItEnds() async throws {

@@ -86,9 +86,9 @@ enum SourceFiles {
         unlink(path)
     }
 
-    /// `writeAtomically` on NIO's blocking-I/O thread pool: a source reading on the send path's event loop must not
-    /// hold the loop through an `fsync` (tens to hundreds of milliseconds on an SD card).
-    static func writeAtomicallyOffLoop(_ path: String, _ content: [UInt8]) async -> Errno? {
+    /// `writeAtomically` on NIO's blocking-I/O thread pool: an `fsync` (tens to hundreds of milliseconds on an SD
+    /// card) must not hold a thread of the executor the sources run on.
+    static func writeAtomicallyOnThreadPool(_ path: String, _ content: [UInt8]) async -> Errno? {
         do {
             return try await NIOThreadPool.singleton.runIfActive { writeAtomically(path, content) }
         } catch {

@@ -341,7 +341,7 @@ final class JournaldEngine {
             writtenCursor = cursor
             return
         }
-        let error = await SourceFiles.writeAtomicallyOffLoop(path, JournaldCheckpointFile.encode(cursor: cursor))
+        let error = await SourceFiles.writeAtomicallyOnThreadPool(path, JournaldCheckpointFile.encode(cursor: cursor))
         if error == nil { writtenCursor = cursor }
         checkpointWriteReport.record(error, path: path, kind: "journald", logger: logger)
     }

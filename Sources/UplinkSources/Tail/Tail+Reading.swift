@@ -314,11 +314,11 @@ extension TailEngine {
                 checkpointFileEntries[entry.checkpoint.inode] == entry.checkpoint ? nil : Self.line(entry.file, entry.checkpoint)
             }
             written = changesPath
-            error = await SourceFiles.writeAtomicallyOffLoop(changesPath, TailCheckpointChanges.encode(base: base, lines: lines))
+            error = await SourceFiles.writeAtomicallyOnThreadPool(changesPath, TailCheckpointChanges.encode(base: base, lines: lines))
             if error == nil { changesFileWritten = true }
         } else {
             let bytes = TailCheckpointFile.encode(lines: current.map { Self.line($0.file, $0.checkpoint) })
-            error = await SourceFiles.writeAtomicallyOffLoop(path, bytes)
+            error = await SourceFiles.writeAtomicallyOnThreadPool(path, bytes)
             if error == nil {
                 checkpointFileEntries = [:]
                 for entry in current { checkpointFileEntries[entry.checkpoint.inode] = entry.checkpoint }

@@ -253,14 +253,8 @@ final class UplinkDriver {
         backoff?.cancel()
         backoffTask?.cancel()
         ring.cancelDataNotification()
-        let finished = self.finished
         guard waitForCleanEnd, let request else {
-            request?.cancel()
-            request = nil
-            pair?.fail(UplinkStreamClosed(failure: nil))
-            pair = nil
-            publishState()
-            finished.succeed()
+            endRequest()
             return
         }
         let driver = bound

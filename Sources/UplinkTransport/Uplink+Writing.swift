@@ -57,8 +57,8 @@ extension UplinkDriver {
             // A full pair signals space; a full window resumes on the next ack.
             if pairFull || !takingNewFrames || waitingForAcknowledgements { return }
             // The ring ran dry. Ask to be woken by the next append; if one slipped in meanwhile, write it now. The
-            // handler runs on the appender's thread: on this loop (the tailer) it costs no wake-up, and the write
-            // comes at the end of the loop's turn, after everything the turn appended.
+            // handler runs on the appender's thread and hands the write to this loop: appended on the loop it costs
+            // no wake-up, and the write comes at the end of the turn, after everything the turn appended.
             let driver = bound
             let loop = self.loop
             if ring.notifyWhenDataAvailable({ loop.execute { driver.value.handle(.dataAvailable) } }) { return }

@@ -25,10 +25,9 @@ public struct UplinkConfiguration: Sendable {
     public var connectTimeout: Duration
     /// Capacity of the bound stream pair feeding the HTTP body, in bytes. Default 64 KiB.
     public var streamBufferBytes: Int
-    /// `uplink.linger`: the latency budget within which what arrived is read and sent in one pass. Log readers on
-    /// the uplink's event loop (the tailer, journald) apply it to their reads (`SourceContext.linger`); records
-    /// appended from other threads (sensors, exec) wait at most this long for one write, unless half a stream buffer
-    /// of them is waiting. Zero (the default): every record is sent as soon as it is appended.
+    /// `uplink.linger`: the latency budget within which what arrived is read and sent in one pass. The uplink itself
+    /// writes at once; the tailer applies it to its reads (`SourceContext.linger`), so it is carried here with the
+    /// other `uplink` settings. Zero (the default): every line is read and sent as it arrives.
     public var linger: Duration
     /// How the body is compressed (`Content-Encoding`): one compressor context per stream, flushed at the end of
     /// every write pass. A collector that answers `415` makes the uplink fall back to `.none` for the rest of its

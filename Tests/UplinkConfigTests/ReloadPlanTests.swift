@@ -84,6 +84,19 @@ struct ReloadPlanTests {
         #expect(ReloadPlan(from: plan.running, to: new, hasEmbeddedCollector: false).deferred.count == 3)
     }
 
+    @Test("an uplink.linger change is deferred: no new stream, every source keeps the budget it started with")
+    func lingerDeferred() throws {
+        let old = try Self.file(Self.base)
+        let new = try Self.file(Self.base.replacingOccurrences(
+            of: "url: http://a.test:4318", with: "url: http://a.test:4318\n  linger: 1s"))
+        let plan = ReloadPlan(from: old, to: new, hasEmbeddedCollector: false)
+        #expect(new.uplink.linger == .seconds(1))
+        #expect(plan.deferred == ["uplink.linger"])
+        #expect(plan.running.uplink.linger == .zero)
+        #expect(!plan.uplinkChanged)
+        #expect(plan.isEmpty)
+    }
+
     @Test("switching to an embedded collector, or changing the running one, waits for the next start")
     func embedded() throws {
         let old = try Self.file(Self.base)

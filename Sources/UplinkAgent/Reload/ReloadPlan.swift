@@ -42,6 +42,12 @@ public struct ReloadPlan: Sendable, Equatable {
             deferred.append("agent.state_dir")
             running.agent.stateDirectory = old.agent.stateDirectory
         }
+        // The running sources took the budget when they started; a changed one would reach only those a reload
+        // starts, and would replace the stream for nothing.
+        if new.uplink.linger != old.uplink.linger {
+            deferred.append("uplink.linger")
+            running.uplink.linger = old.uplink.linger
+        }
         if new.agent.metricsListen != old.agent.metricsListen {
             deferred.append("agent.metrics_listen")
             running.agent.metricsListen = old.agent.metricsListen

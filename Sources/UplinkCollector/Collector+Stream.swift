@@ -171,9 +171,14 @@ extension Collector {
             headers: [.contentType: "application/x-ndjson", .cacheControl: "no-store"],
             body: ResponseBody { writer in
                 defer { slot.release() }
-                await self.serveStream(
-                    stream, control: control, body: body, encoding: bodyEncoding, writer: &writer, storage: storage,
-                    logger: logger)
+                // The stream's tasks run on its connection's loop: a body part the channel reads resumes them without
+                // waking another thread, and the ack goes out on the same thread. A stored batch costs one hand-off
+                // to the storage thread and one back.
+                await withTaskExecutorPreference(EventLoopTaskExecutor(loop: control.channel.eventLoop)) {
+                    await self.serveStream(
+                        stream, control: control, body: body, encoding: bodyEncoding, writer: &writer, storage: storage,
+                        logger: logger)
+                }
             }
         )
     }
@@ -294,7 +299,7 @@ extension Collector {
                 switch event {
                 case .ack:
                     // Held back at most `PendingAck.interval`; stored lines meanwhile join this ack.
-                    if let delay = pendingAck.delay() { try? await Task.sleep(for: delay) }
+                    if let delay = pendingAck.delay() { await Self.wait(delay, on: control.channel.eventLoop) }
                     guard let sequence = pendingAck.take() else { continue }
                     do {
                         try await writer.write(Self.ackBuffer(.ack(sequence)))
@@ -320,6 +325,13 @@ extension Collector {
             if let writeFailure { return .failed(writeFailure) }
             return ending
         }
+    }
+
+    /// Waits `delay` on the stream's own loop, where its tasks run: a loop timer wakes no other thread.
+    private static func wait(_ delay: Duration, on loop: any EventLoop) async {
+        let (seconds, attoseconds) = delay.components
+        let nanoseconds = seconds * 1_000_000_000 + attoseconds / 1_000_000_000
+        try? await loop.scheduleTask(in: .nanoseconds(nanoseconds)) {}.futureResult.get()
     }
 
     /// `{"heartbeat":<the collector's wall clock, ns since the Unix epoch>}` and its newline.

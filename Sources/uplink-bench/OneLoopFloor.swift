@@ -148,20 +148,6 @@ private final class FloorChunkWriter {
     }
 }
 
-/// Runs jobs on one event loop: tasks that prefer it share the connection's thread.
-private final class EventLoopTaskExecutor: TaskExecutor {
-    let loop: any EventLoop
-
-    init(loop: any EventLoop) {
-        self.loop = loop
-    }
-
-    func enqueue(_ job: consuming ExecutorJob) {
-        let job = UnownedJob(job)
-        loop.execute { job.runSynchronously(on: self.asUnownedTaskExecutor()) }
-    }
-}
-
 /// The inotify channel's handler: a modification event calls `onModification` on the loop.
 private final class ModificationReader: ChannelInboundHandler {
     typealias InboundIn = ByteBuffer

@@ -130,6 +130,11 @@ final class UplinkDriver {
             perform(machine.responseHead(connection, status: status, now: now))
         case .ackLine(let connection, .resume(let sequence)):
             perform(machine.resumeReceived(connection, collectorHas: sequence, now: now))
+            // A resume acknowledges everything through its sequence: a drain that waited for this stream to open
+            // ends here when the collector already had all the ring held.
+            if ring.isEmpty {
+                perform(machine.acknowledged(connection, through: sequence, everythingAcknowledged: true, now: now))
+            }
         case .ackLine(let connection, .ack(let sequence)):
             // The collector stored these, whichever stream carried them: release them in any case.
             ring.acknowledge(through: sequence)

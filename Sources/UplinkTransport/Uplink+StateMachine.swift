@@ -206,11 +206,15 @@ struct UplinkStateMachine {
     }
 
     /// Graceful shutdown was requested. `everythingAcknowledged` tells whether the ring holds nothing.
+    ///
+    /// With records outstanding the stream drains until `drainTimeout`: a flowing stream sends what the ring holds; a
+    /// stream still opening is waited for within the same deadline, then sends (the resume may already acknowledge
+    /// everything). A backing-off uplink finishes at once: the collector was unreachable a moment ago.
     mutating func shutdown(everythingAcknowledged: Bool, now: Instant) -> [Action] {
         switch state {
-        case .streaming(let stream) where stream.phase == .flowing && !everythingAcknowledged:
+        case .streaming(let stream) where !everythingAcknowledged:
             state = .draining(stream, deadline: now + drainTimeout)
-            return stream.canWrite ? [.write] : []
+            return stream.phase == .flowing && stream.canWrite ? [.write] : []
         case .streaming(let stream):
             state = .finished
             return [.endStream(stream.connection), .finish]

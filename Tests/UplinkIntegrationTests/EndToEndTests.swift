@@ -1,7 +1,9 @@
 import Foundation
+import Synchronization
 import Testing
 import UplinkAgent
 import UplinkCore
+import UplinkTestSupport
 
 @Suite("End to end over loopback", .serialized, .timeLimit(.minutes(3)))
 struct EndToEndTests {
@@ -62,5 +64,37 @@ struct EndToEndTests {
         try await collector.stop()
         let stored = try Harness.storedRecords(in: collector.dataDirectory)
         #expect(stored.count == 5_000 - statistics.sources.reduce(0) { $0 + $1.droppedOldest })
+    }
+
+    @Test("A shutdown while the stream is still opening waits for it within the drain timeout, then drains")
+    func shutdownWhileOpeningDrains() async throws {
+        let collector = try await InProcessCollector(name: "drain-opening")
+        let proxy = FaultProxy(upstreamPort: collector.port)
+        try await proxy.start()
+        proxy.setStalled(true)
+        let total = 500
+        let agent = RunningAgent(url: "http://127.0.0.1:\(proxy.port)", sources: [.generator(rate: 0, count: total)]) {
+            uplink in
+            uplink.stallTimeout = .seconds(60)
+            uplink.drainTimeout = .seconds(60)
+        }
+        #expect(
+            await Harness.eventually(timeout: .seconds(30)) {
+                agent.ring.statistics().nextToWrite > UInt64(total) && agent.uplink.statistics().connectionAttempts >= 1
+            })
+        let stopped = Atomic(false)
+        let stopping = Task {
+            try await agent.stop()
+            stopped.store(true, ordering: .releasing)
+        }
+        // The stream has no resume yet: an uplink that gave up here would leave every record in the ring.
+        let stoppedWhileStalled = await Harness.eventually(timeout: .seconds(2)) { stopped.load(ordering: .acquiring) }
+        #expect(!stoppedWhileStalled, "the shutdown gave up on a stream that was still opening")
+        proxy.setStalled(false)
+        try await stopping.value
+        #expect(agent.ring.statistics().retainedFrames == 0)
+        try await proxy.stop()
+        try await collector.stop()
+        #expect(try Harness.storedRecords(in: collector.dataDirectory).count == total)
     }
 }

@@ -21,11 +21,45 @@ extension UplinkStateMachineTests {
     }
 
     @Test(arguments: [false, true])
-    func shutdownBeforeTheFlowEndsTheStreamAtOnce(headReceived: Bool) {
+    func shutdownBeforeTheFlowWithNothingOutstandingEndsTheStreamAtOnce(headReceived: Bool) {
         var machine = makeMachine()
         _ = machine.start(now: t0)
         if headReceived { _ = machine.responseHead(id(1), status: 200, now: t0) }
-        #expect(machine.shutdown(everythingAcknowledged: false, now: t0) == [.endStream(id(1)), .finish])
+        #expect(machine.shutdown(everythingAcknowledged: true, now: t0) == [.endStream(id(1)), .finish])
+        #expect(machine.state == .finished)
+    }
+
+    @Test(arguments: [false, true])
+    func shutdownWhileTheStreamOpensWaitsForItThenSends(headReceived: Bool) {
+        var machine = makeMachine()
+        _ = machine.start(now: t0)
+        if headReceived { _ = machine.responseHead(id(1), status: 200, now: t0) }
+        #expect(machine.shutdown(everythingAcknowledged: false, now: at(.seconds(1))) == [], "nothing to write on yet")
+        #expect(drainDeadline(machine) == at(.seconds(1)) + drain)
+        if !headReceived { #expect(machine.responseHead(id(1), status: 200, now: at(.seconds(2))) == []) }
+        #expect(machine.resumeReceived(id(1), collectorHas: 3, now: at(.seconds(2))) == [.resume(collectorHas: 3)])
+        #expect(machine.spaceAvailable(id(1), now: at(.seconds(2))) == [.write], "the drain sends once the stream flows")
+        _ = machine.wrote(id(1), lastSequence: 9, wroteBytes: true, pairFull: false, now: at(.seconds(2)))
+        #expect(machine.acknowledged(id(1), through: 9, everythingAcknowledged: true, now: at(.seconds(3))) == [.endStream(id(1)), .finish])
+        #expect(machine.state == .finished)
+    }
+
+    @Test func aStreamThatDoesNotOpenBeforeTheDrainDeadlineEndsTheShutdown() {
+        var machine = makeMachine()
+        _ = machine.start(now: t0)
+        _ = machine.shutdown(everythingAcknowledged: false, now: t0)
+        #expect(machine.nextDeadline == t0 + drain)
+        #expect(machine.deadlinePassed(now: t0 + drain) == [.endStream(id(1)), .finish])
+        #expect(machine.state == .finished)
+    }
+
+    @Test func aStreamRefusedDuringTheShutdownDrainIsNotRetried() {
+        var machine = makeMachine()
+        _ = machine.start(now: t0)
+        _ = machine.shutdown(everythingAcknowledged: false, now: t0)
+        #expect(machine.responseHead(id(1), status: 503, now: at(.seconds(1))) == [
+            .failStream(id(1), .status(503), reconnectAfter: nil), .finish,
+        ])
         #expect(machine.state == .finished)
     }
 

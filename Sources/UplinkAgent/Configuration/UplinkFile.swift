@@ -159,7 +159,7 @@ public struct UplinkFile: Sendable, Equatable {
         /// and no line waits longer than the budget before it is read. Default `0s`: read and sent as it arrives.
         public var linger: Duration
         /// `uplink.drain_timeout` (duration ≥ 0): on shutdown, how long to keep streaming until everything buffered
-        /// is acknowledged. Default `5s`.
+        /// is acknowledged; a stream still opening is waited for within it. Default `5s`.
         public var drainTimeout: Duration
         /// `uplink.compression` (`zstd`, `gzip` or `none`): how the stream's body is compressed (`Content-Encoding`),
         /// with one compressor context per stream flushed at the end of every write pass. A collector that does not

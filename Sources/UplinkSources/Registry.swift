@@ -52,8 +52,8 @@ extension SourceKind {
 /// - Parameters:
 ///   - name: The source's unique name within the agent (`sources[].name`).
 ///   - config: Its typed configuration.
-///   - clock: The clock the sensors (every kind but the generator and the tailer) tick by; the real clock unless a
-///     test injects one.
+///   - clock: The clock the sensors tick by and the tailer and journald time their timeouts on (the generator keeps
+///     its own pace); the real clock unless a test injects one.
 public func makeSource(name: String, config: SourceConfig, clock: any TickClock = SystemTickClock()) -> any Source {
     config.settings.makeSource(name: name, clock: clock)
 }

@@ -66,6 +66,7 @@ struct TailManyFilesTests {
             #expect(
                 await Harness.eventually(timeout: .seconds(60)) { Self.openDescriptors(under: (root + "/logs")) <= 16 },
                 "\(Self.openDescriptors(under: (root + "/logs"))) descriptors open on \(count + 1) files")
+            let parkedDescriptors = Self.openDescriptors(under: root + "/logs")
 
             // Writes to 20 parked files: each is opened again and only the new line is read.
             let written = Array(stride(from: 7, through: count, by: 100))
@@ -76,7 +77,11 @@ struct TailManyFilesTests {
 
             // Rotation as logrotate's `create` does it: every rotated file shifted by one, app.log to app.log.1, a new
             // app.log. Files are renamed, not changed: nothing is read again.
-            try await Task.sleep(for: .seconds(6))  // the 20 written files are parked again
+            // First the 20 written files are parked again (quiet for the tailer's 5 s), their descriptors closed.
+            #expect(
+                await Harness.eventually(timeout: .seconds(60)) {
+                    Self.openDescriptors(under: root + "/logs") <= parkedDescriptors
+                }, "\(Self.openDescriptors(under: root + "/logs")) descriptors open, \(parkedDescriptors) before the writes")
             for index in stride(from: count, through: 1, by: -1) {
                 #expect(rename(file("app.log.\(index)"), file("app.log.\(index + 1)")) == 0)
             }

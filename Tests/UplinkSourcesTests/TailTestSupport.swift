@@ -104,9 +104,9 @@ struct RunningTail {
 
     init(
         _ config: TailConfig, sink: some RecordSink, stateDirectory: String? = nil, name: String = "tail-test",
-        logger: Logger = Logger(label: "tail-test")
+        logger: Logger = Logger(label: "tail-test"), clock: any TickClock = SystemTickClock()
     ) {
-        let source = TailSource(name: name, config: config)
+        let source = TailSource(name: name, config: config, clock: clock)
         let context = SourceContext(sink: sink, logger: logger, stateDirectory: stateDirectory)
         task = Task { try await source.run(context: context) }
     }

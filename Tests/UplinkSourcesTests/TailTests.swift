@@ -402,7 +402,9 @@ struct TailTests {
         let path = directory.file("app.log")
         let writer = TailTestWriter(path)
         let sink = CollectingSink()
-        let tail = RunningTail(tailTestConfig([path]), sink: sink)
+        // inotify wakes the reader; its clock only decides when the deleted file has lingered long enough.
+        let clock = ManualTickClock()
+        let tail = RunningTail(tailTestConfig([path], watch: .auto), sink: sink, clock: clock)
         for index in 0..<500 { writer.write("line \(index)\n") }
         #expect(await eventually { sink.count >= 500 })
         for index in 500..<1000 { writer.write("line \(index)\n") }
@@ -411,13 +413,29 @@ struct TailTests {
         for index in 1000..<1010 { writer.write("line \(index)\n") }
         writer.close()
         #expect(await eventually { sink.count >= 1010 })
-        try await Task.sleep(for: .milliseconds(1500))  // past the linger: the deleted file is closed
+        // Deleted and quiet, the file stays open while the clock stands still (a writer may not have reopened yet)...
+        #expect(Self.descriptorsOpen(on: path + " (deleted)") >= 1)
+        // ...and is closed once it has been quiet for the linger (moved on in steps: the reader may not have seen
+        // the deletion yet when the clock first moves).
+        #expect(
+            await eventually {
+                if Self.descriptorsOpen(on: path + " (deleted)") == 0 { return true }
+                clock.advance(by: .milliseconds(250))
+                return false
+            })
         writeFile(path, "reborn\n")
         #expect(await eventually { sink.count >= 1011 })
         try await tail.stop()
         let got = messages(sink.records)
         #expect(got == (0..<1010).map { "line \($0)" } + ["reborn"])
         #expect(sink.records[0].logLine?.origin?.id != sink.records[1010].logLine?.origin?.id)
+    }
+
+    /// Descriptors of this process whose target is `target` (for a deleted file: its path and " (deleted)").
+    static func descriptorsOpen(on target: String) -> Int {
+        let entries = (try? FileManager.default.contentsOfDirectory(atPath: "/proc/self/fd")) ?? []
+        return entries.filter { (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/fd/" + $0)) == target }
+            .count
     }
 
     // MARK: Back-pressure

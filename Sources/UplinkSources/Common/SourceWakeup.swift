@@ -18,6 +18,12 @@ final class SourceWakeup: Sendable {
         var timer: Task<Void, Never>?
     }
     private let state = Mutex(State())
+    /// What the timeouts are measured on and the timer sleeps on.
+    let clock: any TickClock
+
+    init(clock: any TickClock) {
+        self.clock = clock
+    }
 
     deinit {
         state.withLock { $0.timer }?.cancel()
@@ -36,16 +42,21 @@ final class SourceWakeup: Sendable {
         waiter?.resume()
     }
 
-    /// Waits until `signal()`, the timeout (or an earlier one armed by a previous wait), or cancellation.
-    func wait(timeout: Duration) async {
+    /// Waits until `signal()`, `deadline` on the clock (or an earlier one armed by a previous wait), or cancellation.
+    func wait(until deadline: ContinuousClock.Instant) async {
         if state.withLock({ state in
             defer { state.signalled = false }
             return state.signalled
         }) {
             return
         }
-        armTimer(deadline: .now + timeout)
+        armTimer(deadline: deadline)
         await waitForSignal()
+    }
+
+    /// Waits until `signal()`, `timeout` from now (or an earlier deadline armed by a previous wait), or cancellation.
+    func wait(timeout: Duration) async {
+        await wait(until: clock.now.advanced(by: timeout))
     }
 
     private func armTimer(deadline: ContinuousClock.Instant) {
@@ -55,8 +66,9 @@ final class SourceWakeup: Sendable {
             if let armed = state.timerDeadline, armed <= deadline { return nil }
             let previous = state.timer
             state.timerDeadline = deadline
+            let clock = self.clock
             state.timer = Task { [weak self] in
-                try? await Task.sleep(until: deadline, clock: .continuous)
+                try? await clock.sleep(until: deadline)
                 if Task.isCancelled { return }
                 self?.timerFired(deadline: deadline)
             }

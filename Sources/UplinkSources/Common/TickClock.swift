@@ -1,9 +1,10 @@
 import UplinkCore
 
-/// The clock a sensor ticks by: the wall-clock time and a way to sleep until a wall-clock instant.
+/// A source's clock: the wall-clock time sensors tick by, and the monotonic time the tail and journald engines
+/// measure their timeouts on, each with a way to sleep until an instant of it.
 ///
-/// Sensors take it as a parameter so tests can inject a fake that advances instantly; the agent uses
-/// `SystemTickClock`.
+/// Every source takes it as a parameter (`SourceKindConfig.makeSource(name:clock:)`) so tests can inject one that
+/// they advance themselves instead of sleeping; the agent uses `SystemTickClock`.
 public protocol TickClock: Sendable {
     /// Wall-clock time now, in nanoseconds since the Unix epoch (UTC). Also used for record timestamps.
     func nowNanoseconds() -> Int64
@@ -12,6 +13,13 @@ public protocol TickClock: Sendable {
     /// when that instant has passed.
     /// - Throws: `CancellationError` when the calling task is cancelled.
     func sleep(untilNanoseconds deadline: Int64) async throws
+
+    /// Monotonic time now: what intervals and timeouts are measured on (it never steps with the wall clock).
+    var now: ContinuousClock.Instant { get }
+
+    /// Suspends until the monotonic clock reads `deadline`, or returns at once when that instant has passed.
+    /// - Throws: `CancellationError` when the calling task is cancelled.
+    func sleep(until deadline: ContinuousClock.Instant) async throws
 }
 
 /// The real clock: `CLOCK_REALTIME` for the time, `ContinuousClock` for sleeping.
@@ -34,5 +42,11 @@ public struct SystemTickClock: TickClock {
             return
         }
         try await clock.sleep(until: start.advanced(by: .nanoseconds(remaining)), tolerance: nil)
+    }
+
+    public var now: ContinuousClock.Instant { .now }
+
+    public func sleep(until deadline: ContinuousClock.Instant) async throws {
+        try await Task.sleep(until: deadline, clock: .continuous)
     }
 }

@@ -23,8 +23,9 @@ final class JournaldEngine {
     /// nil: the cursor is kept in memory only.
     let checkpointPath: String?
     let journal: JournaldJournal
-    let wakeup = SourceWakeup()
-    let clock = ContinuousClock()
+    let wakeup: SourceWakeup
+    /// What the checkpoint interval and the read-error retry are measured on and waited out with.
+    let clock: any TickClock
     var watcher: JournaldWatcher?
 
     var batch: LogLineBatch
@@ -69,9 +70,11 @@ final class JournaldEngine {
     /// An idle wait with nothing due ends after this long anyway (then it starts again): not a poll, a bound.
     static let longestIdleWait: Duration = .seconds(3600)
 
-    init(name: String, config: JournaldConfig, context: SourceContext) throws {
+    init(name: String, config: JournaldConfig, context: SourceContext, clock: any TickClock) throws {
         self.name = name
         self.config = config
+        self.clock = clock
+        wakeup = SourceWakeup(clock: clock)
         sink = context.sink
         logger = context.logger
         if let stateDirectory = context.stateDirectory {
@@ -244,13 +247,13 @@ final class JournaldEngine {
             let wait = timeout > nowMicroseconds ? timeout - nowMicroseconds : 0
             deadline = min(deadline, now.advanced(by: .microseconds(Int64(min(wait, 3_600_000_000)))))
         }
-        let timeout = max(.milliseconds(1), now.duration(to: deadline))
+        let until = max(deadline, now.advanced(by: .milliseconds(1)))
         watcher?.arm()
         let wakeup = self.wakeup
         let sink = self.sink
         let awaited: UInt64? = pendingHead < pending.count ? pending[pendingHead].sequence : nil
         await withTaskGroup(of: Void.self) { group in
-            group.addTask { await wakeup.wait(timeout: timeout) }
+            group.addTask { await wakeup.wait(until: until) }
             if let awaited {
                 group.addTask { _ = await sink.waitForAcknowledgement(after: awaited &- 1) }
             }

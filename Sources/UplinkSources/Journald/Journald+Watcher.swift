@@ -16,7 +16,8 @@ final class JournaldWatcher: Sendable {
     private let controlRead: Int32
     private let controlWrite: Int32
     private let wakeup: SourceWakeup
-    private let exitWakeup = SourceWakeup()
+    /// Waits for the watcher thread to exit at shutdown: real time, whatever clock the engine runs on.
+    private let exitWakeup = SourceWakeup(clock: SystemTickClock())
     private let exited = Atomic<Bool>(false)
     private let started = Atomic<Bool>(false)
 

@@ -22,16 +22,20 @@ public struct JournaldSource: Source {
     /// What to read and how.
     public let config: JournaldConfig
 
+    /// What the checkpoint interval and the read-error retry are measured on and waited out with.
+    public let clock: any TickClock
+
     /// A source that reads the journal `config` describes.
-    public init(name: String, config: JournaldConfig) {
+    public init(name: String, config: JournaldConfig, clock: any TickClock = SystemTickClock()) {
         self.name = name
         self.config = config
+        self.clock = clock
     }
 
     /// Reads the journal until cancelled. Throws a `JournaldError` before reading anything when the journal cannot
     /// be opened or the checkpoint directory cannot be created.
     public func run(context: SourceContext) async throws {
-        let engine = try JournaldEngine(name: name, config: config, context: context)
+        let engine = try JournaldEngine(name: name, config: config, context: context, clock: clock)
         await engine.run()
     }
 }

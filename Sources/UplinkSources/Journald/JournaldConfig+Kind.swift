@@ -155,7 +155,8 @@ extension JournaldConfig {
         return config
     }
 
+    /// `clock` times the checkpoint interval and the read-error retry.
     public func makeSource(name: String, clock: any TickClock) -> any Source {
-        JournaldSource(name: name, config: self)
+        JournaldSource(name: name, config: self, clock: clock)
     }
 }

@@ -33,12 +33,12 @@ final class TailEngine {
     let globs: [TailGlob]
     let exclude: TailExclude
     let startPattern: Regex<AnyRegexOutput>?
-    let clock = ContinuousClock()
+    /// What every timeout, interval and the linger budget are measured on (`clock.now`) and waited out with.
+    let clock: any TickClock
     /// `uplink.linger`: how long to let lines gather after an idle wait before reading them.
     let linger: Duration
-    private let lingerSleep: @Sendable (Duration) async -> Void
     let opener = TailOpener()
-    let wakeup = SourceWakeup()
+    let wakeup: SourceWakeup
     var inotify: TailInotify? {
         // Polling stands in for inotify's events; with inotify, looking now and then is only a safety net.
         didSet { scanInterval.set(inotify == nil ? config.pollInterval : nil) }
@@ -130,16 +130,14 @@ final class TailEngine {
     /// Longest wait at shutdown for the acknowledgement of the last line sent.
     static let shutdownAcknowledgementWait: Duration = .seconds(5)
 
-    init(
-        name: String, config: TailConfig, context: SourceContext,
-        lingerSleep: @escaping @Sendable (Duration) async -> Void
-    ) throws {
+    init(name: String, config: TailConfig, context: SourceContext, clock: any TickClock) throws {
         self.name = name
         self.config = config
         sink = context.sink
         logger = context.logger
         linger = context.linger
-        self.lingerSleep = lingerSleep
+        self.clock = clock
+        wakeup = SourceWakeup(clock: clock)
         globs = config.paths.map(TailGlob.init)
         exclude = TailExclude(config.exclude)
         if let pattern = config.multilineStartPattern {
@@ -184,13 +182,15 @@ final class TailEngine {
         let opener = self.opener
         let wakeup = self.wakeup
         let scanInterval = self.scanInterval
+        let clock = self.clock
         await withTaskGroup(of: Void.self) { group in
             // Catches files replaced at a followed path while the reader waits (for buffer space, or idle). With
             // inotify the watcher thread does this on every directory event, so an idle agent stays asleep.
             group.addTask {
                 while !Task.isCancelled {
                     // With inotify (no interval) its events make the looks, and the engine's discovery is the safety net.
-                    try? await Task.sleep(for: max(scanInterval.get() ?? Self.watchedScanInterval, .milliseconds(1)))
+                    let interval = max(scanInterval.get() ?? Self.watchedScanInterval, .milliseconds(1))
+                    try? await clock.sleep(until: clock.now.advanced(by: interval))
                     if scanInterval.get() != nil, opener.scan() { wakeup.signal() }
                 }
             }
@@ -217,11 +217,11 @@ final class TailEngine {
                 continue
             }
             inotify?.arm()
-            await wakeup.wait(timeout: idleTimeout())
+            await wakeup.wait(until: idleDeadline())
             if linger > .zero {
                 // `uplink.linger`: what arrives within the budget is read, encoded and sent in one pass. Only after an
                 // idle wait: a backlog (`more`) is read at once, so bulk throughput does not depend on it.
-                await lingerSleep(linger)
+                try? await clock.sleep(until: clock.now.advanced(by: linger))
             }
         }
     }
@@ -292,9 +292,9 @@ final class TailEngine {
         return more
     }
 
-    /// How long to wait when idle: until the next timer, at most the poll interval (with inotify, whose events
-    /// wake the engine, until the next discovery).
-    private func idleTimeout() -> Duration {
+    /// When to stop waiting when idle: at the next timer, at most the poll interval from now (with inotify, whose
+    /// events wake the engine, at the next discovery).
+    private func idleDeadline() -> ContinuousClock.Instant {
         let now = clock.now
         let safetyNet = inotify == nil ? config.pollInterval : max(config.pollInterval, config.discoveryInterval)
         var deadline = min(nextDiscovery, now.advanced(by: safetyNet))
@@ -318,7 +318,7 @@ final class TailEngine {
         if checkpointDirty || awake.contains(where: \.hasUnacknowledged) {
             deadline = min(deadline, max(now, lastCheckpointWrite.advanced(by: config.checkpointInterval)))
         }
-        return max(.milliseconds(1), now.duration(to: deadline))
+        return max(now.advanced(by: .milliseconds(1)), deadline)
     }
 
     private func shutdown() async {

@@ -25,25 +25,20 @@ public struct TailSource: Source {
     public let name: String
     /// What to follow and how.
     public let config: TailConfig
-    /// Waits out `uplink.linger` (`SourceContext.linger`) after an idle wait; tests substitute it to decide when the
-    /// budget ends.
-    let lingerSleep: @Sendable (Duration) async -> Void
+    /// What the tailer's timeouts, intervals and `uplink.linger` budget are measured on and waited out with.
+    public let clock: any TickClock
 
     /// A source that follows the files `config` describes.
-    public init(name: String, config: TailConfig) {
-        self.init(name: name, config: config, lingerSleep: { try? await Task.sleep(for: $0) })
-    }
-
-    init(name: String, config: TailConfig, lingerSleep: @escaping @Sendable (Duration) async -> Void) {
+    public init(name: String, config: TailConfig, clock: any TickClock = SystemTickClock()) {
         self.name = name
         self.config = config
-        self.lingerSleep = lingerSleep
+        self.clock = clock
     }
 
     /// Follows the files until cancelled. Throws a `TailError` before reading anything when the multi-line
     /// pattern is invalid or the checkpoint directory cannot be created.
     public func run(context: SourceContext) async throws {
-        let engine = try TailEngine(name: name, config: config, context: context, lingerSleep: lingerSleep)
+        let engine = try TailEngine(name: name, config: config, context: context, clock: clock)
         await engine.run()
     }
 }

@@ -329,9 +329,7 @@ extension Collector {
 
     /// Waits `delay` on the stream's own loop, where its tasks run: a loop timer wakes no other thread.
     private static func wait(_ delay: Duration, on loop: any EventLoop) async {
-        let (seconds, attoseconds) = delay.components
-        let nanoseconds = seconds * 1_000_000_000 + attoseconds / 1_000_000_000
-        try? await loop.scheduleTask(in: .nanoseconds(nanoseconds)) {}.futureResult.get()
+        try? await loop.scheduleTask(in: .nanoseconds(delay.nanoseconds)) {}.futureResult.get()
     }
 
     /// `{"heartbeat":<the collector's wall clock, ns since the Unix epoch>}` and its newline.

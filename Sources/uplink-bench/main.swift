@@ -11,6 +11,17 @@ import Glibc
 // numbers. Agent and collector share this process, so CPU time covers both sides, except in `tail-processes`.
 // `uplink-bench one-loop-floor PORT FILE` is not a benchmark but a peer that deploy/steady-rate.sh measures (see
 // OneLoopFloor): it runs until its connection closes.
+// `uplink-bench fleet --port P --agents N --rate R --seconds S …` is the load generator of deploy/fleet.sh (see
+// FleetBenchmark): N simulated agents, each streaming R lines/s to a collector process; the script measures the
+// collector. Exit status 0 when every record was acknowledged.
+if CommandLine.arguments.dropFirst().first == "fleet" {
+    do {
+        exit(try FleetBenchmark.run(arguments: Array(CommandLine.arguments.dropFirst(2))) ? 0 : 1)
+    } catch {
+        FleetBenchmark.report("\(error)")
+        exit(1)
+    }
+}
 if CommandLine.arguments.dropFirst().first == "one-loop-floor" {
     do {
         try OneLoopFloor.run(arguments: Array(CommandLine.arguments.dropFirst(2)))

@@ -1,5 +1,6 @@
 import NIOCore
 import Synchronization
+import UplinkCore
 
 /// One connection's stream, as the registry sees it: whether it has been told to stop, and when it has let go of
 /// its agent.
@@ -10,10 +11,9 @@ final class StreamControl: Sendable {
     private struct State {
         var stopRequested = false
         var stopHandler: (@Sendable () -> Void)?
-        var released = false
-        var releaseWaiters: [CheckedContinuation<Void, Never>] = []
     }
     private let state = Mutex(State())
+    private let released = AsyncLatch<Void>()
 
     init(channel: any Channel, description: OpenStream) {
         self.channel = channel
@@ -45,25 +45,13 @@ final class StreamControl: Sendable {
 
     /// The stream no longer touches its agent's mark.
     func markReleased() {
-        let waiters = state.withLock { state in
-            state.released = true
-            defer { state.releaseWaiters = [] }
-            return state.releaseWaiters
-        }
-        for waiter in waiters { waiter.resume() }
+        released.open(with: ())
     }
 
     /// Returns once `markReleased()` was called. Deliberately not cancellable: a successor must never run while
     /// this stream may still store a batch.
     func waitUntilReleased() async {
-        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
-            let released = state.withLock { state in
-                if state.released { return true }
-                state.releaseWaiters.append(continuation)
-                return false
-            }
-            if released { continuation.resume() }
-        }
+        await released.wait()
     }
 }
 

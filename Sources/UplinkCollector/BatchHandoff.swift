@@ -1,4 +1,5 @@
 import Synchronization
+import UplinkCore
 
 /// Between one stream's reading side and its storing side: batches received while the previous one is being
 /// stored wait here, merged into one, so reading and storing overlap and slow storage turns many small commits
@@ -10,12 +11,14 @@ final class BatchHandoff: Sendable {
         var waiting: ReceivedBatch?
         var waitingBytes = 0
         var finished = false
-        var taker: CheckedContinuation<ReceivedBatch?, Never>?
-        var giver: CheckedContinuation<Void, Never>?
     }
 
     let limitBytes: Int
     private let state = Mutex(State())
+    /// The storer waits on this for a batch (or the end).
+    private let batchWaiting = WakeSignal()
+    /// The reader waits on this for room below `limitBytes`.
+    private let roomFreed = WakeSignal()
 
     init(limitBytes: Int) {
         self.limitBytes = limitBytes
@@ -23,73 +26,40 @@ final class BatchHandoff: Sendable {
 
     /// Hands over `batch` (merged into what is waiting); returns once no more than `limitBytes` wait.
     func put(_ batch: ReceivedBatch) async {
-        let handedOver = state.withLock { state -> (CheckedContinuation<ReceivedBatch?, Never>, ReceivedBatch)? in
-            var waiting = batch
-            if let earlier = state.waiting {
-                waiting = earlier
-                waiting.merge(batch)
+        state.withLock { state in
+            if state.waiting == nil {
+                state.waiting = batch
+            } else {
+                state.waiting?.merge(batch)
             }
-            guard let taker = state.taker else {
-                state.waiting = waiting
-                state.waitingBytes += batch.lines.byteCount
-                return nil
-            }
-            (state.taker, state.waiting, state.waitingBytes) = (nil, nil, 0)
-            return (taker, waiting)
+            state.waitingBytes += batch.lines.byteCount
         }
-        if let (taker, waiting) = handedOver {
-            taker.resume(returning: waiting)
-            return
-        }
-        await withTaskCancellationHandler {
-            await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
-                let full = state.withLock { state in
-                    guard state.waitingBytes > limitBytes, !Task.isCancelled else { return false }
-                    state.giver = continuation
-                    return true
-                }
-                if !full { continuation.resume() }
-            }
-        } onCancel: {
-            state.withLock { state in
-                defer { state.giver = nil }
-                return state.giver
-            }?.resume()
+        batchWaiting.signal()
+        while state.withLock({ $0.waitingBytes > limitBytes }), !Task.isCancelled {
+            await roomFreed.wait()
         }
     }
 
     /// No more batches will come.
     func finish() {
-        let taker = state.withLock { state -> CheckedContinuation<ReceivedBatch?, Never>? in
-            state.finished = true
-            defer { state.taker = nil }
-            return state.taker
-        }
-        taker?.resume(returning: nil)
+        state.withLock { $0.finished = true }
+        batchWaiting.signal()
     }
 
     /// Everything waiting, merged, once there is something; nil once finished with nothing waiting, or cancelled.
     func take() async -> ReceivedBatch? {
-        await withTaskCancellationHandler {
-            await withCheckedContinuation { (continuation: CheckedContinuation<ReceivedBatch?, Never>) in
-                let (now, giver) = state.withLock { state -> (ReceivedBatch??, CheckedContinuation<Void, Never>?) in
-                    if let waiting = state.waiting {
-                        (state.waiting, state.waitingBytes) = (nil, 0)
-                        defer { state.giver = nil }
-                        return (.some(waiting), state.giver)
-                    }
-                    if state.finished || Task.isCancelled { return (.some(nil), nil) }
-                    state.taker = continuation
-                    return (nil, nil)
-                }
-                giver?.resume()
-                if let now { continuation.resume(returning: now) }
+        while true {
+            let (batch, finished) = state.withLock { state -> (ReceivedBatch?, Bool) in
+                guard let waiting = state.waiting else { return (nil, state.finished) }
+                (state.waiting, state.waitingBytes) = (nil, 0)
+                return (waiting, false)
             }
-        } onCancel: {
-            state.withLock { state in
-                defer { state.taker = nil }
-                return state.taker
-            }?.resume(returning: nil)
+            if let batch {
+                roomFreed.signal()
+                return batch
+            }
+            if finished || Task.isCancelled { return nil }
+            await batchWaiting.wait()
         }
     }
 }

@@ -4,6 +4,7 @@ import NIOCore
 import NIOSSL
 import ServiceLifecycle
 import Synchronization
+import UplinkCore
 import UplinkObservability
 
 /// The receiving end of the uplink stream protocol (docs/protocol.md): an HTTP server that accepts one long-lived
@@ -32,7 +33,8 @@ public final class Collector: Service {
     let edge = CollectorEdge()
     /// Per-agent activity for `agents()`, `/v1/fleet` and the fleet page.
     let fleetTable = FleetTable()
-    private let listening = Mutex(ListeningState())
+    /// The port once listening, or why the collector never will.
+    private let listening = AsyncLatch<Result<Int, any Error>>()
     private let started = Mutex(false)
     /// The forwarders of `configuration.sinks` while running.
     let forwarding = Mutex<[Forwarder]>([])
@@ -94,24 +96,7 @@ public final class Collector: Service {
     ///
     /// Throws when `run()` failed or ended before listening, or when the calling task is cancelled.
     public func waitUntilListening() async throws -> Int {
-        let id = listening.withLock { state in
-            defer { state.nextWaiterID += 1 }
-            return state.nextWaiterID
-        }
-        return try await withTaskCancellationHandler {
-            try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Int, any Error>) in
-                let result = listening.withLock { state -> Result<Int, any Error>? in
-                    if let result = state.result { return result }
-                    if Task.isCancelled { return .failure(CancellationError()) }
-                    state.waiters[id] = continuation
-                    return nil
-                }
-                if let result { continuation.resume(with: result) }
-            }
-        } onCancel: {
-            let waiter = listening.withLock { $0.waiters.removeValue(forKey: id) }
-            waiter?.resume(throwing: CancellationError())
-        }
+        try await listening.waitUnlessCancelled().get()
     }
 
     /// The counts so far and the current marks.
@@ -129,21 +114,9 @@ public final class Collector: Service {
         registry.openStreams()
     }
 
-    private struct ListeningState {
-        var result: Result<Int, any Error>?
-        var waiters: [Int: CheckedContinuation<Int, any Error>] = [:]
-        var nextWaiterID = 0
-    }
-
     /// Settles `waitUntilListening()`: the first result wins.
     private func finishListening(_ result: Result<Int, any Error>) {
-        let waiters = listening.withLock { state -> [CheckedContinuation<Int, any Error>] in
-            guard state.result == nil else { return [] }
-            state.result = result
-            defer { state.waiters = [:] }
-            return Array(state.waiters.values)
-        }
-        for waiter in waiters { waiter.resume(with: result) }
+        listening.open(with: result)
     }
 
     private func serve(storage: Storage, tls: TLSConfiguration?) async throws {

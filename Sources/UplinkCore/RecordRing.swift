@@ -48,6 +48,8 @@ public final class RecordRing: Sendable {
     nonisolated(unsafe) let storage: UnsafeMutableRawPointer
     let state: Mutex<State>
     private let usedBytesGauge = Gauge(label: "uplink_ring_used_bytes")
+    /// `state.acknowledged`, raised after each acknowledgement, for the sources waiting for one.
+    private let acknowledgements = MonotonicSignal<UInt64>()
 
     /// Creates an empty ring. `capacity` must be at least 64 bytes.
     ///
@@ -386,7 +388,7 @@ public final class RecordRing: Sendable {
     /// Releases every frame up to and including `sequence`; the collector has stored them.
     /// Moves the send cursor forward if it pointed into the released frames.
     public func acknowledge(through sequence: UInt64) {
-        let (spaceWaiters, acknowledgementWaiters, acknowledged) = state.withLock { state in
+        let (spaceWaiters, acknowledged) = state.withLock { state in
             if sequence > state.acknowledged { state.acknowledged = sequence }
             let (oldHead, oldUsed) = (state.head, state.used)
             while state.headSequence <= sequence && state.headSequence < state.nextSequence {
@@ -399,10 +401,10 @@ public final class RecordRing: Sendable {
                 if state.sendSequence <= sequence { moveSendCursorLocked(to: sequence &+ 1, &state) }
             }
             reportMetricsLocked(&state)
-            return (takeSatisfiedSpaceWaiters(&state), takeSatisfiedAcknowledgementWaiters(&state), state.acknowledged)
+            return (takeSatisfiedSpaceWaiters(&state), state.acknowledged)
         }
         for waiter in spaceWaiters { waiter.continuation.resume() }
-        for waiter in acknowledgementWaiters { waiter.continuation.resume(returning: acknowledged) }
+        acknowledgements.advance(to: acknowledged)
     }
 
     /// Starts a new connection at the collector's resume point: releases everything up to `collectorHas` and
@@ -450,38 +452,8 @@ public final class RecordRing: Sendable {
     /// Waits until the collector has acknowledged a sequence above `sequence` and returns the acknowledged
     /// sequence. Returns at once when that is already so; cancellation ends the wait and returns the current value.
     public func waitForAcknowledgement(after sequence: UInt64) async -> UInt64 {
-        let id = WaiterID.next()
-        return await withTaskCancellationHandler {
-            await withCheckedContinuation { (continuation: CheckedContinuation<UInt64, Never>) in
-                let now = state.withLock { state -> UInt64? in
-                    if state.acknowledged > sequence || Task.isCancelled { return state.acknowledged }
-                    state.acknowledgementWaiters.append(
-                        AcknowledgementWaiter(id: id, after: sequence, continuation: continuation))
-                    return nil
-                }
-                if let now { continuation.resume(returning: now) }
-            }
-        } onCancel: {
-            let (waiter, acknowledged) = state.withLock { state -> (AcknowledgementWaiter?, UInt64) in
-                guard let index = state.acknowledgementWaiters.firstIndex(where: { $0.id == id }) else {
-                    return (nil, state.acknowledged)
-                }
-                return (state.acknowledgementWaiters.remove(at: index), state.acknowledged)
-            }
-            waiter?.continuation.resume(returning: acknowledged)
-        }
-    }
-
-    private func takeSatisfiedAcknowledgementWaiters(_ state: inout State) -> [AcknowledgementWaiter] {
-        guard !state.acknowledgementWaiters.isEmpty else { return [] }
-        let acknowledged = state.acknowledged
-        var woken: [AcknowledgementWaiter] = []
-        state.acknowledgementWaiters.removeAll { waiter in
-            guard waiter.after < acknowledged else { return false }
-            woken.append(waiter)
-            return true
-        }
-        return woken
+        // No sequence is above the maximum: a wait after it ends once the maximum itself is acknowledged.
+        await acknowledgements.wait(until: sequence == .max ? .max : sequence + 1)
     }
 
     // MARK: Observation
@@ -607,7 +579,6 @@ extension RecordRing {
         var sources: [SourceCounters] = []
         var dataWaiter: (@Sendable () -> Void)?
         var spaceWaiters: [SpaceWaiter] = []
-        var acknowledgementWaiters: [AcknowledgementWaiter] = []
     }
 
     struct SourceCounters {
@@ -639,12 +610,6 @@ extension RecordRing {
         let id: UInt64
         let needed: Int
         let continuation: CheckedContinuation<Void, Never>
-    }
-
-    struct AcknowledgementWaiter {
-        let id: UInt64
-        let after: UInt64
-        let continuation: CheckedContinuation<UInt64, Never>
     }
 
     fileprivate enum WaiterID {

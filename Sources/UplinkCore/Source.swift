@@ -100,8 +100,8 @@ extension RecordSink {
     /// See `acknowledgedSequence`: returns `UInt64.max` at once, or, when called with it, waits for cancellation.
     public func waitForAcknowledgement(after sequence: UInt64) async -> UInt64 {
         if sequence < .max { return .max }
-        // Nothing can ever be acknowledged beyond the maximum: wait until the caller gives up.
-        while !Task.isCancelled { try? await Task.sleep(for: .seconds(3600)) }
+        // Nothing can ever be acknowledged beyond the maximum: wait until the caller gives up (a latch nobody opens).
+        _ = try? await AsyncLatch<Void>().waitUnlessCancelled()
         return .max
     }
 }

@@ -1,5 +1,6 @@
 import ServiceLifecycle
 import Synchronization
+import UplinkCore
 
 /// Runs the agent's sources, each in its own child task, and starts or stops single sources while the others keep
 /// running (a reload).
@@ -91,22 +92,20 @@ final class RunningSource: Sendable {
     let name: String
     let kind: String
     let service: SourceService
-    private let stopSignal: AsyncStream<Never>
-    private let stopContinuation: AsyncStream<Never>.Continuation
-    private let completion = Mutex<(done: Bool, waiters: [CheckedContinuation<Void, Never>])>((false, []))
+    private let stopRequested = AsyncLatch<Void>()
+    private let completion = AsyncLatch<Void>()
 
     init(name: String, kind: String, service: SourceService) {
         self.name = name
         self.kind = kind
         self.service = service
-        (stopSignal, stopContinuation) = AsyncStream.makeStream(of: Never.self)
     }
 
     /// The source's task has begun.
     var hasStarted: Bool { started.load(ordering: .relaxed) }
 
     /// The source has returned (ended, failed or stopped).
-    var hasEnded: Bool { completion.withLock { $0.done } }
+    var hasEnded: Bool { completion.value != nil }
 
     private let started = Atomic(false)
 
@@ -114,7 +113,7 @@ final class RunningSource: Sendable {
         started.store(true, ordering: .relaxed)
         await withTaskGroup(of: Void.self) { group in
             group.addTask { [service] in try? await service.run() }
-            group.addTask { [stopSignal] in for await _ in stopSignal {} }
+            group.addTask { [stopRequested] in _ = try? await stopRequested.waitUnlessCancelled() }
             await group.next()
             group.cancelAll()
         }
@@ -122,26 +121,15 @@ final class RunningSource: Sendable {
     }
 
     func requestStop() {
-        stopContinuation.finish()
+        stopRequested.open(with: ())
     }
 
     func markFinished() {
-        let waiters = completion.withLock { completion in
-            completion.done = true
-            defer { completion.waiters = [] }
-            return completion.waiters
-        }
-        for waiter in waiters { waiter.resume() }
+        completion.open(with: ())
     }
 
     /// Returns once the source has returned.
     func finished() async {
-        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
-            let done = completion.withLock { completion in
-                if !completion.done { completion.waiters.append(continuation) }
-                return completion.done
-            }
-            if done { continuation.resume() }
-        }
+        await completion.wait()
     }
 }

@@ -49,7 +49,7 @@ extension Collector {
                 }
                 if let ageOut = ageOut ?? nil {
                     // One second past the limit: file times have whole seconds.
-                    await log.retentionChanges.wait(until: seen + 1, deadline: .now + .seconds(ageOut + 1))
+                    await log.retentionChanges.wait(until: seen + 1, deadline: .now + .seconds(ageOut + 1), clock: .continuous)
                 } else {
                     await log.retentionChanges.wait(until: seen + 1)
                 }

@@ -56,7 +56,7 @@ final class Forwarder: Sendable {
             if Task.isCancelled { break }
             let full = cursor + Int64(configuration.batchMaxBytes)
             if (log.committedEnd < full) && configuration.batchLinger > .zero {
-                await log.committed.wait(until: full, deadline: .now + configuration.batchLinger)
+                await log.committed.wait(until: full, deadline: .now + configuration.batchLinger, clock: .continuous)
                 if Task.isCancelled { break }
             }
             let chunk: LogReader.Chunk

@@ -1,5 +1,6 @@
 import Logging
 import Synchronization
+import UplinkCore
 
 /// The collector's write-ahead log when `collector.sinks` is configured: `<dataDirectory>/log/`, a sequence of
 /// segment files `<base>.jsonl`, where `<base>` (20 decimal digits) is the log offset of the segment's first byte.
@@ -35,9 +36,9 @@ final class CollectorLog: AppendLog {
     /// Closed and active segments, oldest first; shared with forwarders and retention.
     private let segmentList: Mutex<[Segment]>
     /// The committed end; forwarders wait on it for new records.
-    let committed: ProgressSignal
+    let committed: MonotonicSignal<Int64>
     /// Counts what retention looks at: a segment closed here, a forwarder's cursor persisted (`Forwarder`).
-    let retentionChanges = ProgressSignal()
+    let retentionChanges = MonotonicSignal<Int64>()
 
     private init(directory: String, segments: [Segment], active: JSONLSink, fsync: Bool, segmentBytes: Int64, segmentAge: Duration) {
         self.directory = directory
@@ -45,7 +46,7 @@ final class CollectorLog: AppendLog {
         self.segmentBytes = segmentBytes
         self.segmentAge = segmentAge
         let base = segments.last!.base
-        self.committed = ProgressSignal(base + active.size)
+        self.committed = MonotonicSignal(base + active.size)
         self.active = Mutex(Active(sink: active, base: base, opened: .now))
         self.segmentList = Mutex(segments)
     }

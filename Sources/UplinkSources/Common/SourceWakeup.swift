@@ -1,4 +1,5 @@
 import Synchronization
+import UplinkCore
 
 /// Wakes a source's reading task from its idle wait: new data, a new file, a timer (the tailer and the journald
 /// source).
@@ -9,15 +10,13 @@ import Synchronization
 /// per timeout instead of once per line (a task group, a timer registered and cancelled on the dispatch manager
 /// thread, and two wake-ups more, each time).
 final class SourceWakeup: Sendable {
-    private struct State {
-        var signalled = false
-        var waiter: (id: UInt64, continuation: CheckedContinuation<Void, Never>)?
-        var nextID: UInt64 = 0
+    private struct Timer {
         /// When the armed timer fires, nil when none is armed.
-        var timerDeadline: ContinuousClock.Instant?
-        var timer: Task<Void, Never>?
+        var deadline: ContinuousClock.Instant?
+        var task: Task<Void, Never>?
     }
-    private let state = Mutex(State())
+    private let wake = WakeSignal()
+    private let timer = Mutex(Timer())
     /// What the timeouts are measured on and the timer sleeps on.
     let clock: any TickClock
 
@@ -26,32 +25,19 @@ final class SourceWakeup: Sendable {
     }
 
     deinit {
-        state.withLock { $0.timer }?.cancel()
+        timer.withLock { $0.task }?.cancel()
     }
 
     /// Ends the current wait, or the next one at once if nobody waits.
     func signal() {
-        let waiter = state.withLock { state -> CheckedContinuation<Void, Never>? in
-            guard let waiter = state.waiter else {
-                state.signalled = true
-                return nil
-            }
-            state.waiter = nil
-            return waiter.continuation
-        }
-        waiter?.resume()
+        wake.signal()
     }
 
     /// Waits until `signal()`, `deadline` on the clock (or an earlier one armed by a previous wait), or cancellation.
     func wait(until deadline: ContinuousClock.Instant) async {
-        if state.withLock({ state in
-            defer { state.signalled = false }
-            return state.signalled
-        }) {
-            return
-        }
+        if wake.consume() { return }
         armTimer(deadline: deadline)
-        await waitForSignal()
+        await wake.wait()
     }
 
     /// Waits until `signal()`, `timeout` from now (or an earlier deadline armed by a previous wait), or cancellation.
@@ -62,12 +48,12 @@ final class SourceWakeup: Sendable {
     private func armTimer(deadline: ContinuousClock.Instant) {
         // Checked, created and recorded under one lock: a timer recorded after it fired (a preempted thread) would
         // leave a deadline in the past that no timer serves, and every later wait would rely on it.
-        let replaced = state.withLock { state -> Task<Void, Never>? in
-            if let armed = state.timerDeadline, armed <= deadline { return nil }
-            let previous = state.timer
-            state.timerDeadline = deadline
+        let replaced = timer.withLock { timer -> Task<Void, Never>? in
+            if let armed = timer.deadline, armed <= deadline { return nil }
+            let previous = timer.task
+            timer.deadline = deadline
             let clock = self.clock
-            state.timer = Task { [weak self] in
+            timer.task = Task { [weak self] in
                 try? await clock.sleep(until: deadline)
                 if Task.isCancelled { return }
                 self?.timerFired(deadline: deadline)
@@ -78,39 +64,12 @@ final class SourceWakeup: Sendable {
     }
 
     private func timerFired(deadline: ContinuousClock.Instant) {
-        state.withLock { state in
-            if state.timerDeadline == deadline {
-                state.timerDeadline = nil
-                state.timer = nil
+        timer.withLock { timer in
+            if timer.deadline == deadline {
+                timer.deadline = nil
+                timer.task = nil
             }
         }
         signal()
-    }
-
-    private func waitForSignal() async {
-        let id = state.withLock { state in
-            state.nextID += 1
-            return state.nextID
-        }
-        await withTaskCancellationHandler {
-            await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
-                let resumeNow = state.withLock { state -> Bool in
-                    if state.signalled || Task.isCancelled {
-                        state.signalled = false
-                        return true
-                    }
-                    state.waiter = (id, continuation)
-                    return false
-                }
-                if resumeNow { continuation.resume() }
-            }
-        } onCancel: {
-            let waiter = state.withLock { state -> CheckedContinuation<Void, Never>? in
-                guard let waiter = state.waiter, waiter.id == id else { return nil }
-                state.waiter = nil
-                return waiter.continuation
-            }
-            waiter?.resume()
-        }
     }
 }

@@ -1,3 +1,5 @@
+import UplinkCore
+
 /// Where a JSON string's content lies in a line: the bytes between its quotes, still escaped.
 struct StringSpan: Sendable, Equatable {
     /// Offset of the first content byte (just after the opening quote).
@@ -235,20 +237,9 @@ struct JSONScanner {
     @inline(__always)
     mutating func scanPlainUInt64() -> UInt64? {
         let start = index
-        var value: UInt64 = 0
-        while index < bytes.count {
-            let digit = bytes[index] &- UInt8(ascii: "0")
-            guard digit < 10 else { break }
-            let (times10, overflow1) = value.multipliedReportingOverflow(by: 10)
-            let (sum, overflow2) = times10.addingReportingOverflow(UInt64(digit))
-            guard !overflow1 && !overflow2 else {
-                index = start
-                return nil
-            }
-            value = sum
-            index &+= 1
-        }
-        let digits = index &- start
+        let (leading, digits) = ASCIIDecimal.leading(bytes[start...])
+        guard let value = leading else { return nil }
+        index = start &+ digits
         let plain =
             digits > 0 && (digits == 1 || bytes[start] != UInt8(ascii: "0"))
             && (index == bytes.count
@@ -385,14 +376,7 @@ struct JSONScanner {
         var position = span.start
         let negative = bytes[position] == UInt8(ascii: "-")
         if negative { position += 1 }
-        var magnitude: UInt64 = 0
-        while position < span.end {
-            let (times10, overflow1) = magnitude.multipliedReportingOverflow(by: 10)
-            let (sum, overflow2) = times10.addingReportingOverflow(UInt64(bytes[position] - UInt8(ascii: "0")))
-            guard !overflow1 && !overflow2 else { return nil }
-            magnitude = sum
-            position += 1
-        }
+        guard let magnitude = ASCIIDecimal.value(bytes[position..<span.end]) else { return nil }
         if negative {
             guard magnitude <= UInt64(Int64.max) + 1 else { return nil }
             return Int64(truncatingIfNeeded: 0 &- magnitude)
@@ -407,14 +391,7 @@ struct JSONScanner {
             // "-0" is zero; every other negative integer is out of range.
             return span.end - span.start == 2 && bytes[span.start + 1] == UInt8(ascii: "0") ? 0 : nil
         }
-        var value: UInt64 = 0
-        for position in span.start..<span.end {
-            let (times10, overflow1) = value.multipliedReportingOverflow(by: 10)
-            let (sum, overflow2) = times10.addingReportingOverflow(UInt64(bytes[position] - UInt8(ascii: "0")))
-            guard !overflow1 && !overflow2 else { return nil }
-            value = sum
-        }
-        return value
+        return ASCIIDecimal.value(bytes[span.start..<span.end])
     }
 
     /// Reads a number span as the nearest `Double` (±infinity beyond the range of `Double`).

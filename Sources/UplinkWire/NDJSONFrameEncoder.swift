@@ -17,17 +17,8 @@ public struct NDJSONFrameEncoder: RecordFrameEncoder {
     public static func timestamp(ofFramePrefix prefix: [UInt8]) -> Int64? {
         let key = Array(#""ts":"#.utf8)
         guard prefix.count > key.count, prefix.starts(with: key) else { return nil }
-        var value: Int64 = 0
-        var digits = 0
-        for byte in prefix[key.count...] {
-            guard byte >= UInt8(ascii: "0") && byte <= UInt8(ascii: "9") else { break }
-            let (times10, overflow1) = value.multipliedReportingOverflow(by: 10)
-            let (sum, overflow2) = times10.addingReportingOverflow(Int64(byte - UInt8(ascii: "0")))
-            guard !overflow1 && !overflow2 else { return nil }
-            value = sum
-            digits += 1
-        }
-        return digits > 0 ? value : nil
+        guard let value = ASCIIDecimal.leading(prefix[key.count...]).value, value <= UInt64(Int64.max) else { return nil }
+        return Int64(value)
     }
 
     /// Bytes of a frame's start that hold its timestamp (`"ts":` and 19 digits, with room to spare).

@@ -1,3 +1,5 @@
+import UplinkCore
+
 /// The ranges of the protocol's integers (docs/protocol.md, "Integer ranges"), shared by the agent and the
 /// collector so both sides accept exactly the same values.
 ///
@@ -22,16 +24,7 @@ public enum WireIntegers {
     /// Returns nil for anything else and for values outside `range`, however many digits the text has.
     public static func decimal<Bytes: Collection<UInt8>>(_ bytes: Bytes, in range: ClosedRange<UInt64>) -> UInt64? {
         guard let first = bytes.first else { return nil }
-        guard first != UInt8(ascii: "0") || bytes.count == 1 else { return nil }
-        var value: UInt64 = 0
-        for byte in bytes {
-            let digit = byte &- UInt8(ascii: "0")
-            guard digit < 10 else { return nil }
-            let (times10, overflow1) = value.multipliedReportingOverflow(by: 10)
-            let (sum, overflow2) = times10.addingReportingOverflow(UInt64(digit))
-            guard !overflow1 && !overflow2 else { return nil }
-            value = sum
-        }
+        guard first != UInt8(ascii: "0") || bytes.count == 1, let value = ASCIIDecimal.value(bytes) else { return nil }
         return range.contains(value) ? value : nil
     }
 }

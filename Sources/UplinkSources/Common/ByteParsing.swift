@@ -1,3 +1,5 @@
+import UplinkCore
+
 /// Allocation-free helpers for parsing the line-oriented text of procfs and sysfs files.
 ///
 /// Everything works on byte ranges of one `UnsafeBufferPointer<UInt8>` and never traps on malformed input:
@@ -34,16 +36,7 @@ enum ByteParsing {
     /// non-digit byte, or a value that does not fit in `UInt64`.
     static func parseUInt64(_ bytes: UnsafeBufferPointer<UInt8>, _ range: Range<Int>) -> UInt64? {
         guard !range.isEmpty, range.lowerBound >= 0, range.upperBound <= bytes.count else { return nil }
-        var value: UInt64 = 0
-        for index in range {
-            let digit = bytes[index] &- UInt8(ascii: "0")
-            guard digit < 10 else { return nil }
-            let (times10, overflow1) = value.multipliedReportingOverflow(by: 10)
-            let (sum, overflow2) = times10.addingReportingOverflow(UInt64(digit))
-            guard !overflow1, !overflow2 else { return nil }
-            value = sum
-        }
-        return value
+        return ASCIIDecimal.value(bytes[range])
     }
 
     /// Whether the bytes in `range` are exactly `literal` (compared byte by byte, ASCII).

@@ -1,3 +1,5 @@
+import UplinkCore
+
 /// A syslog priority level as the journal stores it in `PRIORITY` (0 is the most severe).
 public enum JournaldPriority: Int, Sendable, Equatable, CaseIterable {
     case emerg = 0
@@ -78,14 +80,10 @@ public enum JournaldSince: Sendable, Equatable {
         let bytes = Array(text.utf8)
         var position = 0
         func digits(_ count: Int) -> Int? {
-            guard position + count <= bytes.count else { return nil }
-            var value = 0
-            for byte in bytes[position..<(position + count)] {
-                guard byte >= UInt8(ascii: "0"), byte <= UInt8(ascii: "9") else { return nil }
-                value = value * 10 + Int(byte - UInt8(ascii: "0"))
-            }
+            guard position + count <= bytes.count, let value = ASCIIDecimal.value(bytes[position..<(position + count)])
+            else { return nil }
             position += count
-            return value
+            return Int(value)
         }
         func expect(_ characters: String) -> Bool {
             guard position < bytes.count, characters.utf8.contains(bytes[position]) else { return false }
@@ -102,14 +100,12 @@ public enum JournaldSince: Sendable, Equatable {
         var microseconds = 0
         if position < bytes.count, bytes[position] == UInt8(ascii: ".") {
             position += 1
-            var count = 0
-            while position < bytes.count, bytes[position] >= UInt8(ascii: "0"), bytes[position] <= UInt8(ascii: "9") {
-                if count < 6 { microseconds = microseconds * 10 + Int(bytes[position] - UInt8(ascii: "0")) }
-                count += 1
-                position += 1
-            }
-            guard (1...9).contains(count) else { return nil }
+            let count = ASCIIDecimal.leading(bytes[position...]).length
+            guard (1...9).contains(count), let counted = ASCIIDecimal.value(bytes[position..<(position + min(count, 6))])
+            else { return nil }
+            microseconds = Int(counted)
             if count < 6 { for _ in count..<6 { microseconds *= 10 } }
+            position += count
         }
         var offsetSeconds = 0
         if expect("Zz") {

@@ -1,0 +1,31 @@
+/// Reading unsigned decimal integers written in ASCII digits: the one place where digits become a number, under
+/// the wire's integers, the JSON scanner, `/proc` and `/sys` values and the journal's timestamps. Callers keep their
+/// own rules on top (no leading zero on the wire, ranges, signs).
+public enum ASCIIDecimal {
+    /// The ASCII digits at the start of `bytes`: how many there are (`length`, 0 when `bytes` does not start with
+    /// one) and their value, nil when there are none or the value does not fit in a `UInt64`.
+    @inlinable
+    public static func leading<Bytes: Collection<UInt8>>(_ bytes: Bytes) -> (value: UInt64?, length: Int) {
+        var value: UInt64 = 0
+        var overflow = false
+        var length = 0
+        for byte in bytes {
+            let digit = byte &- UInt8(ascii: "0")
+            guard digit < 10 else { break }
+            length &+= 1
+            guard !overflow else { continue }
+            let (times10, overflow1) = value.multipliedReportingOverflow(by: 10)
+            let (sum, overflow2) = times10.addingReportingOverflow(UInt64(digit))
+            overflow = overflow1 || overflow2
+            value = sum
+        }
+        return (length > 0 && !overflow ? value : nil, length)
+    }
+
+    /// The value of `bytes` when they are all ASCII digits (at least one) and it fits in a `UInt64`; nil otherwise.
+    @inlinable
+    public static func value<Bytes: Collection<UInt8>>(_ bytes: Bytes) -> UInt64? {
+        let (value, length) = leading(bytes)
+        return length == bytes.count ? value : nil
+    }
+}

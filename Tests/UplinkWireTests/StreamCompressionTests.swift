@@ -236,4 +236,18 @@ struct StreamCompressionTests {
         let (bytes, _) = try Self.compress(encoding, passes)
         #expect(bytes.count * (encoding == .zstd ? 5 : 3) < plain, "\(bytes.count) of \(plain)")
     }
+
+    @Test("a gzip member of a whole body: decodes to the body and ends with its trailer (CRC and size)")
+    func gzipMember() throws {
+        var body = ByteBuffer()
+        for index in 0..<5_000 { body.writeString("{\"metric\":\"cpu\",\"value\":\(index)}\n") }
+        let member = try StreamCompressor.gzipMember(body, level: 1)
+        let bytes = Array(member.readableBytesView)
+        #expect(bytes.prefix(2) == [0x1f, 0x8b], "the gzip magic")
+        #expect(bytes.count * 5 < body.readableBytes, "\(bytes.count) of \(body.readableBytes)")
+        let size = bytes.suffix(4).reversed().reduce(0) { $0 << 8 | Int($1) }
+        #expect(size == body.readableBytes, "ISIZE, the trailer's last field: the member is complete")
+        #expect(try Self.decode(.gzip, [bytes[...]]) == Array(body.readableBytesView))
+        #expect(try StreamCompressor.gzipMember(ByteBuffer(), level: 1).readableBytes == 20, "header and trailer")
+    }
 }

@@ -54,8 +54,24 @@ public final class StreamCompressor {
         try self.init(encoding, now: { .now })
     }
 
-    /// With the clock the level policy reads (tests pass their own).
-    init(_ encoding: WireCompression, now: @escaping () -> ContinuousClock.Instant) throws(WireCompressionError) {
+    /// `input` compressed into one complete gzip member (RFC 1952) at zlib level `level` (1 fastest … 9 smallest): a
+    /// whole request body, as the collector's sinks send their batches with `compression: gzip`.
+    public static func gzipMember(_ input: ByteBuffer, level: Int32) throws(WireCompressionError) -> ByteBuffer {
+        let compressor = try StreamCompressor(.gzip, gzipLevel: level, now: { .now })
+        var output = ByteBuffer()
+        output.reserveCapacity(input.readableBytes / 4 + 64)
+        try input.withUnsafeReadableBytes { bytes throws(WireCompressionError) in
+            guard case .gzip(let stream) = compressor.backend else { return }
+            try gzip(stream, bytes, mode: Z_FINISH, into: &output)
+        }
+        return output
+    }
+
+    /// With the clock the level policy reads (tests pass their own) and, for gzip, zlib's level.
+    init(
+        _ encoding: WireCompression, gzipLevel: Int32 = StreamCompressor.gzipLevel,
+        now: @escaping () -> ContinuousClock.Instant
+    ) throws(WireCompressionError) {
         self.encoding = encoding
         self.now = now
         self.levelPolicy = ZstdLevelPolicy(now: now())
@@ -87,7 +103,7 @@ public final class StreamCompressor {
             stream.initialize(to: z_stream())
             // windowBits 15 + 16: a gzip header and trailer; memLevel 8 is zlib's default.
             let status = deflateInit2_(
-                stream, Self.gzipLevel, Z_DEFLATED, 15 + 16, 8, Z_DEFAULT_STRATEGY, zlibVersion(),
+                stream, gzipLevel, Z_DEFLATED, 15 + 16, 8, Z_DEFAULT_STRATEGY, zlibVersion(),
                 Int32(MemoryLayout<z_stream>.size))
             guard status == Z_OK else {
                 stream.deinitialize(count: 1)
@@ -137,7 +153,7 @@ public final class StreamCompressor {
             }
             try Self.zstd(context, input, flush: flush, into: &output)
         case .gzip(let stream):
-            try Self.gzip(stream, input, flush: flush, into: &output)
+            try Self.gzip(stream, input, mode: flush ? Z_SYNC_FLUSH : Z_NO_FLUSH, into: &output)
         }
     }
 
@@ -176,8 +192,10 @@ public final class StreamCompressor {
         }
     }
 
+    /// `mode` applies to the last piece of `input`: `Z_NO_FLUSH`, `Z_SYNC_FLUSH` (everything so far decodes) or
+    /// `Z_FINISH` (the member's end and trailer).
     private static func gzip(
-        _ stream: UnsafeMutablePointer<z_stream>, _ input: UnsafeRawBufferPointer, flush: Bool,
+        _ stream: UnsafeMutablePointer<z_stream>, _ input: UnsafeRawBufferPointer, mode lastMode: Int32,
         into output: inout ByteBuffer
     ) throws(WireCompressionError) {
         // zlib counts in 32-bit integers: feed at most this much per call.
@@ -189,8 +207,9 @@ public final class StreamCompressor {
             stream.pointee.next_in = UnsafeMutablePointer(
                 mutating: input.baseAddress.map { $0.advanced(by: offset).assumingMemoryBound(to: Bytef.self) })
             stream.pointee.avail_in = uInt(take)
-            let mode = flush && last ? Z_SYNC_FLUSH : Z_NO_FLUSH
-            // zlib's contract: once a call leaves output space unused, it has consumed all input and flushed.
+            let mode = last ? lastMode : Z_NO_FLUSH
+            // zlib's contract: once a call leaves output space unused, it has consumed all input and flushed (with
+            // Z_FINISH: written the trailer, Z_STREAM_END).
             var full = true
             while full {
                 var status = Z_OK
@@ -202,7 +221,7 @@ public final class StreamCompressor {
                     return room - Int(stream.pointee.avail_out)
                 }
                 // Z_BUF_ERROR: no progress was possible (nothing to do), not a failure.
-                guard status == Z_OK || status == Z_BUF_ERROR else {
+                guard status == Z_OK || status == Z_BUF_ERROR || status == Z_STREAM_END else {
                     throw WireCompressionError(.corrupt, "gzip: zlib failed to compress (\(status))")
                 }
                 full = stream.pointee.avail_out == 0

@@ -1,4 +1,5 @@
 import CLinuxIO
+import UplinkCore
 
 #if canImport(Glibc)
 import Glibc
@@ -183,26 +184,17 @@ enum FileIO {
         return (Int64(info.st_size), Int64(info.st_mtim.tv_sec))
     }
 
-    /// Writes `bytes` to `path` atomically: a temporary file, `fsync`, `rename`, then the directory is flushed.
+    /// Writes `bytes` to `path` atomically (`AtomicFile.write`).
     static func writeAtomically(_ path: String, _ bytes: [UInt8]) throws(CollectorError) {
-        let temporary = path + ".tmp"
-        let descriptor = try create(temporary)
-        do throws(CollectorError) {
-            try writeAll(descriptor, bytes, path: temporary)
-            try syncFile(descriptor, path: temporary)
+        do {
+            try AtomicFile.write(bytes, to: path)
         } catch {
-            closeFile(descriptor)
-            removeFile(temporary)
-            throw error
+            throw .io(error.operation, error.path, errno: error.errno)
         }
-        closeFile(descriptor)
-        try renameFile(temporary, to: path)
-        syncDirectory(directory(of: path))
     }
 
     /// The directory part of `path` ("." when there is none).
     static func directory(of path: String) -> String {
-        guard let slash = path.lastIndex(of: "/") else { return "." }
-        return slash == path.startIndex ? "/" : String(path[..<slash])
+        AtomicFile.parentDirectory(of: path)
     }
 }

@@ -502,7 +502,7 @@ public struct PersistentBuffer: Sendable {
             let crc = CRC32C.checksum(UnsafeRawBufferPointer(rebasing: UnsafeRawBufferPointer(raw)[0..<36]))
             raw.storeBytes(of: crc.littleEndian, toByteOffset: 36, as: UInt32.self)
         }
-        try PersistentFiles.writeAtomically(statePath, directory: settings.directory, bytes)
+        try PersistentFiles.writeAtomically(statePath, bytes)
     }
 }
 

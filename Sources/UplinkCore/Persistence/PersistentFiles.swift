@@ -113,25 +113,13 @@ enum PersistentFiles {
         close(fd)
     }
 
-    /// Replaces `path` with `bytes`: writes `<path>.tmp`, flushes it, renames it over `path` and flushes the
-    /// directory, so a crash leaves either the old or the new content.
-    static func writeAtomically(_ path: String, directory: String, _ bytes: [UInt8]) throws(PersistentBufferError) {
-        let temporary = path + ".tmp"
-        let fd = open(temporary, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o600)
-        guard fd >= 0 else { throw PersistentBufferError(operation: "create", path: temporary, errno: errno) }
-        if let error = bytes.withUnsafeBytes({ writeAll(fd, $0) }) {
-            close(fd)
-            unlink(temporary)
-            throw PersistentBufferError(operation: "write", path: temporary, errno: error)
+    /// Replaces `path` with `bytes` (`AtomicFile.write`, mode 0600: buffered records may be sensitive).
+    static func writeAtomically(_ path: String, _ bytes: [UInt8]) throws(PersistentBufferError) {
+        do {
+            try AtomicFile.write(bytes, to: path, mode: 0o600)
+        } catch {
+            throw PersistentBufferError(operation: error.operation, path: error.path, errno: error.errno)
         }
-        sync(fd)
-        close(fd)
-        guard rename(temporary, path) == 0 else {
-            let error = errno
-            unlink(temporary)
-            throw PersistentBufferError(operation: "rename", path: temporary, errno: error)
-        }
-        syncDirectory(directory)
     }
 
     static func readWhole(_ path: String, limit: Int) -> [UInt8]? {

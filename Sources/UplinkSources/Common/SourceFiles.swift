@@ -6,6 +6,7 @@ import Musl
 import Darwin
 #endif
 import NIOPosix
+import UplinkCore
 
 /// File operations the sources share, and the error they report: open for reading and read at an offset (retrying
 /// on `EINTR`), and for a source's own state (checkpoint files): read a small file whole, replace one atomically,
@@ -98,49 +99,19 @@ enum SourceFiles {
         }
     }
 
-    /// Replaces `path` atomically with `content`: writes `<path>.tmp`, flushes it to disk, renames it over
-    /// `path` and flushes the directory, so a crash leaves either the old or the new content.
+    /// Replaces `path` atomically with `content` (`AtomicFile.write`), so a crash leaves either the old or the new
+    /// content.
     static func writeAtomically(_ path: String, _ content: [UInt8]) -> Errno? {
-        let temporary = path + ".tmp"
-        let fd = open(temporary, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o644)
-        guard fd >= 0 else { return Errno(errno) }
-        var written = 0
-        while written < content.count {
-            let count = content.withUnsafeBytes { write(fd, $0.baseAddress! + written, content.count - written) }
-            if count < 0 {
-                if errno == EINTR { continue }
-                let error = Errno(errno)
-                close(fd)
-                unlink(temporary)
-                return error
-            }
-            written += count
+        do {
+            try AtomicFile.write(content, to: path)
+            return nil
+        } catch {
+            return Errno(error.errno)
         }
-        if fsync(fd) != 0 {
-            let error = Errno(errno)
-            close(fd)
-            unlink(temporary)
-            return error
-        }
-        close(fd)
-        if rename(temporary, path) != 0 {
-            let error = Errno(errno)
-            unlink(temporary)
-            return error
-        }
-        let directory = parentDirectory(path)
-        let directoryFD = open(directory, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
-        if directoryFD >= 0 {
-            _ = fsync(directoryFD)
-            close(directoryFD)
-        }
-        return nil
     }
 
     /// The directory part of a path (`.` for a bare name).
     static func parentDirectory(_ path: String) -> String {
-        guard let slash = path.utf8.lastIndex(of: UInt8(ascii: "/")) else { return "." }
-        if slash == path.utf8.startIndex { return "/" }
-        return String(path[..<slash])
+        AtomicFile.parentDirectory(of: path)
     }
 }

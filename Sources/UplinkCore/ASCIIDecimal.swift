@@ -1,16 +1,19 @@
 /// Reading unsigned decimal integers written in ASCII digits: the one place where digits become a number, under
 /// the wire's integers, the JSON scanner, `/proc` and `/sys` values and the journal's timestamps. Callers keep their
 /// own rules on top (no leading zero on the wire, ranges, signs).
+///
+/// The work is done on raw bytes (`leading(_:)` on an `UnsafeRawBufferPointer`), so that it costs the same in every
+/// build: a generic loop over a collection's elements is not specialized across modules in a debug build, and the
+/// collector parses several integers per line.
 public enum ASCIIDecimal {
     /// The ASCII digits at the start of `bytes`: how many there are (`length`, 0 when `bytes` does not start with
     /// one) and their value, nil when there are none or the value does not fit in a `UInt64`.
-    @inlinable
-    public static func leading<Bytes: Collection<UInt8>>(_ bytes: Bytes) -> (value: UInt64?, length: Int) {
+    public static func leading(_ bytes: UnsafeRawBufferPointer) -> (value: UInt64?, length: Int) {
         var value: UInt64 = 0
         var overflow = false
         var length = 0
-        for byte in bytes {
-            let digit = byte &- UInt8(ascii: "0")
+        while length < bytes.count {
+            let digit = bytes[length] &- UInt8(ascii: "0")
             guard digit < 10 else { break }
             length &+= 1
             guard !overflow else { continue }
@@ -22,7 +25,22 @@ public enum ASCIIDecimal {
         return (length > 0 && !overflow ? value : nil, length)
     }
 
+    /// `leading(_:)` of any collection of bytes (contiguous ones are read in place).
+    @inlinable
+    public static func leading<Bytes: Collection<UInt8>>(_ bytes: Bytes) -> (value: UInt64?, length: Int) {
+        if let result = bytes.withContiguousStorageIfAvailable({ leading(UnsafeRawBufferPointer($0)) }) {
+            return result
+        }
+        return Array(bytes).withUnsafeBytes { leading($0) }
+    }
+
     /// The value of `bytes` when they are all ASCII digits (at least one) and it fits in a `UInt64`; nil otherwise.
+    public static func value(_ bytes: UnsafeRawBufferPointer) -> UInt64? {
+        let (value, length) = leading(bytes)
+        return length == bytes.count ? value : nil
+    }
+
+    /// `value(_:)` of any collection of bytes.
     @inlinable
     public static func value<Bytes: Collection<UInt8>>(_ bytes: Bytes) -> UInt64? {
         let (value, length) = leading(bytes)

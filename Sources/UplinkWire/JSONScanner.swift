@@ -237,7 +237,7 @@ struct JSONScanner {
     @inline(__always)
     mutating func scanPlainUInt64() -> UInt64? {
         let start = index
-        let (leading, digits) = ASCIIDecimal.leading(bytes[start...])
+        let (leading, digits) = ASCIIDecimal.leading(UnsafeRawBufferPointer(rebasing: bytes[start...]))
         guard let value = leading else { return nil }
         index = start &+ digits
         let plain =
@@ -376,7 +376,7 @@ struct JSONScanner {
         var position = span.start
         let negative = bytes[position] == UInt8(ascii: "-")
         if negative { position += 1 }
-        guard let magnitude = ASCIIDecimal.value(bytes[position..<span.end]) else { return nil }
+        guard let magnitude = ASCIIDecimal.value(UnsafeRawBufferPointer(rebasing: bytes[position..<span.end])) else { return nil }
         if negative {
             guard magnitude <= UInt64(Int64.max) + 1 else { return nil }
             return Int64(truncatingIfNeeded: 0 &- magnitude)
@@ -391,7 +391,7 @@ struct JSONScanner {
             // "-0" is zero; every other negative integer is out of range.
             return span.end - span.start == 2 && bytes[span.start + 1] == UInt8(ascii: "0") ? 0 : nil
         }
-        return ASCIIDecimal.value(bytes[span.start..<span.end])
+        return ASCIIDecimal.value(UnsafeRawBufferPointer(rebasing: bytes[span.start..<span.end]))
     }
 
     /// Reads a number span as the nearest `Double` (±infinity beyond the range of `Double`).

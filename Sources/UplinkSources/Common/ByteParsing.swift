@@ -36,7 +36,7 @@ enum ByteParsing {
     /// non-digit byte, or a value that does not fit in `UInt64`.
     static func parseUInt64(_ bytes: UnsafeBufferPointer<UInt8>, _ range: Range<Int>) -> UInt64? {
         guard !range.isEmpty, range.lowerBound >= 0, range.upperBound <= bytes.count else { return nil }
-        return ASCIIDecimal.value(bytes[range])
+        return ASCIIDecimal.value(UnsafeRawBufferPointer(UnsafeBufferPointer(rebasing: bytes[range])))
     }
 
     /// Whether the bytes in `range` are exactly `literal` (compared byte by byte, ASCII).

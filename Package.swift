@@ -1,5 +1,5 @@
 // swift-tools-version:6.1
-// Module boundaries follow ../shared/DESIGN.md §3.
+// Module boundaries, and who may import whom: docs/architecture.md, "Modules".
 
 import PackageDescription
 
@@ -57,7 +57,8 @@ let package = Package(
         // against Debian's libsystemd-dev headers, but loaded with dlopen when a journald source first opens a journal
         // (Sources/CSystemd/systemd.c), so agents without one and collectors do not load it and its dependencies.
         .target(name: "CSystemd"),
-        // sync_file_range, which the collector's storage uses to keep the page cache its files occupy bounded.
+        // sync_file_range, which the collector's storage uses to keep the page cache its files occupy bounded, and
+        // epoll, which the tail source's inotify thread waits in.
         .target(name: "CLinuxIO"),
         .target(
             name: "UplinkConfig",

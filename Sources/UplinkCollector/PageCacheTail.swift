@@ -4,7 +4,7 @@
 /// `tail -f`). Left to the kernel, every written page would stay cached until memory runs short: a collector storing
 /// 300 MiB/s would fill the page cache within a minute, pushing out what other programs use, and every new page would
 /// be a fresh allocation (on a virtual machine, often a fresh page from the host, which costs more CPU than the copy
-/// itself: this was most of the collector's CPU in `uplink-bench tail-processes`). So, as the file grows:
+/// itself; docs/architecture.md, the write-ahead log's "Page cache"). So, as the file grows:
 ///
 /// - every `stepBytes` of new whole pages, their writeback is started without waiting (`sync_file_range`), in steps
 ///   that large, not per write, so a slow trickle of records is not written to the device once per write;

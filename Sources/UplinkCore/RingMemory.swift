@@ -18,9 +18,10 @@ import Darwin
 ///
 /// Memory is handed back only while the ring is slow: while the writer takes longer than `slowLap` to go round the
 /// whole ring (10 s by default: below 6.4 MiB/s for the default 64 MiB). A fast ring would write into the chunk again
-/// within moments, and every page handed back would cost a page fault and a zeroed page on the next lap (measured:
-/// about 0.65 ms of CPU per MiB). A ring that speeds up keeps its pages after one lap; one that slows down gives them
-/// back over the next lap. A free chunk close ahead of the write position is kept too: the writer is about to use it.
+/// within moments, and every page handed back would cost a page fault and a zeroed page on the next lap
+/// (docs/configuration.md, `buffer.max_bytes`). A ring that speeds up keeps its pages after one lap; one that slows
+/// down gives them back over the next lap. A free chunk close ahead of the write position is kept too: the writer is
+/// about to use it.
 ///
 /// Chunks the oldest frame left while the ring was fast are remembered: the first release once the ring is slow
 /// again hands back every free chunk, not just the ones the oldest frame is leaving, so the memory of a burst does not

@@ -9,9 +9,9 @@ import Musl
 /// Gives back the resident pages of code and read-only data that starting the process touched.
 ///
 /// Starting the agent runs a lot of code once: argument parsing, the YAML parser, configuration checks, opening the
-/// buffer and the state files. Those pages of the binary and its libraries stay mapped and count in the resident set
-/// (measured: 14 MiB of the distributed binary, 25 MiB with the Swift libraries loaded dynamically) while streaming
-/// touches 3–5 MiB of code. They raise the peak a large backlog reaches on top of the ring's capacity.
+/// buffer and the state files. Those pages of the binary and its libraries stay mapped and count in the resident set,
+/// several times the code that streaming touches (docs/deploy.md, "Start-up code pages"). They raise the peak a large
+/// backlog reaches on top of the ring's capacity.
 ///
 /// `MADV_DONTNEED` on a private, read-only file mapping only takes the pages out of this process's page tables: the
 /// next access maps the same bytes again from the page cache (a minor fault; no disk read while the page stays

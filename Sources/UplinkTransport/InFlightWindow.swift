@@ -3,9 +3,9 @@
 ///
 /// The bound stream pair limits what waits for the HTTP client to take it, but the client hands each chunk it took to
 /// its event loop without waiting for the socket, so while the collector is slower than the agent (a backlog) the
-/// chunks queued there grew without bound: 28 MB of a 64 MiB-ring agent's heap while it drained a large file. The
-/// window bounds the whole path behind the pair (client, event loop, socket buffers, the collector's work) by what is
-/// acknowledged: the uplink takes no new frames from the ring while `room` is 0 and resumes on the next ack.
+/// chunks queued there would grow without bound (docs/deploy.md, "Draining a backlog"). The window bounds the whole
+/// path behind the pair (client, event loop, socket buffers, the collector's work) by what is acknowledged: the uplink
+/// takes no new frames from the ring while `room` is 0 and resumes on the next ack.
 struct InFlightWindow {
     /// Most unacknowledged bytes: `max(1 MiB, 16 × stream_buffer)`, a few milliseconds of acknowledgements at the
     /// highest rates measured on loopback.

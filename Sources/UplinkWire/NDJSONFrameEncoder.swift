@@ -60,8 +60,9 @@ public struct NDJSONFrameEncoder: RecordFrameEncoder {
     ///
     /// The frames go into memory sized for what a batch usually takes, not for its worst case: a line is written only
     /// where its own worst case fits, and a batch that escapes more than expected moves to twice the room and goes
-    /// on. (Sizing the whole batch for the worst case asked for 6× its messages, 1.7 MiB per 256 KiB read, which
-    /// the allocator kept around while a large backlog drained; #12, bounded memory.)
+    /// on. Sizing the whole batch for its worst case would ask for six times its messages, memory the allocator keeps
+    /// while a large backlog drains, and the agent's memory must stay bounded then (docs/deploy.md, "Draining a
+    /// backlog").
     public func encodeLogFrames(_ batch: LogLineBatch) -> (frames: [UInt8], ends: [Int]) {
         guard !batch.isEmpty else { return ([], []) }
         let layout = BatchLayout(batch)

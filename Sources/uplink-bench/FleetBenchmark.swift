@@ -8,8 +8,8 @@ import UplinkCore
 import UplinkWire
 
 /// `uplink-bench fleet --port P --agents N --rate R --seconds S [--warmup W] [--line-bytes B] [--threads T]
-/// [--compression none|zstd|gzip] [--host H]`: the load generator of `deploy/fleet.sh` (issue #30 item 5), which
-/// measures a collector process's CPU per record when many agents each send a few lines a second.
+/// [--compression none|zstd|gzip] [--host H]`: the load generator of `deploy/fleet.sh`, which measures a collector
+/// process's CPU per record when many agents each send a few lines a second.
 ///
 /// It simulates N agents in this process, on T event loops (default 1). Each opens one HTTP/1.1 connection to the
 /// collector, sends `POST /v1/stream` with the headers docs/protocol.md requires (`Uplink-Agent: fleet-<i>`, a

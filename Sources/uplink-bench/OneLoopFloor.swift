@@ -6,8 +6,8 @@ import NIOPosix
 import UplinkCore
 import UplinkWire
 
-/// `uplink-bench one-loop-floor PORT FILE [STAGES]`: a measuring instrument for issue #16 item 1 (agent CPU per
-/// line), not an agent. It follows one file and streams its lines to a collector on 127.0.0.1:PORT with the agent's
+/// `uplink-bench one-loop-floor PORT FILE [STAGES]`: a measuring instrument for the agent's CPU per line, not an
+/// agent. It follows one file and streams its lines to a collector on 127.0.0.1:PORT with the agent's
 /// own parts (the NDJSON frame encoder, the ring, the wire line writer, zstd flushed per write, ack lines), over a
 /// plain NIO HTTP/1.1 connection whose event loop also watches the file (its inotify descriptor is a channel there).
 /// `deploy/steady-rate.sh` runs it beside the agent (`UPLINK_STEADY_FLOOR`, `UPLINK_STEADY_FLOOR_STAGES`).

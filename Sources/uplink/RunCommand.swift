@@ -129,7 +129,8 @@ struct RunCommand: AsyncParsableCommand {
             "agent": "\(configuration.uplink.agentID)", "sources": "\(configuration.sources.map(\.name))",
         ])
         // Argument parsing, the YAML parser, configuration checks and opening the buffer are done: their code pages
-        // need not stay resident while the ring fills (issue #12: peak RSS ≤ ring + 16 MiB while a backlog drains).
+        // need not stay resident while the ring fills (the peak RSS while a backlog drains must stay within the ring's
+        // capacity + 16 MiB, which deploy/test-packaging.sh checks).
         StartupCodePages.release(logger: logger, after: "start")
         try await group.run()
         try await embedded?.stop()

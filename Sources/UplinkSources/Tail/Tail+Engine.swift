@@ -110,10 +110,9 @@ final class TailEngine {
     var statistics = TailStatistics()
 
     /// Bytes read at once: one batch of lines. Everything a batch needs on its way into the ring (the lines, their
-    /// frames) scales with it, and a large backlog is read in full chunks: 128 KiB instead of 256 KiB took 1 MiB
-    /// off the agent's peak while draining one (`deploy/backlog-memory.sh`: ring + 14.4–14.5 MiB against
-    /// 15.3–15.5) at the same drain time and CPU within this machine's noise (512 MiB file, 7 runs each: median
-    /// 3.7 s and 2.6 CPU-s against 3.6 s and 2.5 CPU-s).
+    /// frames) scales with it, and a large backlog is read in full chunks, so this sets part of the agent's peak
+    /// memory while it drains one; a larger chunk costs more memory without draining faster (docs/deploy.md,
+    /// "Draining a backlog").
     static let chunkBytes = 128 * 1024
     /// Chunks read from one file before the others get their turn.
     static let chunksPerTurn = 4

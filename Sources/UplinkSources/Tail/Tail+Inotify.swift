@@ -24,7 +24,7 @@ import Musl
 /// Modification events are only read while the reader is idle ("armed"): a busy reader is not woken for every
 /// `write(2)` of a busy file, the kernel coalesces them meanwhile. The modification instance is watched one-shot
 /// (`EPOLLONESHOT`): a report disarms it, and the reader arms it again with `epoll_ctl` from its own thread before
-/// it goes idle, which wakes nobody (a control byte per idle turn used to wake this thread once more per line).
+/// it goes idle, which wakes nobody (a control byte per idle turn would wake this thread once more per line).
 /// Modifications of files that are neither open nor parked are read and dropped without waking the reader.
 final class TailInotify: Sendable {
     private let directoryFD: Int32

@@ -83,9 +83,8 @@ public final class StreamCompressor {
             // The match tables are sized for the window explicitly: left to the level, level 19 sizes them for its
             // own 8 MiB window (hash 2^22, chain 2^24 entries: 82 MiB of memory per stream), whatever the window
             // is. Explicit values stay when the level changes. 2^16 entries each (half and a quarter of what the
-            // window could use) make the context 1 MiB smaller (2.4 MiB was a seventh of the agent's memory beyond
-            // its ring while it drains a backlog) at the same ratio: 35.7 B per access-log line and 7.2 against 7.3
-            // B per metric sample over 60 s (`uplink-bench wire`, 2026-11-27).
+            // window could use) keep the context at about 1.4 MiB instead of 2.4 at the same ratio; it counts in the
+            // agent's memory beyond its ring while a backlog drains (docs/deploy.md, "Draining a backlog").
             let statuses = [
                 ZSTD_CCtx_setParameter(context, ZSTD_c_compressionLevel, Self.zstdLevel),
                 ZSTD_CCtx_setParameter(context, ZSTD_c_windowLog, Self.zstdWindowLog),

@@ -1,11 +1,9 @@
 /// Which zstd level a stream's compressor uses, from how much the stream carries.
 ///
-/// Measured with `deploy/sensor-rate.sh` (a 2-core box's cpu, memory, load, network, diskio and disk sensors at 1 s:
-/// 64 samples/s, about 8 KiB/s of record lines in small passes; the agent's CPU over 30 s for each trickle level,
-/// one session): level 3 gave 9.6 bytes per sample, 6 gave 8.0, 9 7.8, 12 7.6, 15 7.4 and 19 6.9; the agent used
-/// 0.17 % of a core up to level 12, 0.20 % at 15 and 0.67 % at 19 (with `compression: none`, 0.13 %). Each small
-/// flush at 19 pays for its deep match search however little it holds. So a trickling stream gets 12 and a busy one 3
-/// (1.6 CPU-ms per MiB, `uplink-bench wire`):
+/// A trickling stream (a box's sensors) sends many small flushes: up to level 12 each costs about what level 3 costs
+/// and saves bytes per sample, while above it every flush pays for a deep match search however little it holds. A
+/// busy stream needs level 3's speed. So a trickling stream gets 12 and a busy one 3 (the measurements:
+/// docs/configuration.md, `uplink.compression`):
 ///
 /// - a stream starts at `bulkLevel`, so a backlog at start is never compressed slowly;
 /// - a pass of `bulkPassBytes` or more switches to `bulkLevel` at once (only busy streams fill such passes);

@@ -46,8 +46,7 @@ extension Collector {
     /// limit. Counts the collector keeps as it goes reach the exposition through swift-metrics.
     func registerSeries() -> ScrapeHook {
         let registry = exposition.registry
-        let limit = registry.gauge(
-"uplink_collector_max_streams", help: "Concurrent streams the collector accepts (collector.max_streams).")
+        let limit = registry.gauge("uplink_collector_max_streams")
         limit.record(Int64(configuration.maxStreams))
         let sinks = SinkSeries(registry)
         let agents = AgentSeries(registry, limit: Self.metricsAgentLimit)
@@ -81,14 +80,10 @@ private final class AgentSeries: Sendable {
     init(_ registry: PrometheusCollectorRegistry, limit: Int) {
         self.registry = registry
         self.limit = limit
-        known = registry.gauge("uplink_collector_agents", help: "Agents in the fleet table (seen since start).")
-        connected = registry.gauge("uplink_collector_agents_connected", help: "Agents with an open stream.")
-        withoutSeries = registry.gauge(
-"uplink_collector_agents_without_series",
-            help: "Agents beyond the per-agent series limit (200): counted only in the collector-wide series.")
-        evicted = ScrapedCounter(
-            registry, name: "uplink_collector_agents_evicted_total",
-            help: "Disconnected agents dropped from the fleet table to keep it bounded.")
+        known = registry.gauge("uplink_collector_agents")
+        connected = registry.gauge("uplink_collector_agents_connected")
+        withoutSeries = registry.gauge("uplink_collector_agents_without_series")
+        evicted = ScrapedCounter(registry, name: "uplink_collector_agents_evicted_total")
     }
 
     func update(_ fleet: FleetSnapshot) {
@@ -118,24 +113,15 @@ private final class AgentSeries: Sendable {
             if let existing = series[agent] { return existing }
             guard series.count < limit else { return nil }
             let labels = [("agent", agent)]
-            func counter(_ name: String, _ help: String) -> ScrapedCounter {
-                ScrapedCounter(registry, name: name, labels: labels, help: help)
-            }
+            func counter(_ name: String) -> ScrapedCounter { ScrapedCounter(registry, name: name, labels: labels) }
             let set = Series(
-                stored: counter("uplink_collector_agent_records_stored_total", "Records of the agent stored."),
-                duplicates: counter(
-                    "uplink_collector_agent_duplicates_total", "Records of the agent discarded as already stored (resent after a reconnect)."),
-                resent: counter(
-                    "uplink_collector_agent_resent_total", "Log lines of the agent discarded because their file offset was stored before."),
-                missing: counter(
-                    "uplink_collector_agent_missing_total", "Records missing in the agent's sequence gaps: dropped by the agent."),
-                rejected: counter(
-                    "uplink_collector_agent_rejected_lines_total", "Lines of the agent that were not valid records or were too long."),
-                connected: registry.gauge(
-"uplink_collector_agent_connected", labels: labels, help: "1 while the agent has an open stream."),
-                lag: registry.gauge(
-"uplink_collector_agent_lag_seconds", labels: labels,
-                    help: "Age of the agent's newest stored record, from its own timestamp (collector clock)."))
+                stored: counter("uplink_collector_agent_records_stored_total"),
+                duplicates: counter("uplink_collector_agent_duplicates_total"),
+                resent: counter("uplink_collector_agent_resent_total"),
+                missing: counter("uplink_collector_agent_missing_total"),
+                rejected: counter("uplink_collector_agent_rejected_lines_total"),
+                connected: registry.gauge("uplink_collector_agent_connected", labels: labels),
+                lag: registry.gauge("uplink_collector_agent_lag_seconds", labels: labels))
             series[agent] = set
             return set
         }
@@ -155,22 +141,13 @@ private final class SinkSeries: Sendable {
         let set = series.withLock { series in
             if let set = series[statistics.name] { return set }
             let labels = [("sink", statistics.name)]
+            func counter(_ name: String) -> ScrapedCounter { ScrapedCounter(registry, name: name, labels: labels) }
             let set = (
-                forwarded: ScrapedCounter(
-                    registry, name: "uplink_collector_sink_records_forwarded_total", labels: labels,
-                    help: "Records the sink's store accepted."),
-                retries: ScrapedCounter(
-                    registry, name: "uplink_collector_sink_retries_total", labels: labels,
-                    help: "Deliveries to the sink that failed and were retried."),
-                deadLettered: ScrapedCounter(
-                    registry, name: "uplink_collector_sink_dead_lettered_total", labels: labels,
-                    help: "Records the sink's store refused for good, written to the dead-letter file."),
-                lost: ScrapedCounter(
-                    registry, name: "uplink_collector_sink_lost_total", labels: labels,
-                    help: "Records retention deleted before the sink had them."),
-                lag: registry.gauge(
-"uplink_collector_sink_lag_bytes", labels: labels,
-                    help: "Bytes of the collector's log not yet delivered to the sink."))
+                forwarded: counter("uplink_collector_sink_records_forwarded_total"),
+                retries: counter("uplink_collector_sink_retries_total"),
+                deadLettered: counter("uplink_collector_sink_dead_lettered_total"),
+                lost: counter("uplink_collector_sink_lost_total"),
+                lag: registry.gauge("uplink_collector_sink_lag_bytes", labels: labels))
             series[statistics.name] = set
             return set
         }

@@ -29,7 +29,7 @@ public final class MetricsExposition: Sendable {
         process.withLock { shared in
             if let shared { return shared }
             let exposition = MetricsExposition()
-            MetricsSystem.bootstrap(PrometheusMetricsFactory(registry: exposition.registry))
+            MetricsSystem.bootstrap(HelpTextMetricsFactory(registry: exposition.registry))
             shared = exposition
             return exposition
         }
@@ -79,9 +79,9 @@ public final class ScrapedCounter: Sendable {
     private let counter: Prometheus.Counter
     private let last = Mutex<UInt64>(0)
 
-    /// The series `name{labels}` in `registry`.
-    public init(_ registry: PrometheusCollectorRegistry, name: String, labels: [(String, String)] = [], help: String) {
-        counter = registry.makeCounter(descriptor: .exactly(name, help: help), labels: labels)
+    /// The series `name{labels}` in `registry`, with the help text of `SeriesCatalog`.
+    public init(_ registry: PrometheusCollectorRegistry, name: String, labels: [(String, String)] = []) {
+        counter = registry.makeCounter(descriptor: .exactly(name), labels: labels)
     }
 
     /// Brings the counter up to `total`.
@@ -95,15 +95,61 @@ public final class ScrapedCounter: Sendable {
 }
 
 extension MetricNameDescriptor {
-    /// A descriptor whose full name is `name` as given (no namespace, subsystem or unit suffix added).
-    public static func exactly(_ name: String, help: String) -> MetricNameDescriptor {
-        MetricNameDescriptor(metricName: name, unitName: "", helpText: help)
+    /// A descriptor whose full name is `name` as given (no namespace, subsystem or unit suffix added), with the
+    /// help text of `SeriesCatalog`.
+    public static func exactly(_ name: String) -> MetricNameDescriptor {
+        MetricNameDescriptor(metricName: name, unitName: "", helpText: SeriesCatalog.help(name))
     }
 }
 
 extension PrometheusCollectorRegistry {
-    /// The gauge `name{labels}`, created on first use.
-    public func gauge(_ name: String, labels: [(String, String)] = [], help: String) -> Prometheus.Gauge {
-        makeGauge(descriptor: .exactly(name, help: help), labels: labels)
+    /// The gauge `name{labels}`, created on first use, with the help text of `SeriesCatalog`.
+    public func gauge(_ name: String, labels: [(String, String)] = []) -> Prometheus.Gauge {
+        makeGauge(descriptor: .exactly(name), labels: labels)
     }
+}
+
+/// swift-prometheus' `PrometheusMetricsFactory`, except that each series gets its `# HELP` text from
+/// `SeriesCatalog` (swift-metrics has no help text, and that factory registers every series without one). A
+/// registry wants the same help text for every label set of a name, which one catalog guarantees.
+struct HelpTextMetricsFactory: MetricsFactory {
+    private let base: PrometheusMetricsFactory
+    private var registry: PrometheusCollectorRegistry { base.registry }
+
+    init(registry: PrometheusCollectorRegistry) {
+        base = PrometheusMetricsFactory(registry: registry)
+    }
+
+    func makeCounter(label: String, dimensions: [(String, String)]) -> any CounterHandler {
+        registry.makeCounter(descriptor: .exactly(label), labels: dimensions)
+    }
+
+    func makeFloatingPointCounter(label: String, dimensions: [(String, String)]) -> any FloatingPointCounterHandler {
+        registry.makeCounter(descriptor: .exactly(label), labels: dimensions)
+    }
+
+    func makeRecorder(label: String, dimensions: [(String, String)], aggregate: Bool) -> any RecorderHandler {
+        guard aggregate else { return registry.makeGauge(descriptor: .exactly(label), labels: dimensions) }
+        return registry.makeValueHistogram(
+            descriptor: .exactly(label), labels: dimensions,
+            buckets: base.valueHistogramBuckets[label] ?? base.defaultValueHistogramBuckets)
+    }
+
+    func makeMeter(label: String, dimensions: [(String, String)]) -> any MeterHandler {
+        registry.makeGauge(descriptor: .exactly(label), labels: dimensions)
+    }
+
+    func makeTimer(label: String, dimensions: [(String, String)]) -> any TimerHandler {
+        registry.makeDurationHistogram(
+            descriptor: .exactly(label), labels: dimensions,
+            buckets: base.durationHistogramBuckets[label] ?? base.defaultDurationHistogramBuckets)
+    }
+
+    func destroyCounter(_ handler: any CounterHandler) { base.destroyCounter(handler) }
+    func destroyFloatingPointCounter(_ handler: any FloatingPointCounterHandler) {
+        base.destroyFloatingPointCounter(handler)
+    }
+    func destroyRecorder(_ handler: any RecorderHandler) { base.destroyRecorder(handler) }
+    func destroyMeter(_ handler: any MeterHandler) { base.destroyMeter(handler) }
+    func destroyTimer(_ handler: any TimerHandler) { base.destroyTimer(handler) }
 }

@@ -81,11 +81,11 @@ struct CollectorMetricsTests {
     @Test("a ScrapedCounter adds what a count grew by and takes a drop as a reset")
     func scrapedCounter() {
         let exposition = MetricsExposition()
-        let counter = ScrapedCounter(exposition.registry, name: "test_things_total", help: "Things.")
+        let counter = ScrapedCounter(exposition.registry, name: "uplink_collector_agents_evicted_total")
         counter.update(to: 5)
         counter.update(to: 7)
-        #expect(String(decoding: exposition.render(), as: UTF8.self).contains("test_things_total 7"))
+        #expect(String(decoding: exposition.render(), as: UTF8.self).contains("uplink_collector_agents_evicted_total 7"))
         counter.update(to: 2)
-        #expect(String(decoding: exposition.render(), as: UTF8.self).contains("test_things_total 9"))
+        #expect(String(decoding: exposition.render(), as: UTF8.self).contains("uplink_collector_agents_evicted_total 9"))
     }
 }

@@ -68,3 +68,39 @@ public final class TestPrometheus: @unchecked Sendable {
         return samples.count == 1 ? samples[0].value : nil
     }
 }
+
+/// promtool (Debian `prometheus`, beside the server): `promtool check metrics` reads an exposition on standard input,
+/// exits 0 when it parses, and prints what its linter finds ("no help text", "counter metrics should have \"_total\"
+/// suffix", …) on standard error, exiting 3 when it found anything.
+public enum TestPromtool {
+    public static let binary = "/usr/bin/promtool"
+    public static var isAvailable: Bool { FileManager.default.isExecutableFile(atPath: binary) }
+    public static let missingMessage = "\(binary) is not installed (Debian package prometheus); skipping"
+
+    /// `promtool check metrics` with `exposition` on its standard input (from a file in `directory`): its exit status
+    /// and what it printed, standard output and error together.
+    public static func checkMetrics(_ exposition: String, directory: String) async throws
+        -> (status: Int32, output: String)
+    {
+        let input = directory + "/exposition-\(UUID().uuidString).txt"
+        try exposition.write(toFile: input, atomically: true, encoding: .utf8)
+        return try await DedicatedThreads.blocking.run {
+            let process = Process()
+            process.executableURL = URL(fileURLWithPath: binary)
+            process.arguments = ["check", "metrics"]
+            guard let standardInput = FileHandle(forReadingAtPath: input) else {
+                throw ChildProcess.Failure(description: "cannot open \(input)")
+            }
+            defer { try? standardInput.close() }
+            let output = Pipe()
+            process.standardInput = standardInput
+            process.standardOutput = output
+            process.standardError = output
+            try process.run()
+            // One pipe for both streams, read to its end before waiting: promtool cannot block on a full pipe.
+            let printed = output.fileHandleForReading.readDataToEndOfFile()
+            process.waitUntilExit()
+            return (process.terminationStatus, String(decoding: printed, as: UTF8.self))
+        }
+    }
+}

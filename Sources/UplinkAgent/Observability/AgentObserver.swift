@@ -81,33 +81,24 @@ final class AgentObserver: Sendable {
 
     static func seconds(_ nanoseconds: Int64) -> Double { Double(nanoseconds) / 1e9 }
 
-    /// Adds the series read at scrape time to `exposition` (names and meanings: docs/metrics.md).
+    /// Adds the series read at scrape time to `exposition` (their help texts: `SeriesCatalog`, docs/metrics.md).
     func registerSeries(in exposition: MetricsExposition) -> ScrapeHook {
         let registry = exposition.registry
-        let capacity = registry.gauge(
-"uplink_ring_capacity_bytes", help: "Capacity of the circular buffer (buffer.max_bytes).")
-        let resident = registry.gauge(
-"uplink_ring_resident_bytes",
-            help: "Memory the circular buffer's storage holds now (pages in RAM); follows the backlog, not the capacity.")
-        let frames = registry.gauge(
-"uplink_ring_frames", help: "Frames held in the circular buffer: not yet acknowledged.")
-        let unsent = registry.gauge("uplink_ring_unsent_frames", help: "Frames in the circular buffer not yet sent.")
-        let oldest = registry.gauge(
-"uplink_oldest_unacknowledged_age_seconds",
-            help: "Age of the oldest record held and not yet acknowledged, from its timestamp; 0 when none is held.")
-        let inFlight = registry.gauge(
-"uplink_unacknowledged_sent_frames", help: "Frames sent on the stream and not yet acknowledged (ack lag).")
-        let up = registry.gauge("uplink_stream_up", help: "1 while the stream to the collector is open and flowing.")
+        let capacity = registry.gauge("uplink_ring_capacity_bytes")
+        let resident = registry.gauge("uplink_ring_resident_bytes")
+        let frames = registry.gauge("uplink_ring_frames")
+        let unsent = registry.gauge("uplink_ring_unsent_frames")
+        let oldest = registry.gauge("uplink_oldest_unacknowledged_age_seconds")
+        let inFlight = registry.gauge("uplink_unacknowledged_sent_frames")
+        let up = registry.gauge("uplink_stream_up")
         let states = Dictionary(
             uniqueKeysWithValues: UplinkStreamState.allCases.map { state in
-                (state, registry.gauge(
-"uplink_stream_state", labels: [("state", state.rawValue)],
-                    help: "1 for the uplink's current state, 0 for the others."))
+                (state, registry.gauge("uplink_stream_state", labels: [("state", state.rawValue)]))
             })
-        let started = registry.gauge("uplink_start_time_seconds", help: "When the agent started (Unix time).")
+        let started = registry.gauge("uplink_start_time_seconds")
         started.record(Self.seconds(WallClock.nowNanoseconds()) - (ContinuousClock.now - startedAt).seconds)
-        let sourcesRunning = registry.gauge("uplink_sources_running", help: "Sources whose task runs.")
-        let sourcesEnded = registry.gauge("uplink_sources_ended", help: "Sources that returned or failed.")
+        let sourcesRunning = registry.gauge("uplink_sources_running")
+        let sourcesEnded = registry.gauge("uplink_sources_ended")
         return exposition.addScrapeHook { [self] in
             let ring = agent.ring.statistics()
             let stream = agent.uplink.statistics()

@@ -1,6 +1,7 @@
 import Synchronization
 import Testing
 import UplinkCore
+import UplinkTestSupport
 
 /// The three waiting primitives. What a wait returns proves when it ended (a latch's value, a signal's value at the
 /// time), so no test needs to sleep to show that something did not happen yet; deadlines run on `ManualClock`.
@@ -85,7 +86,7 @@ struct WaitingTests {
         let clock = ManualClock()
         let signal = MonotonicSignal<Int64>()
         let timedOut = Task { await signal.wait(until: 10, deadline: clock.now.advanced(by: .seconds(1)), clock: clock) }
-        await clock.waitForSleepers(1)
+        #expect(await clock.waitForSleepers(1))
         signal.advance(to: 3)
         clock.advance(by: .milliseconds(999))
         #expect(clock.sleepers == 1, "the deadline is not there yet")
@@ -93,7 +94,7 @@ struct WaitingTests {
         #expect(await timedOut.value == 3)
 
         let reached = Task { await signal.wait(until: 10, deadline: clock.now.advanced(by: .seconds(1)), clock: clock) }
-        await clock.waitForSleepers(1)
+        #expect(await clock.waitForSleepers(1))
         signal.advance(to: 10)
         #expect(await reached.value == 10)
         #expect(clock.sleepers == 0, "the timer was cancelled with the wait")
@@ -138,67 +139,5 @@ struct WaitingTests {
     private func waitFor(_ condition: () -> Bool) async {
         for _ in 0..<1_000_000 where !condition() { await Task.yield() }
         #expect(condition())
-    }
-}
-
-/// A `Clock` whose time moves only when the test calls `advance(by:)`.
-final class ManualClock: Clock, Sendable {
-    typealias Instant = ContinuousClock.Instant
-
-    private struct Sleeper {
-        let id: UInt64
-        let deadline: Instant
-        let continuation: CheckedContinuation<Void, any Error>
-    }
-    private struct State {
-        var now = ContinuousClock.Instant.now
-        var sleepers: [Sleeper] = []
-        var nextID: UInt64 = 0
-    }
-    private let state = Mutex(State())
-
-    var now: Instant { state.withLock { $0.now } }
-    var minimumResolution: Duration { .nanoseconds(1) }
-    var sleepers: Int { state.withLock { $0.sleepers.count } }
-
-    func sleep(until deadline: Instant, tolerance: Duration?) async throws {
-        let id = state.withLock { state in
-            state.nextID += 1
-            return state.nextID
-        }
-        try await withTaskCancellationHandler {
-            try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, any Error>) in
-                let outcome = state.withLock { state -> Result<Void, any Error>? in
-                    if Task.isCancelled { return .failure(CancellationError()) }
-                    if state.now >= deadline { return .success(()) }
-                    state.sleepers.append(Sleeper(id: id, deadline: deadline, continuation: continuation))
-                    return nil
-                }
-                if let outcome { continuation.resume(with: outcome) }
-            }
-        } onCancel: {
-            let sleeper = state.withLock { state -> Sleeper? in
-                guard let index = state.sleepers.firstIndex(where: { $0.id == id }) else { return nil }
-                return state.sleepers.remove(at: index)
-            }
-            sleeper?.continuation.resume(throwing: CancellationError())
-        }
-    }
-
-    /// Moves the time on and ends the sleeps it reaches.
-    func advance(by duration: Duration) {
-        let due = state.withLock { state -> [Sleeper] in
-            state.now = state.now.advanced(by: duration)
-            let now = state.now
-            defer { state.sleepers.removeAll { $0.deadline <= now } }
-            return state.sleepers.filter { $0.deadline <= now }
-        }
-        for sleeper in due { sleeper.continuation.resume() }
-    }
-
-    /// Lets other tasks run until `count` sleeps are in progress; bounded in count.
-    func waitForSleepers(_ count: Int) async {
-        for _ in 0..<1_000_000 where sleepers < count { await Task.yield() }
-        #expect(sleepers >= count)
     }
 }

@@ -171,73 +171,35 @@ final class FakeTickClock: TickClock {
 /// advanced to its deadline (or at cancellation). The tail and journald engines take it so their tests decide when
 /// a timeout has passed instead of sleeping through it.
 final class ManualTickClock: TickClock {
-    private struct Sleeper {
-        var id: UInt64
-        var deadline: ContinuousClock.Instant
-        var continuation: CheckedContinuation<Void, any Error>
-    }
-    private struct State {
-        var elapsed: Duration = .zero
-        var sleepers: [Sleeper] = []
-        var nextID: UInt64 = 0
-    }
-    private let state = Mutex(State())
-    private let origin = ContinuousClock.Instant.now
+    private let clock = ManualClock()
+    private let origin: ContinuousClock.Instant
     private let wallOrigin: Int64 = 1_800_000_000_000_000_000
 
-    var now: ContinuousClock.Instant { origin.advanced(by: state.withLock { $0.elapsed }) }
+    init() {
+        origin = clock.now
+    }
+
+    var now: ContinuousClock.Instant { clock.now }
 
     func nowNanoseconds() -> Int64 {
-        wallOrigin + Int64(clamping: state.withLock { $0.elapsed }.nanoseconds)
+        wallOrigin + origin.duration(to: clock.now).nanoseconds
     }
 
     func sleep(untilNanoseconds deadline: Int64) async throws {
-        try await sleep(until: now.advanced(by: .nanoseconds(deadline - nowNanoseconds())))
+        try await clock.sleep(until: now.advanced(by: .nanoseconds(deadline - nowNanoseconds())), tolerance: nil)
     }
 
     func sleep(until deadline: ContinuousClock.Instant) async throws {
-        let id = state.withLock { state in
-            state.nextID += 1
-            return state.nextID
-        }
-        try await withTaskCancellationHandler {
-            try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, any Error>) in
-                let outcome = state.withLock { state -> Result<Void, any Error>? in
-                    if Task.isCancelled { return .failure(CancellationError()) }
-                    if origin.advanced(by: state.elapsed) >= deadline { return .success(()) }
-                    state.sleepers.append(Sleeper(id: id, deadline: deadline, continuation: continuation))
-                    return nil
-                }
-                if let outcome { continuation.resume(with: outcome) }
-            }
-        } onCancel: {
-            let sleeper = state.withLock { state -> Sleeper? in
-                guard let index = state.sleepers.firstIndex(where: { $0.id == id }) else { return nil }
-                return state.sleepers.remove(at: index)
-            }
-            sleeper?.continuation.resume(throwing: CancellationError())
-        }
+        try await clock.sleep(until: deadline, tolerance: nil)
     }
 
     /// Moves the time on by `duration` and ends every sleep whose deadline it reached.
     func advance(by duration: Duration) {
-        let due = state.withLock { state -> [Sleeper] in
-            state.elapsed += duration
-            let now = origin.advanced(by: state.elapsed)
-            let due = state.sleepers.filter { $0.deadline <= now }
-            state.sleepers.removeAll { $0.deadline <= now }
-            return due
-        }
-        for sleeper in due { sleeper.continuation.resume() }
+        clock.advance(by: duration)
     }
 
     /// How far each sleep in progress has yet to go, shortest first.
-    var sleepsLeft: [Duration] {
-        state.withLock { state in
-            let now = origin.advanced(by: state.elapsed)
-            return state.sleepers.map { now.duration(to: $0.deadline) }.sorted()
-        }
-    }
+    var sleepsLeft: [Duration] { clock.sleepsLeft }
 }
 
 // MARK: - Logging

@@ -86,7 +86,8 @@ struct MetricsConventionsTests {
             print(TestPromtool.missingMessage)
             return
         }
-        let fleet = try await Fleet()
+        let fleet = try await ObservabilityTests.Fleet(
+            "metrics-conventions", streamingBuffer: "{ max_bytes: 1MiB, persist: { max_bytes: 4MiB } }")
         defer { fleet.stop() }
 
         // Records flowed and were dropped, so the labelled counters exist and have moved.
@@ -164,73 +165,5 @@ struct MetricsConventionsTests {
             return Double(line.dropFirst(series.count + 1)) ?? 0
         }
         return 0
-    }
-
-    /// A collector and two agents as subprocesses of the real binary (each bootstraps its own exposition, which a
-    /// test process cannot do without changing every other test's swift-metrics counters): `streaming` sends to the
-    /// collector with `buffer.persist`, `cutOff` to a port nobody listens on, with a 4 KiB buffer that has to drop.
-    final class Fleet: @unchecked Sendable {
-        let directory: String
-        let collectorPort: Int
-        let streamingPort: Int
-        let cutOffPort: Int
-        /// The cut-off agent's collector port, held bound (not listening) while the fleet lives.
-        private let deadPort: PortReservation
-        private var processes: [ChildProcess] = []
-
-        init() async throws {
-            directory = try Harness.temporaryDirectory("metrics-conventions")
-            collectorPort = try TestNginx.freeLoopbackPort()
-            streamingPort = try TestNginx.freeLoopbackPort()
-            cutOffPort = try TestNginx.freeLoopbackPort()
-            deadPort = try FreePort.reserve()
-            let binary = try UplinkBinary.path()
-            try write("collector.yaml", """
-                collector: { listen: 127.0.0.1:\(collectorPort), data_dir: \(directory)/collector, stdout: false }
-                """)
-            try write("streaming.yaml", """
-                agent: { id: box-streaming, state_dir: \(directory)/streaming, metrics_listen: 127.0.0.1:\(streamingPort) }
-                buffer: { max_bytes: 1MiB, persist: { max_bytes: 4MiB } }
-                uplink: { url: "http://127.0.0.1:\(collectorPort)" }
-                sources:
-                  - { name: gen, type: generator, rate: 200, record_bytes: 100 }
-                """)
-            try write("cut-off.yaml", """
-                agent: { id: box-cut-off, state_dir: \(directory)/cut-off, metrics_listen: 127.0.0.1:\(cutOffPort) }
-                buffer: { max_bytes: 4KiB }
-                uplink: { url: "http://127.0.0.1:\(deadPort.port)", backoff: { initial: 100ms, max: 1s } }
-                sources:
-                  - { name: gen, type: generator, rate: 500, record_bytes: 100 }
-                """)
-            for (name, arguments) in [
-                ("collector", ["collector", "--config", directory + "/collector.yaml"]),
-                ("streaming", ["run", "--config", directory + "/streaming.yaml"]),
-                ("cut-off", ["run", "--config", directory + "/cut-off.yaml"]),
-            ] {
-                processes.append(try ChildProcess([binary] + arguments, outputPath: directory + "/\(name).log"))
-            }
-            for port in [collectorPort, streamingPort, cutOffPort] {
-                let deadline = ContinuousClock.now + .seconds(30)
-                while ContinuousClock.now < deadline, ObservabilityTests.get(port, "/healthz")?.status != 200 {
-                    try await Task.sleep(for: .milliseconds(100))
-                }
-            }
-        }
-
-        private func write(_ name: String, _ text: String) throws {
-            try text.write(toFile: directory + "/" + name, atomically: true, encoding: .utf8)
-        }
-
-        func log(_ name: String) -> String {
-            (try? String(contentsOfFile: directory + "/\(name).log", encoding: .utf8)) ?? ""
-        }
-
-        /// SIGTERM to each process; releasing them right after kills (SIGKILL) and reaps any still running.
-        func stop() {
-            for process in processes.reversed() { process.send(SIGTERM) }
-            processes = []
-        }
-
-        deinit { stop() }
     }
 }

@@ -19,7 +19,8 @@ struct ObservabilityTests {
         private let deadPort: PortReservation
         private var processes: [ChildProcess] = []
 
-        init(_ name: String) async throws {
+        /// `streamingBuffer`: the streaming agent's `buffer:` section (flow YAML), its default when nil.
+        init(_ name: String, streamingBuffer: String? = nil) async throws {
             directory = try Harness.temporaryDirectory(name)
             collectorPort = try TestNginx.freeLoopbackPort()
             streamingPort = try TestNginx.freeLoopbackPort()
@@ -31,6 +32,7 @@ struct ObservabilityTests {
                 """)
             try write("streaming.yaml", """
                 agent: { id: box-streaming, state_dir: \(directory)/streaming, metrics_listen: 127.0.0.1:\(streamingPort) }
+                \(streamingBuffer.map { "buffer: \($0)" } ?? "")
                 uplink: { url: "http://127.0.0.1:\(collectorPort)" }
                 sources:
                   - { name: gen, type: generator, rate: 200, record_bytes: 100 }

@@ -75,18 +75,6 @@ func withEdgeCollector<T>(
     return result
 }
 
-/// Polls `condition` every 10 ms until it holds; `timeout` only bounds a failing test, it measures nothing.
-func eventually(timeout: Duration = .seconds(20), _ condition: () async throws -> Bool) async rethrows -> Bool {
-    let clock = ContinuousClock()
-    let deadline = clock.now + timeout
-    let maxPolls = Int(timeout / .milliseconds(10)) + 1
-    for _ in 0..<maxPolls {
-        if try await condition() { return true }
-        if clock.now >= deadline { break }
-        try? await Task.sleep(for: .milliseconds(10))
-    }
-    return try await condition()
-}
 
 /// A private CA with a server certificate for 127.0.0.1/localhost, agent certificates, an expired one, and a
 /// certificate from another CA, all made with openssl in `directory`.

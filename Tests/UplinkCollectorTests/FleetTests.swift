@@ -369,11 +369,4 @@ struct FleetRouteTests {
         }
     }
 
-    private func eventually(_ condition: () -> Bool) async -> Bool {
-        for _ in 0..<250 {
-            if condition() { return true }
-            try? await Task.sleep(for: .milliseconds(20))
-        }
-        return condition()
-    }
 }

@@ -1,5 +1,6 @@
 import Testing
 import UplinkCore
+import UplinkTestSupport
 
 /// `notifyWhenDataAvailable` and `appendWaitingForSpace`.
 extension RecordRingTests {
@@ -252,7 +253,7 @@ struct RecordRingKeptFrameTests {
         let frames = (0..<5).flatMap { [UInt8](repeating: UInt8($0), count: 20) }
         let ends = (1...5).map { $0 * 20 }
         let appending = Task { await ring.appendWaitingForSpace(frames: frames, ends: ends, source: tail) }
-        try await waitUntil { ring.statistics().nextToWrite == 4 }
+        #expect(await eventually { ring.statistics().nextToWrite == 4 })
         #expect(ring.statistics().source("tail")?.droppedOldest == 0)
         var sent: [UInt64] = []
         ring.readUnsent(maxBytes: 1000) { sequence, first, _ in sent.append(sequence); #expect(first.first == UInt8(sequence - 1)) }
@@ -268,7 +269,7 @@ struct RecordRingKeptFrameTests {
         let tail = ring.registerSource("tail")
         let frames = [UInt8](repeating: 0, count: 60)
         let appending = Task { await ring.appendWaitingForSpace(frames: frames, ends: [20, 40, 60], source: tail) }
-        try await waitUntil { ring.statistics().nextToWrite == 3 }
+        #expect(await eventually { ring.statistics().nextToWrite == 3 })
         appending.cancel()
         #expect(await appending.value == [.appended(sequence: 1), .appended(sequence: 2), .droppedNewest])
         #expect(ring.statistics().source("tail")?.droppedNewest == 1)

@@ -48,17 +48,3 @@ final class Recorder<Value: Sendable>: Sendable {
     var count: Int { values.withLock { $0.count } }
 }
 
-/// Polls `condition` every millisecond until it holds; fails the test after `timeout` (a generous bound, not a
-/// performance assertion).
-func waitUntil(
-    timeout: Duration = .seconds(30), sourceLocation: SourceLocation = #_sourceLocation, _ condition: () -> Bool
-) async throws {
-    let deadline = ContinuousClock.now + timeout
-    while !condition() {
-        guard ContinuousClock.now < deadline else {
-            Issue.record("condition not met within \(timeout)", sourceLocation: sourceLocation)
-            return
-        }
-        try await Task.sleep(for: .milliseconds(1))
-    }
-}

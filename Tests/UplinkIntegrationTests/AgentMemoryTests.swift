@@ -100,7 +100,7 @@ struct AgentMemoryTests {
         var peakAnonymous = 0
         var peakFile = 0
         var highWater = 0
-        let drained = await Harness.eventually(timeout: .seconds(240)) {
+        let drained = await eventually(timeout: .seconds(240)) {
             guard let status = Self.status(of: agent.processIdentifier) else { return false }
             peakAnonymous = max(peakAnonymous, status["RssAnon"] ?? 0)
             peakFile = max(peakFile, status["RssFile"] ?? 0)
@@ -119,7 +119,7 @@ struct AgentMemoryTests {
         // The drain wrote the whole ring at speed, so it kept its pages; once the stream has been idle for a
         // heartbeat (1 s here) they go back: a chunk or two of the ring stays (256 KiB chunks for this one).
         var resident: Int?
-        let released = await Harness.eventually(timeout: .seconds(30)) {
+        let released = await eventually(timeout: .seconds(30)) {
             resident = Self.ringResidentBytes(endpointPort: endpointPort)
             return (resident ?? .max) <= ringBytes / 4
         }

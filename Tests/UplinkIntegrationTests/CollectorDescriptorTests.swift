@@ -64,13 +64,13 @@ struct CollectorDescriptorTests {
             else { return false }
             return response.status == .ok
         }
-        #expect(await Harness.eventually(timeout: .seconds(30)) { await healthy() }, "log: \(log.text)")
+        #expect(await eventually(timeout: .seconds(30)) { await healthy() }, "log: \(log.text)")
 
         // 80 connections that send nothing: about 25 fit under the limit, the rest meet EMFILE.
         let floodStart = ContinuousClock.now
         var flood: [LoopbackTestClient] = []
         for _ in 0..<80 { flood.append(try await LoopbackTestClient.connect(port: port)) }
-        let said = await Harness.eventually(timeout: .seconds(30)) { log.text.contains("out of file descriptors") }
+        let said = await eventually(timeout: .seconds(30)) { log.text.contains("out of file descriptors") }
         #expect(said, "no log line about EMFILE: \(log.text.suffix(2000))")
 
         // While still out of descriptors: the CPU time the collector uses over a stretch of wall time. Spinning on
@@ -88,7 +88,7 @@ struct CollectorDescriptorTests {
         #expect(process.isRunning)
 
         for connection in flood { await connection.close() }
-        let served = await Harness.eventually(timeout: .seconds(30)) { await healthy() }
+        let served = await eventually(timeout: .seconds(30)) { await healthy() }
         #expect(served, "the collector does not serve after the flood: \(log.text.suffix(2000))")
         let lines = log.text.split(separator: "\n").filter { $0.contains("out of file descriptors") }
         // Rate-limited: a burst of 20, then one line per 5 s (LogRateLimiter's defaults) for as long as the flood lasted
@@ -120,14 +120,14 @@ struct CollectorDescriptorTests {
         getrlimit(__rlimit_resource_t(RLIMIT_NOFILE.rawValue), &limit)
         let hard = Int(limit.rlim_max)
         try #require(hard > 256, "the hard limit here is \(hard): nothing to raise")
-        let raised = await Harness.eventually(timeout: .seconds(30)) {
+        let raised = await eventually(timeout: .seconds(30)) {
             (try? String(contentsOfFile: "/proc/\(process.processIdentifier)/limits", encoding: .utf8))?
                 .split(separator: "\n").first { $0.hasPrefix("Max open files") }?
                 .split(separator: " ", omittingEmptySubsequences: true).dropFirst(3).prefix(2).map(String.init)
                 == [String(hard), String(hard)]
         }
         #expect(raised)
-        #expect(await Harness.eventually(timeout: .seconds(10)) { log.text.contains("Raised the open file limit") })
+        #expect(await eventually(timeout: .seconds(10)) { log.text.contains("Raised the open file limit") })
         #expect(log.text.contains("previous=256"))
         #expect(log.text.contains("soft=\(hard)"))
     }

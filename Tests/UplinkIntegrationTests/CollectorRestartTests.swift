@@ -27,12 +27,12 @@ struct CollectorRestartTests {
                 // Let some records through on the fresh collector before the next kill: first a stream to it (acks of
                 // the killed one may still be on their way in the agent under load, so acks alone prove nothing), then
                 // acknowledged progress on that stream.
-                let connected = await Harness.eventually(timeout: .seconds(20)) {
+                let connected = await eventually(timeout: .seconds(20)) {
                     agent.uplink.statistics().streamsOpened > streamsBeforeKill
                 }
                 #expect(connected, "round \(round): no stream to the restarted collector")
                 let acknowledgedBefore = agent.ring.statistics().acknowledged
-                let progressed = await Harness.eventually(timeout: .seconds(20)) {
+                let progressed = await eventually(timeout: .seconds(20)) {
                     let acknowledged = agent.ring.statistics().acknowledged
                     // On a very slow machine the generator may be done: then everything acknowledged is progress too.
                     return acknowledged > acknowledgedBefore + 200 || acknowledged >= UInt64(total)
@@ -45,7 +45,7 @@ struct CollectorRestartTests {
             }
             #expect(await agent.waitUntilAllAcknowledged(records: total, timeout: .seconds(120)))
             // The agent reconnects to the last collector even when nothing is left to send.
-            let reconnected = await Harness.eventually(timeout: .seconds(20)) {
+            let reconnected = await eventually(timeout: .seconds(20)) {
                 agent.uplink.statistics().streamsOpened > streamsBeforeKill
             }
             #expect(reconnected)
@@ -171,7 +171,7 @@ struct CollectorProcess {
 
     /// Waits until `GET /healthz` answers (the restarted process binds the same port).
     func waitUntilHealthy() async throws {
-        let healthy = await Harness.eventually(timeout: .seconds(30)) {
+        let healthy = await eventually(timeout: .seconds(30)) {
             process.isRunning && LoopbackHTTP.get(port: port, path: "/healthz")?.hasPrefix("HTTP/1.1 200") == true
         }
         struct NotHealthy: Error {}

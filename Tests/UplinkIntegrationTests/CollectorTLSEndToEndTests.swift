@@ -77,7 +77,7 @@ struct CollectorTLSEndToEndTests {
         let agent = TLSAgent(
             port: collector.port, tls: pki.agentTLS, sources: [.generator(rate: 5_000, count: total)]) { _ in }
         var seen: OpenStream?
-        let streaming = await Harness.eventually(timeout: .seconds(30)) {
+        let streaming = await eventually(timeout: .seconds(30)) {
             seen = collector.collector.openStreams().first
             return seen != nil
         }
@@ -86,7 +86,7 @@ struct CollectorTLSEndToEndTests {
         #expect(seen?.tlsVersion == "TLSv1.3")
         #expect(seen?.certificateSubject == "CN=edge-agent-1")
         let ring = agent.agent.ring
-        let acknowledged = await Harness.eventually(timeout: .seconds(60)) {
+        let acknowledged = await eventually(timeout: .seconds(60)) {
             let statistics = ring.statistics()
             return statistics.nextToWrite > UInt64(total) && statistics.acknowledged + 1 >= statistics.nextToWrite
         }
@@ -112,9 +112,9 @@ struct CollectorTLSEndToEndTests {
                 $0.heartbeatInterval = .milliseconds(150)
             }
             let ring = agent.agent.ring
-            #expect(await Harness.eventually(timeout: .seconds(30)) { ring.statistics().acknowledged >= 10 })
+            #expect(await eventually(timeout: .seconds(30)) { ring.statistics().acknowledged >= 10 })
             // 80 heartbeats at 150 ms: about 12 s of a stream that carries nothing else, four idle timeouts.
-            let heartbeats = await Harness.eventually(timeout: .seconds(90)) { collector.collector.statistics().heartbeats >= 80 }
+            let heartbeats = await eventually(timeout: .seconds(90)) { collector.collector.statistics().heartbeats >= 80 }
             #expect(heartbeats)
             let uplink = agent.agent.uplink.statistics()
             #expect(uplink.streamsOpened == 1, "the stream was cut: \(String(describing: uplink.lastFailure))")
@@ -135,7 +135,7 @@ struct CollectorTLSEndToEndTests {
                 $0.heartbeatInterval = .seconds(600)
                 $0.stallTimeout = .seconds(600)
             }
-            let cut = await Harness.eventually(timeout: .seconds(60)) {
+            let cut = await eventually(timeout: .seconds(60)) {
                 collector.collector.edgeStatistics().idleTimeouts >= 1 && agent.agent.uplink.statistics().streamsOpened >= 2
             }
             #expect(cut)

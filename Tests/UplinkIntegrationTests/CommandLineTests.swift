@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+import UplinkTestSupport
 
 /// The built `uplink` binary, run as a user would.
 @Suite("uplink command line", .serialized, .timeLimit(.minutes(2)))
@@ -49,7 +50,7 @@ struct CommandLineTests {
         let collected = OutputCollector(output.fileHandleForReading)
         try process.run()
 
-        let sawRecords = await Harness.eventually(timeout: .seconds(30)) {
+        let sawRecords = await eventually(timeout: .seconds(30)) {
             let text = collected.text
             // examples.yaml adds its own tags after cpu=…, so match up to the first tag only.
             return text.contains(" cpu cpu.user{cpu=total") && text.contains(" memory memory.used_percent ")
@@ -57,7 +58,7 @@ struct CommandLineTests {
         }
         #expect(sawRecords, "no records printed: \(collected.text.prefix(500))")
         kill(process.processIdentifier, SIGTERM)
-        let exited = await Harness.eventually(timeout: .seconds(20)) { !process.isRunning }
+        let exited = await eventually(timeout: .seconds(20)) { !process.isRunning }
         #expect(exited)
         if !exited { process.terminate() }
         await process.awaitExit()

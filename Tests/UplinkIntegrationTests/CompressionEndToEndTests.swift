@@ -73,13 +73,13 @@ struct CompressionEndToEndTests {
                 uplink.stallTimeout = .seconds(2)
             }
             func acknowledged() -> UInt64 { agent.ring.statistics().acknowledged }
-            #expect(await Harness.eventually(timeout: .seconds(20)) { acknowledged() > 1_000 })
+            #expect(await eventually(timeout: .seconds(20)) { acknowledged() > 1_000 })
             proxy.resetAllConnections()
-            #expect(await Harness.eventually(timeout: .seconds(20)) { agent.uplink.statistics().failures >= 1 })
+            #expect(await eventually(timeout: .seconds(20)) { agent.uplink.statistics().failures >= 1 })
             let afterReset = acknowledged()
-            #expect(await Harness.eventually(timeout: .seconds(20)) { acknowledged() > afterReset + 1_000 })
+            #expect(await eventually(timeout: .seconds(20)) { acknowledged() > afterReset + 1_000 })
             proxy.cutAllConnections()
-            #expect(await Harness.eventually(timeout: .seconds(20)) { agent.uplink.statistics().failures >= 2 })
+            #expect(await eventually(timeout: .seconds(20)) { agent.uplink.statistics().failures >= 2 })
 
             #expect(await agent.waitUntilAllAcknowledged(records: total, timeout: .seconds(60)))
             try await agent.stop()

@@ -57,7 +57,7 @@ struct EndToEndTests {
     func shutdownDrains() async throws {
         let collector = try await InProcessCollector(name: "drain")
         let agent = RunningAgent(url: collector.url, sources: [.generator(rate: 20_000, count: 5_000)])
-        #expect(await Harness.eventually(timeout: .seconds(30)) { agent.ring.statistics().nextToWrite > 5_000 })
+        #expect(await eventually(timeout: .seconds(30)) { agent.ring.statistics().nextToWrite > 5_000 })
         try await agent.stop()
         let statistics = agent.ring.statistics()
         #expect(statistics.retainedFrames == 0)
@@ -79,7 +79,7 @@ struct EndToEndTests {
             uplink.drainTimeout = .seconds(60)
         }
         #expect(
-            await Harness.eventually(timeout: .seconds(30)) {
+            await eventually(timeout: .seconds(30)) {
                 agent.ring.statistics().nextToWrite > UInt64(total) && agent.uplink.statistics().connectionAttempts >= 1
             })
         let stopped = Atomic(false)
@@ -88,7 +88,7 @@ struct EndToEndTests {
             stopped.store(true, ordering: .releasing)
         }
         // The stream has no resume yet: an uplink that gave up here would leave every record in the ring.
-        let stoppedWhileStalled = await Harness.eventually(timeout: .seconds(2)) { stopped.load(ordering: .acquiring) }
+        let stoppedWhileStalled = await eventually(timeout: .seconds(2)) { stopped.load(ordering: .acquiring) }
         #expect(!stoppedWhileStalled, "the shutdown gave up on a stream that was still opening")
         proxy.setStalled(false)
         try await stopping.value

@@ -26,16 +26,16 @@ struct FaultTests {
             // nearly done before a fault is injected.
             func streamedMore(than before: UInt64) -> Bool { streamed() >= min(before + 1_000, UInt64(total)) }
 
-            #expect(await Harness.eventually(timeout: .seconds(20)) { streamed() > 1_000 })
+            #expect(await eventually(timeout: .seconds(20)) { streamed() > 1_000 })
             proxy.resetAllConnections()
-            #expect(await Harness.eventually(timeout: .seconds(20)) { agent.uplink.statistics().failures >= 1 })
+            #expect(await eventually(timeout: .seconds(20)) { agent.uplink.statistics().failures >= 1 })
             let afterReset = streamed()
-            #expect(await Harness.eventually(timeout: .seconds(20)) { streamedMore(than: afterReset) })
+            #expect(await eventually(timeout: .seconds(20)) { streamedMore(than: afterReset) })
 
             proxy.cutAllConnections()
-            #expect(await Harness.eventually(timeout: .seconds(20)) { agent.uplink.statistics().failures >= 2 })
+            #expect(await eventually(timeout: .seconds(20)) { agent.uplink.statistics().failures >= 2 })
             let afterCut = streamed()
-            #expect(await Harness.eventually(timeout: .seconds(20)) { streamedMore(than: afterCut) })
+            #expect(await eventually(timeout: .seconds(20)) { streamedMore(than: afterCut) })
 
             // A stall: bytes stop flowing but the connection stays open. Only the stall detector can notice, and
             // only while records wait for their ack: a few are added now, as the generator may be done already on
@@ -49,7 +49,7 @@ struct FaultTests {
                 let outcome = stallSink.emit(.log("sent during the stall \(index)", source: "stall", timestamp: 1))
                 #expect(outcome != .droppedNewest && outcome != .rejectedOversize, "not stored: \(outcome)")
             }
-            #expect(await Harness.eventually(timeout: .seconds(20)) { agent.uplink.statistics().failures > failuresBeforeStall })
+            #expect(await eventually(timeout: .seconds(20)) { agent.uplink.statistics().failures > failuresBeforeStall })
             let detectedAfter = ContinuousClock.now - stalledAt
             // Whichever stall timer runs at that moment: outstanding acknowledgements, a write that is not taken, or (when
             // the stall began while a stream was being opened again) the response that never starts.
@@ -93,7 +93,7 @@ struct FaultTests {
         let run = Task { try await uplink.run() }
         let sink = RingRecordSink(ring: ring, sourceName: "test", encoder: NDJSONFrameEncoder())
         sink.emit(.log("after the storm", source: "test", timestamp: 1))
-        #expect(await Harness.eventually(timeout: .seconds(20)) { ring.isEmpty })
+        #expect(await eventually(timeout: .seconds(20)) { ring.isEmpty })
         run.cancel()
         _ = try? await run.value
 
@@ -123,10 +123,10 @@ struct FaultTests {
         ) { uplink in
             uplink.stallTimeout = .seconds(60)
         }
-        #expect(await Harness.eventually(timeout: .seconds(20)) { agent.ring.statistics().acknowledged > 100 })
+        #expect(await eventually(timeout: .seconds(20)) { agent.ring.statistics().acknowledged > 100 })
         proxy.setStalled(true)
         // Generate well over ten times the buffer while nothing drains.
-        #expect(await Harness.eventually(timeout: .seconds(60)) {
+        #expect(await eventually(timeout: .seconds(60)) {
             (agent.ring.statistics().source("gen")?.droppedOldest ?? 0) > 10 * bufferBytes / 220
         })
         let statistics = agent.ring.statistics()

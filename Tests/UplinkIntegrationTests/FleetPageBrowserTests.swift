@@ -23,19 +23,19 @@ struct FleetPageBrowserTests {
                 })
         }
         do {
-            let streaming = await Harness.eventually(timeout: .seconds(30)) {
+            let streaming = await eventually(timeout: .seconds(30)) {
                 let seen = collector.collector.agents()
                 // About two seconds of records each, so every sparkline has something to show.
                 return seen.count == 3 && seen.allSatisfy { $0.connected && $0.recordsStored >= 80 }
             }
             #expect(streaming, "three agents streaming: \(collector.collector.agents().map(\.agent))")
             try await agents[2].stop()
-            let stopped = await Harness.eventually(timeout: .seconds(20)) {
+            let stopped = await eventually(timeout: .seconds(20)) {
                 collector.collector.agents().first { $0.agent == "edge-c" }?.connected == false
             }
             #expect(stopped)
             // The page's records/s comes from complete seconds: wait until the streaming agents have some.
-            let rated = await Harness.eventually(timeout: .seconds(20)) {
+            let rated = await eventually(timeout: .seconds(20)) {
                 collector.collector.agents().filter(\.connected).allSatisfy { $0.recordsPerSecond.suffix(3).contains { $0 > 0 } }
             }
             #expect(rated)
@@ -122,7 +122,7 @@ enum FleetBrowser {
                 "--disable-component-update", "--disable-sync", "--disable-default-apps", "--no-pings",
                 "--disable-breakpad", "--no-proxy-server", "--user-data-dir=\(directory)/profile",
             ] + arguments, outputPath: output)
-        let exited = await Harness.eventually(timeout: timeout) { !process.isRunning }
+        let exited = await eventually(timeout: timeout) { !process.isRunning }
         if !exited { await process.terminate(grace: 2) }
         return ((try? String(contentsOfFile: output, encoding: .utf8)) ?? "", exited)
     }

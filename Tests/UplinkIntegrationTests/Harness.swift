@@ -29,15 +29,6 @@ enum Harness {
         TestDirectories.reserve("uplink-agent-state")
     }
 
-    /// Polls `condition` every 20 ms until it holds or `timeout` passes; returns whether it held.
-    static func eventually(timeout: Duration, _ condition: () async throws -> Bool) async rethrows -> Bool {
-        let deadline = ContinuousClock.now + timeout
-        while ContinuousClock.now < deadline {
-            if try await condition() { return true }
-            try? await Task.sleep(for: .milliseconds(20))
-        }
-        return try await condition()
-    }
 
     /// The stored records of `records.jsonl`, decoded with the wire parser (which ignores the agent/epoch keys).
     static func storedRecords(in dataDirectory: String) throws -> [(sequence: UInt64, record: Record)] {
@@ -150,7 +141,7 @@ final class RunningAgent: Sendable {
     /// Waits until at least `records` records were appended and the collector acknowledged every record the
     /// ring numbered. (Without the count, a source that is still producing could look finished.)
     func waitUntilAllAcknowledged(records: Int, timeout: Duration) async -> Bool {
-        await Harness.eventually(timeout: timeout) {
+        await eventually(timeout: timeout) {
             let statistics = ring.statistics()
             return statistics.nextToWrite > UInt64(records) && statistics.acknowledged + 1 >= statistics.nextToWrite
         }

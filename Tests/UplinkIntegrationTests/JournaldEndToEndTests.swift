@@ -76,7 +76,7 @@ struct JournaldEndToEndTests {
                 let agent = RunningAgent(url: collector.url, sources: [Self.journaldSource(journal)], stateDirectory: directory + "/state")
                 let before = Self.storedCount(collector)
                 for _ in 0..<5 { try await write(400) }
-                _ = await Harness.eventually(timeout: .seconds(30)) { Self.storedCount(collector) >= before + 1000 }
+                _ = await eventually(timeout: .seconds(30)) { Self.storedCount(collector) >= before + 1000 }
                 try await write(400, file: "round-\(round).journal")  // a new file too, in flight at the stop
                 try await agent.stop()
                 #expect(collector.collector.statistics().resentDiscarded == 0, "round \(round): an entry was sent again")
@@ -84,7 +84,7 @@ struct JournaldEndToEndTests {
             try await write(10)
             let agent = RunningAgent(url: collector.url, sources: [Self.journaldSource(journal)], stateDirectory: directory + "/state")
             let total = next
-            let arrived = await Harness.eventually(timeout: .seconds(60)) { Self.storedCount(collector) >= total }
+            let arrived = await eventually(timeout: .seconds(60)) { Self.storedCount(collector) >= total }
             try await agent.stop()
             try await collector.stop()
             #expect(arrived)
@@ -123,7 +123,7 @@ struct JournaldEndToEndTests {
             }
             let process = try Self.startAgent(config: config)
             let total = next
-            let arrived = await Harness.eventually(timeout: .seconds(90)) { Self.storedCount(collector) >= total }
+            let arrived = await eventually(timeout: .seconds(90)) { Self.storedCount(collector) >= total }
             process.terminate()
             await process.awaitExit()
             try await collector.stop()
@@ -153,7 +153,7 @@ struct JournaldEndToEndTests {
             let config = directory + "/agent.yaml"
             try Self.agentConfig(directory, journal: journal, collector: collector).write(toFile: config, atomically: true, encoding: .utf8)
             let process = try Self.startAgent(config: config)
-            #expect(await Harness.eventually(timeout: .seconds(30)) { (try? Self.storedNumbers(collector).count) ?? 0 >= 100 })
+            #expect(await eventually(timeout: .seconds(30)) { (try? Self.storedNumbers(collector).count) ?? 0 >= 100 })
             try await Task.sleep(for: .seconds(1))  // settle: checkpoint written, stream idle
             let before = try CollectorDescriptorTests.cpuSeconds(process.processIdentifier)
             try await Task.sleep(for: .seconds(5))
@@ -163,7 +163,7 @@ struct JournaldEndToEndTests {
             #expect(used < 0.25, "the idle agent used \(used) s of CPU in 5 s")
             // Still following.
             try await TestJournal.append(TestJournal.numbered(100..<110), to: journal + "/system.journal")
-            #expect(await Harness.eventually(timeout: .seconds(30)) { (try? Self.storedNumbers(collector).count) ?? 0 >= 110 })
+            #expect(await eventually(timeout: .seconds(30)) { (try? Self.storedNumbers(collector).count) ?? 0 >= 110 })
             process.terminate()
             await process.awaitExit()
             try await collector.stop()

@@ -91,7 +91,7 @@ struct MetricsConventionsTests {
         defer { fleet.stop() }
 
         // Records flowed and were dropped, so the labelled counters exist and have moved.
-        let flowed = await Harness.eventually(timeout: .seconds(30)) {
+        let flowed = await eventually(timeout: .seconds(30)) {
             let collector = await Self.scrape(fleet.collectorPort)
             let streaming = await Self.scrape(fleet.streamingPort)
             let cutOff = await Self.scrape(fleet.cutOffPort)

@@ -67,7 +67,7 @@ final class NetworkAgent: Sendable {
     }
 
     func waitUntilAllAcknowledged(records: Int, timeout: Duration) async -> Bool {
-        await Harness.eventually(timeout: timeout) {
+        await eventually(timeout: timeout) {
             let statistics = ring.statistics()
             return statistics.nextToWrite > UInt64(records) && statistics.acknowledged + 1 >= statistics.nextToWrite
         }

@@ -44,10 +44,10 @@ struct NginxDeployExampleTests {
             let agent = NetworkAgent(
                 UplinkConfiguration(url: nginx.url, agentID: "agent-1", tls: tls),
                 sources: [.generator(rate: 1_000, count: total)])
-            #expect(await Harness.eventually(timeout: .seconds(30)) { agent.uplink.statistics().acknowledged >= 500 })
+            #expect(await eventually(timeout: .seconds(30)) { agent.uplink.statistics().acknowledged >= 500 })
             let opened = agent.uplink.statistics().streamsOpened
             try await nginx.reload()
-            #expect(await Harness.eventually(timeout: .seconds(30)) { agent.uplink.statistics().streamsOpened > opened })
+            #expect(await eventually(timeout: .seconds(30)) { agent.uplink.statistics().streamsOpened > opened })
             #expect(await agent.waitUntilAllAcknowledged(records: total, timeout: .seconds(60)))
             try await agent.stop()
             let streams = nginx.accessLog().filter { $0.contains("/v1/stream") }

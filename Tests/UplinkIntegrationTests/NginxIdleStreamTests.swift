@@ -21,7 +21,7 @@ struct NginxIdleStreamTests {
             var uplink = UplinkConfiguration(url: nginx.url, agentID: "agent-1", tls: pki.mutualTLS)
             uplink.heartbeatInterval = .milliseconds(250)
             let agent = NetworkAgent(uplink, sources: [])
-            #expect(await Harness.eventually(timeout: .seconds(30)) { agent.uplink.statistics().streamsOpened == 1 })
+            #expect(await eventually(timeout: .seconds(30)) { agent.uplink.statistics().streamsOpened == 1 })
             let heartbeatsBefore = collector.collector.statistics().heartbeats
             let quietSince = WallClock.nowNanoseconds()
             // Only what nginx logs from here on is about the idle stream: on a loaded machine a slow set-up (the

@@ -26,7 +26,7 @@ struct NginxTLSTests {
             try await agent.stop()
             #expect(agent.uplink.statistics().failures == 0)
             // The request is logged when it ends: give nginx a moment after the agent closed it.
-            let logged = await Harness.eventually(timeout: .seconds(10)) { nginx.accessLog().contains { $0.contains("/v1/stream") } }
+            let logged = await eventually(timeout: .seconds(10)) { nginx.accessLog().contains { $0.contains("/v1/stream") } }
             #expect(logged)
             let line = nginx.accessLog().first { $0.contains("/v1/stream") } ?? ""
             #expect(line.hasPrefix(http2 ? "HTTP/2.0 TLSv1.3 200 verify=SUCCESS" : "HTTP/1.1 TLSv1.3 200 verify=SUCCESS"), "\(line)")
@@ -66,7 +66,7 @@ struct NginxTLSTests {
         try await TestNginx.withNginx(nginxConfiguration) { nginx in
             let agent = NetworkAgent(
                 UplinkConfiguration(url: nginx.url, agentID: "agent-1", tls: tls), sources: [.generator(rate: 0, count: 10)])
-            let refused = await Harness.eventually(timeout: .seconds(20)) { agent.uplink.statistics().failures >= 1 }
+            let refused = await eventually(timeout: .seconds(20)) { agent.uplink.statistics().failures >= 1 }
             try await agent.stop()
             #expect(refused)
             let statistics = agent.uplink.statistics()
@@ -96,7 +96,7 @@ struct NginxTLSTests {
         try await TestNginx.withNginx(nginxConfiguration) { nginx in
             // The system store does not hold the test CA.
             let agent = NetworkAgent(UplinkConfiguration(url: nginx.url, agentID: "agent-1"), sources: [.generator(rate: 0, count: 10)])
-            let failed = await Harness.eventually(timeout: .seconds(20)) { agent.uplink.statistics().failures >= 1 }
+            let failed = await eventually(timeout: .seconds(20)) { agent.uplink.statistics().failures >= 1 }
             try await agent.stop()
             #expect(failed)
             guard case .transport(let text) = agent.uplink.statistics().lastFailure else {
@@ -142,7 +142,7 @@ struct NginxTLSTests {
             let withoutName = NetworkAgent(
                 UplinkConfiguration(url: nginx.url, agentID: "agent-2", tls: UplinkTLS(caFile: pki.ca.certificateFile)),
                 sources: [.generator(rate: 0, count: 10)])
-            let failed = await Harness.eventually(timeout: .seconds(20)) { withoutName.uplink.statistics().failures >= 1 }
+            let failed = await eventually(timeout: .seconds(20)) { withoutName.uplink.statistics().failures >= 1 }
             try await withoutName.stop()
             #expect(failed)
             #expect(withoutName.log.contains("TLS failed: the collector's certificate does not name the host in uplink.url (set uplink.tls.server_name"), "\(withoutName.log.all.filter { $0.hasPrefix("warning") }.prefix(2))")
@@ -160,7 +160,7 @@ struct NginxTLSTests {
             let agent = NetworkAgent(
                 UplinkConfiguration(url: nginx.url, agentID: "agent-1", tls: UplinkTLS(caFile: pki.ca.certificateFile, minimumVersion: .tls13)),
                 sources: [.generator(rate: 0, count: 10)])
-            let failed = await Harness.eventually(timeout: .seconds(20)) { agent.uplink.statistics().failures >= 1 }
+            let failed = await eventually(timeout: .seconds(20)) { agent.uplink.statistics().failures >= 1 }
             try await agent.stop()
             #expect(failed)
             #expect(agent.log.contains("no TLS version in common with the collector"), "\(agent.log.all.filter { $0.hasPrefix("warning") }.prefix(2))")
@@ -190,7 +190,7 @@ struct NginxTLSTests {
             let agent = NetworkAgent(
                 UplinkConfiguration(url: nginx.url, agentID: "agent-1", tls: pki.mutualTLS),
                 sources: [.generator(rate: 1_000, count: total)])
-            #expect(await Harness.eventually(timeout: .seconds(30)) { agent.uplink.statistics().acknowledged >= 500 })
+            #expect(await eventually(timeout: .seconds(30)) { agent.uplink.statistics().acknowledged >= 500 })
             // Rotate: the same names, new key and certificate, written in place (renamed over the old files).
             let rotated = try await pki.ca.issue(commonName: "agent-1", dnsNames: ["agent-1"], usage: .client)
             let newSerial = try await rotated.serialNumber()
@@ -199,11 +199,11 @@ struct NginxTLSTests {
             // Force a reconnect: nginx reloads and its old worker closes the stream after worker_shutdown_timeout.
             let opened = agent.uplink.statistics().streamsOpened
             try await nginx.reload()
-            #expect(await Harness.eventually(timeout: .seconds(30)) { agent.uplink.statistics().streamsOpened > opened })
+            #expect(await eventually(timeout: .seconds(30)) { agent.uplink.statistics().streamsOpened > opened })
             #expect(await agent.waitUntilAllAcknowledged(records: total, timeout: .seconds(60)))
             try await agent.stop()
             #expect(agent.log.contains("uplink.tls files changed on disk; the next connection uses them"))
-            let logged = await Harness.eventually(timeout: .seconds(10)) {
+            let logged = await eventually(timeout: .seconds(10)) {
                 nginx.accessLog().filter { $0.contains("/v1/stream") }.count >= 2
             }
             let streams = nginx.accessLog().filter { $0.contains("/v1/stream") }

@@ -90,7 +90,7 @@ struct ObservabilityTests {
                 "agent_cut_off": "127.0.0.1:\(fleet.cutOffPort)",
             ])
 
-        let allUp = await Harness.eventually(timeout: .seconds(40)) {
+        let allUp = await eventually(timeout: .seconds(40)) {
             let up = prometheus.query("up")
             return up.count == 3 && up.allSatisfy { $0.value == 1 }
         }
@@ -101,7 +101,7 @@ struct ObservabilityTests {
         let appended = #"uplink_records_appended_total{job="agent_streaming",source="gen"}"#
         let firstStored = await value(stored, in: prometheus)
         let firstAppended = await value(appended, in: prometheus)
-        let grew = await Harness.eventually(timeout: .seconds(20)) {
+        let grew = await eventually(timeout: .seconds(20)) {
             (prometheus.value(stored) ?? 0) > (firstStored ?? .infinity)
                 && (prometheus.value(appended) ?? 0) > (firstAppended ?? .infinity)
         }
@@ -113,10 +113,10 @@ struct ObservabilityTests {
 
         // Drops: the cut-off agent's 4 KiB buffer overflows, its stream is down, its reconnects are counted by cause.
         let dropped = #"sum(uplink_records_dropped_total{job="agent_cut_off",reason="buffer_full_drop_oldest"})"#
-        let dropsCounted = await Harness.eventually(timeout: .seconds(20)) { (prometheus.value(dropped) ?? 0) > 0 }
+        let dropsCounted = await eventually(timeout: .seconds(20)) { (prometheus.value(dropped) ?? 0) > 0 }
         #expect(dropsCounted, "dropped: \(prometheus.query(dropped))")
         let firstDropped = prometheus.value(dropped) ?? 0
-        let dropsGrew = await Harness.eventually(timeout: .seconds(20)) { (prometheus.value(dropped) ?? 0) > firstDropped }
+        let dropsGrew = await eventually(timeout: .seconds(20)) { (prometheus.value(dropped) ?? 0) > firstDropped }
         #expect(dropsGrew)
         #expect(prometheus.value(#"uplink_stream_up{job="agent_cut_off"}"#) == 0)
         #expect((prometheus.value(#"sum(uplink_stream_failures_total{job="agent_cut_off",reason="transport"})"#) ?? 0) > 0)
@@ -144,7 +144,7 @@ struct ObservabilityTests {
         let fleet = try await Fleet("observability-status")
         defer { fleet.stop() }
         // Let the streaming agent send something first.
-        let flowing = await Harness.eventually(timeout: .seconds(20)) {
+        let flowing = await eventually(timeout: .seconds(20)) {
             let result = try? Self.uplink(["status", "--json", "--address", "127.0.0.1:\(fleet.streamingPort)"])
             guard let result, result.status == 0,
                 let status = try? AgentStatus.decoder().decode(AgentStatus.self, from: Data(result.standardOutput.utf8))
@@ -175,7 +175,7 @@ struct ObservabilityTests {
         #expect(text.standardOutput.contains("gen"))
 
         // The cut-off agent: its last error and its drops are visible.
-        let cutOff = await Harness.eventually(timeout: .seconds(20)) {
+        let cutOff = await eventually(timeout: .seconds(20)) {
             let result = try? Self.uplink(["status", "--address", "127.0.0.1:\(fleet.cutOffPort)"])
             return result?.standardOutput.contains("last error") == true
                 && result?.standardOutput.contains("records dropped in total") == true
@@ -190,7 +190,7 @@ struct ObservabilityTests {
         watch.standardOutput = watchOutput
         let watched = OutputCollector(watchOutput.fileHandleForReading)
         try watch.run()
-        let redrawn = await Harness.eventually(timeout: .seconds(15)) {
+        let redrawn = await eventually(timeout: .seconds(15)) {
             watched.text.components(separatedBy: "\u{1B}[H\u{1B}[2J").count >= 4
         }
         watch.interrupt()
@@ -225,7 +225,7 @@ struct ObservabilityTests {
 
     private func value(_ query: String, in prometheus: TestPrometheus) async -> Double? {
         var result: Double?
-        _ = await Harness.eventually(timeout: .seconds(20)) {
+        _ = await eventually(timeout: .seconds(20)) {
             result = prometheus.value(query)
             return result != nil
         }

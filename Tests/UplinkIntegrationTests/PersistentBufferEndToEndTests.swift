@@ -129,7 +129,7 @@ struct PersistentBufferEndToEndTests {
         let collector = try CollectorProcess(binary: binary, port: port, dataDirectory: dataDirectory)
         defer { collector.terminate() }
         try await collector.waitUntilHealthy()
-        let arrived = await Harness.eventually(timeout: .seconds(60)) { Self.storedCount(dataDirectory) >= total }
+        let arrived = await eventually(timeout: .seconds(60)) { Self.storedCount(dataDirectory) >= total }
         #expect(arrived, "stored \(Self.storedCount(dataDirectory)) of \(total)")
         await second.child.terminate(grace: 15)
 
@@ -163,7 +163,7 @@ struct PersistentBufferEndToEndTests {
                         extraPersist: "    sync_interval: 100ms"),
                     logLevel: "error")
                 // Kill at a random moment once this run's records are arriving (some acknowledged, some in flight).
-                let flowing = await Harness.eventually(timeout: .seconds(30)) { Self.storedCount(dataDirectory) > before }
+                let flowing = await eventually(timeout: .seconds(30)) { Self.storedCount(dataDirectory) > before }
                 #expect(flowing, "run \(run): nothing arrived")
                 try await Task.sleep(for: .milliseconds(Int.random(in: 0...400, using: &random)))
                 agent.child.send(SIGKILL)
@@ -214,7 +214,7 @@ struct PersistentBufferEndToEndTests {
         // Keeps the process alive to the end of the test; released then, a process still running is killed and reaped.
         defer { agent.send(SIGTERM) }
         let pid = agent.processIdentifier
-        #expect(await Harness.eventually(timeout: .seconds(30)) { Self.storedCount(dataDirectory) > 0 })
+        #expect(await eventually(timeout: .seconds(30)) { Self.storedCount(dataDirectory) > 0 })
         let start = try #require(Self.writeBytes(pid))
         // The documented benchmark measures 60 s; 10 s here spans ten spill checks and ten samples of each sensor.
         let storedBefore = Self.storedCount(dataDirectory)
@@ -226,7 +226,7 @@ struct PersistentBufferEndToEndTests {
 
         // Control: with the collector gone, records wait and are spilled, and the same measurement sees it.
         collector.kill()
-        let wrote = await Harness.eventually(timeout: .seconds(30)) {
+        let wrote = await eventually(timeout: .seconds(30)) {
             (Self.writeBytes(pid) ?? 0) - start > 0 && Self.segmentBytes(state + "/buffer") > 0
         }
         #expect(wrote, "nothing written during the outage: the measurement cannot see writes")

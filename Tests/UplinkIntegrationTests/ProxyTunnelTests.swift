@@ -76,7 +76,7 @@ struct ProxyTunnelTests {
             let agent = NetworkAgent(
                 UplinkConfiguration(url: collector.url, agentID: "agent-1", proxy: UplinkProxy(host: "127.0.0.1", port: proxy.port)),
                 sources: [.generator(rate: 0, count: 10)])
-            let failed = await Harness.eventually(timeout: .seconds(20)) { agent.uplink.statistics().failures >= 1 }
+            let failed = await eventually(timeout: .seconds(20)) { agent.uplink.statistics().failures >= 1 }
             try await agent.stop()
             #expect(failed)
             #expect(agent.uplink.statistics().lastFailure == .status(407))

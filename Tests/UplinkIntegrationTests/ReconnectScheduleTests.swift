@@ -5,6 +5,7 @@ import UplinkCollector
 import UplinkCore
 import UplinkTransport
 import UplinkWire
+import UplinkTestSupport
 
 /// The collector comes back on the port the agent keeps trying: the very next attempt opens the stream, so the
 /// first attempt after the collector is back comes within one backoff delay (at most the current ceiling).
@@ -39,9 +40,9 @@ struct ReconnectScheduleTests {
         schedule.attach(uplink)
         let task = Task { try await uplink.run() }
 
-        let up = await Harness.eventually(timeout: .seconds(30)) { uplink.statistics().streamsOpened >= 1 }
+        let up = await eventually(timeout: .seconds(30)) { uplink.statistics().streamsOpened >= 1 }
         #expect(up, "no stream: \(uplink.statistics()); collector start: \(schedule.startFailure ?? "no failure")")
-        let delivered = await Harness.eventually(timeout: .seconds(30)) { ring.statistics().acknowledged >= UInt64(records) }
+        let delivered = await eventually(timeout: .seconds(30)) { ring.statistics().acknowledged >= UInt64(records) }
         #expect(delivered, "acknowledged \(ring.statistics().acknowledged) of \(records)")
         task.cancel()
         try await task.value

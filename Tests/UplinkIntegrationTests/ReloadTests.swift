@@ -4,6 +4,7 @@ import UplinkCore
 
 #if canImport(Glibc)
 import Glibc
+import UplinkTestSupport
 #endif
 
 /// `uplink run --config` reloading its file on SIGHUP: a real agent process and real collectors.
@@ -74,16 +75,16 @@ struct ReloadTests {
             let before = log.text.components(separatedBy: outcome).count
             try text.write(toFile: path, atomically: true, encoding: .utf8)
             kill(process.processIdentifier, SIGHUP)
-            let done = await Harness.eventually(timeout: .seconds(30)) {
+            let done = await eventually(timeout: .seconds(30)) {
                 log.text.components(separatedBy: outcome).count > before
             }
             try #require(done, "no '\(outcome)' after SIGHUP; log: \(log.text.suffix(2000))")
         }
         func waitForMore(_ source: String, than count: Int, in collectors: [InProcessCollector]) async -> Bool {
-            await Harness.eventually(timeout: .seconds(30)) { Self.storedCount(source, in: collectors) > count }
+            await eventually(timeout: .seconds(30)) { Self.storedCount(source, in: collectors) > count }
         }
 
-        #expect(await Harness.eventually(timeout: .seconds(30)) { notify.pending.contains { $0.hasPrefix("READY=1") } })
+        #expect(await eventually(timeout: .seconds(30)) { notify.pending.contains { $0.hasPrefix("READY=1") } })
         #expect(await waitForMore("steady", than: 50, in: [first]), "log: \(log.text.suffix(2000))")
 
         // 1. Add a source.
@@ -126,7 +127,7 @@ struct ReloadTests {
         #expect(notifications.last?.contains("reload failed") == true, "\(notifications)")
 
         kill(process.processIdentifier, SIGTERM)
-        #expect(await Harness.eventually(timeout: .seconds(30)) { !process.isRunning })
+        #expect(await eventually(timeout: .seconds(30)) { !process.isRunning })
         await process.awaitExit()
         #expect(process.terminationStatus == 0, "log: \(log.text.suffix(2000))")
 

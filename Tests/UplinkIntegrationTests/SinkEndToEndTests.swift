@@ -47,10 +47,10 @@ struct SinkEndToEndTests {
             .init(name: "memory", config: SourceConfig(MemoryConfig(interval: .milliseconds(100)))),
             .generator(rate: 500, count: 1000),
         ])
-        #expect(await Harness.eventually(timeout: .seconds(60)) { agent.ring.statistics().nextToWrite > 1500 })
+        #expect(await eventually(timeout: .seconds(60)) { agent.ring.statistics().nextToWrite > 1500 })
         try await agent.stop()
         let appended = agent.ring.statistics().nextToWrite - 1
-        #expect(await Harness.eventually(timeout: .seconds(60)) {
+        #expect(await eventually(timeout: .seconds(60)) {
             collector.collector.sinkStatistics().allSatisfy { $0.recordsForwarded == appended }
         })
         try await collector.stop()
@@ -66,7 +66,7 @@ struct SinkEndToEndTests {
         let expectedCount = expected.values.map(\.count).reduce(0, +)
         #expect(expectedCount > 100, "the agent produced metric samples")
         var stored: [String: [Int64: Double]] = [:]
-        _ = try await Harness.eventually(timeout: .seconds(30)) {
+        _ = try await eventually(timeout: .seconds(30)) {
             stored = [:]
             for series in try store.export() {
                 let metric = series["metric"] as! [String: String]
@@ -114,7 +114,7 @@ struct SinkEndToEndTests {
             }
             try await Task.sleep(for: .milliseconds(20))
         }
-        #expect(await Harness.eventually(timeout: .seconds(60)) {
+        #expect(await eventually(timeout: .seconds(60)) {
             collector.collector.sinkStatistics()[0].recordsForwarded == UInt64(2 * perFile)
         })
         try await agent.stop()

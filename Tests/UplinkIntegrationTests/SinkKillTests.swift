@@ -16,7 +16,7 @@ struct ConfiguredCollector {
     }
 
     func waitUntilHealthy() async throws {
-        let healthy = await Harness.eventually(timeout: .seconds(30)) {
+        let healthy = await eventually(timeout: .seconds(30)) {
             process.isRunning && LoopbackHTTP.get(port: port, path: "/healthz")?.hasPrefix("HTTP/1.1 200") == true
         }
         struct NotHealthy: Error {}
@@ -83,7 +83,7 @@ struct SinkKillTests {
             for round in 0..<20 {
                 // Kill only while records are being forwarded: the sinks' cursors must move on this process first.
                 let before = forwardingState(data, sinks: sinks).cursors
-                let forwarding = await Harness.eventually(timeout: .seconds(30)) {
+                let forwarding = await eventually(timeout: .seconds(30)) {
                     zip(forwardingState(data, sinks: sinks).cursors, before).allSatisfy { $0 > $1 }
                 }
                 #expect(forwarding, "round \(round): the sinks did not move")
@@ -93,14 +93,14 @@ struct SinkKillTests {
                 try await collector.waitUntilHealthy()
             }
             // The cpu source appends too: wait for the generator's last record, then for the ack of everything.
-            let generated = await Harness.eventually(timeout: .seconds(180)) {
+            let generated = await eventually(timeout: .seconds(180)) {
                 agent.ring.statistics().sources.first { $0.name == "gen" }?.appended == 40_000
             }
             #expect(generated, "the generator appended its 40,000 records")
             let appended = Int(agent.ring.statistics().nextToWrite - 1)
             #expect(await agent.waitUntilAllAcknowledged(records: appended, timeout: .seconds(180)))
             try await agent.stop()
-            let settled = await Harness.eventually(timeout: .seconds(60)) {
+            let settled = await eventually(timeout: .seconds(60)) {
                 let state = forwardingState(data, sinks: sinks)
                 return state.end > 0 && state.cursors.allSatisfy { $0 == state.end }
             }
@@ -118,7 +118,7 @@ struct SinkKillTests {
 
             var samples = 0
             var twice = 0
-            _ = try await Harness.eventually(timeout: .seconds(30)) {
+            _ = try await eventually(timeout: .seconds(30)) {
                 samples = 0
                 twice = 0
                 for series in try victoria.export() {

@@ -77,7 +77,7 @@ struct SinkScaleOutTests {
                     }
                 }
                 // Both collectors have agents before one is killed.
-                #expect(await Harness.eventually(timeout: .seconds(30)) {
+                #expect(await eventually(timeout: .seconds(30)) {
                     !Self.agents(in: data[0]).isEmpty && !Self.agents(in: data[1]).isEmpty
                 })
                 let onFirst = Self.agents(in: data[0])
@@ -93,7 +93,7 @@ struct SinkScaleOutTests {
             }
             // The killed collector comes back and forwards what its log still held (acknowledged, not yet delivered).
             collectors[0] = try await start(0)
-            let settled = await Harness.eventually(timeout: .seconds(60)) {
+            let settled = await eventually(timeout: .seconds(60)) {
                 data.allSatisfy { directory in
                     let state = forwardingState(directory, sinks: ["ch"])
                     return state.end > 0 && state.cursors == [state.end]

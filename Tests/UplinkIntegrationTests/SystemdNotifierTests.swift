@@ -6,6 +6,7 @@ import UplinkAgent
 
 #if canImport(Glibc)
 import Glibc
+import UplinkTestSupport
 #endif
 
 /// `SystemdNotifier` against a real `AF_UNIX` datagram socket standing in for systemd's `$NOTIFY_SOCKET`.
@@ -71,11 +72,11 @@ struct SystemdNotifierTests {
             configuration: ServiceGroupConfiguration(
                 services: [.init(service: Idle()), notifier.serviceConfiguration], logger: Logger(label: "test")))
         let running = Task { try await group.run() }
-        #expect(await Harness.eventually(timeout: .seconds(10)) { socket.pending.contains("READY=1\nSTATUS=up") })
+        #expect(await eventually(timeout: .seconds(10)) { socket.pending.contains("READY=1\nSTATUS=up") })
         #expect(!socket.pending.contains { $0.contains("STOPPING=1") })
         await group.triggerGracefulShutdown()
         try await running.value
-        #expect(await Harness.eventually(timeout: .seconds(10)) { socket.pending.last == "STOPPING=1\nSTATUS=stopping" })
+        #expect(await eventually(timeout: .seconds(10)) { socket.pending.last == "STOPPING=1\nSTATUS=stopping" })
     }
 
     @Test("uplink run --config examples.yaml sends READY=1 once running and STOPPING=1 on SIGTERM")
@@ -96,7 +97,7 @@ struct SystemdNotifierTests {
         try process.run()
         defer { if process.isRunning { process.terminate() } }
 
-        let ready = await Harness.eventually(timeout: .seconds(30)) {
+        let ready = await eventually(timeout: .seconds(30)) {
             socket.pending.contains { $0.hasPrefix("READY=1\n") }
         }
         #expect(ready, "no READY=1; log: \(log.text.suffix(1000))")
@@ -106,11 +107,11 @@ struct SystemdNotifierTests {
         #expect(!socket.pending.contains { $0.contains("STOPPING=1") })
 
         kill(process.processIdentifier, SIGTERM)
-        let stopping = await Harness.eventually(timeout: .seconds(20)) {
+        let stopping = await eventually(timeout: .seconds(20)) {
             socket.pending.contains { $0.hasPrefix("STOPPING=1") }
         }
         #expect(stopping, "no STOPPING=1; log: \(log.text.suffix(1000))")
-        #expect(await Harness.eventually(timeout: .seconds(20)) { !process.isRunning })
+        #expect(await eventually(timeout: .seconds(20)) { !process.isRunning })
         await process.awaitExit()
         #expect(process.terminationStatus == 0)
     }

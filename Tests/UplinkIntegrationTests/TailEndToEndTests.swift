@@ -94,7 +94,7 @@ struct TailEndToEndTests {
 
     /// Waits until the collector has stored `count` records; false after `timeout`.
     static func waitForStored(_ collector: InProcessCollector, _ count: Int, timeout: Duration) async -> Bool {
-        await Harness.eventually(timeout: timeout) { storedCount(collector) >= count }
+        await eventually(timeout: timeout) { storedCount(collector) >= count }
     }
 
     /// Waits until the stored count has not changed for `quiet`, at most `timeout`.
@@ -222,7 +222,7 @@ struct TailEndToEndTests {
         var counter = 0
         let descriptor = Self.openForAppend(logPath)
         Self.append(descriptor, Self.lines(5_000, from: &counter))
-        #expect(await Harness.eventually(timeout: .seconds(20)) { agent.ring.statistics().usedBytes > 32 << 10 })
+        #expect(await eventually(timeout: .seconds(20)) { agent.ring.statistics().usedBytes > 32 << 10 })
         try await Task.sleep(for: .milliseconds(300))
         #expect(agent.ring.statistics().nextToWrite < 2_000, "the tailer is behind")
         try FileManager.default.copyItem(atPath: logPath, toPath: logPath + ".1")
@@ -265,7 +265,7 @@ struct TailEndToEndTests {
         // On a loaded machine the agent's start took longer than the first rotations (CI lost lines 0…1199 so).
         var first = 0
         Self.append(descriptor, Self.lines(100, from: &first))
-        let following = await Harness.eventually(timeout: .seconds(60)) {
+        let following = await eventually(timeout: .seconds(60)) {
             collector.collector.agents().first?.recordsStored ?? 0 >= 100
         }
         #expect(following, "the agent did not deliver the first 100 lines within 60 s")

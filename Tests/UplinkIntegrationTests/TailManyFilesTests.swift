@@ -60,11 +60,11 @@ struct TailManyFilesTests {
             func stored() -> Int { TailEndToEndTests.storedCount(collector) }
             func records() throws -> [Record] { try Harness.storedRecords(in: collector.dataDirectory).map(\.record) }
             let initial = count * 3 + 1
-            #expect(await Harness.eventually(timeout: .seconds(90)) { stored() >= initial }, "\(stored()) of \(initial) lines")
+            #expect(await eventually(timeout: .seconds(90)) { stored() >= initial }, "\(stored()) of \(initial) lines")
 
             // Read to their end and quiet: parked, their descriptors closed (the opener and the engine hold none).
             #expect(
-                await Harness.eventually(timeout: .seconds(60)) { Self.openDescriptors(under: (root + "/logs")) <= 16 },
+                await eventually(timeout: .seconds(60)) { Self.openDescriptors(under: (root + "/logs")) <= 16 },
                 "\(Self.openDescriptors(under: (root + "/logs"))) descriptors open on \(count + 1) files")
             let parkedDescriptors = Self.openDescriptors(under: root + "/logs")
 
@@ -73,13 +73,13 @@ struct TailManyFilesTests {
             for index in written {
                 writeFile(file("app.log.\(index)"), "late \(index)\n")
             }
-            #expect(await Harness.eventually(timeout: .seconds(60)) { stored() >= initial + written.count })
+            #expect(await eventually(timeout: .seconds(60)) { stored() >= initial + written.count })
 
             // Rotation as logrotate's `create` does it: every rotated file shifted by one, app.log to app.log.1, a new
             // app.log. Files are renamed, not changed: nothing is read again.
             // First the 20 written files are parked again (quiet for the tailer's 5 s), their descriptors closed.
             #expect(
-                await Harness.eventually(timeout: .seconds(60)) {
+                await eventually(timeout: .seconds(60)) {
                     Self.openDescriptors(under: root + "/logs") <= parkedDescriptors
                 }, "\(Self.openDescriptors(under: root + "/logs")) descriptors open, \(parkedDescriptors) before the writes")
             for index in stride(from: count, through: 1, by: -1) {
@@ -87,12 +87,12 @@ struct TailManyFilesTests {
             }
             #expect(rename(file("app.log"), file("app.log.1")) == 0)
             writeFile(file("app.log"), "after rotation\n")
-            #expect(await Harness.eventually(timeout: .seconds(60)) { stored() >= initial + written.count + 1 })
+            #expect(await eventually(timeout: .seconds(60)) { stored() >= initial + written.count + 1 })
             // Anything read again would arrive in this time.
             try await Task.sleep(for: .seconds(2))
             // A write to a shifted, parked file is read under its new name.
             writeFile(file("app.log.1001"), "after shift\n")
-            #expect(await Harness.eventually(timeout: .seconds(60)) { stored() >= initial + written.count + 2 })
+            #expect(await eventually(timeout: .seconds(60)) { stored() >= initial + written.count + 2 })
             try await Task.sleep(for: .milliseconds(500))
             try await agent.stop()
             try await collector.stop()

@@ -1,5 +1,6 @@
 import Synchronization
 import Testing
+import UplinkTestSupport
 
 @testable import UplinkSources
 

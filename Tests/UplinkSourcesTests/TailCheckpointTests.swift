@@ -2,6 +2,7 @@ import Foundation
 import Logging
 import Testing
 import UplinkCore
+import UplinkTestSupport
 
 @testable import UplinkSources
 

@@ -2,6 +2,7 @@ import Logging
 import Synchronization
 import Testing
 import UplinkCore
+import UplinkTestSupport
 
 @testable import UplinkSources
 

@@ -134,24 +134,6 @@ func tailTestConfig(_ paths: [String], watch: TailWatchMethod = .poll, startAt: 
     return config
 }
 
-/// Polls `condition` every 10 ms until it holds or `timeout` passed (a generous deadline, not an assertion on
-/// speed). Returns whether it held.
-///
-/// 90 s by default: the deadline only bounds a failure (a condition that holds returns at once), and these tests run
-/// beside hundreds of others and their peer processes on CI's two cores.
-@discardableResult
-func eventually(timeout: Duration = .seconds(90), _ condition: () -> Bool) async -> Bool {
-    let clock = ContinuousClock()
-    let deadline = clock.now.advanced(by: timeout)
-    var polls = 0
-    while polls < 1_000_000 {
-        if condition() { return true }
-        if clock.now >= deadline { return false }
-        try? await Task.sleep(for: .milliseconds(10))
-        polls += 1
-    }
-    return condition()
-}
 
 extension Record {
     /// The log message, if this is a log record.

@@ -410,21 +410,6 @@ private func pingPong(_ client: LoopbackTestClient) async throws {
     #expect(Array(client.received.dropFirst(before)) == ping)
 }
 
-/// Polls `condition` every 10 ms until it holds or `timeout` elapses (bounded number of polls).
-private func eventually(
-    timeout: Duration = .seconds(10),
-    _ condition: () async throws -> Bool
-) async rethrows -> Bool {
-    let clock = ContinuousClock()
-    let deadline = clock.now + timeout
-    let maxPolls = Int(timeout / .milliseconds(10)) + 1
-    for _ in 0..<maxPolls {
-        if try await condition() { return true }
-        if clock.now >= deadline { break }
-        try? await Task.sleep(for: .milliseconds(10))
-    }
-    return try await condition()
-}
 
 /// A TCP port on 127.0.0.1 that is bound but not listening: connecting to it is refused, and no
 /// other socket can take the port while it is held (unlike a port freed by stopping a server).

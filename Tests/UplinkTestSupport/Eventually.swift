@@ -1,0 +1,16 @@
+/// Polls `condition` every 10 ms until it holds; returns whether it did. `timeout` only bounds a failing test (a
+/// condition that holds returns at once), it measures nothing: generous, since tests run beside hundreds of others
+/// and their peer processes on CI's two cores. The number of polls is bounded too.
+@discardableResult
+public func eventually(
+    timeout: Duration = .seconds(60), _ condition: () async throws -> Bool
+) async rethrows -> Bool {
+    let deadline = ContinuousClock.now + timeout
+    let maximumPolls = Int(timeout / .milliseconds(10)) + 1
+    for _ in 0..<maximumPolls {
+        if try await condition() { return true }
+        if ContinuousClock.now >= deadline { break }
+        try? await Task.sleep(for: .milliseconds(10))
+    }
+    return try await condition()
+}

@@ -192,9 +192,4 @@ enum FileIO {
             throw .io(error.operation, error.path, errno: error.errno)
         }
     }
-
-    /// The directory part of `path` ("." when there is none).
-    static func directory(of path: String) -> String {
-        AtomicFile.parentDirectory(of: path)
-    }
 }

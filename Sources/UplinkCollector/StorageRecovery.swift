@@ -30,7 +30,7 @@ enum StorageRecovery {
     static func recover(_ configuration: CollectorConfiguration, logger: Logger) throws(CollectorError) -> Recovered {
         try FileIO.makeDirectories(configuration.dataDirectory)
         let rejectsPath = configuration.resolvedRejectsFile
-        try FileIO.makeDirectories(FileIO.directory(of: rejectsPath))
+        try FileIO.makeDirectories(AtomicFile.parentDirectory(of: rejectsPath))
 
         let ledger = try MarksLedger.read(path: configuration.marksFile)
         if ledger.invalidLines > 0 || ledger.tornBytes > 0 {

@@ -162,7 +162,7 @@ final class Forwarder: Sendable {
         let path = deadLetterPath
         do {
             try await NIOThreadPool.singleton.runIfActive {
-                try FileIO.makeDirectories(FileIO.directory(of: path))
+                try FileIO.makeDirectories(AtomicFile.parentDirectory(of: path))
                 let descriptor = try FileIO.openForAppending(path)
                 defer { FileIO.closeFile(descriptor) }
                 try lines.withUnsafeReadableBytes { raw in
@@ -178,7 +178,7 @@ final class Forwarder: Sendable {
         let path = cursorPath
         do {
             try await NIOThreadPool.singleton.runIfActive {
-                try FileIO.makeDirectories(FileIO.directory(of: path))
+                try FileIO.makeDirectories(AtomicFile.parentDirectory(of: path))
                 try CursorFile.write(path, cursor)
             }
         } catch {

@@ -109,9 +109,4 @@ enum SourceFiles {
             return Errno(error.errno)
         }
     }
-
-    /// The directory part of a path (`.` for a bare name).
-    static func parentDirectory(_ path: String) -> String {
-        AtomicFile.parentDirectory(of: path)
-    }
 }

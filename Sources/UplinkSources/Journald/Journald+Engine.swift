@@ -79,7 +79,7 @@ final class JournaldEngine {
         logger = context.logger
         if let stateDirectory = context.stateDirectory {
             let path = JournaldCheckpointFile.path(stateDirectory: stateDirectory, sourceName: name)
-            let directory = SourceFiles.parentDirectory(path)
+            let directory = AtomicFile.parentDirectory(of: path)
             if let error = SourceFiles.makeDirectories(directory) {
                 throw JournaldError("journald source '\(name)': cannot create the checkpoint directory \(directory): \(error)")
             }

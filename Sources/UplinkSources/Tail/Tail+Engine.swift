@@ -150,7 +150,7 @@ final class TailEngine {
         }
         if let stateDirectory = context.stateDirectory {
             let path = TailCheckpointFile.path(stateDirectory: stateDirectory, sourceName: name)
-            let directory = SourceFiles.parentDirectory(path)
+            let directory = AtomicFile.parentDirectory(of: path)
             if let error = SourceFiles.makeDirectories(directory) {
                 throw TailError("tail source '\(name)': cannot create the checkpoint directory \(directory): \(error)")
             }

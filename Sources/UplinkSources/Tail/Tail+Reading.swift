@@ -509,11 +509,11 @@ extension TailEngine {
     /// file beside it with a full fingerprint: then `file` may be a copy being written. A parked one is not opened to
     /// compare: it counts as a match.
     private func beginsLikeFollowedFile(_ file: TailedFile, count: Int) -> Bool {
-        let directory = SourceFiles.parentDirectory(file.path)
+        let directory = AtomicFile.parentDirectory(of: file.path)
         var other = [UInt8](repeating: 0, count: count)
         for candidate in files where candidate !== file && !candidate.isClosed && candidate.inode != file.inode {
             guard candidate.fingerprint.length == TailFingerprint.maximumLength,
-                SourceFiles.parentDirectory(candidate.path) == directory
+                AtomicFile.parentDirectory(of: candidate.path) == directory
             else { continue }
             if candidate.isParked { return true }
             let read = other.withUnsafeMutableBytes { SourceFiles.read(candidate.descriptor, into: $0, at: 0) }

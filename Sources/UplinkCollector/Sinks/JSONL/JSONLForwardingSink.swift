@@ -1,6 +1,7 @@
 import NIOCore
 import NIOPosix
 import Synchronization
+import UplinkCore
 
 /// `type: jsonl`: appends the log's stored lines, unchanged, to `path` (default `<data_dir>/records.jsonl`), the
 /// same form the collector writes without `sinks`. After a crash the last batch may be appended twice (the cursor
@@ -19,7 +20,7 @@ struct JSONLForwardingSink: ForwardingSink {
 
     init(path: String) throws(CollectorError) {
         self.path = path
-        try FileIO.makeDirectories(FileIO.directory(of: path))
+        try FileIO.makeDirectories(AtomicFile.parentDirectory(of: path))
     }
 
     func prepare() async throws(SinkFailure) {

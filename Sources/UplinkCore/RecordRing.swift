@@ -339,20 +339,22 @@ public final class RecordRing: Sendable {
     /// Up to `maxBytes` leading bytes of the oldest frame held in memory, or nil when memory holds none. That frame
     /// is the oldest unacknowledged one, unless older frames were moved to the persistent buffer's disk.
     public func oldestFramePrefix(maxBytes: Int) -> [UInt8]? {
-        state.withLock { state in
-            guard state.headSequence < state.nextSequence, state.used > 0 else { return nil }
-            let (length, _) = header(at: state.head)
-            let count = min(length, maxBytes)
-            var prefix = [UInt8](repeating: 0, count: count)
-            let bodyStart = advance(state.head, by: Self.frameHeaderBytes)
-            prefix.withUnsafeMutableBytes { destination in
-                guard let base = destination.baseAddress, count > 0 else { return }
-                let first = min(count, capacity - bodyStart)
-                base.copyMemory(from: storage + bodyStart, byteCount: first)
-                if first < count { (base + first).copyMemory(from: storage, byteCount: count - first) }
-            }
-            return prefix
+        state.withLock { oldestFramePrefixLocked(&$0, maxBytes: maxBytes) }
+    }
+
+    private func oldestFramePrefixLocked(_ state: inout State, maxBytes: Int) -> [UInt8]? {
+        guard state.headSequence < state.nextSequence, state.used > 0 else { return nil }
+        let (length, _) = header(at: state.head)
+        let count = min(length, maxBytes)
+        var prefix = [UInt8](repeating: 0, count: count)
+        let bodyStart = advance(state.head, by: Self.frameHeaderBytes)
+        prefix.withUnsafeMutableBytes { destination in
+            guard let base = destination.baseAddress, count > 0 else { return }
+            let first = min(count, capacity - bodyStart)
+            base.copyMemory(from: storage + bodyStart, byteCount: first)
+            if first < count { (base + first).copyMemory(from: storage, byteCount: count - first) }
         }
+        return prefix
     }
 
     /// Whether the ring holds no frames at all (everything written was acknowledged or dropped).
@@ -458,8 +460,10 @@ public final class RecordRing: Sendable {
 
     // MARK: Observation
 
-    /// A consistent snapshot of the cursors and counters.
-    public func statistics() -> RingStatistics {
+    /// A consistent snapshot of the cursors and counters; with `oldestPrefixBytes` > 0 it also holds that many
+    /// leading bytes of the oldest frame in memory (`oldestFramePrefix`), read under the same lock, so that
+    /// `retainedFrames > 0` always comes with the frame it counts.
+    public func statistics(oldestPrefixBytes: Int = 0) -> RingStatistics {
         state.withLock { state in
             reportMetricsLocked(&state)
             return RingStatistics(
@@ -471,6 +475,7 @@ public final class RecordRing: Sendable {
                 oldestRetained: state.headSequence,
                 nextToSend: state.sendSequence,
                 nextToWrite: state.nextSequence,
+                oldestFramePrefix: oldestPrefixBytes > 0 ? oldestFramePrefixLocked(&state, maxBytes: oldestPrefixBytes) : nil,
                 sources: state.sources.map {
                     RingStatistics.SourceCounts(
                         name: $0.name, appended: $0.appended, droppedOldest: $0.droppedOldest,
@@ -642,6 +647,9 @@ public struct RingStatistics: Sendable, Equatable {
     public var oldestRetained: UInt64
     public var nextToSend: UInt64
     public var nextToWrite: UInt64
+    /// The leading bytes of the oldest frame in memory, when `statistics(oldestPrefixBytes:)` asked for them and
+    /// memory holds a frame.
+    public var oldestFramePrefix: [UInt8]?
     public var sources: [SourceCounts]
 
     /// Counters of the named source, if registered.

@@ -566,4 +566,32 @@ struct RecordRingOldestFrameTests {
         ring.acknowledge(through: 4)
         #expect(ring.oldestFramePrefix(maxBytes: 10) == nil)
     }
+
+    @Test("statistics with the oldest frame are one snapshot: frames held always come with the oldest one's bytes")
+    func snapshotIsConsistent() async {
+        let ring = RecordRing(capacity: 4096)
+        let source = ring.registerSource("s")
+        #expect(ring.statistics(oldestPrefixBytes: 4).oldestFramePrefix == nil)
+        let rounds = 20_000
+        // One task appends and acknowledges frame by frame, so the ring keeps going from empty to one frame and back;
+        // the other reads snapshots meanwhile.
+        let writer = Task.detached {
+            for round in 1...rounds {
+                ring.append(Array("frame \(round)".utf8), source: source)
+                ring.readUnsent(maxBytes: 1 << 20) { _, _, _ in }
+                ring.acknowledge(through: UInt64(round))
+            }
+        }
+        var inconsistent = 0
+        for _ in 0..<rounds {
+            let snapshot = ring.statistics(oldestPrefixBytes: 5)
+            if (snapshot.retainedFrames > 0) != (snapshot.oldestFramePrefix != nil) { inconsistent += 1 }
+            if snapshot.retainedFrames > 0 {
+                #expect(snapshot.oldestFramePrefix == Array("frame".utf8))
+            }
+        }
+        await writer.value
+        #expect(inconsistent == 0)
+        #expect(ring.statistics().oldestFramePrefix == nil, "not read unless asked for")
+    }
 }

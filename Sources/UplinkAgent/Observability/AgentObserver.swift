@@ -37,7 +37,8 @@ final class AgentObserver: Sendable {
         let now = WallClock.nowNanoseconds()
         let uplink = agent.uplink
         let stream = uplink.statistics()
-        let ring = agent.ring.statistics()
+        // One snapshot: the frame counts and the oldest frame's age describe the same ring.
+        let ring = agent.ring.statistics(oldestPrefixBytes: NDJSONFrameEncoder.timestampPrefixBytes)
         let states = agent.sourceSupervisor.sourceStates
         let perSecond = rates.recordsPerSecond(current: ring.sources, now: .now, startedAt: startedAt)
         let sources = states.map { state -> AgentStatus.Source in
@@ -66,17 +67,16 @@ final class AgentObserver: Sendable {
             buffer: AgentStatus.Buffer(
                 capacityBytes: ring.capacity, usedBytes: ring.usedBytes, residentBytes: agent.ring.residentBytes(),
                 frames: ring.retainedFrames,
-                unsentFrames: ring.unsentFrames, oldestUnacknowledgedAgeSeconds: oldestUnacknowledgedAge(now: now),
+                unsentFrames: ring.unsentFrames, oldestUnacknowledgedAgeSeconds: Self.age(ofFramePrefix: ring.oldestFramePrefix, now: now),
                 diskBytes: agent.ring.persistentStatistics().map(\.diskBytes)),
             sources: sources)
     }
 
-    /// Seconds since the timestamp of the oldest record held and not yet acknowledged; nil when none is held.
-    func oldestUnacknowledgedAge(now: Int64) -> Double? {
-        guard let prefix = agent.ring.oldestFramePrefix(maxBytes: NDJSONFrameEncoder.timestampPrefixBytes),
-            let timestamp = NDJSONFrameEncoder.timestamp(ofFramePrefix: prefix)
-        else { return nil }
-        return max(0, Self.seconds(now &- timestamp))
+    /// Seconds from the timestamp at the start of a frame (the oldest record held and not yet acknowledged) to
+    /// `now`; nil without a frame or a timestamp.
+    static func age(ofFramePrefix prefix: [UInt8]?, now: Int64) -> Double? {
+        guard let prefix, let timestamp = NDJSONFrameEncoder.timestamp(ofFramePrefix: prefix) else { return nil }
+        return max(0, seconds(now &- timestamp))
     }
 
     static func seconds(_ nanoseconds: Int64) -> Double { Double(nanoseconds) / 1e9 }
@@ -100,13 +100,13 @@ final class AgentObserver: Sendable {
         let sourcesRunning = registry.gauge("uplink_sources_running")
         let sourcesEnded = registry.gauge("uplink_sources_ended")
         return exposition.addScrapeHook { [self] in
-            let ring = agent.ring.statistics()
+            let ring = agent.ring.statistics(oldestPrefixBytes: NDJSONFrameEncoder.timestampPrefixBytes)
             let stream = agent.uplink.statistics()
             capacity.record(Int64(ring.capacity))
             if let bytes = agent.ring.residentBytes() { resident.record(Int64(bytes)) }
             frames.record(Int64(ring.retainedFrames))
             unsent.record(Int64(ring.unsentFrames))
-            oldest.record(oldestUnacknowledgedAge(now: WallClock.nowNanoseconds()) ?? 0)
+            oldest.record(Self.age(ofFramePrefix: ring.oldestFramePrefix, now: WallClock.nowNanoseconds()) ?? 0)
             inFlight.record(Int64(clamping: stream.lastSent > stream.acknowledged ? stream.lastSent - stream.acknowledged : 0))
             up.record(Int64(stream.state == .streaming ? 1 : 0))
             for (state, gauge) in states { gauge.record(Int64(state == stream.state ? 1 : 0)) }

@@ -129,6 +129,7 @@ let package = Package(
             name: "UplinkCollector",
             dependencies: [
                 "UplinkCore",
+                "UplinkConfig",
                 "UplinkWire",
                 "UplinkObservability",
                 "CLinuxIO",
@@ -230,7 +231,8 @@ let package = Package(
         .testTarget(
             name: "UplinkConfigTests",
             dependencies: [
-                "UplinkConfig", "UplinkCore", "UplinkAgent", "UplinkSources", "UplinkTransport", "UplinkTestSupport",
+                "UplinkConfig", "UplinkCore", "UplinkAgent", "UplinkCollector", "UplinkSources", "UplinkTransport",
+                "UplinkTestSupport",
             ],
             exclude: ["Fixtures"],
             swiftSettings: strict
@@ -261,7 +263,7 @@ let package = Package(
         .testTarget(
             name: "UplinkCollectorTests",
             dependencies: [
-                "UplinkCollector", "UplinkCore", "UplinkWire", "UplinkTestSupport", "UplinkObservability",
+                "UplinkCollector", "UplinkConfig", "UplinkCore", "UplinkWire", "UplinkTestSupport", "UplinkObservability",
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "NIOSSL", package: "swift-nio-ssl"),
             ],

@@ -1,7 +1,7 @@
 import UplinkWire
 
 /// How a `Collector` listens and where it stores what it receives.
-public struct CollectorConfiguration: Sendable {
+public struct CollectorConfiguration: Sendable, Equatable {
     /// Address to listen on. Default `"127.0.0.1"` (loopback only); use `"0.0.0.0"` to accept remote agents.
     public var host: String
     /// TCP port to listen on. Default `4318`; `0` picks any free port (see `Collector.waitUntilListening()`).

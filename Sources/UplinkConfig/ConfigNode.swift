@@ -175,6 +175,23 @@ public struct ConfigNode: Sendable, Equatable {
         entries?.first { $0.name == key }?.value
     }
 
+    /// Whether `other` holds the same values, keys and structure, wherever either stands in its file: scalars
+    /// compare by their value after substitution (so an edit elsewhere in the file, which moves the marks, or a
+    /// changed quoting style is not a change).
+    public func hasSameContent(as other: ConfigNode) -> Bool {
+        switch (content, other.content) {
+        case (.scalar(let lhs), .scalar(let rhs)):
+            return lhs.value == rhs.value && lhs.isNull == rhs.isNull && lhs.substitutionFailed == rhs.substitutionFailed
+        case (.mapping(let lhs), .mapping(let rhs)):
+            return lhs.count == rhs.count
+                && zip(lhs, rhs).allSatisfy { $0.name == $1.name && $0.value.hasSameContent(as: $1.value) }
+        case (.sequence(let lhs), .sequence(let rhs)):
+            return lhs.count == rhs.count && zip(lhs, rhs).allSatisfy { $0.hasSameContent(as: $1) }
+        default:
+            return false
+        }
+    }
+
     /// How the node is described in messages: `a mapping`, `a list`, `null`, or the quoted value.
     public var summary: String {
         switch content {

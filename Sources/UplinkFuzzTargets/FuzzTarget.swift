@@ -20,7 +20,7 @@ public enum FuzzTarget: String, CaseIterable, Sendable {
     case ackLine = "ack-line"
     /// The stream request's header checks (`StreamHeaders`): agent id, epoch, protocol version, bearer token.
     case streamHeaders = "stream-headers"
-    /// The YAML configuration loader: bytes → `UplinkFile.decode`.
+    /// The YAML configuration loader: bytes → `UplinkFile.decode` with the collector section decoded as `uplink` does.
     case config = "config"
     /// The collector's body decompressors (`StreamDecompressor`, zstd and gzip): arbitrary bytes as a compressed body
     /// in random chunks never trap and never give more than the per-chunk limit; the same bytes as plain text,
@@ -291,7 +291,9 @@ enum FuzzChecks {
 
     static func config(_ data: UnsafeRawBufferPointer) {
         let text = String(decoding: data, as: UTF8.self)
-        let result = UplinkFile.decode(text, file: "fuzz.yaml", environment: ["HOME": "/nonexistent", "UPLINK_FUZZ": "x\n\u{1b}"])
+        let result = UplinkFile.decode(text, file: "fuzz.yaml", environment: ["HOME": "/nonexistent", "UPLINK_FUZZ": "x\n\u{1b}"]) {
+            _ = CollectorConfiguration.decode($0)
+        }
         require((result.value == nil) == !result.issues.isEmpty, "a value with issues, or no value and no issue")
         for issue in result.issues {
             let line = issue.description

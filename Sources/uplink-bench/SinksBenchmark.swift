@@ -19,16 +19,33 @@ import Glibc
 enum SinksBenchmark {
     /// A store the benchmark forwards to.
     struct Store: Sendable {
-        let kind: SinkKind
+        /// The stores the benchmark knows.
+        enum Kind: String, Sendable { case victoriametrics, clickhouse }
+
+        let kind: Kind
         let url: String
         let password: String?
 
         var name: String { kind == .victoriametrics ? "VictoriaMetrics" : "ClickHouse" }
 
+        /// `compression` nil: the kind's default.
         func sink(name: String, url: String? = nil, linger: Duration, compression: SinkCompression? = nil) -> SinkConfiguration {
-            SinkConfiguration(
-                name: name, kind: kind, batchLinger: linger, backoff: Backoff(initial: .milliseconds(50), multiplier: 2, maximum: .seconds(1)),
-                url: url ?? self.url, password: password, compression: compression)
+            let backoff = Backoff(initial: .milliseconds(50), multiplier: 2, maximum: .seconds(1))
+            let url = url ?? self.url
+            switch kind {
+            case .victoriametrics:
+                let settings = VictoriaMetricsSinkConfig(url: url, compression: compression ?? VictoriaMetricsSinkConfig.defaultCompression)
+                return SinkConfiguration(name: name, kind: settings, batchLinger: linger, backoff: backoff)
+            case .clickhouse:
+                let settings = ClickHouseSinkConfig(
+                    url: url, compression: compression ?? ClickHouseSinkConfig.defaultCompression, password: password)
+                return SinkConfiguration(name: name, kind: settings, batchLinger: linger, backoff: backoff)
+            }
+        }
+
+        /// `compression`'s default for the kind.
+        var defaultCompression: SinkCompression {
+            kind == .victoriametrics ? VictoriaMetricsSinkConfig.defaultCompression : ClickHouseSinkConfig.defaultCompression
         }
     }
 
@@ -59,7 +76,7 @@ enum SinksBenchmark {
         let cpu = ResourceUsage.now().cpuSeconds - usage.cpuSeconds
         let statistics = forwarding.collector.sinkStatistics()[0]
         try await forwarding.stop()
-        let effective = compression ?? SinkCompression.defaultFor(store.kind)
+        let effective = compression ?? store.defaultCompression
         return BenchmarkResult(
             name: "sink \(store.kind.rawValue) (\(store.name) at \(store.url)), compression \(effective.rawValue): forwarding a log of "
                 + "\(records) \(store.kind == .victoriametrics ? "metric samples" : "200-byte log lines") after a restart",
@@ -134,14 +151,14 @@ enum SinksBenchmark {
     }
 
     /// Record `index` of a run: a metric sample whose value is the index, or a log line that starts with it.
-    private static func record(_ kind: SinkKind, index: Int, timestamp: Int64, run: String) -> Record {
+    private static func record(_ kind: Store.Kind, index: Int, timestamp: Int64, run: String) -> Record {
         switch kind {
         case .victoriametrics:
             // 100 series, so that VictoriaMetrics sees a realistic number of label sets.
             return Record(
                 timestamp: timestamp, source: "bench",
                 payload: .metric(Metric(name: "bench.value", value: Double(index), unit: "", tags: [Tag("run", run), Tag("series", String(index % 100))])))
-        default:
+        case .clickhouse:
             var message = "\(index) " + run + " "
             message += String(repeating: "x", count: max(0, 200 - message.utf8.count))
             return Record(timestamp: timestamp, source: "bench", payload: .log(LogLine(message: message)))

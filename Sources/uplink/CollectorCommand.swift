@@ -60,8 +60,7 @@ struct CollectorCommand: AsyncParsableCommand {
         FileDescriptorLimit.raiseSoftLimit(logger: logger)
         var configuration = CollectorConfiguration()
         if let config {
-            let file = try ConfigurationLoading.load(config)
-            configuration = CollectorConfiguration(file.collector ?? UplinkFile.CollectorSection())
+            configuration = try ConfigurationLoading.load(config).collectorOrDefaults
         } else {
             configuration.host = host
             configuration.port = port
@@ -91,15 +90,5 @@ struct CollectorCommand: AsyncParsableCommand {
             }
         }
         try await group.run()
-    }
-}
-
-extension CollectorTLS {
-    /// The `collector.tls` section of a configuration file (its paths already resolved and its files checked).
-    init(_ section: UplinkFile.CollectorSection.TLSSection) {
-        self.init(
-            certificateFile: section.certFile, keyFile: section.keyFile, clientCAFile: section.clientCAFile,
-            clientAuthentication: ClientAuthentication(rawValue: section.clientAuth.rawValue) ?? .required,
-            agentIdentity: AgentIdentity(rawValue: section.agentIdentity.rawValue) ?? .certificate)
     }
 }

@@ -14,8 +14,11 @@ enum ConfigurationLoading {
     /// The exit code for a configuration error (sysexits' EX_CONFIG).
     static let configurationErrorExitCode: Int32 = 78
 
-    static func load(_ path: String) throws -> UplinkFile {
-        let result = UplinkFile.load(path: path)
+    /// The file at `path`: the agent's sections, decoded by UplinkAgent, and the `collector` section, decoded by
+    /// UplinkCollector in the same pass (so every issue is reported, in document order).
+    static func load(_ path: String) throws -> LoadedConfiguration {
+        var collector: CollectorConfiguration?
+        let result = UplinkFile.load(path: path) { collector = CollectorConfiguration.decode($0) }
         guard let file = result.value else {
             for issue in result.issues { printToStandardError(issue.description) }
             let count = result.issues.count
@@ -24,7 +27,7 @@ enum ConfigurationLoading {
                     + ": \(count) configuration \(count == 1 ? "issue" : "issues"); nothing was started")
             throw ExitCode(configurationErrorExitCode)
         }
-        return file
+        return LoadedConfiguration(file: file, collector: collector)
     }
 
     static func printToStandardError(_ line: String) {
@@ -34,25 +37,13 @@ enum ConfigurationLoading {
     }
 }
 
-extension CollectorConfiguration {
-    /// The collector settings of a configuration file's `collector` section (defaults when it has none).
-    init(_ section: UplinkFile.CollectorSection) {
-        self.init(
-            host: section.listen.host,
-            port: section.listen.port,
-            dataDirectory: section.dataDirectory,
-            stdoutSink: section.stdout,
-            jsonlSink: section.jsonl,
-            token: section.token,
-            maxLineBytes: section.maxLineBytes,
-            rejectsFile: section.rejectsFile,
-            fsync: section.fsync,
-            requestHeadTimeout: section.requestHeadTimeout,
-            streamIdleTimeout: section.streamIdleTimeout,
-            maxStreams: section.maxStreams,
-            tls: section.tls.map(CollectorTLS.init)
-        )
-        acceptEncodings = Set(section.acceptEncodings)
-        if let forwarding = section.forwarding { applyForwarding(forwarding) }
-    }
+/// A configuration file as the subcommands use it.
+struct LoadedConfiguration {
+    /// The agent's sections (and the `collector` section as written).
+    var file: UplinkFile
+    /// The `collector` section, decoded; nil when the file has none.
+    var collector: CollectorConfiguration?
+
+    /// The collector section, or every default when the file has none.
+    var collectorOrDefaults: CollectorConfiguration { collector ?? CollectorConfiguration() }
 }

@@ -72,8 +72,10 @@ struct RunCommand: AsyncParsableCommand {
         var embedded: BackgroundCollector?
         let configuration: AgentConfiguration
         var loaded: UplinkFile?
+        var embeddedTarget: EmbeddedCollectorTarget?
         if let config {
-            let file = try ConfigurationLoading.load(config)
+            let loadedFile = try ConfigurationLoading.load(config)
+            let file = loadedFile.file
             loaded = file
             guard file.configuresAgent else {
                 ConfigurationLoading.printToStandardError(
@@ -81,10 +83,12 @@ struct RunCommand: AsyncParsableCommand {
                 throw ExitCode(ConfigurationLoading.configurationErrorExitCode)
             }
             if file.uplink.target == .embedded {
-                embedded = try await EmbeddedCollector.start(
-                    configuration: CollectorConfiguration(file.collector ?? UplinkFile.CollectorSection()), logger: logger)
+                let collector = loadedFile.collectorOrDefaults
+                let started = try await EmbeddedCollector.start(configuration: collector, logger: logger)
+                embedded = started
+                embeddedTarget = EmbeddedCollectorTarget(url: started.url, token: collector.token)
             }
-            configuration = file.agentConfiguration(embeddedURL: embedded?.url)
+            configuration = file.agentConfiguration(embedded: embeddedTarget)
             if case .url(let url) = file.uplink.target {
                 switch file.uplink.proxy {
                 case .environment: Self.logProxyEnvironment(url: url, logger: logger)
@@ -116,8 +120,8 @@ struct RunCommand: AsyncParsableCommand {
         // SIGHUP reloads the file. Trapped before anything reports that the agent runs: from then on a SIGHUP must
         // not end the process (its default action).
         let reloader = ConfigurationReloader(
-            agent: agent, path: config, file: loaded, embeddedURL: embedded?.url,
-            signals: await UnixSignalsSequence(trapping: .sighup), logger: logger)
+            agent: agent, path: config, file: loaded, embedded: embeddedTarget ?? embedded.map { EmbeddedCollectorTarget(url: $0.url, token: nil) },
+            collectorSection: { _ = CollectorConfiguration.decode($0) }, signals: await UnixSignalsSequence(trapping: .sighup), logger: logger)
         let group = ServiceGroup(
             configuration: ServiceGroupConfiguration(
                 services: agent.serviceConfigurations + [reloader.serviceConfiguration, notifier.serviceConfiguration],

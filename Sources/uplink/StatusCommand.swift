@@ -84,7 +84,7 @@ struct StatusCommand: AsyncParsableCommand {
         if let address, case .success(let parsed) = ConfigURL.hostPort(address) { return parsed }
         let path = config ?? (access(Self.defaultConfigPath, R_OK) == 0 ? Self.defaultConfigPath : nil)
         guard let path else { return Self.defaultAddress }
-        let file = try ConfigurationLoading.load(path)
+        let file = try ConfigurationLoading.load(path).file
         guard let listen = file.agent.metricsListen else {
             ConfigurationLoading.printToStandardError(
                 "uplink status: \(path) does not set agent.metrics_listen, so the agent serves no status; add e.g. "

@@ -16,11 +16,12 @@ struct ValidateCommand: ParsableCommand {
     var config: String
 
     func run() throws {
-        let file = try ConfigurationLoading.load(config)
+        let loaded = try ConfigurationLoading.load(config)
+        let file = loaded.file
         var summary: [String] = []
         if file.configuresAgent {
             // Build what `run` builds (ring, sources, uplink) without running any of it.
-            let agent = Agent(configuration: file.agentConfiguration(embeddedURL: nil), logger: Logger(label: "uplink.validate"))
+            let agent = Agent(configuration: file.agentConfiguration(embedded: nil), logger: Logger(label: "uplink.validate"))
             let sources = agent.configuration.sources.map { "\($0.name) (\($0.config.kind.typeName))" }
             let target: String
             switch file.uplink.target {
@@ -29,8 +30,7 @@ struct ValidateCommand: ParsableCommand {
             }
             summary.append("agent '\(file.agent.id)' with \(sources.count) sources [\(sources.joined(separator: ", "))] streaming to \(target)")
         }
-        if let section = file.collector {
-            let collector = CollectorConfiguration(section)
+        if let collector = loaded.collector {
             summary.append("collector on \(collector.host):\(collector.port) storing in \(collector.dataDirectory)")
         }
         // Names and paths come from the file: escaped like issues, so the summary stays one line.

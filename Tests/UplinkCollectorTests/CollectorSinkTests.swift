@@ -45,8 +45,8 @@ struct CollectorSinkTests {
         try await withTemporaryDirectory { directory in
             let output = RecordingOutput()
             let configuration = sinkConfiguration(directory, sinks: [
-                SinkConfiguration(name: "file", kind: .jsonl, batchMaxBytes: 4096, batchLinger: .zero, path: directory + "/out.jsonl"),
-                SinkConfiguration(name: "print", kind: .stdout, batchLinger: .milliseconds(5)),
+                SinkConfiguration(name: "file", kind: JSONLSinkConfig(path: directory + "/out.jsonl"), batchMaxBytes: 4096, batchLinger: .zero),
+                SinkConfiguration(name: "print", kind: StdoutSinkConfig(), batchLinger: .milliseconds(5)),
             ])
             try await withCollector(configuration, output: output) { collector, port in
                 try await withClient { client in try await sendAcknowledged(client, port: port, 1...500) }
@@ -74,7 +74,7 @@ struct CollectorSinkTests {
             let out = directory + "/out.jsonl"
             try (#"{"agent":"old","epoch":1,"seq":1}"# + "\n" + #"{"agent":"old","epoch":1,"se"#).write(toFile: out, atomically: true, encoding: .utf8)
             let configuration = sinkConfiguration(directory, sinks: [
-                SinkConfiguration(name: "file", kind: .jsonl, batchLinger: .zero, path: out)
+                SinkConfiguration(name: "file", kind: JSONLSinkConfig(path: out), batchLinger: .zero)
             ])
             try await withCollector(configuration) { collector, port in
                 try await withClient { client in try await sendAcknowledged(client, port: port, 1...3) }
@@ -91,7 +91,7 @@ struct CollectorSinkTests {
     func restartResumes() async throws {
         try await withTemporaryDirectory { directory in
             let configuration = sinkConfiguration(directory, sinks: [
-                SinkConfiguration(name: "file", kind: .jsonl, batchMaxBytes: 2048, batchLinger: .zero, path: directory + "/out.jsonl")
+                SinkConfiguration(name: "file", kind: JSONLSinkConfig(path: directory + "/out.jsonl"), batchMaxBytes: 2048, batchLinger: .zero)
             ])
             try await withCollector(configuration) { collector, port in
                 try await withClient { client in try await sendAcknowledged(client, port: port, 1...120) }
@@ -117,8 +117,10 @@ struct CollectorSinkTests {
             defer { Task { await server.stop() } }
             server.respond(503)
             let configuration = sinkConfiguration(directory, sinks: [
-                SinkConfiguration(name: "store", kind: .http, batchMaxBytes: 1 << 20, batchLinger: .zero, backoff: quickBackoff,
-                    url: "http://127.0.0.1:\(serverPort)/ingest", headers: [.init(name: "X-Test", value: "1")])
+                SinkConfiguration(
+                    name: "store",
+                    kind: HTTPSinkConfig(url: "http://127.0.0.1:\(serverPort)/ingest", headers: [SinkHeader(name: "X-Test", value: "1")]),
+                    batchMaxBytes: 1 << 20, batchLinger: .zero, backoff: quickBackoff)
             ])
             try await withCollector(configuration) { collector, port in
                 try await withClient { client in
@@ -156,11 +158,13 @@ struct CollectorSinkTests {
             let plainPort = try await plain.start()
             defer { Task { await zipped.stop(); await plain.stop() } }
             let configuration = sinkConfiguration(directory, sinks: [
-                SinkConfiguration(name: "zipped", kind: .http, batchMaxBytes: 64 << 10, batchLinger: .milliseconds(5),
-                    url: "http://127.0.0.1:\(zippedPort)/", compression: .gzip),
-                SinkConfiguration(name: "plain", kind: .http, batchMaxBytes: 64 << 10, batchLinger: .milliseconds(5),
-                    url: "http://127.0.0.1:\(plainPort)/"),
-                SinkConfiguration(name: "file", kind: .jsonl, batchLinger: .zero, path: directory + "/out.jsonl"),
+                SinkConfiguration(
+                    name: "zipped", kind: HTTPSinkConfig(url: "http://127.0.0.1:\(zippedPort)/", compression: .gzip),
+                    batchMaxBytes: 64 << 10, batchLinger: .milliseconds(5)),
+                SinkConfiguration(
+                    name: "plain", kind: HTTPSinkConfig(url: "http://127.0.0.1:\(plainPort)/"), batchMaxBytes: 64 << 10,
+                    batchLinger: .milliseconds(5)),
+                SinkConfiguration(name: "file", kind: JSONLSinkConfig(path: directory + "/out.jsonl"), batchLinger: .zero),
             ], segmentBytes: 1 << 20)
             try await withCollector(configuration) { collector, port in
                 try await withClient { client in try await sendAcknowledged(client, port: port, 1...3000, chunk: 500) }
@@ -189,8 +193,9 @@ struct CollectorSinkTests {
             let serverPort = try await server.start()
             defer { Task { await server.stop() } }
             let configuration = sinkConfiguration(directory, sinks: [
-                SinkConfiguration(name: "vm", kind: .victoriametrics, batchLinger: .milliseconds(5),
-                    url: "http://127.0.0.1:\(serverPort)/insert/42/prometheus/")
+                SinkConfiguration(
+                    name: "vm", kind: VictoriaMetricsSinkConfig(url: "http://127.0.0.1:\(serverPort)/insert/42/prometheus/"),
+                    batchLinger: .milliseconds(5))
             ])
             try await withCollector(configuration) { collector, port in
                 try await withClient { client in try await sendAcknowledged(client, port: port, 1...20) }
@@ -233,8 +238,9 @@ struct CollectorSinkTests {
             let configuration = sinkConfiguration(
                 directory,
                 sinks: [
-                    SinkConfiguration(name: "store", kind: .http, batchMaxBytes: 2048, batchLinger: .zero, backoff: quickBackoff,
-                        url: "http://127.0.0.1:\(serverPort)/")
+                    SinkConfiguration(
+                        name: "store", kind: HTTPSinkConfig(url: "http://127.0.0.1:\(serverPort)/"), batchMaxBytes: 2048,
+                        batchLinger: .zero, backoff: quickBackoff)
                 ], segmentBytes: 4096, retentionBytes: 16384)
             let total: UInt64 = 2000
             try await withCollector(configuration) { collector, port in

@@ -73,7 +73,7 @@ struct VictoriaMetricsSinkTests {
         try await withTemporaryDirectory { directory in
             try await withVictoriaMetrics(directory) { store in
                 let configuration = sinkConfiguration(directory, sinks: [
-                    SinkConfiguration(name: "vm", kind: .victoriametrics, batchMaxBytes: 8192, batchLinger: .milliseconds(20), url: store.url)
+                    SinkConfiguration(name: "vm", kind: VictoriaMetricsSinkConfig(url: store.url), batchMaxBytes: 8192, batchLinger: .milliseconds(20))
                 ])
                 let total: UInt64 = 2000
                 try await withCollector(configuration) { collector, port in
@@ -110,7 +110,7 @@ struct VictoriaMetricsSinkTests {
         try await withTemporaryDirectory { directory in
             try await withVictoriaMetrics(directory, start: false) { store in
                 let configuration = sinkConfiguration(directory, sinks: [
-                    SinkConfiguration(name: "vm", kind: .victoriametrics, batchLinger: .milliseconds(20), backoff: quickBackoff, url: store.url)
+                    SinkConfiguration(name: "vm", kind: VictoriaMetricsSinkConfig(url: store.url), batchLinger: .milliseconds(20), backoff: quickBackoff)
                 ])
                 let total: UInt64 = 1200
                 try await withCollector(configuration) { collector, port in

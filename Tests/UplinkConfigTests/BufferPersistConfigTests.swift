@@ -13,7 +13,7 @@ struct BufferPersistConfigTests {
             sources: [{ name: cpu, type: cpu }]
             """).get()
         #expect(file.buffer.persist == nil)
-        #expect(file.agentConfiguration(embeddedURL: nil).persistence == nil)
+        #expect(file.agentConfiguration(embedded: nil).persistence == nil)
     }
 
     @Test func emptyMappingTakesTheDefaultsUnderTheStateDirectory() throws {
@@ -25,7 +25,7 @@ struct BufferPersistConfigTests {
             sources: [{ name: cpu, type: cpu }]
             """).get()
         #expect(file.buffer.persist == UplinkFile.BufferSection.PersistSection())
-        let settings = try #require(file.agentConfiguration(embeddedURL: nil).persistence)
+        let settings = try #require(file.agentConfiguration(embedded: nil).persistence)
         #expect(settings == PersistentBufferSettings(
             directory: "/srv/uplink/buffer", maxBytes: 256 << 20, mode: .spill, syncInterval: .seconds(1),
             spillAfter: .seconds(10), overflow: .dropOldest))
@@ -45,7 +45,7 @@ struct BufferPersistConfigTests {
             uplink: { url: "http://collector.example:4318" }
             sources: [{ name: cpu, type: cpu }]
             """).get()
-        let settings = try #require(file.agentConfiguration(embeddedURL: nil).persistence)
+        let settings = try #require(file.agentConfiguration(embedded: nil).persistence)
         #expect(settings == PersistentBufferSettings(
             directory: "/data/uplink-buffer", maxBytes: 2 << 30, mode: .always, syncInterval: .milliseconds(250),
             spillAfter: .seconds(3), overflow: .dropNewest))

@@ -1,5 +1,6 @@
 import Testing
 import UplinkAgent
+import UplinkCollector
 import UplinkConfig
 import UplinkTransport
 import UplinkWire
@@ -10,7 +11,7 @@ struct CompressionConfigTests {
     @Test func compressionDefaultsToZstd() throws {
         let file = try decode(minimalAgent).get()
         #expect(file.uplink.compression == .zstd)
-        #expect(file.agentConfiguration(embeddedURL: nil).uplink.compression == .zstd)
+        #expect(file.agentConfiguration(embedded: nil).uplink.compression == .zstd)
         #expect(UplinkConfiguration(url: "http://x", agentID: "a").compression == .zstd)
     }
 
@@ -19,7 +20,7 @@ struct CompressionConfigTests {
         let file = try decode(minimalAgent.replacingOccurrences(
             of: "url: http://collector.test:4318", with: "url: http://collector.test:4318\n  compression: \(value.rawValue)")).get()
         #expect(file.uplink.compression == value)
-        #expect(file.agentConfiguration(embeddedURL: nil).uplink.compression == value)
+        #expect(file.agentConfiguration(embedded: nil).uplink.compression == value)
     }
 
     @Test func badCompressionNamesFileLineColumnAndKey() {
@@ -43,8 +44,8 @@ struct CompressionConfigTests {
     }
 
     @Test func acceptEncodingsDefaultsToBoth() throws {
-        let file = try decode("collector:\n").get()
-        #expect(file.collector?.acceptEncodings == [.zstd, .gzip])
+        let collector = try #require(decodeWithCollector("collector:\n").collector)
+        #expect(collector.acceptEncodings == [.zstd, .gzip])
     }
 
     @Test("Every list is kept as written", arguments: [
@@ -52,8 +53,8 @@ struct CompressionConfigTests {
         ("[gzip, zstd]", [.gzip, .zstd]),
     ])
     func everyList(_ text: String, _ expected: [WireCompression]) throws {
-        let file = try decode("collector:\n  accept_encodings: \(text)\n").get()
-        #expect(file.collector?.acceptEncodings == expected)
+        let collector = try #require(decodeWithCollector("collector:\n  accept_encodings: \(text)\n").collector)
+        #expect(collector.acceptEncodings == Set(expected))
     }
 
     @Test func badAcceptEncodingsNameFileLineColumnAndItem() {

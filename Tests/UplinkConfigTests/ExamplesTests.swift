@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 import UplinkAgent
+import UplinkCollector
 import UplinkConfig
 import UplinkCore
 import UplinkSources
@@ -12,16 +13,16 @@ struct ExamplesTests {
     let path = repositoryRoot + "/examples.yaml"
 
     @Test func isValidAndMapsToTheExpectedAgentConfiguration() throws {
-        let result = UplinkFile.load(path: path, environment: [:])
+        let (result, collector) = loadWithCollector(path: path, environment: [:])
         #expect(result.issues.map(\.description) == [])
         let file = try result.get()
 
         #expect(file.configuresAgent)
         #expect(file.agent == UplinkFile.AgentSection(id: "example-agent", stateDirectory: "./uplink-state"))
         #expect(file.uplink.target == .embedded)
-        #expect(file.collector == UplinkFile.CollectorSection())
+        #expect(collector == CollectorConfiguration())
 
-        let configuration = file.agentConfiguration(embeddedURL: "http://127.0.0.1:40001")
+        let configuration = file.agentConfiguration(embedded: EmbeddedCollectorTarget(url: "http://127.0.0.1:40001", token: nil))
         #expect(configuration.uplink.url == "http://127.0.0.1:40001")
         #expect(configuration.uplink.agentID == "example-agent")
         #expect(configuration.uplink.token == nil)
@@ -69,12 +70,12 @@ struct ExamplesTests {
     }
 
     @Test func hasABlockForEverySourceKind() throws {
-        let file = try UplinkFile.load(path: path, environment: [:]).get()
+        let file = try load(path: path, environment: [:]).get()
         #expect(Set(file.sources.map(\.config.kind)) == Set(SourceKind.allCases))
     }
 
     @Test func environmentOverridesTheAgentID() throws {
-        let file = try UplinkFile.load(path: path, environment: ["UPLINK_AGENT_ID": "from-env"]).get()
+        let file = try load(path: path, environment: ["UPLINK_AGENT_ID": "from-env"]).get()
         #expect(file.agent.id == "from-env")
     }
 

@@ -403,7 +403,7 @@ struct InvalidConfigurationTests {
 
     @Test func everyIssueIsReportedInDocumentOrder() {
         let path = fixture("many-issues.yaml")
-        let result = UplinkFile.load(path: path, environment: [:])
+        let result = load(path: path, environment: [:])
         #expect(result.value == nil)
         #expect(result.issues.map(\.description) == [
             "\(path):3:7: agent.id: the agent id 'edge 7' contains whitespace or control characters",
@@ -425,7 +425,7 @@ struct InvalidConfigurationTests {
     }
 
     @Test func unreadableConfigurationFile() throws {
-        let result = UplinkFile.load(path: "/nonexistent/uplink.yaml", environment: [:])
+        let result = load(path: "/nonexistent/uplink.yaml", environment: [:])
         #expect(result.issues.map(\.description) == [
             "/nonexistent/uplink.yaml: cannot read the configuration file: No such file or directory"
         ])

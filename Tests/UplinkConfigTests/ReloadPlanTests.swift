@@ -113,6 +113,10 @@ struct ReloadPlanTests {
         let collectorPlan = ReloadPlan(from: embedded, to: moved, hasEmbeddedCollector: true)
         #expect(collectorPlan.deferred == ["collector"])
         #expect(collectorPlan.running.collector == embedded.collector)
+        // The same section written elsewhere in the file, or quoted differently, is no change.
+        let rewritten = try Self.file("collector:\n  listen: \"127.0.0.1:4318\"\n\n" + Self.base.replacingOccurrences(
+            of: "url: http://a.test:4318", with: "url: embedded"))
+        #expect(ReloadPlan(from: embedded, to: rewritten, hasEmbeddedCollector: true).deferred == [])
     }
 }
 
@@ -123,11 +127,11 @@ struct MetricsListenConfigTests {
     func decoded() throws {
         let none = try ReloadPlanTests.file(ReloadPlanTests.base)
         #expect(none.agent.metricsListen == nil)
-        #expect(none.agentConfiguration(embeddedURL: nil, environment: [:]).metricsListen == nil)
+        #expect(none.agentConfiguration(embedded: nil, environment: [:]).metricsListen == nil)
         let set = try ReloadPlanTests.file(
             ReloadPlanTests.base.replacingOccurrences(of: "  id: box\n", with: "  id: box\n  metrics_listen: 127.0.0.1:9464\n"))
         #expect(set.agent.metricsListen == ConfigHostPort(host: "127.0.0.1", port: 9464))
-        #expect(set.agentConfiguration(embeddedURL: nil, environment: [:]).metricsListen?.port == 9464)
+        #expect(set.agentConfiguration(embedded: nil, environment: [:]).metricsListen?.port == 9464)
     }
 
     @Test("a bad address names the file, line, column and key")

@@ -1,4 +1,5 @@
 import UplinkAgent
+import UplinkCollector
 import UplinkConfig
 import UplinkCore
 
@@ -13,11 +14,35 @@ func fixture(_ name: String) -> String {
     fixturesDirectory + "/" + name
 }
 
-/// Decodes `yaml` as the file `test.yaml` (or `file`) with a fixed environment.
+/// Decodes `yaml` as the file `test.yaml` (or `file`) with a fixed environment, as `uplink` does: the agent's
+/// sections and the `collector` section (decoded by UplinkCollector) in one pass.
 func decode(
     _ yaml: String, file: String = "test.yaml", environment: ConfigEnvironment = [:]
 ) -> ConfigResult<UplinkFile> {
-    UplinkFile.decode(yaml, file: file, environment: environment)
+    decodeWithCollector(yaml, file: file, environment: environment).result
+}
+
+/// `decode`, with the decoded `collector` section (nil when the file has none).
+func decodeWithCollector(
+    _ yaml: String, file: String = "test.yaml", environment: ConfigEnvironment = [:]
+) -> (result: ConfigResult<UplinkFile>, collector: CollectorConfiguration?) {
+    var collector: CollectorConfiguration?
+    let result = UplinkFile.decode(yaml, file: file, environment: environment) { collector = CollectorConfiguration.decode($0) }
+    return (result, collector)
+}
+
+/// Loads the file at `path` as `uplink` does (see `decode`).
+func load(path: String, environment: ConfigEnvironment = [:]) -> ConfigResult<UplinkFile> {
+    loadWithCollector(path: path, environment: environment).result
+}
+
+/// `load`, with the decoded `collector` section (nil when the file has none).
+func loadWithCollector(
+    path: String, environment: ConfigEnvironment = [:]
+) -> (result: ConfigResult<UplinkFile>, collector: CollectorConfiguration?) {
+    var collector: CollectorConfiguration?
+    let result = UplinkFile.load(path: path, environment: environment) { collector = CollectorConfiguration.decode($0) }
+    return (result, collector)
 }
 
 /// The rendered issues of decoding `yaml`.

@@ -12,7 +12,7 @@ struct UplinkConnectTimeoutConfigTests {
             sources: [{ name: cpu, type: cpu }]
             """).get()
         #expect(file.uplink.connectTimeout == .seconds(5))
-        #expect(file.agentConfiguration(embeddedURL: nil).uplink.connectTimeout == .seconds(5))
+        #expect(file.agentConfiguration(embedded: nil).uplink.connectTimeout == .seconds(5))
     }
 
     @Test func setValueReachesTheUplink() throws {
@@ -23,7 +23,7 @@ struct UplinkConnectTimeoutConfigTests {
             sources: [{ name: cpu, type: cpu }]
             """).get()
         #expect(file.uplink.connectTimeout == .milliseconds(1500))
-        let uplink = file.agentConfiguration(embeddedURL: nil).uplink
+        let uplink = file.agentConfiguration(embedded: nil).uplink
         #expect(uplink.connectTimeout == .milliseconds(1500))
         #expect(Uplink.clientConfiguration(uplink).timeout.connect == .milliseconds(1500))
     }

@@ -13,7 +13,7 @@ struct UplinkLingerConfigTests {
             sources: [{ name: cpu, type: cpu }]
             """).get()
         #expect(file.uplink.linger == .zero)
-        #expect(file.agentConfiguration(embeddedURL: nil).uplink.linger == .zero)
+        #expect(file.agentConfiguration(embedded: nil).uplink.linger == .zero)
     }
 
     @Test func setValueReachesTheUplinkSettings() throws {
@@ -24,7 +24,7 @@ struct UplinkLingerConfigTests {
             sources: [{ name: cpu, type: cpu }]
             """).get()
         #expect(file.uplink.linger == .milliseconds(250))
-        #expect(file.agentConfiguration(embeddedURL: nil).uplink.linger == .milliseconds(250))
+        #expect(file.agentConfiguration(embedded: nil).uplink.linger == .milliseconds(250))
     }
 
     @Test func outOfRangeAndMistypedValuesNameFileLineColumnAndKey() {

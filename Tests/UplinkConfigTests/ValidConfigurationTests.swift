@@ -1,5 +1,6 @@
 import Testing
 import UplinkAgent
+import UplinkCollector
 import UplinkConfig
 import UplinkCore
 import UplinkSources
@@ -28,7 +29,7 @@ struct ValidConfigurationTests {
         #expect(file.uplink.drainTimeout == defaults.drainTimeout)
         #expect(file.uplink.backoff == defaults.backoff)
 
-        let configuration = file.agentConfiguration(embeddedURL: "http://127.0.0.1:9999")
+        let configuration = file.agentConfiguration(embedded: EmbeddedCollectorTarget(url: "http://127.0.0.1:9999", token: nil))
         #expect(configuration.uplink.url == "http://collector.test:4318")
         #expect(configuration.uplink.agentID == AgentConfiguration.hostName())
         #expect(configuration.bufferBytes == RecordRing.defaultCapacity)
@@ -65,7 +66,7 @@ struct ValidConfigurationTests {
             .init(name: "g", config: SourceConfig(GeneratorConfig(rate: 0.5, recordBytes: 1024, count: 10))),
             .init(name: "g2", config: SourceConfig(GeneratorConfig(rate: 0, recordBytes: 64, count: nil))),
         ])
-        let configuration = file.agentConfiguration(embeddedURL: nil)
+        let configuration = file.agentConfiguration(embedded: nil)
         #expect(configuration.uplink.url == "https://collector.example:8443/base/")
         #expect(configuration.uplink.streamURL == "https://collector.example:8443/base/v1/stream")
         #expect(configuration.uplink.token == "abc")
@@ -109,10 +110,10 @@ struct ValidConfigurationTests {
     }
 
     @Test func tokenFileIsReadAndTrimmed() throws {
-        let file = try UplinkFile.load(path: fixture("token-file.yaml"), environment: [:]).get()
+        let file = try load(path: fixture("token-file.yaml"), environment: [:]).get()
         #expect(file.uplink.token == "s3cret-token")
         #expect(file.uplink.target == .url("https://collector.test:4318/ingest"))
-        #expect(file.agentConfiguration(embeddedURL: nil).uplink.token == "s3cret-token")
+        #expect(file.agentConfiguration(embedded: nil).uplink.token == "s3cret-token")
     }
 
     @Test func absoluteTokenFile() throws {
@@ -126,39 +127,43 @@ struct ValidConfigurationTests {
     }
 
     @Test func collectorOnlyFile() throws {
-        let file = try UplinkFile.load(path: fixture("collector-only.yaml"), environment: [:]).get()
+        let (result, collector) = loadWithCollector(path: fixture("collector-only.yaml"), environment: [:])
+        let file = try result.get()
         #expect(!file.configuresAgent)
         #expect(file.sources.isEmpty)
-        #expect(file.collector == UplinkFile.CollectorSection(
-            listen: ConfigHostPort(host: "0.0.0.0", port: 4400), dataDirectory: "/var/lib/uplink-collector",
-            stdout: false, jsonl: true, token: "collector-secret", maxLineBytes: 256 * 1024, fsync: true,
-            rejectsFile: nil))
+        #expect(collector == CollectorConfiguration(
+            host: "0.0.0.0", port: 4400, dataDirectory: "/var/lib/uplink-collector", stdoutSink: false, jsonlSink: true,
+            token: "collector-secret", maxLineBytes: 256 * 1024, rejectsFile: nil, fsync: true))
     }
 
     @Test func collectorSectionMayBeEmpty() throws {
-        let file = try decode("collector:\n").get()
-        #expect(file.collector == UplinkFile.CollectorSection())
-        #expect(file.collector?.listen.description == "127.0.0.1:4318")
+        let (result, collector) = decodeWithCollector("collector:\n")
+        let file = try result.get()
+        #expect(collector == CollectorConfiguration())
+        #expect(collector?.host == "127.0.0.1" && collector?.port == 4318)
         #expect(!file.configuresAgent)
     }
 
     @Test func embeddedTarget() throws {
-        let file = try decode("""
+        let (result, collector) = decodeWithCollector("""
             uplink: { url: embedded }
             sources: [{ name: cpu, type: cpu }]
             collector:
               listen: "[::1]:4400"
               token: shared
-            """).get()
+            """)
+        let file = try result.get()
         #expect(file.uplink.target == .embedded)
-        #expect(file.collector?.listen == ConfigHostPort(host: "::1", port: 4400))
-        // The caller's URL wins; without one, the listen address is used; the collector's token is sent.
-        #expect(file.agentConfiguration(embeddedURL: "http://127.0.0.1:5123").uplink.url == "http://127.0.0.1:5123")
-        #expect(file.agentConfiguration(embeddedURL: nil).uplink.url == "http://[::1]:4400")
-        #expect(file.agentConfiguration(embeddedURL: nil).uplink.token == "shared")
+        #expect(collector?.host == "::1" && collector?.port == 4400)
+        // The embedded collector's URL and token are the caller's (it started the collector from the section); the
+        // agent sends that token unless uplink.token is set.
+        let target = EmbeddedCollectorTarget(url: "http://127.0.0.1:5123", token: collector?.token)
+        #expect(file.agentConfiguration(embedded: target).uplink.url == "http://127.0.0.1:5123")
+        #expect(file.agentConfiguration(embedded: target).uplink.token == "shared")
+        #expect(file.agentConfiguration(embedded: nil).uplink.url == "http://127.0.0.1:4318")
 
-        let withoutCollector = try decode("uplink: { url: embedded }\nsources: [{ name: cpu, type: cpu }]\n").get()
-        #expect(withoutCollector.agentConfiguration(embeddedURL: nil).uplink.url == "http://127.0.0.1:4318")
+        let ownToken = try decode("uplink: { url: embedded, token: mine }\nsources: [{ name: cpu, type: cpu }]\n").get()
+        #expect(ownToken.agentConfiguration(embedded: target).uplink.token == "mine")
     }
 
     @Test func anchorsAndMergeKeysInSources() throws {

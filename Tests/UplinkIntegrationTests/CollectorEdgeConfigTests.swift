@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 import UplinkAgent
+import UplinkCollector
 import UplinkCore
 import UplinkTestSupport
 
@@ -22,11 +23,13 @@ struct CollectorEdgeConfigTests {
             try "not a certificate\n".write(toFile: directory + "/junk.pem", atomically: true, encoding: .utf8)
         }
 
-        func load(_ yaml: String) throws -> (file: UplinkFile?, issues: [ConfigIssue], path: String) {
+        /// Loads `yaml` as `uplink` does; `collector` is the decoded section, nil when the file has an issue.
+        func load(_ yaml: String) throws -> (collector: CollectorConfiguration?, issues: [ConfigIssue], path: String) {
             let path = directory + "/collector.yaml"
             try yaml.write(toFile: path, atomically: true, encoding: .utf8)
-            let result = UplinkFile.load(path: path)
-            return (result.value, result.issues, path)
+            var collector: CollectorConfiguration?
+            let result = UplinkFile.load(path: path) { collector = CollectorConfiguration.decode($0) }
+            return (result.value == nil ? nil : collector, result.issues, path)
         }
     }
 
@@ -45,23 +48,24 @@ struct CollectorEdgeConfigTests {
                 agent_identity: certificate
             """)
         #expect(issues.isEmpty, "\(issues)")
-        let section = try #require(file?.collector)
+        let section = try #require(file)
         #expect(section.requestHeadTimeout == .seconds(5))
         #expect(section.streamIdleTimeout == .seconds(120))
         #expect(section.maxStreams == 200)
         let tls = try #require(section.tls)
-        #expect(tls.certFile == files.server.certificateFile)
+        #expect(tls.certificateFile == files.server.certificateFile)
         #expect(tls.keyFile == files.server.keyFile)
         #expect(tls.clientCAFile == files.authority.certificateFile)
-        #expect(tls.clientAuth == .required)
+        #expect(tls.clientAuthentication == .required)
         #expect(tls.agentIdentity == .certificate)
 
         let (plain, plainIssues, _) = try files.load("collector:\n  listen: 127.0.0.1:4318\n")
         #expect(plainIssues.isEmpty)
-        #expect(plain?.collector?.tls == nil)
-        #expect(plain?.collector?.requestHeadTimeout == .seconds(10))
-        #expect(plain?.collector?.streamIdleTimeout == .seconds(90))
-        #expect(plain?.collector?.maxStreams == 1024)
+        #expect(plain != nil)
+        #expect(plain?.tls == nil)
+        #expect(plain?.requestHeadTimeout == .seconds(10))
+        #expect(plain?.streamIdleTimeout == .seconds(90))
+        #expect(plain?.maxStreams == 1024)
     }
 
     @Test("Missing, unreadable and non-PEM files, and a key of another certificate: one issue each, at the key")

@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 import UplinkAgent
+import UplinkCollector
 import UplinkConfig
 import UplinkCore
 import UplinkTestSupport
@@ -48,12 +49,12 @@ struct ProxyTunnelTests {
                     sources:
                       - { name: gen, type: generator, rate: 0, count: \(total) }
                     """
-                let result = UplinkFile.decode(yaml, file: "proxy.yaml", environment: [:])
+                let result = UplinkFile.decode(yaml, file: "proxy.yaml", environment: [:]) { _ = CollectorConfiguration.decode($0) }
                 let file = try #require(result.value, "\(result.issues)")
                 let environment: ConfigEnvironment = [
                     "HTTPS_PROXY": "http://edge:pass%5Fword-42@127.0.0.1:\(proxy.port)", "NO_PROXY": "example.com,10.0.0.1",
                 ]
-                let configuration = file.agentConfiguration(embeddedURL: nil, environment: environment)
+                let configuration = file.agentConfiguration(embedded: nil, environment: environment)
                 #expect(configuration.uplink.proxy == UplinkProxy(host: "127.0.0.1", port: proxy.port, username: "edge", password: "pass_word-42"))
                 let agent = NetworkAgent(configuration.uplink, sources: configuration.sources)
                 #expect(await agent.waitUntilAllAcknowledged(records: total, timeout: .seconds(60)))

@@ -39,8 +39,9 @@ struct SinkEndToEndTests {
         let directory = try Harness.temporaryDirectory("sink-vm")
         let store = try await TestVictoriaMetrics(directory: directory + "/vm")
         let collector = try await Self.collector(directory + "/collector", sinks: [
-            SinkConfiguration(name: "vm", kind: .victoriametrics, batchLinger: .milliseconds(50), url: store.url),
-            SinkConfiguration(name: "file", kind: .jsonl, batchLinger: .milliseconds(50), path: directory + "/agent-records.jsonl"),
+            SinkConfiguration(name: "vm", kind: VictoriaMetricsSinkConfig(url: store.url), batchLinger: .milliseconds(50)),
+            SinkConfiguration(
+                name: "file", kind: JSONLSinkConfig(path: directory + "/agent-records.jsonl"), batchLinger: .milliseconds(50)),
         ])
         let agent = RunningAgent(url: collector.url, sources: [
             .init(name: "cpu", config: SourceConfig(CPUConfig(interval: .milliseconds(100)))),
@@ -99,8 +100,9 @@ struct SinkEndToEndTests {
         let store = try await TestClickHouse(directory: directory + "/clickhouse")
         let collector = try await Self.collector(directory + "/collector", sinks: [
             SinkConfiguration(
-                name: "ch", kind: .clickhouse, batchMaxBytes: 64 << 10, batchLinger: .milliseconds(50), url: store.url,
-                table: "logs", user: "default", password: TestClickHouse.password)
+                name: "ch",
+                kind: ClickHouseSinkConfig(url: store.url, table: "logs", user: "default", password: TestClickHouse.password),
+                batchMaxBytes: 64 << 10, batchLinger: .milliseconds(50))
         ])
         let files = [directory + "/a.log", directory + "/b.log"]
         let descriptors = files.map(TailEndToEndTests.openForAppend)

@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 import UplinkAgent
+import UplinkCollector
 import UplinkConfig
 import UplinkCore
 import UplinkTestSupport
@@ -22,7 +23,9 @@ struct UplinkNetworkConfigurationTests {
 
     private func decode(_ uplinkLines: String, environment: ConfigEnvironment = [:]) -> ConfigResult<UplinkFile> {
         let yaml = "uplink:\n" + uplinkLines + "\nsources:\n  - { name: cpu, type: cpu }\n"
-        return UplinkFile.decode(yaml, file: directory + "/uplink.yaml", environment: environment)
+        return UplinkFile.decode(yaml, file: directory + "/uplink.yaml", environment: environment) {
+            _ = CollectorConfiguration.decode($0)
+        }
     }
 
     private func issues(_ uplinkLines: String) -> [String] {
@@ -47,7 +50,7 @@ struct UplinkNetworkConfigurationTests {
             caFile: directory + "/uplink-test-ca.pem", certificateFile: client.certificateFile, keyFile: client.keyFile,
             serverName: "collector.example", minimumVersion: .tls13))
         #expect(file.uplink.proxy == .proxy(UplinkProxy(host: "proxy.internal", port: 3128, username: "edge", password: "secret")))
-        let configuration = file.agentConfiguration(embeddedURL: nil, environment: ["HTTPS_PROXY": "http://ignored:1"])
+        let configuration = file.agentConfiguration(embedded: nil, environment: ["HTTPS_PROXY": "http://ignored:1"])
         #expect(configuration.uplink.proxy == UplinkProxy(host: "proxy.internal", port: 3128, username: "edge", password: "secret"))
         #expect(configuration.uplink.tls.serverName == "collector.example")
     }
@@ -57,20 +60,20 @@ struct UplinkNetworkConfigurationTests {
         let environment: ConfigEnvironment = ["https_proxy": "proxy:3128", "NO_PROXY": ".internal"]
         let fromEnvironment = try #require(decode("  url: https://collector.example:4318").value)
         #expect(fromEnvironment.uplink.proxy == .environment)
-        #expect(fromEnvironment.agentConfiguration(embeddedURL: nil, environment: environment).uplink.proxy
+        #expect(fromEnvironment.agentConfiguration(embedded: nil, environment: environment).uplink.proxy
             == UplinkProxy(host: "proxy", port: 3128))
         let exempt = try #require(decode("  url: https://collector.internal:4318").value)
-        #expect(exempt.agentConfiguration(embeddedURL: nil, environment: environment).uplink.proxy == nil)
+        #expect(exempt.agentConfiguration(embedded: nil, environment: environment).uplink.proxy == nil)
         let none = try #require(decode("  url: https://collector.example:4318\n  proxy: none").value)
         #expect(none.uplink.proxy == .none)
-        #expect(none.agentConfiguration(embeddedURL: nil, environment: environment).uplink.proxy == nil)
+        #expect(none.agentConfiguration(embedded: nil, environment: environment).uplink.proxy == nil)
         // http:// collectors follow HTTP_PROXY, not HTTPS_PROXY; an embedded collector never uses a proxy.
         let plain = try #require(decode("  url: http://collector.example:4318").value)
-        #expect(plain.agentConfiguration(embeddedURL: nil, environment: environment).uplink.proxy == nil)
+        #expect(plain.agentConfiguration(embedded: nil, environment: environment).uplink.proxy == nil)
         let embedded = try #require(decode("  url: embedded").value)
-        #expect(embedded.agentConfiguration(embeddedURL: "http://127.0.0.1:1", environment: ["http_proxy": "p:1"]).uplink.proxy == nil)
+        #expect(embedded.agentConfiguration(embedded: EmbeddedCollectorTarget(url: "http://127.0.0.1:1", token: nil), environment: ["http_proxy": "p:1"]).uplink.proxy == nil)
         // SSL_CERT_FILE reaches the TLS settings.
-        let trust = fromEnvironment.agentConfiguration(embeddedURL: nil, environment: ["SSL_CERT_FILE": ca.certificateFile])
+        let trust = fromEnvironment.agentConfiguration(embedded: nil, environment: ["SSL_CERT_FILE": ca.certificateFile])
         #expect(trust.uplink.tls.environmentCAFile == ca.certificateFile)
     }
 

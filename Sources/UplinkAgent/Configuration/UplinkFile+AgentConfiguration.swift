@@ -5,28 +5,26 @@ import UplinkTransport
 extension UplinkFile {
     /// What `Agent` runs with, from this file.
     ///
-    /// - Parameter embeddedURL: The base URL of the in-process collector the caller started, used when
-    ///   `uplink.url` is `embedded`. When nil, the `collector.listen` address (default `127.0.0.1:4318`) is used as
-    ///   `http://<listen>`. Ignored for a collector URL.
+    /// - Parameter embedded: The in-process collector the caller started (or would start), used when `uplink.url`
+    ///   is `embedded`: its URL, and its token, which the agent sends when `uplink.token` is not set, so that an
+    ///   embedded collector that requires a token accepts its own agent. Ignored for a collector URL; without it an
+    ///   `embedded` target points at `http://127.0.0.1:4318`.
     ///
-    /// With `url: embedded` and no `uplink.token`, the agent sends the collector's token (if it has one), so an
-    /// embedded collector that requires a token accepts its own agent. Each call draws a fresh stream epoch (with
-    /// `buffer.persist`, `Agent.open` replaces it with the persisted one). Meaningful when `configuresAgent` is true: for a collector-only file the result has
-    /// no sources and targets the collector's listen address.
+    /// Each call draws a fresh stream epoch (with `buffer.persist`, `Agent.open` replaces it with the persisted one).
+    /// Meaningful when `configuresAgent` is true: for a collector-only file the result has no sources.
     ///
     /// `environment` supplies `SSL_CERT_FILE`/`SSL_CERT_DIR` (trust without `uplink.tls.ca_file`) and, when
     /// `uplink.proxy` is absent, `HTTPS_PROXY`/`HTTP_PROXY`/`NO_PROXY` (see `ProxyEnvironment`); an embedded
     /// collector is always reached directly.
-    public func agentConfiguration(embeddedURL: String?, environment: ConfigEnvironment = .process) -> AgentConfiguration {
+    public func agentConfiguration(embedded: EmbeddedCollectorTarget?, environment: ConfigEnvironment = .process) -> AgentConfiguration {
         let url: String
         var token = uplink.token
         switch uplink.target {
         case .url(let collectorURL):
             url = collectorURL
         case .embedded:
-            let collector = self.collector ?? CollectorSection()
-            url = embeddedURL ?? "http://\(collector.listen)"
-            token = token ?? collector.token
+            url = embedded?.url ?? "http://127.0.0.1:4318"
+            token = token ?? embedded?.token
         }
         var uplinkConfiguration = UplinkConfiguration(
             url: url, agentID: agent.id, token: token, backoff: uplink.backoff, heartbeatInterval: uplink.heartbeat,
@@ -49,5 +47,18 @@ extension UplinkFile {
         configuration.metricsListen = agent.metricsListen
         configuration.persistence = buffer.persist?.settings(stateDirectory: agent.stateDirectory, overflow: buffer.overflow)
         return configuration
+    }
+}
+
+/// Where the agent reaches the collector its process embeds (`uplink.url: embedded`).
+public struct EmbeddedCollectorTarget: Sendable, Equatable {
+    /// The collector's base URL, on loopback.
+    public var url: String
+    /// The token the collector requires, if any.
+    public var token: String?
+
+    public init(url: String, token: String?) {
+        self.url = url
+        self.token = token
     }
 }

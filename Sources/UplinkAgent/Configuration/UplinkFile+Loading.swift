@@ -2,6 +2,12 @@ import UplinkConfig
 import UplinkCore
 
 extension UplinkFile {
+    /// Decodes the `collector` section for the module that owns it (UplinkCollector, which this module does not
+    /// import), reporting its problems to the same decoder, so that one load reports every issue of the file in
+    /// document order. `uplink` passes `CollectorConfiguration.decode`; it is called at most once, only when the file
+    /// has a `collector` mapping (`collector:` alone is an empty one).
+    public typealias CollectorSectionDecoder = (ConfigMapping) -> Void
+
     /// Reads, parses, decodes and validates the configuration file at `path`.
     ///
     /// Every problem is reported at once, in document order, each with `file:line:column`, the key path and, where
@@ -10,20 +16,23 @@ extension UplinkFile {
     /// - Parameters:
     ///   - path: The configuration file.
     ///   - environment: Where `${VAR}` references get their values; the process environment by default.
-    public static func load(path: String, environment: ConfigEnvironment = .process) -> ConfigResult<UplinkFile> {
-        decode(ConfigDocument.load(path: path, environment: environment))
+    ///   - collectorSection: Decodes the `collector` section (see `CollectorSectionDecoder`).
+    public static func load(
+        path: String, environment: ConfigEnvironment = .process, collectorSection: CollectorSectionDecoder
+    ) -> ConfigResult<UplinkFile> {
+        decode(ConfigDocument.load(path: path, environment: environment), collectorSection: collectorSection)
     }
 
     /// Parses, decodes and validates configuration text; `file` names it in issues (and relative `token_file`
     /// paths are resolved against its directory).
     public static func decode(
-        _ text: String, file: String, environment: ConfigEnvironment = .process
+        _ text: String, file: String, environment: ConfigEnvironment = .process, collectorSection: CollectorSectionDecoder
     ) -> ConfigResult<UplinkFile> {
-        decode(ConfigDocument.parse(text, file: file, environment: environment))
+        decode(ConfigDocument.parse(text, file: file, environment: environment), collectorSection: collectorSection)
     }
 
     /// Decodes and validates a parsed document, adding to its issues.
-    public static func decode(_ document: ConfigDocument) -> ConfigResult<UplinkFile> {
+    public static func decode(_ document: ConfigDocument, collectorSection: CollectorSectionDecoder) -> ConfigResult<UplinkFile> {
         let decoder = ConfigDecoder(document: document)
         guard let root = decoder.rootMapping(allowedKeys: keys) else {
             return ConfigResult(value: nil, issues: decoder.issues)
@@ -59,8 +68,10 @@ extension UplinkFile {
                 .missingKey, at: root.node.mark, path: root.path("sources"), "missing required key 'sources'",
                 hint: "add at least one source, e.g. 'sources: [{ name: cpu, type: cpu }]'")
         }
-        if let section = root.mapping("collector", allowedKeys: CollectorSection.keys) {
-            file.collector = CollectorSection.decode(section)
+        // The section's own keys are checked by its decoder.
+        if let section = root.mapping("collector", allowedKeys: nil) {
+            file.collector = section.node
+            collectorSection(section)
         }
         return ConfigResult(value: file, issues: decoder.issues)
     }

@@ -50,9 +50,7 @@ extension UplinkFile.UplinkSection {
             }
         }
         uplink.token = section.secret("token", fileKey: "token_file")
-        if let backoff = section.mapping("backoff", allowedKeys: backoffKeys) {
-            uplink.backoff = decodeBackoff(backoff)
-        }
+        if let backoff = section.backoff("backoff") { uplink.backoff = backoff }
         if let heartbeat = section.duration("heartbeat", .greaterThan(.zero)) { uplink.heartbeat = heartbeat }
         if let stall = section.duration("stall_timeout", .greaterThan(.zero)) { uplink.stallTimeout = stall }
         if let connect = section.duration(
@@ -72,55 +70,5 @@ extension UplinkFile.UplinkSection {
         }
         decodeNetwork(section, into: &uplink)
         return uplink
-    }
-
-    /// `initial > 0`, `multiplier ≥ 1`, `max ≥ initial` (defaults included), `reset_after > 0`.
-    static func decodeBackoff(_ section: ConfigMapping) -> Backoff {
-        let defaults = Backoff()
-        let initial = section.duration("initial", .greaterThan(.zero))
-        let multiplier = section.double("multiplier", .atLeast(1))
-        let maximum = section.duration("max", .greaterThan(.zero))
-        let resetAfter = section.duration("reset_after", .greaterThan(.zero))
-        let effectiveInitial = initial ?? defaults.initial
-        let effectiveMaximum = maximum ?? defaults.maximum
-        if effectiveMaximum < effectiveInitial, initial != nil || maximum != nil {
-            let format = ConfigValueParsing.format(duration:)
-            let initialText = format(effectiveInitial) + (initial == nil ? ", the default" : "")
-            let maximumText = format(effectiveMaximum) + (maximum == nil ? ", the default" : "")
-            // Reported at whichever of the two the file sets last (or the one it sets).
-            let key = maximum != nil && (initial == nil || isAfter(section.value("max"), section.value("initial")))
-                ? "max" : "initial"
-            let mark = section.value(key)?.mark ?? section.node.mark
-            section.decoder.report(
-                .outOfRange, at: mark, path: section.path(key),
-                "'max' (\(maximumText)) must not be smaller than 'initial' (\(initialText))")
-            return defaults
-        }
-        guard initial != nil || multiplier != nil || maximum != nil || resetAfter != nil else { return defaults }
-        return Backoff(
-            initial: effectiveInitial, multiplier: multiplier ?? defaults.multiplier, maximum: effectiveMaximum,
-            resetAfter: resetAfter ?? defaults.resetAfter)
-    }
-
-    private static func isAfter(_ lhs: ConfigNode?, _ rhs: ConfigNode?) -> Bool {
-        guard let lhs, let rhs else { return lhs != nil }
-        return (lhs.mark.line, lhs.mark.column) > (rhs.mark.line, rhs.mark.column)
-    }
-}
-
-extension UplinkFile.CollectorSection {
-    static func decode(_ section: ConfigMapping) -> Self {
-        var collector = Self()
-        if let listen = section.hostPort("listen") { collector.listen = listen }
-        if let directory = section.string("data_dir") { collector.dataDirectory = directory }
-        if let stdout = section.bool("stdout") { collector.stdout = stdout }
-        if let jsonl = section.bool("jsonl") { collector.jsonl = jsonl }
-        collector.token = section.secret("token", fileKey: "token_file")
-        if let bytes = section.size("max_line_bytes", .atLeast(minimumLineBytes)) { collector.maxLineBytes = bytes }
-        if let fsync = section.bool("fsync") { collector.fsync = fsync }
-        if let rejects = section.string("rejects_file") { collector.rejectsFile = rejects }
-        collector.decodeEdge(section)
-        collector.decodeSinks(section)
-        return collector
     }
 }

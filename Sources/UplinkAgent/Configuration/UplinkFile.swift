@@ -16,8 +16,9 @@ import UplinkWire
 /// collector: { listen: 127.0.0.1:4318 }             # optional; alone, the file configures only a collector
 /// ```
 ///
-/// Load with `UplinkFile.load(path:environment:)`, which reports every problem at once; turn the result into what
-/// `Agent` runs with `agentConfiguration(embeddedURL:)`. The top-level keys are `agent`, `buffer`, `uplink`,
+/// Load with `UplinkFile.load(path:environment:collectorSection:)`, which reports every problem at once (the
+/// `collector` section is decoded by the function you pass: UplinkCollector's); turn the result into what
+/// `Agent` runs with `agentConfiguration(embedded:)`. The top-level keys are `agent`, `buffer`, `uplink`,
 /// `sources` and `collector`. `uplink` (with its `url`) and at least one source are required unless the file
 /// configures only a collector (it has a `collector` section and neither `uplink` nor `sources`).
 public struct UplinkFile: Sendable, Equatable {
@@ -31,16 +32,16 @@ public struct UplinkFile: Sendable, Equatable {
     public var uplink: UplinkSection
     /// `sources`: what the agent samples, in file order.
     public var sources: [AgentConfiguration.NamedSource]
-    /// `collector`: a collector's settings, when the file has a `collector` section (it may be written as just
-    /// `collector:` to take every default).
-    public var collector: CollectorSection?
+    /// `collector`: the section as written, when the file has one (it may be written as just `collector:` to take
+    /// every default). UplinkCollector decodes it (`load`'s `collectorSection`); the agent only notices a change.
+    public var collector: ConfigNode?
     /// Whether the file configures an agent (it has `uplink` or `sources`). False for a collector-only file.
     public var configuresAgent: Bool
 
     public init(
         path: String, agent: AgentSection = AgentSection(), buffer: BufferSection = BufferSection(),
         uplink: UplinkSection = UplinkSection(), sources: [AgentConfiguration.NamedSource] = [],
-        collector: CollectorSection? = nil, configuresAgent: Bool = true
+        collector: ConfigNode? = nil, configuresAgent: Bool = true
     ) {
         self.path = path
         self.agent = agent
@@ -214,7 +215,6 @@ public struct UplinkFile: Sendable, Equatable {
             "linger", "drain_timeout", "tls", "proxy", "compression",
         ]
         static let tlsKeys = ["ca_file", "use_system_trust", "cert_file", "key_file", "server_name", "min_version"]
-        static let backoffKeys = ["initial", "multiplier", "max", "reset_after"]
         /// Largest `connect_timeout` accepted: 5 minutes (Linux itself gives up on an unanswered connect after about
         /// two).
         public static let maximumConnectTimeout: Duration = .seconds(300)
@@ -222,84 +222,5 @@ public struct UplinkFile: Sendable, Equatable {
         public static let maximumLinger: Duration = .seconds(60)
         /// Smallest `stream_buffer` accepted.
         public static let minimumStreamBufferBytes = 1024
-    }
-
-    // MARK: - collector
-
-    /// The `collector` section: settings for `uplink collector` and for the embedded collector (`url: embedded`).
-    /// A plain description: the agent module does not depend on the collector; the command maps it.
-    public struct CollectorSection: Sendable, Equatable {
-        /// `collector.listen` (`host:port`): address to listen on; `0.0.0.0:4318` accepts remote agents, port 0
-        /// picks a free port. Default `127.0.0.1:4318`.
-        public var listen: ConfigHostPort
-        /// `collector.data_dir` (path): directory for `records.jsonl`, `marks.log` and `rejects.jsonl`, created if
-        /// missing. Default `"./collector-data"`.
-        public var dataDirectory: String
-        /// `collector.stdout` (bool): print every record to standard output, one readable line each. Default `true`.
-        public var stdout: Bool
-        /// `collector.jsonl` (bool): append every record to `<data_dir>/records.jsonl`. Default `true`.
-        public var jsonl: Bool
-        /// `collector.token` (string) or `collector.token_file` (path, trimmed; relative to the configuration file's
-        /// directory): the bearer token agents must send. Default: none (any agent is accepted).
-        public var token: String?
-        /// `collector.max_line_bytes` (size ≥ `1KiB`): longest record line accepted; longer lines are rejected and
-        /// counted. Default `1MiB`.
-        public var maxLineBytes: Int
-        /// `collector.fsync` (bool): flush every write to disk before acknowledging it, so acknowledged records
-        /// survive a power loss, at the cost of one flush per group of batches. Default `false`.
-        public var fsync: Bool
-        /// `collector.rejects_file` (path): where malformed and too-long lines are noted. Default: none, meaning
-        /// `<data_dir>/rejects.jsonl`.
-        public var rejectsFile: String?
-        /// `collector.request_head_timeout` (duration > 0, at most `1h`): how long a new connection may take to
-        /// deliver a complete request head (with TLS: to finish the handshake, then the head), and how long a
-        /// kept-alive connection may sit between requests; then it is closed. Default `10s`.
-        public var requestHeadTimeout: Duration
-        /// `collector.stream_idle_timeout` (duration > 0, at most `24h`): a stream whose body brings no bytes for
-        /// this long is ended and its connection closed. Keep it well above the agents' `uplink.heartbeat`
-        /// (default `15s`): an idle agent sends only heartbeats. Default `90s`.
-        public var streamIdleTimeout: Duration
-        /// `collector.max_streams` (integer, 1 to 1,000,000): most streams served at once; one more is answered
-        /// `503` (an agent replacing its own stream is always let in). Default `1024`.
-        public var maxStreams: Int
-        /// `collector.tls` (mapping): TLS on the listening socket, HTTP/2 and HTTP/1.1 offered through ALPN, TLS 1.2
-        /// minimum. Default: none (plaintext HTTP/1.1).
-        public var tls: TLSSection?
-        /// `collector.sinks`, `collector.retention`, `collector.log`: the write-ahead log and its sinks
-        /// (`UplinkFile+CollectorSinks.swift`). Default: none (records go to `records.jsonl` and standard output).
-        public var forwarding: ForwardingSection?
-        /// `collector.accept_encodings` (list of `zstd`, `gzip`; may be empty): the compressed `Content-Encoding`s
-        /// agents may stream with. Another is answered `415`, and agents fall back to an uncompressed body, which is
-        /// always accepted. Default `[zstd, gzip]`.
-        public var acceptEncodings: [WireCompression] = [.zstd, .gzip]
-
-        public init(
-            listen: ConfigHostPort = ConfigHostPort(host: "127.0.0.1", port: 4318),
-            dataDirectory: String = "./collector-data", stdout: Bool = true, jsonl: Bool = true, token: String? = nil,
-            maxLineBytes: Int = 1 << 20, fsync: Bool = false, rejectsFile: String? = nil,
-            requestHeadTimeout: Duration = .seconds(10), streamIdleTimeout: Duration = .seconds(90),
-            maxStreams: Int = 1024, tls: TLSSection? = nil
-        ) {
-            self.listen = listen
-            self.dataDirectory = dataDirectory
-            self.stdout = stdout
-            self.jsonl = jsonl
-            self.token = token
-            self.maxLineBytes = maxLineBytes
-            self.fsync = fsync
-            self.rejectsFile = rejectsFile
-            self.requestHeadTimeout = requestHeadTimeout
-            self.streamIdleTimeout = streamIdleTimeout
-            self.maxStreams = maxStreams
-            self.tls = tls
-        }
-
-        static let keys = [
-            "listen", "data_dir", "stdout", "jsonl", "token", "token_file", "max_line_bytes", "fsync", "rejects_file",
-            "request_head_timeout", "stream_idle_timeout", "max_streams", "tls", "sinks", "retention", "log",
-            "accept_encodings",
-        ]
-        /// Smallest `max_line_bytes` accepted.
-        public static let minimumLineBytes = 1024
     }
 }

@@ -21,7 +21,8 @@ public struct ConfigurationReloader: Service {
     private let agent: Agent
     private let path: String?
     private let file: UplinkFile?
-    private let embeddedURL: String?
+    private let embedded: EmbeddedCollectorTarget?
+    private let collectorSection: @Sendable (ConfigMapping) -> Void
     private let signals: UnixSignalsSequence
     private let notifier: SystemdNotifier
     private let logger: Logger
@@ -31,16 +32,20 @@ public struct ConfigurationReloader: Service {
     ///   - path: The configuration file `file` was loaded from; nil when the agent was started without one (then
     ///     SIGHUP is logged and ignored).
     ///   - file: The configuration the agent was started with.
-    ///   - embeddedURL: The URL of the embedded collector the process started, if any.
+    ///   - embedded: The embedded collector the process started, if any.
+    ///   - collectorSection: Checks the file's `collector` section (`uplink` passes UplinkCollector's decoder), so
+    ///     that a reload refuses exactly what `uplink validate` refuses.
     ///   - signals: SIGHUP, trapped before the agent reports that it runs, so that an early signal is not fatal.
     public init(
-        agent: Agent, path: String?, file: UplinkFile?, embeddedURL: String?, signals: UnixSignalsSequence,
+        agent: Agent, path: String?, file: UplinkFile?, embedded: EmbeddedCollectorTarget?,
+        collectorSection: @escaping @Sendable (ConfigMapping) -> Void, signals: UnixSignalsSequence,
         notifier: SystemdNotifier = SystemdNotifier(), logger: Logger
     ) {
         self.agent = agent
         self.path = path
         self.file = file
-        self.embeddedURL = embeddedURL
+        self.embedded = embedded
+        self.collectorSection = collectorSection
         self.signals = signals
         self.notifier = notifier
         self.logger = logger
@@ -70,7 +75,7 @@ public struct ConfigurationReloader: Service {
         logger.info("reloading the configuration", metadata: ["file": "\(path)"])
         // Parsing and checking the file ran code that streaming does not need: its pages need not stay resident.
         defer { StartupCodePages.release(logger: logger, after: "reload") }
-        let result = UplinkFile.load(path: path)
+        let result = UplinkFile.load(path: path, collectorSection: collectorSection)
         guard let new = result.value, new.configuresAgent else {
             let problem: String
             if result.value == nil {
@@ -86,8 +91,8 @@ public struct ConfigurationReloader: Service {
                 .ready, .status("reload failed (\(problem)); \(status(running))"), logger: logger)
             return running
         }
-        let plan = ReloadPlan(from: running, to: new, hasEmbeddedCollector: embeddedURL != nil)
-        await agent.apply(plan, configuration: plan.running.agentConfiguration(embeddedURL: embeddedURL))
+        let plan = ReloadPlan(from: running, to: new, hasEmbeddedCollector: embedded != nil)
+        await agent.apply(plan, configuration: plan.running.agentConfiguration(embedded: embedded))
         var metadata: Logger.Metadata = [
             "added": "\(plan.added)", "removed": "\(plan.removed)", "changed": "\(plan.changed)",
             "unchanged": "\(plan.unchanged)", "uplink": "\(plan.uplinkChanged ? "changed" : "unchanged")",

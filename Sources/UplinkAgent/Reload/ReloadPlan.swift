@@ -1,3 +1,5 @@
+import UplinkConfig
+
 /// What a reload changes: the difference between the configuration the agent runs and a newly loaded file.
 ///
 /// Sources are matched by name: a source whose settings are equal keeps running untouched; a changed one is stopped
@@ -53,7 +55,7 @@ public struct ReloadPlan: Sendable, Equatable {
             running.agent.metricsListen = old.agent.metricsListen
         }
         // The embedded collector (and so its section) is started once; a file without one ignores the section.
-        if hasEmbeddedCollector || new.uplink.target == .embedded, new.collector != old.collector {
+        if hasEmbeddedCollector || new.uplink.target == .embedded, !Self.sameSection(new.collector, old.collector) {
             deferred.append("collector")
             running.collector = old.collector
         }
@@ -75,5 +77,10 @@ public struct ReloadPlan: Sendable, Equatable {
         }
         removed = old.sources.map(\.name).filter { !newNames.contains($0) }
         uplinkChanged = running.uplink != old.uplink || running.agent.id != old.agent.id
+    }
+
+    private static func sameSection(_ lhs: ConfigNode?, _ rhs: ConfigNode?) -> Bool {
+        guard let lhs, let rhs else { return lhs == nil && rhs == nil }
+        return lhs.hasSameContent(as: rhs)
     }
 }

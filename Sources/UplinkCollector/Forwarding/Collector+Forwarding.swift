@@ -23,7 +23,10 @@ extension Collector {
         var forwarders: [Forwarder] = []
         do {
             for sink in sinks {
-                let store = try SinkRegistry.make(sink, configuration: configuration, output: output, client: client, logger: logger)
+                let store = try sink.kind.makeSink(
+                    SinkContext(
+                        name: sink.name, timeout: sink.timeout, collector: configuration, output: output, client: client,
+                        logger: logger))
                 forwarders.append(
                     try Forwarder(
                         configuration: sink, sink: store, log: log, cursorDirectory: configuration.cursorDirectory,

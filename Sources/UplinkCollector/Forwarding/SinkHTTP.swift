@@ -15,7 +15,7 @@ enum SinkHTTP {
     static let gzipLevel: Int32 = 1
 
     static func post(
-        _ client: HTTPClient, url: String, headers: [SinkConfiguration.HeaderField], body: ByteBuffer, timeout: Duration,
+        _ client: HTTPClient, url: String, headers: [SinkHeader], body: ByteBuffer, timeout: Duration,
         compression: SinkCompression = .none
     ) async throws(SinkFailure) -> String {
         var request = HTTPClientRequest(url: url)

@@ -1,18 +1,18 @@
-import AsyncHTTPClient
-import Logging
+/// The sink kinds, in the order docs/configuration.md and examples.yaml show them. Adding one: a folder
+/// `Sinks/<Kind>/` with its `SinkKindConfig` and `ForwardingSink`, and its line here (docs/architecture.md,
+/// "Adding a sink").
+public enum SinkRegistry {
+    /// Every kind `collector.sinks[].type` accepts.
+    public static let kinds: [any SinkKindConfig.Type] = [
+        JSONLSinkConfig.self,
+        StdoutSinkConfig.self,
+        VictoriaMetricsSinkConfig.self,
+        ClickHouseSinkConfig.self,
+        HTTPSinkConfig.self,
+    ]
 
-/// The one place that maps a sink type to its implementation.
-enum SinkRegistry {
-    static func make(
-        _ sink: SinkConfiguration, configuration: CollectorConfiguration, output: any CollectorOutput,
-        client: HTTPClient, logger: Logger
-    ) throws -> any ForwardingSink {
-        switch sink.kind {
-        case .jsonl: try JSONLForwardingSink(path: sink.path ?? configuration.recordsFile)
-        case .stdout: StdoutForwardingSink(output: output)
-        case .victoriametrics: VictoriaMetricsSink(sink, client: client)
-        case .clickhouse: ClickHouseSink(sink, client: client, logger: logger)
-        case .http: HTTPSink(sink, client: client)
-        }
+    /// The kind named `typeName`, or nil.
+    public static func kind(named typeName: String) -> (any SinkKindConfig.Type)? {
+        kinds.first { $0.typeName == typeName }
     }
 }

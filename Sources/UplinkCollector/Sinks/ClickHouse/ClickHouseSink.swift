@@ -12,36 +12,25 @@ import UplinkWire
 /// collapses with the first copy when parts merge; query with `FINAL` (or run `OPTIMIZE TABLE … FINAL`) to see
 /// each record once before that. Credentials go in HTTP basic authentication.
 struct ClickHouseSink: ForwardingSink {
-    let configuration: SinkConfiguration
+    let configuration: ClickHouseSinkConfig
+    let timeout: Duration
     let client: HTTPClient
     let logger: Logger
-    let headers: [SinkConfiguration.HeaderField]
+    let headers: [SinkHeader]
     let base: String
 
-    init(_ configuration: SinkConfiguration, client: HTTPClient, logger: Logger) {
+    init(_ configuration: ClickHouseSinkConfig, timeout: Duration, client: HTTPClient, logger: Logger) {
         self.configuration = configuration
+        self.timeout = timeout
         self.client = client
         self.logger = logger
-        var base = configuration.url ?? ""
-        while base.hasSuffix("/") { base.removeLast() }
-        self.base = base
-        var headers = configuration.headers
+        self.base = configuration.endpoint.baseURL
+        var headers = configuration.endpoint.headers
         if let user = configuration.user ?? (configuration.password == nil ? nil : "default") {
             let credentials = Base64.encode(Array((user + ":" + (configuration.password ?? "")).utf8))
-            headers.append(.init(name: "Authorization", value: "Basic " + credentials))
+            headers.append(SinkHeader(name: "Authorization", value: "Basic " + credentials))
         }
         self.headers = headers
-    }
-
-    static func isIdentifier(_ text: String) -> Bool {
-        guard let first = text.utf8.first, first == UInt8(ascii: "_") || isLetter(first), text.utf8.count <= 128 else {
-            return false
-        }
-        return text.utf8.allSatisfy { $0 == UInt8(ascii: "_") || isLetter($0) || (UInt8(ascii: "0")...UInt8(ascii: "9")).contains($0) }
-    }
-
-    private static func isLetter(_ byte: UInt8) -> Bool {
-        (UInt8(ascii: "a")...UInt8(ascii: "z")).contains(byte) || (UInt8(ascii: "A")...UInt8(ascii: "Z")).contains(byte)
     }
 
     var logsTable: String { configuration.database + "." + configuration.table }
@@ -71,7 +60,7 @@ struct ClickHouseSink: ForwardingSink {
         do {
             _ = try await SinkHTTP.post(
                 client, url: base + "/?query=" + Self.percentEncoded(query), headers: headers, body: ByteBuffer(bytes: rows),
-                timeout: configuration.timeout, compression: configuration.compression)
+                timeout: timeout, compression: configuration.endpoint.compression)
         } catch {
             throw Self.classified(error)
         }
@@ -79,7 +68,7 @@ struct ClickHouseSink: ForwardingSink {
 
     private func execute(_ statement: String) async throws(SinkFailure) {
         _ = try await SinkHTTP.post(
-            client, url: base + "/", headers: headers, body: ByteBuffer(string: statement), timeout: configuration.timeout)
+            client, url: base + "/", headers: headers, body: ByteBuffer(string: statement), timeout: timeout)
     }
 
     /// ClickHouse answers 500 also for rows it cannot parse; those are the batch's fault (a rejection), unlike

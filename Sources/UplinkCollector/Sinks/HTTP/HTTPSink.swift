@@ -7,19 +7,19 @@ import NIOCore
 /// (and connection errors) is retried with backoff.
 struct HTTPSink: ForwardingSink {
     let url: String
-    let headers: [SinkConfiguration.HeaderField]
+    let headers: [SinkHeader]
     let timeout: Duration
     let compression: SinkCompression
     let client: HTTPClient
 
-    init(_ configuration: SinkConfiguration, client: HTTPClient) {
-        self.url = configuration.url ?? ""
+    init(_ configuration: SinkEndpoint, timeout: Duration, client: HTTPClient) {
+        self.url = configuration.url
         var headers = configuration.headers
         if !headers.contains(where: { $0.name.lowercased() == "content-type" }) {
-            headers.insert(.init(name: "Content-Type", value: "application/x-ndjson"), at: 0)
+            headers.insert(SinkHeader(name: "Content-Type", value: "application/x-ndjson"), at: 0)
         }
         self.headers = headers
-        self.timeout = configuration.timeout
+        self.timeout = timeout
         self.compression = configuration.compression
         self.client = client
     }

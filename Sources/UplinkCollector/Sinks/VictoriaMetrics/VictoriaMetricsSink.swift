@@ -16,17 +16,15 @@ import UplinkWire
 /// `-dedup.minScrapeInterval=1ms` so that identical (series, timestamp) samples collapse.
 struct VictoriaMetricsSink: ForwardingSink {
     let endpoint: String
-    let headers: [SinkConfiguration.HeaderField]
+    let headers: [SinkHeader]
     let timeout: Duration
     let compression: SinkCompression
     let client: HTTPClient
 
-    init(_ configuration: SinkConfiguration, client: HTTPClient) {
-        var base = configuration.url ?? ""
-        while base.hasSuffix("/") { base.removeLast() }
-        self.endpoint = base + "/api/v1/import"
+    init(_ configuration: SinkEndpoint, timeout: Duration, client: HTTPClient) {
+        self.endpoint = configuration.baseURL + "/api/v1/import"
         self.headers = configuration.headers
-        self.timeout = configuration.timeout
+        self.timeout = timeout
         self.compression = configuration.compression
         self.client = client
     }

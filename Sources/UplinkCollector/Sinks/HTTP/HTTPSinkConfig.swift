@@ -1,0 +1,41 @@
+import UplinkConfig
+
+/// `type: http`: NDJSON batches POSTed to a URL.
+public struct HTTPSinkConfig: SinkKindConfig, Equatable {
+    /// `url`, `headers`, `compression` (default `none`).
+    public var endpoint: SinkEndpoint
+
+    public init(url: String, headers: [SinkHeader] = [], compression: SinkCompression = Self.defaultCompression) {
+        self.endpoint = SinkEndpoint(url: url, headers: headers, compression: compression)
+    }
+
+    /// `compression`'s default for this kind.
+    public static let defaultCompression: SinkCompression = SinkCompression.none
+
+    public static let typeName: String = "http"
+    public static let summary: String = """
+        Each batch POSTed to `url` as NDJSON (`Content-Type: application/x-ndjson` unless `headers` sets one), one \
+        stored line (with `agent`, `epoch`, `seq`) per record. 2xx is success; 400, 413, 415 and 422 send the batch \
+        to the dead-letter file; anything else is retried.
+        """
+    public static let keys: [DocumentedKey] = SinkEndpoint.keys(url: "The URL each batch is POSTed to.", defaultCompression: defaultCompression)
+    public static let example: String = """
+        - name: other-store
+          type: http
+          url: https://ingest.example/v1/records
+          headers: { X-Api-Key: replace-me }
+          compression: none
+        """
+
+    public static func decode(_ mapping: ConfigMapping) -> Self? {
+        SinkEndpoint.decode(mapping, defaultCompression: defaultCompression).map {
+            Self(url: $0.url, headers: $0.headers, compression: $0.compression)
+        }
+    }
+
+    public func problem() -> String? { endpoint.problem() }
+
+    public func makeSink(_ context: SinkContext) throws -> any ForwardingSink {
+        HTTPSink(endpoint, timeout: context.timeout, client: context.client)
+    }
+}

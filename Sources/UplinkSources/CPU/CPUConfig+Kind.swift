@@ -30,15 +30,8 @@ extension CPUConfig {
             proc_root: /proc      # where procfs is mounted (e.g. /host/proc in a container). Default: /proc.
         """
 
-    public static func decode(_ mapping: ConfigMapping) -> CPUConfig {
-        var config = CPUConfig()
-        config.schedule = .decode(mapping)
-        if let perCore = mapping.bool("per_core") { config.perCore = perCore }
-        if let procRoot = mapping.string("proc_root") { config.procRoot = procRoot }
-        return config
-    }
-
-    public func makeSource(name: String, clock: any TickClock) -> any Source {
-        CPUSource(name: name, config: self, clock: clock)
+    public mutating func decodeOwnKeys(_ mapping: ConfigMapping) {
+        if let perCore = mapping.bool("per_core") { self.perCore = perCore }
+        if let procRoot = mapping.string("proc_root") { self.procRoot = procRoot }
     }
 }

@@ -28,14 +28,7 @@ extension HwmonConfig {
             sys_root: /sys
         """
 
-    public static func decode(_ mapping: ConfigMapping) -> HwmonConfig {
-        var config = HwmonConfig()
-        config.schedule = .decode(mapping)
-        if let sysRoot = mapping.string("sys_root") { config.sysRoot = sysRoot }
-        return config
-    }
-
-    public func makeSource(name: String, clock: any TickClock) -> any Source {
-        HwmonSource(name: name, config: self, clock: clock)
+    public mutating func decodeOwnKeys(_ mapping: ConfigMapping) {
+        if let sysRoot = mapping.string("sys_root") { self.sysRoot = sysRoot }
     }
 }

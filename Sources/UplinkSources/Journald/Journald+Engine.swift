@@ -81,23 +81,23 @@ final class JournaldEngine {
             let path = JournaldCheckpointFile.path(stateDirectory: stateDirectory, sourceName: name)
             let directory = AtomicFile.parentDirectory(of: path)
             if let error = SourceFiles.makeDirectories(directory) {
-                throw JournaldError("journald source '\(name)': cannot create the checkpoint directory \(directory): \(error)")
+                throw SourceError("journald source '\(name)': cannot create the checkpoint directory \(directory): \(error)")
             }
             checkpointPath = path
         } else {
             checkpointPath = nil
         }
         if let directory = config.directory, !SourceFiles.isDirectory(directory) {
-            throw JournaldError("journald source '\(name)': the journal directory \(directory) does not exist or is not a directory")
+            throw SourceError("journald source '\(name)': the journal directory \(directory) does not exist or is not a directory")
         }
         switch JournaldJournal.open(directory: config.directory) {
         case .success(let journal): self.journal = journal
-        case .failure(let error): throw JournaldError("journald source '\(name)': \(error)")
+        case .failure(let error): throw SourceError("journald source '\(name)': \(error)")
         }
         for match in Self.matches(config) {
             let result = journal.addMatch(Array(match.utf8))
             if result < 0 {
-                throw JournaldError("journald source '\(name)': cannot add the match \(match): \(JournaldJournal.errorText(result))")
+                throw SourceError("journald source '\(name)': cannot add the match \(match): \(JournaldJournal.errorText(result))")
             }
         }
         batch = LogLineBatch(source: name, fields: [], originID: 0)

@@ -154,9 +154,4 @@ extension JournaldConfig {
         if let interval = mapping.duration("checkpoint_interval", .greaterThan(.zero)) { config.checkpointInterval = interval }
         return config
     }
-
-    /// `clock` times the checkpoint interval and the read-error retry.
-    public func makeSource(name: String, clock: any TickClock) -> any Source {
-        JournaldSource(name: name, config: self, clock: clock)
-    }
 }

@@ -25,14 +25,7 @@ extension MemoryConfig {
             proc_root: /proc      # where procfs is mounted. Default: /proc.
         """
 
-    public static func decode(_ mapping: ConfigMapping) -> MemoryConfig {
-        var config = MemoryConfig()
-        config.schedule = .decode(mapping)
-        if let procRoot = mapping.string("proc_root") { config.procRoot = procRoot }
-        return config
-    }
-
-    public func makeSource(name: String, clock: any TickClock) -> any Source {
-        MemorySource(name: name, config: self, clock: clock)
+    public mutating func decodeOwnKeys(_ mapping: ConfigMapping) {
+        if let procRoot = mapping.string("proc_root") { self.procRoot = procRoot }
     }
 }

@@ -143,7 +143,7 @@ final class TailEngine {
             do {
                 startPattern = try Regex(pattern)
             } catch {
-                throw TailError("tail source '\(name)': invalid multiline.start_pattern \"\(pattern)\": \(error)")
+                throw SourceError("tail source '\(name)': invalid multiline.start_pattern \"\(pattern)\": \(error)")
             }
         } else {
             startPattern = nil
@@ -152,7 +152,7 @@ final class TailEngine {
             let path = TailCheckpointFile.path(stateDirectory: stateDirectory, sourceName: name)
             let directory = AtomicFile.parentDirectory(of: path)
             if let error = SourceFiles.makeDirectories(directory) {
-                throw TailError("tail source '\(name)': cannot create the checkpoint directory \(directory): \(error)")
+                throw SourceError("tail source '\(name)': cannot create the checkpoint directory \(directory): \(error)")
             }
             checkpointPath = path
         } else {

@@ -151,11 +151,6 @@ extension TailConfig {
         return config
     }
 
-    /// The tailer reacts to file events; `clock` times its timeouts, intervals and the linger budget.
-    public func makeSource(name: String, clock: any TickClock) -> any Source {
-        TailSource(name: name, config: self, clock: clock)
-    }
-
     /// `pattern` made absolute against the working directory (glob characters are left alone).
     static func absolutePath(_ pattern: String) -> String {
         if pattern.hasPrefix("/") { return pattern }

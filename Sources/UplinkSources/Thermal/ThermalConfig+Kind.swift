@@ -24,14 +24,7 @@ extension ThermalConfig {
             sys_root: /sys        # where sysfs is mounted (e.g. /host/sys in a container). Default: /sys.
         """
 
-    public static func decode(_ mapping: ConfigMapping) -> ThermalConfig {
-        var config = ThermalConfig()
-        config.schedule = .decode(mapping)
-        if let sysRoot = mapping.string("sys_root") { config.sysRoot = sysRoot }
-        return config
-    }
-
-    public func makeSource(name: String, clock: any TickClock) -> any Source {
-        ThermalSource(name: name, config: self, clock: clock)
+    public mutating func decodeOwnKeys(_ mapping: ConfigMapping) {
+        if let sysRoot = mapping.string("sys_root") { self.sysRoot = sysRoot }
     }
 }

@@ -23,14 +23,7 @@ extension UptimeConfig {
             proc_root: /proc
         """
 
-    public static func decode(_ mapping: ConfigMapping) -> UptimeConfig {
-        var config = UptimeConfig()
-        config.schedule = .decode(mapping)
-        if let procRoot = mapping.string("proc_root") { config.procRoot = procRoot }
-        return config
-    }
-
-    public func makeSource(name: String, clock: any TickClock) -> any Source {
-        UptimeSource(name: name, config: self, clock: clock)
+    public mutating func decodeOwnKeys(_ mapping: ConfigMapping) {
+        if let procRoot = mapping.string("proc_root") { self.procRoot = procRoot }
     }
 }

@@ -65,8 +65,6 @@ final class JournaldEngine {
     static let entriesPerTurn = 4096
     /// How long after a read error the journal is read again without a change.
     static let readErrorRetry: Duration = .seconds(1)
-    /// Longest wait at shutdown for the acknowledgement of the last entry sent.
-    static let shutdownAcknowledgementWait: Duration = .seconds(5)
     /// An idle wait with nothing due ends after this long anyway (then it starts again): not a poll, a bound.
     static let longestIdleWait: Duration = .seconds(3600)
 
@@ -272,11 +270,8 @@ final class JournaldEngine {
     }
 
     private func shutdown() async {
-        if await !sink.waitForAcknowledgement(through: lastAppendedSequence, atMost: Self.shutdownAcknowledgementWait) {
-            logger.info(
-                "journald source: stopping before the collector acknowledged every entry sent; they are sent again on the next start"
-            )
-        }
+        await LogReaderStop.awaitAcknowledgement(
+            of: lastAppendedSequence, from: sink, kind: "journald", record: "entry", logger: logger)
         acknowledge()
         await writeCheckpoint(force: true)
         if let watcher, await !watcher.stop() {

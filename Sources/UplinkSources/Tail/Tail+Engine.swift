@@ -126,8 +126,6 @@ final class TailEngine {
     static let copyDecisionLimit: Duration = .seconds(1)
     /// How often the opener's task wakes to see whether polling began, while inotify makes its looks.
     static let watchedScanInterval: Duration = .seconds(60)
-    /// Longest wait at shutdown for the acknowledgement of the last line sent.
-    static let shutdownAcknowledgementWait: Duration = .seconds(5)
 
     init(name: String, config: TailConfig, context: SourceContext, clock: any TickClock) throws {
         self.name = name
@@ -321,11 +319,8 @@ final class TailEngine {
     }
 
     private func shutdown() async {
-        if await !sink.waitForAcknowledgement(through: lastAppendedSequence, atMost: Self.shutdownAcknowledgementWait) {
-            logger.info(
-                "tail source: stopping before the collector acknowledged every line sent; they are sent again on the next start"
-            )
-        }
+        await LogReaderStop.awaitAcknowledgement(
+            of: lastAppendedSequence, from: sink, kind: "tail", record: "line", logger: logger)
         acknowledge()
         await writeCheckpoints(force: true)
         for file in files { closeFile(file) }

@@ -1,0 +1,25 @@
+import Logging
+import UplinkCore
+
+/// How a log reader (`tail`, `journald`) begins to stop once it is cancelled: it gives the collector a moment to
+/// acknowledge what it sent, so that the final checkpoint covers as much as it can.
+enum LogReaderStop {
+    /// The longest a log reader's stop waits for the acknowledgement of the last record it sent.
+    static let acknowledgementWait: Duration = .seconds(5)
+
+    /// Waits up to `acknowledgementWait` for `sink` to report `sequence`, the last record sent, acknowledged. When it
+    /// is not, says at info level that the unacknowledged records are sent again on the next start (the collector
+    /// discards the ones it already stored, by their origins).
+    /// - Parameters:
+    ///   - kind: The source kind for the message (`tail`).
+    ///   - record: What the kind calls a record (`line`, `entry`).
+    static func awaitAcknowledgement(
+        of sequence: UInt64, from sink: any RecordSink, kind: String, record: String, logger: Logger
+    ) async {
+        if await !sink.waitForAcknowledgement(through: sequence, atMost: acknowledgementWait) {
+            logger.info(
+                "\(kind) source: stopping before the collector acknowledged every \(record) sent; they are sent again on the next start"
+            )
+        }
+    }
+}

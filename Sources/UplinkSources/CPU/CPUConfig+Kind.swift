@@ -14,8 +14,7 @@ extension CPUConfig {
 
     public static let keys = SensorSchedule.keys + [
         SourceKey("per_core", "bool", default: "`true`", "Also report every core, not only the total."),
-        SourceKey(
-            "proc_root", "path", default: "`/proc`", "Where procfs is mounted, e.g. `/host/proc` in a container observing its host."),
+        .procRoot("Where procfs is mounted, e.g. `/host/proc` in a container observing its host."),
     ]
 
     public static let example = """

@@ -14,7 +14,7 @@ extension DiskIOConfig {
         """
 
     public static let keys = SensorSchedule.keys + [
-        SourceKey("proc_root", "path", default: "`/proc`", "Where procfs is mounted."),
+        .procRoot(),
         SourceKey(
             "devices", "list of names", default: "whole disks",
             "Devices to report, `*` and `?` wildcards (e.g. `[sda, nvme*]`); may name partitions. By default every whole "

@@ -15,9 +15,7 @@ extension HwmonConfig {
         cannot be read then is left out, one that stops answering later is skipped (noted once).
         """
 
-    public static let keys = SensorSchedule.keys + [
-        SourceKey("sys_root", "path", default: "`/sys`", "Where sysfs is mounted."),
-    ]
+    public static let keys = SensorSchedule.keys + [.sysRoot()]
 
     public static let example = """
           # Hardware monitoring chips, <sys_root>/class/hwmon/hwmon*: hwmon.temperature (celsius), hwmon.fan_speed (rpm),

@@ -11,9 +11,7 @@ extension LoadConfig {
         Load averages from `<proc_root>/loadavg`: `load.1m`, `load.5m`, `load.15m` (no unit).
         """
 
-    public static let keys = SensorSchedule.keys + [
-        SourceKey("proc_root", "path", default: "`/proc`", "Where procfs is mounted."),
-    ]
+    public static let keys = SensorSchedule.keys + [.procRoot()]
 
     public static let example = """
           # Load averages from <proc_root>/loadavg: load.1m, load.5m, load.15m (no unit).

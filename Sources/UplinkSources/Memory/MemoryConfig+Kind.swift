@@ -12,9 +12,7 @@ extension MemoryConfig {
         `memory.used_percent`, `memory.swap_total`, `memory.swap_free`, `memory.swap_used`.
         """
 
-    public static let keys = SensorSchedule.keys + [
-        SourceKey("proc_root", "path", default: "`/proc`", "Where procfs is mounted."),
-    ]
+    public static let keys = SensorSchedule.keys + [.procRoot()]
 
     public static let example = """
           # RAM and swap usage from <proc_root>/meminfo: memory.total, .available, .used, .used_percent, .swap_*.

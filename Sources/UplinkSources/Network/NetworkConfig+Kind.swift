@@ -16,7 +16,7 @@ extension NetworkConfig {
         """
 
     public static let keys = SensorSchedule.keys + [
-        SourceKey("proc_root", "path", default: "`/proc`", "Where procfs is mounted."),
+        .procRoot(),
         SourceKey(
             "include", "list of names", default: "all",
             "Interfaces to report; `*` matches any run of characters, `?` one (e.g. `[eth*, wlan0]`)."),

@@ -15,9 +15,7 @@ extension PowerConfig {
         `count`).
         """
 
-    public static let keys = SensorSchedule.keys + [
-        SourceKey("sys_root", "path", default: "`/sys`", "Where sysfs is mounted."),
-    ]
+    public static let keys = SensorSchedule.keys + [.sysRoot()]
 
     public static let example = """
           # Batteries, UPSes and mains, <sys_root>/class/power_supply/*: power.capacity (percent), power.voltage (volts),

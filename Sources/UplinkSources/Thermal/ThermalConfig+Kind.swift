@@ -13,7 +13,7 @@ extension ThermalConfig {
         """
 
     public static let keys = SensorSchedule.keys + [
-        SourceKey("sys_root", "path", default: "`/sys`", "Where sysfs is mounted (e.g. `/host/sys` in a container)."),
+        .sysRoot("Where sysfs is mounted (e.g. `/host/sys` in a container)."),
     ]
 
     public static let example = """

@@ -11,9 +11,7 @@ extension UptimeConfig {
         Seconds since boot from `<proc_root>/uptime`: `uptime.seconds` (unit `seconds`).
         """
 
-    public static let keys = SensorSchedule.keys + [
-        SourceKey("proc_root", "path", default: "`/proc`", "Where procfs is mounted."),
-    ]
+    public static let keys = SensorSchedule.keys + [.procRoot()]
 
     public static let example = """
           # Seconds since boot from <proc_root>/uptime: uptime.seconds.

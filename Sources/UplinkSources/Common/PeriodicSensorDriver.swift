@@ -5,10 +5,11 @@ import UplinkCore
 /// The one loop of every sensor: ticks on the sensor's `SensorSchedule` (aligned to the wall clock, with its jitter,
 /// through an `IntervalTicker`) until the task is cancelled, and emits metrics with the configured tags.
 ///
-/// Sensors use one of three forms: `run(_:)` calls a closure on every tick; `runReadingFile(_:missingHint:_:)` reads
-/// one small file per tick (`/proc/stat`, `/proc/meminfo`, …); `runReadingChannels(_:)` reads numeric sysfs
-/// attributes per tick (hwmon, thermal). Cancellation ends each of them normally. A sensor with nothing to sample
-/// on this machine says so once with `disable(_:metadata:)` and returns instead.
+/// Sensors use one of four forms: `run(_:)` calls a closure on every tick; `runReadingFile(_:missingHint:_:)` reads
+/// one small file per tick (`/proc/stat`, `/proc/meminfo`, …), and `runReadingMetrics` one whose numbers are the
+/// metrics (`/proc/loadavg`); `runReadingChannels(_:)` reads numeric sysfs attributes per tick (hwmon, thermal).
+/// Cancellation ends each of them normally. A sensor with nothing to sample on this machine says so once with
+/// `disable(_:metadata:)` and returns instead.
 ///
 /// The type is public only because `PeriodicSensorConfig.sample(with:)` is handed one; what it does is internal.
 public struct PeriodicSensorDriver {
@@ -133,19 +134,25 @@ public struct PeriodicSensorDriver {
     }
 
     /// On every tick, reads each channel and emits its metric with the channel's tags followed by the configured
-    /// ones, timestamped right after the read. A channel that fails to read is skipped (and logged once by
-    /// `SysfsChannel.read`).
+    /// ones (`readChannels`).
     func runReadingChannels(_ channels: [SysfsChannel]) async {
         var channels = channels
         let tags = channels.map { emitter.tags($0.tags) }
         await run {
-            for index in channels.indices {
-                guard let value = channels[index].read(logger: logger, kind: kind) else { continue }
-                let channel = channels[index]
-                emitter.emit(
-                    channel.metric, value, unit: channel.unit, tags: tags[index], tagsAreComplete: true,
-                    timestamp: clock.nowNanoseconds())
-            }
+            readChannels(&channels) { tags[$0] }
+        }
+    }
+
+    /// Reads every channel once and emits its metric with the complete tag array `tags(index)` (the channel's own
+    /// tags and the configured ones), timestamped right after its read. A channel that cannot be read is skipped
+    /// (`SysfsChannel.read` logs it once).
+    func readChannels(_ channels: inout [SysfsChannel], tags: (Int) -> [Tag]) {
+        for index in channels.indices {
+            guard let value = channels[index].read(logger: logger, kind: kind) else { continue }
+            let channel = channels[index]
+            emitter.emit(
+                channel.metric, value, unit: channel.unit, tags: tags(index), tagsAreComplete: true,
+                timestamp: clock.nowNanoseconds())
         }
     }
 }

@@ -17,37 +17,20 @@ extension PowerConfig {
                 "no battery, UPS or mains supply under \(powerSupplyPath) (none on this machine, e.g. a VM, or a wrong sys_root?)",
                 metadata: ["path": "\(powerSupplyPath)"])
         }
-        let (logger, emitter, clock) = (sensor.logger, sensor.emitter, sensor.clock)
-        // Tag arrays per supply and status text, built once.
+        let emitter = sensor.emitter
+        // Tag arrays per supply and status text (none for mains), built once.
         var tagCache: [[String: [Tag]]] = Array(repeating: [:], count: supplies.count)
         await sensor.run {
             for index in supplies.indices {
+                let status = supplies[index].statusPath.map { Sysfs.readText($0) ?? "Unknown" }
                 let tags: [Tag]
-                if let statusPath = supplies[index].statusPath {
-                    let status = Sysfs.readText(statusPath) ?? "Unknown"
-                    if let cached = tagCache[index][status] {
-                        tags = cached
-                    } else {
-                        tags = emitter.tags(supplies[index].tags + [Tag("status", status)])
-                        tagCache[index][status] = tags
-                    }
+                if let cached = tagCache[index][status ?? ""] {
+                    tags = cached
                 } else {
-                    if let cached = tagCache[index][""] {
-                        tags = cached
-                    } else {
-                        tags = emitter.tags(supplies[index].tags)
-                        tagCache[index][""] = tags
-                    }
+                    tags = emitter.tags(supplies[index].tags + (status.map { [Tag("status", $0)] } ?? []))
+                    tagCache[index][status ?? ""] = tags
                 }
-                for channelIndex in supplies[index].channels.indices {
-                    guard let value = supplies[index].channels[channelIndex].read(logger: logger, kind: "power") else {
-                        continue
-                    }
-                    let channel = supplies[index].channels[channelIndex]
-                    emitter.emit(
-                        channel.metric, value, unit: channel.unit, tags: tags, tagsAreComplete: true,
-                        timestamp: clock.nowNanoseconds())
-                }
+                sensor.readChannels(&supplies[index].channels) { _ in tags }
             }
         }
     }

@@ -344,3 +344,6 @@ final class JournaldEngine {
         checkpointWriteReport.record(error, path: path, kind: "journald", logger: logger)
     }
 }
+
+/// What every `journald` source runs (`JournaldConfig.Engine`).
+extension JournaldEngine: LogReaderEngine {}

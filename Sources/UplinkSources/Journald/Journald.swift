@@ -18,15 +18,12 @@ import UplinkCore
 ///   final checkpoint and returns.
 ///
 /// The source's name also names its checkpoint file; its clock is what the checkpoint interval and the read-error
-/// retry are measured on and waited out with.
+/// retry are measured on and waited out with. It throws a `SourceError` before reading anything when the journal
+/// cannot be opened or the checkpoint directory cannot be created.
 public typealias JournaldSource = ConfiguredSource<JournaldConfig>
 
-extension JournaldConfig {
-    /// Reads the journal until cancelled. Throws a `SourceError` before reading anything when the journal cannot be
-    /// opened or the checkpoint directory cannot be created.
-    public func run(source name: String, clock: any TickClock, context: SourceContext) async throws {
-        try await JournaldEngine(name: name, config: self, context: context, clock: clock).run()
-    }
+extension JournaldConfig: LogReaderConfig {
+    typealias Engine = JournaldEngine
 }
 
 /// Counts of what a journald source did, logged at shutdown.

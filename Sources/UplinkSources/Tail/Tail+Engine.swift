@@ -601,6 +601,9 @@ final class TailEngine {
     }
 }
 
+/// What every `tail` source runs (`TailConfig.Engine`).
+extension TailEngine: LogReaderEngine {}
+
 /// The opener task's scan interval, changed by the engine when inotify starts or is given up.
 /// nil: inotify makes the looks.
 final class TailScanInterval: Sendable {

@@ -22,15 +22,12 @@ import UplinkCore
 ///   the final checkpoints and returns.
 ///
 /// The source's name also names its checkpoint file; its clock is what the tailer's timeouts, intervals and
-/// `uplink.linger` budget are measured on and waited out with.
+/// `uplink.linger` budget are measured on and waited out with. It throws a `SourceError` before reading anything
+/// when the multi-line pattern is invalid or the checkpoint directory cannot be created.
 public typealias TailSource = ConfiguredSource<TailConfig>
 
-extension TailConfig {
-    /// Follows the files until cancelled. Throws a `SourceError` before reading anything when the multi-line pattern
-    /// is invalid or the checkpoint directory cannot be created.
-    public func run(source name: String, clock: any TickClock, context: SourceContext) async throws {
-        try await TailEngine(name: name, config: self, context: context, clock: clock).run()
-    }
+extension TailConfig: LogReaderConfig {
+    typealias Engine = TailEngine
 }
 
 /// Counts of what a tail source did, logged at shutdown.

@@ -1,6 +1,29 @@
 import Logging
 import UplinkCore
 
+/// The running state of one log reader source (`tail`, `journald`): built when the source starts, then run until the
+/// task is cancelled. Used only by the source's task.
+protocol LogReaderEngine: AnyObject {
+    associatedtype Config
+    /// The engine of the source `name`; throws a `SourceError` when the source cannot start (nothing was read then).
+    init(name: String, config: Config, context: SourceContext, clock: any TickClock) throws
+    /// Reads until the task is cancelled, then stops (see `LogReaderStop`).
+    func run() async
+}
+
+/// A log reader kind (`tail`, `journald`): its source is its engine, built at start and run until cancelled.
+protocol LogReaderConfig: RunnableSourceKindConfig {
+    associatedtype Engine: LogReaderEngine where Engine.Config == Self
+}
+
+extension LogReaderConfig {
+    /// Builds the kind's engine (throwing a `SourceError` before anything is read when the source cannot start) and
+    /// runs it until cancelled.
+    public func run(source name: String, clock: any TickClock, context: SourceContext) async throws {
+        try await Engine(name: name, config: self, context: context, clock: clock).run()
+    }
+}
+
 /// How a log reader (`tail`, `journald`) begins to stop once it is cancelled: it gives the collector a moment to
 /// acknowledge what it sent, so that the final checkpoint covers as much as it can.
 enum LogReaderStop {

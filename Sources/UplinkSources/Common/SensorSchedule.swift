@@ -57,20 +57,6 @@ public struct SensorSchedule: Sendable, Equatable {
     }
 }
 
-extension SourceKey {
-    /// `proc_root`, the key of every sensor that reads procfs files: where procfs is mounted. A kind whose docs say
-    /// more (a container observing its host) passes its own `description`.
-    static func procRoot(_ description: String = "Where procfs is mounted.") -> SourceKey {
-        SourceKey("proc_root", "path", default: "`/proc`", description)
-    }
-
-    /// `sys_root`, the key of every sensor that reads sysfs attributes: where sysfs is mounted. A kind whose docs say
-    /// more passes its own `description`.
-    static func sysRoot(_ description: String = "Where sysfs is mounted.") -> SourceKey {
-        SourceKey("sys_root", "path", default: "`/sys`", description)
-    }
-}
-
 /// The configuration of a sensor kind: it samples on a `SensorSchedule`. The kind supplies its own keys' decoding
 /// and what it does on the schedule; decoding the schedule and running it are shared here.
 public protocol PeriodicSensorConfig: RunnableSourceKindConfig {

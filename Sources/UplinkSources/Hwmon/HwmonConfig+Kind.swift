@@ -1,8 +1,7 @@
-import UplinkConfig
 import UplinkCore
 
-/// `type: hwmon`: its keys, decoding, documentation and example.
-extension HwmonConfig {
+/// `type: hwmon`: its documentation and example; its keys and their decoding are `SysfsRootSensorConfig`'s.
+extension HwmonConfig: SysfsRootSensorConfig {
     public static let typeName = "hwmon"
 
     public static var defaults: HwmonConfig { HwmonConfig() }
@@ -15,8 +14,6 @@ extension HwmonConfig {
         cannot be read then is left out, one that stops answering later is skipped (noted once).
         """
 
-    public static let keys = SensorSchedule.keys + [.sysRoot()]
-
     public static let example = """
           # Hardware monitoring chips, <sys_root>/class/hwmon/hwmon*: hwmon.temperature (celsius), hwmon.fan_speed (rpm),
           # hwmon.voltage (volts), hwmon.power (watts), tags chip and sensor.
@@ -25,8 +22,4 @@ extension HwmonConfig {
             interval: 10s
             sys_root: /sys
         """
-
-    public mutating func decodeOwnKeys(_ mapping: ConfigMapping) {
-        if let sysRoot = mapping.string("sys_root") { self.sysRoot = sysRoot }
-    }
 }

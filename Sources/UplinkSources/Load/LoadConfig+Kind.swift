@@ -1,8 +1,7 @@
-import UplinkConfig
 import UplinkCore
 
-/// `type: load`: its keys, decoding, documentation and example.
-extension LoadConfig {
+/// `type: load`: its documentation and example; its keys and their decoding are `ProcfsRootSensorConfig`'s.
+extension LoadConfig: ProcfsRootSensorConfig {
     public static let typeName = "load"
 
     public static var defaults: LoadConfig { LoadConfig() }
@@ -10,8 +9,6 @@ extension LoadConfig {
     public static let summary = """
         Load averages from `<proc_root>/loadavg`: `load.1m`, `load.5m`, `load.15m` (no unit).
         """
-
-    public static let keys = SensorSchedule.keys + [.procRoot()]
 
     public static let example = """
           # Load averages from <proc_root>/loadavg: load.1m, load.5m, load.15m (no unit).
@@ -22,8 +19,4 @@ extension LoadConfig {
             tags: { role: gateway }  # added to every metric of this source. Default: none.
             proc_root: /proc      # where procfs is mounted. Default: /proc.
         """
-
-    public mutating func decodeOwnKeys(_ mapping: ConfigMapping) {
-        if let procRoot = mapping.string("proc_root") { self.procRoot = procRoot }
-    }
 }

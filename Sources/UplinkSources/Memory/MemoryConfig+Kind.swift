@@ -1,8 +1,7 @@
-import UplinkConfig
 import UplinkCore
 
-/// `type: memory`: its keys, decoding, documentation and example.
-extension MemoryConfig {
+/// `type: memory`: its documentation and example; its keys and their decoding are `ProcfsRootSensorConfig`'s.
+extension MemoryConfig: ProcfsRootSensorConfig {
     public static let typeName = "memory"
 
     public static var defaults: MemoryConfig { MemoryConfig() }
@@ -12,8 +11,6 @@ extension MemoryConfig {
         `memory.used_percent`, `memory.swap_total`, `memory.swap_free`, `memory.swap_used`.
         """
 
-    public static let keys = SensorSchedule.keys + [.procRoot()]
-
     public static let example = """
           # RAM and swap usage from <proc_root>/meminfo: memory.total, .available, .used, .used_percent, .swap_*.
           - name: memory
@@ -22,8 +19,4 @@ extension MemoryConfig {
             jitter: 0s            # random delay after each aligned tick (< interval). Default: 0s.
             proc_root: /proc      # where procfs is mounted. Default: /proc.
         """
-
-    public mutating func decodeOwnKeys(_ mapping: ConfigMapping) {
-        if let procRoot = mapping.string("proc_root") { self.procRoot = procRoot }
-    }
 }

@@ -1,8 +1,7 @@
-import UplinkConfig
 import UplinkCore
 
-/// `type: power`: its keys, decoding, documentation and example.
-extension PowerConfig {
+/// `type: power`: its documentation and example; its keys and their decoding are `SysfsRootSensorConfig`'s.
+extension PowerConfig: SysfsRootSensorConfig {
     public static let typeName = "power"
 
     public static var defaults: PowerConfig { PowerConfig() }
@@ -15,8 +14,6 @@ extension PowerConfig {
         `count`).
         """
 
-    public static let keys = SensorSchedule.keys + [.sysRoot()]
-
     public static let example = """
           # Batteries, UPSes and mains, <sys_root>/class/power_supply/*: power.capacity (percent), power.voltage (volts),
           # power.current (amperes), power.power (watts), power.online; tags supply, type, status.
@@ -25,8 +22,4 @@ extension PowerConfig {
             interval: 30s
             sys_root: /sys
         """
-
-    public mutating func decodeOwnKeys(_ mapping: ConfigMapping) {
-        if let sysRoot = mapping.string("sys_root") { self.sysRoot = sysRoot }
-    }
 }

@@ -1,8 +1,8 @@
-import UplinkConfig
 import UplinkCore
 
-/// `type: thermal`: its keys, decoding, documentation and example.
-extension ThermalConfig {
+/// `type: thermal`: its keys (`sys_root` with a longer description), documentation and example; decoding its keys is
+/// `SysfsRootSensorConfig`'s.
+extension ThermalConfig: SysfsRootSensorConfig {
     public static let typeName = "thermal"
 
     public static var defaults: ThermalConfig { ThermalConfig() }
@@ -23,8 +23,4 @@ extension ThermalConfig {
             interval: 10s
             sys_root: /sys        # where sysfs is mounted (e.g. /host/sys in a container). Default: /sys.
         """
-
-    public mutating func decodeOwnKeys(_ mapping: ConfigMapping) {
-        if let sysRoot = mapping.string("sys_root") { self.sysRoot = sysRoot }
-    }
 }

@@ -1,8 +1,7 @@
-import UplinkConfig
 import UplinkCore
 
-/// `type: uptime`: its keys, decoding, documentation and example.
-extension UptimeConfig {
+/// `type: uptime`: its documentation and example; its keys and their decoding are `ProcfsRootSensorConfig`'s.
+extension UptimeConfig: ProcfsRootSensorConfig {
     public static let typeName = "uptime"
 
     public static var defaults: UptimeConfig { UptimeConfig() }
@@ -11,8 +10,6 @@ extension UptimeConfig {
         Seconds since boot from `<proc_root>/uptime`: `uptime.seconds` (unit `seconds`).
         """
 
-    public static let keys = SensorSchedule.keys + [.procRoot()]
-
     public static let example = """
           # Seconds since boot from <proc_root>/uptime: uptime.seconds.
           - name: uptime
@@ -20,8 +17,4 @@ extension UptimeConfig {
             interval: 1m
             proc_root: /proc
         """
-
-    public mutating func decodeOwnKeys(_ mapping: ConfigMapping) {
-        if let procRoot = mapping.string("proc_root") { self.procRoot = procRoot }
-    }
 }

@@ -17,34 +17,19 @@ extension SourceKey {
     }
 }
 
-/// A sensor kind whose one key besides the schedule is `proc_root` (`load`, `uptime`, `memory`).
-protocol ProcfsRootSensorConfig: PeriodicSensorConfig {
-    /// Where procfs is mounted (YAML key `proc_root`).
-    var procRoot: String { get set }
+/// A sensor kind whose one key besides the schedule is where the kernel file system it reads is mounted: `proc_root`
+/// (`load`, `uptime`, `memory`) or `sys_root` (`hwmon`, `power`, `thermal`).
+protocol MountRootSensorConfig: PeriodicSensorConfig {
+    /// The key (`.procRoot()`, `.sysRoot()`) and the setting it fills (`\.procRoot`, `\.sysRoot`).
+    static var mountRoot: (key: SourceKey, setting: WritableKeyPath<Self, String>) { get }
 }
 
-extension ProcfsRootSensorConfig {
-    /// The schedule's keys, then `proc_root`.
-    public static var keys: [SourceKey] { SensorSchedule.keys + [.procRoot()] }
+extension MountRootSensorConfig {
+    /// The schedule's keys, then the mount point's.
+    public static var keys: [SourceKey] { SensorSchedule.keys + [mountRoot.key] }
 
-    /// Reads `proc_root`.
+    /// Reads the mount point's key into its setting.
     public mutating func decodeOwnKeys(_ mapping: ConfigMapping) {
-        if let procRoot = mapping.string("proc_root") { self.procRoot = procRoot }
-    }
-}
-
-/// A sensor kind whose one key besides the schedule is `sys_root` (`hwmon`, `power`, `thermal`).
-protocol SysfsRootSensorConfig: PeriodicSensorConfig {
-    /// Where sysfs is mounted (YAML key `sys_root`).
-    var sysRoot: String { get set }
-}
-
-extension SysfsRootSensorConfig {
-    /// The schedule's keys, then `sys_root`.
-    public static var keys: [SourceKey] { SensorSchedule.keys + [.sysRoot()] }
-
-    /// Reads `sys_root`.
-    public mutating func decodeOwnKeys(_ mapping: ConfigMapping) {
-        if let sysRoot = mapping.string("sys_root") { self.sysRoot = sysRoot }
+        if let root = mapping.string(Self.mountRoot.key.name) { self[keyPath: Self.mountRoot.setting] = root }
     }
 }

@@ -1,7 +1,8 @@
 import UplinkCore
 
-/// `type: hwmon`: its documentation and example; its keys and their decoding are `SysfsRootSensorConfig`'s.
-extension HwmonConfig: SysfsRootSensorConfig {
+/// `type: hwmon`: its mount point key and setting, documentation and example; `MountRootSensorConfig` lists and
+/// decodes its keys.
+extension HwmonConfig: MountRootSensorConfig {
     public static let typeName = "hwmon"
 
     public static var defaults: HwmonConfig { HwmonConfig() }
@@ -13,6 +14,8 @@ extension HwmonConfig: SysfsRootSensorConfig {
         (`in*_input`, mV → `volts`), `hwmon.power` (`power*_input`, µW → `watts`). Sensors are found at start; one that
         cannot be read then is left out, one that stops answering later is skipped (noted once).
         """
+
+    static var mountRoot: (key: SourceKey, setting: WritableKeyPath<HwmonConfig, String>) { (.sysRoot(), \.sysRoot) }
 
     public static let example = """
           # Hardware monitoring chips, <sys_root>/class/hwmon/hwmon*: hwmon.temperature (celsius), hwmon.fan_speed (rpm),

@@ -1,7 +1,8 @@
 import UplinkCore
 
-/// `type: load`: its documentation and example; its keys and their decoding are `ProcfsRootSensorConfig`'s.
-extension LoadConfig: ProcfsRootSensorConfig {
+/// `type: load`: its mount point key and setting, documentation and example; `MountRootSensorConfig` lists and
+/// decodes its keys.
+extension LoadConfig: MountRootSensorConfig {
     public static let typeName = "load"
 
     public static var defaults: LoadConfig { LoadConfig() }
@@ -9,6 +10,8 @@ extension LoadConfig: ProcfsRootSensorConfig {
     public static let summary = """
         Load averages from `<proc_root>/loadavg`: `load.1m`, `load.5m`, `load.15m` (no unit).
         """
+
+    static var mountRoot: (key: SourceKey, setting: WritableKeyPath<LoadConfig, String>) { (.procRoot(), \.procRoot) }
 
     public static let example = """
           # Load averages from <proc_root>/loadavg: load.1m, load.5m, load.15m (no unit).

@@ -1,7 +1,8 @@
 import UplinkCore
 
-/// `type: memory`: its documentation and example; its keys and their decoding are `ProcfsRootSensorConfig`'s.
-extension MemoryConfig: ProcfsRootSensorConfig {
+/// `type: memory`: its mount point key and setting, documentation and example; `MountRootSensorConfig` lists and
+/// decodes its keys.
+extension MemoryConfig: MountRootSensorConfig {
     public static let typeName = "memory"
 
     public static var defaults: MemoryConfig { MemoryConfig() }
@@ -10,6 +11,8 @@ extension MemoryConfig: ProcfsRootSensorConfig {
         RAM and swap usage from `<proc_root>/meminfo`: `memory.total`, `memory.available`, `memory.used`,
         `memory.used_percent`, `memory.swap_total`, `memory.swap_free`, `memory.swap_used`.
         """
+
+    static var mountRoot: (key: SourceKey, setting: WritableKeyPath<MemoryConfig, String>) { (.procRoot(), \.procRoot) }
 
     public static let example = """
           # RAM and swap usage from <proc_root>/meminfo: memory.total, .available, .used, .used_percent, .swap_*.

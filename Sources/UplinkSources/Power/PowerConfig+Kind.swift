@@ -1,7 +1,8 @@
 import UplinkCore
 
-/// `type: power`: its documentation and example; its keys and their decoding are `SysfsRootSensorConfig`'s.
-extension PowerConfig: SysfsRootSensorConfig {
+/// `type: power`: its mount point key and setting, documentation and example; `MountRootSensorConfig` lists and
+/// decodes its keys.
+extension PowerConfig: MountRootSensorConfig {
     public static let typeName = "power"
 
     public static var defaults: PowerConfig { PowerConfig() }
@@ -13,6 +14,8 @@ extension PowerConfig: SysfsRootSensorConfig {
         (`power_now`, µW → `watts`), each when the driver has the file. Mains and USB supplies: `power.online` (1 or 0,
         `count`).
         """
+
+    static var mountRoot: (key: SourceKey, setting: WritableKeyPath<PowerConfig, String>) { (.sysRoot(), \.sysRoot) }
 
     public static let example = """
           # Batteries, UPSes and mains, <sys_root>/class/power_supply/*: power.capacity (percent), power.voltage (volts),

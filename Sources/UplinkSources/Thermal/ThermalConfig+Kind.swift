@@ -1,8 +1,8 @@
 import UplinkCore
 
-/// `type: thermal`: its keys (`sys_root` with a longer description), documentation and example; decoding its keys is
-/// `SysfsRootSensorConfig`'s.
-extension ThermalConfig: SysfsRootSensorConfig {
+/// `type: thermal`: its mount point key and setting, documentation and example; `MountRootSensorConfig` lists and
+/// decodes its keys.
+extension ThermalConfig: MountRootSensorConfig {
     public static let typeName = "thermal"
 
     public static var defaults: ThermalConfig { ThermalConfig() }
@@ -12,9 +12,9 @@ extension ThermalConfig: SysfsRootSensorConfig {
         `zone` (the zone's number) and `type` (the zone's `type` file, e.g. `cpu-thermal`). Zones are found at start.
         """
 
-    public static let keys = SensorSchedule.keys + [
-        .sysRoot("Where sysfs is mounted (e.g. `/host/sys` in a container)."),
-    ]
+    static var mountRoot: (key: SourceKey, setting: WritableKeyPath<ThermalConfig, String>) {
+        (.sysRoot("Where sysfs is mounted (e.g. `/host/sys` in a container)."), \.sysRoot)
+    }
 
     public static let example = """
           # Thermal zones, <sys_root>/class/thermal/thermal_zone*/temp: thermal.temperature (celsius), tags zone, type.

@@ -1,7 +1,8 @@
 import UplinkCore
 
-/// `type: uptime`: its documentation and example; its keys and their decoding are `ProcfsRootSensorConfig`'s.
-extension UptimeConfig: ProcfsRootSensorConfig {
+/// `type: uptime`: its mount point key and setting, documentation and example; `MountRootSensorConfig` lists and
+/// decodes its keys.
+extension UptimeConfig: MountRootSensorConfig {
     public static let typeName = "uptime"
 
     public static var defaults: UptimeConfig { UptimeConfig() }
@@ -9,6 +10,8 @@ extension UptimeConfig: ProcfsRootSensorConfig {
     public static let summary = """
         Seconds since boot from `<proc_root>/uptime`: `uptime.seconds` (unit `seconds`).
         """
+
+    static var mountRoot: (key: SourceKey, setting: WritableKeyPath<UptimeConfig, String>) { (.procRoot(), \.procRoot) }
 
     public static let example = """
           # Seconds since boot from <proc_root>/uptime: uptime.seconds.

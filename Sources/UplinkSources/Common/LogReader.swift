@@ -1,4 +1,5 @@
 import Logging
+import UplinkConfig
 import UplinkCore
 
 /// The running state of one log reader source (`tail`, `journald`): built when the source starts, then run until the
@@ -45,4 +46,26 @@ enum LogReaderStop {
             )
         }
     }
+}
+
+/// The keys both log readers have: the longest record sent whole and how often the checkpoint is written, with the
+/// range and default they share. Each kind says in its own words what they mean for its records.
+extension SourceKey {
+    /// `max_line_bytes`: a size from 1 B to 16 MiB, by default 64 KiB.
+    static func maxLineBytes(_ description: String) -> SourceKey {
+        SourceKey("max_line_bytes", "size, 1 B to `16MiB`", default: "`64KiB`", description)
+    }
+
+    /// `checkpoint_interval`: a duration > 0, by default 1 s.
+    static func checkpointInterval(_ description: String) -> SourceKey {
+        SourceKey("checkpoint_interval", "duration, > 0", default: "`1s`", description)
+    }
+}
+
+extension ConfigMapping {
+    /// Reads `max_line_bytes` of a log reader: nil when absent, or when out of range (reported).
+    func maxLineBytes() -> Int? { size("max_line_bytes", .between(1, 16 << 20)) }
+
+    /// Reads `checkpoint_interval` of a log reader: nil when absent, or when not positive (reported).
+    func checkpointInterval() -> Duration? { duration("checkpoint_interval", .greaterThan(.zero)) }
 }

@@ -13,32 +13,32 @@ extension DiskConfig {
     /// Queries every mount point that works at start on every tick and emits its space and inodes.
     public func sample(with sensor: PeriodicSensorDriver) async {
         let (logger, emitter, clock) = (sensor.logger, sensor.emitter, sensor.clock)
-        var mountPoints: [(path: String, tags: [Tag], failing: Bool)] = []
-        for path in self.mountPoints {
+        var queried: [(path: String, tags: [Tag], failing: Bool)] = []
+        for path in mountPoints {
             switch DiskSource.usage(of: path) {
             case .success:
-                mountPoints.append((path, emitter.tags([Tag("mount_point", path)]), false))
+                queried.append((path, emitter.tags([Tag("mount_point", path)]), false))
             case .failure(let error):
                 logger.warning("disk source: leaving out mount point \(path): \(error)", metadata: ["path": "\(path)"])
             }
         }
-        guard !mountPoints.isEmpty else {
-            return sensor.disable("none of the mount points \(self.mountPoints) can be queried")
+        guard !queried.isEmpty else {
+            return sensor.disable("none of the mount points \(mountPoints) can be queried")
         }
         await sensor.run {
-            for index in mountPoints.indices {
-                let mountPoint = mountPoints[index]
+            for index in queried.indices {
+                let mountPoint = queried[index]
                 let result = DiskSource.usage(of: mountPoint.path)
                 let timestamp = clock.nowNanoseconds()
                 switch result {
                 case .failure(let error):
                     if !mountPoint.failing {
-                        mountPoints[index].failing = true
+                        queried[index].failing = true
                         logger.warning("disk source: cannot query \(mountPoint.path): \(error); skipping it until it works again")
                     }
                 case .success(let usage):
                     if mountPoint.failing {
-                        mountPoints[index].failing = false
+                        queried[index].failing = false
                         logger.notice("disk source: \(mountPoint.path) can be queried again")
                     }
                     func emit(_ metric: String, _ value: Double, _ unit: String) {

@@ -19,11 +19,11 @@ extension DiskIOConfig {
     public func sample(with sensor: PeriodicSensorDriver) async {
         let emitter = sensor.emitter
         let filter = NameFilter(include: devices, exclude: [])
-        var rates = DeviceRates(tag: "device", emitter: emitter)
+        var tracker = DeviceRates(tag: "device", emitter: emitter)
         await sensor.runReadingFile(diskstatsPath) { bytes, timestamp in
             let stats = DiskIOSource.parse(bytes)
             for device in stats.devices where selects(device.name, filter: filter) {
-                rates.update(device, timestamp: timestamp) { rates, tags in
+                tracker.update(device, timestamp: timestamp) { rates, tags in
                     func emit(_ metric: String, _ value: Double, _ unit: String) {
                         emitter.emit(metric, value, unit: unit, tags: tags, tagsAreComplete: true, timestamp: timestamp)
                     }
@@ -33,7 +33,7 @@ extension DiskIOConfig {
                     emit("diskio.writes", rates[2], MetricUnit.operationsPerSecond)
                 }
             }
-            rates.finishSample()
+            tracker.finishSample()
             return stats.malformedLines
         }
     }

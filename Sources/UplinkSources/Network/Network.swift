@@ -14,19 +14,19 @@ extension NetworkConfig {
     public func sample(with sensor: PeriodicSensorDriver) async {
         let filter = NameFilter(include: include, exclude: exclude)
         let metrics = NetworkSource.metrics
-        var rates = DeviceRates(tag: "interface", emitter: sensor.emitter)
+        var tracker = DeviceRates(tag: "interface", emitter: sensor.emitter)
         await sensor.runReadingFile(netDevPath) { bytes, timestamp in
-            let netDev = NetworkSource.parse(bytes)
-            for interface in netDev.devices where filter.allows(interface.name) {
-                rates.update(interface, timestamp: timestamp) { rates, tags in
+            let counters = NetworkSource.parse(bytes)
+            for interface in counters.devices where filter.allows(interface.name) {
+                tracker.update(interface, timestamp: timestamp) { rates, tags in
                     for (index, metric) in metrics.enumerated() {
                         sensor.emitter.emit(
                             metric.name, rates[index], unit: metric.unit, tags: tags, tagsAreComplete: true, timestamp: timestamp)
                     }
                 }
             }
-            rates.finishSample()
-            return netDev.malformedLines
+            tracker.finishSample()
+            return counters.malformedLines
         }
     }
 }

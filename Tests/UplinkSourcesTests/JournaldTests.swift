@@ -291,7 +291,7 @@ struct JournaldTests {
         var config = JournaldConfig()
         config.directory = "/nonexistent/journal-\(UInt64.random(in: 0...UInt64.max))"
         let source = JournaldSource(name: "j", config: config)
-        await #expect(throws: JournaldError.self) {
+        await #expect(throws: SourceError.self) {
             try await source.run(context: SourceContext(sink: CollectingSink(), logger: Logger(label: "t")))
         }
     }
@@ -337,7 +337,7 @@ struct JournaldTests {
         #expect(try JournaldMatch.parse("_TRANSPORT=kernel").get() == JournaldMatch(field: "_TRANSPORT", value: "kernel"))
         #expect(try JournaldMatch.parse("MESSAGE=a=b").get() == JournaldMatch(field: "MESSAGE", value: "a=b"))
         for bad in ["novalue", "=x", "lower=x", "1ABC=x", "A B=x"] {
-            #expect(throws: JournaldError.self, "\(bad)") { try JournaldMatch.parse(bad).get() }
+            #expect(throws: SourceError.self, "\(bad)") { try JournaldMatch.parse(bad).get() }
         }
         #expect(JournaldConfig.unitName("ssh") == "ssh.service")
         #expect(JournaldConfig.unitName("cron.timer") == "cron.timer")

@@ -12,10 +12,10 @@ struct NetworkTests {
     func parse() throws {
         let x86 = NetworkSource.parse(try Fixtures.bytes("x86-laptop-8core/proc/net/dev"))
         #expect(x86.malformedLines == 0)
-        #expect(x86.interfaces.map(\.name) == ["lo", "wlp2s0", "docker0", "enp0s31f6"])
-        #expect(x86.interfaces[1].values == [4_294_000_000, 300_000, 2, 10, 200_000_000, 150_000, 0, 1])
-        #expect(NetworkSource.parse(try Fixtures.bytes("arm-board-4core/proc/net/dev")).interfaces.map(\.name) == ["lo", "eth0", "wlan0"])
-        #expect(NetworkSource.parse(try Fixtures.bytes("vm-2core/proc/net/dev")).interfaces.map(\.name) == ["lo", "ens3"])
+        #expect(x86.devices.map(\.name) == ["lo", "wlp2s0", "docker0", "enp0s31f6"])
+        #expect(x86.devices[1].values == [4_294_000_000, 300_000, 2, 10, 200_000_000, 150_000, 0, 1])
+        #expect(NetworkSource.parse(try Fixtures.bytes("arm-board-4core/proc/net/dev")).devices.map(\.name) == ["lo", "eth0", "wlan0"])
+        #expect(NetworkSource.parse(try Fixtures.bytes("vm-2core/proc/net/dev")).devices.map(\.name) == ["lo", "ens3"])
     }
 
     @Test("malformed lines are counted, old kernels' 'eth0:123' is read")
@@ -31,7 +31,7 @@ struct NetworkTests {
 
             """
         let parsed = NetworkSource.parse(Array(text.utf8))
-        #expect(parsed.interfaces == [.init(name: "eth0", values: [123, 2, 0, 0, 456, 3, 0, 0])])
+        #expect(parsed.devices == [.init(name: "eth0", values: [123, 2, 0, 0, 456, 3, 0, 0])])
         #expect(parsed.malformedLines == 4)
     }
 

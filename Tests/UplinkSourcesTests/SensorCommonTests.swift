@@ -1,4 +1,5 @@
 import Foundation
+import Logging
 import Testing
 import UplinkCore
 
@@ -106,6 +107,51 @@ struct SensorCommonTests {
         #expect(IntervalTicker(interval: .seconds(10), jitter: .seconds(30), clock: clock).jitterNanoseconds == 9_999_999_999)
         #expect(IntervalTicker(interval: .seconds(10), clock: clock).jitterNanoseconds == 0)
         #expect(IntervalTicker(interval: .seconds(10), jitter: .seconds(-1), clock: clock).jitterNanoseconds == 0)
+    }
+
+    @Test("device rates: a first reading primes, a reset skips one interval, a device that went away starts afresh")
+    func deviceRates() {
+        let context = SourceContext(sink: CollectingSink(), logger: Logger(label: "device-rates-test"))
+        let emitter = MetricEmitter(context: context, source: "io", extraTags: [Tag("site", "lab")])
+        var rates = DeviceRates(tag: "device", emitter: emitter)
+        var reported: [(name: String, rates: [Double], tags: [UplinkCore.Tag])] = []
+        func sample(atSecond second: Int64, _ devices: [(String, [UInt64])]) {
+            for (name, values) in devices {
+                rates.update(DeviceCounters(name: name, values: values), timestamp: second * 1_000_000_000) {
+                    reported.append((name, $0, $1))
+                }
+            }
+            rates.finishSample()
+        }
+        sample(atSecond: 0, [("sda", [0, 0]), ("sdb", [7, 7])])
+        #expect(reported.isEmpty, "the first reading only primes")
+        sample(atSecond: 2, [("sda", [200, 10]), ("sdb", [7, 9])])
+        #expect(reported.map(\.name) == ["sda", "sdb"])
+        #expect(reported.map(\.rates) == [[100, 5], [0, 1]])
+        #expect(reported[0].tags == [Tag("device", "sda"), Tag("site", "lab")])
+        // sda's first counter fell back: a reset, skipped; sdb went away.
+        reported = []
+        sample(atSecond: 4, [("sda", [5, 20])])
+        #expect(reported.isEmpty)
+        sample(atSecond: 6, [("sda", [105, 30]), ("sdb", [9, 9])])
+        #expect(reported.map(\.name) == ["sda"], "sdb came back: it primes again")
+        #expect(reported.map(\.rates) == [[50, 5]])
+        sample(atSecond: 8, [("sda", [205, 40]), ("sdb", [29, 9])])
+        #expect(reported.map(\.name) == ["sda", "sda", "sdb"])
+        #expect(reported.last?.rates == [10, 0])
+        #expect(reported.last?.tags == [Tag("device", "sdb"), Tag("site", "lab")])
+    }
+
+    @Test("the first numbers of the first line: as many as asked, non-negative, the rest ignored")
+    func leadingNumbers() {
+        func numbers(_ count: Int, _ text: String) -> [Double]? {
+            withBytes(text) { ByteParsing.leadingNonNegativeNumbers(count, in: $0) }
+        }
+        #expect(numbers(3, "0.52 0.58 0.59 2/1234 56789\n") == [0.52, 0.58, 0.59])
+        #expect(numbers(1, "12345.67 54321.00\nsecond line\n") == [12345.67])
+        #expect(numbers(3, "1 2\n") == nil)
+        #expect(numbers(3, "1 -2 3\n") == nil)
+        #expect(numbers(1, "") == nil)
     }
 
     @Test("the metric units are the documented list")

@@ -303,7 +303,7 @@ struct TailCheckpointTests {
 
         writeFile(directory.file("not-a-directory"), "x")
         let source = TailSource(name: "x", config: config)
-        await #expect(throws: TailError.self) {
+        await #expect(throws: SourceError.self) {
             try await source.run(
                 context: SourceContext(
                     sink: CollectingSink(), logger: Logger(label: "t"), stateDirectory: directory.file("not-a-directory")))

@@ -17,9 +17,9 @@ extension CPUSource {
         var guestNice: UInt64 = 0
 
         /// Number of counters a `cpu` line must have at least (user, nice, system, idle).
-        static let minimumFieldCount = 4
+        static var minimumFieldCount: Int { 4 }
         /// Number of counters read; later fields added by future kernels are ignored.
-        static let knownFieldCount = 10
+        static var knownFieldCount: Int { 10 }
 
         subscript(field index: Int) -> UInt64 {
             get {
@@ -82,7 +82,7 @@ extension CPUSource {
     /// Other well-formed lines (`intr`, `ctxt`, `btime`, `softirq`, …) are ignored.
     enum StatParser {
         /// Highest core count accepted (Linux `NR_CPUS` is at most 8192).
-        static let maximumCoreCount = 8192
+        static var maximumCoreCount: Int { 8192 }
 
         static func parse(_ bytes: UnsafeBufferPointer<UInt8>, into snapshot: inout StatSnapshot) {
             snapshot.removeAll()

@@ -12,24 +12,15 @@ import UplinkCore
 ///   interval instead of reporting negative or > 100 values; an offline core simply has no series.
 /// - Without the file (a container without `/proc`) the source logs one warning and returns.
 /// - Malformed lines are skipped (and logged once); the rest of the file is still used.
-public struct CPUSource: Source {
-    public let name: String
-    public let config: CPUConfig
-    /// The clock ticks and timestamps come from (injectable for tests).
-    public let clock: any TickClock
+public typealias CPUSource = ConfiguredSource<CPUConfig>
 
-    public init(name: String, config: CPUConfig = CPUConfig(), clock: any TickClock = SystemTickClock()) {
-        self.name = name
-        self.config = config
-        self.clock = clock
-    }
-
-    public func run(context: SourceContext) async throws {
-        var sampler = Sampler(perCore: config.perCore)
-        var tags = TagCache()
-        let sensor = PeriodicSensorDriver(config, source: name, clock: clock, context: context)
+extension CPUConfig {
+    /// Reads `statPath` on every tick and emits the percentages of the total and, with `perCore`, of every core.
+    public func sample(with sensor: PeriodicSensorDriver) async {
+        var sampler = CPUSource.Sampler(perCore: perCore)
+        var tags = CPUSource.TagCache()
         let emitter = sensor.emitter
-        await sensor.runReadingFile(config.statPath) { bytes, timestamp in
+        await sensor.runReadingFile(statPath) { bytes, timestamp in
             return sampler.ingest(bytes) { cpu, percentages in
                 let cpuTags = tags.tags(for: cpu, adding: emitter)
                 func emit(_ metric: String, _ value: Double) {
@@ -43,7 +34,9 @@ public struct CPUSource: Source {
             }
         }
     }
+}
 
+extension CPUSource {
     /// The `cpu=…` tag arrays (with the configured tags), built once per CPU and shared by all its records.
     struct TagCache {
         private var total: [Tag]?

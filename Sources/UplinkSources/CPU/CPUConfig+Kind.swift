@@ -14,8 +14,7 @@ extension CPUConfig {
 
     public static let keys = SensorSchedule.keys + [
         SourceKey("per_core", "bool", default: "`true`", "Also report every core, not only the total."),
-        SourceKey(
-            "proc_root", "path", default: "`/proc`", "Where procfs is mounted, e.g. `/host/proc` in a container observing its host."),
+        .procRoot("Where procfs is mounted, e.g. `/host/proc` in a container observing its host."),
     ]
 
     public static let example = """
@@ -30,15 +29,8 @@ extension CPUConfig {
             proc_root: /proc      # where procfs is mounted (e.g. /host/proc in a container). Default: /proc.
         """
 
-    public static func decode(_ mapping: ConfigMapping) -> CPUConfig {
-        var config = CPUConfig()
-        config.schedule = .decode(mapping)
-        if let perCore = mapping.bool("per_core") { config.perCore = perCore }
-        if let procRoot = mapping.string("proc_root") { config.procRoot = procRoot }
-        return config
-    }
-
-    public func makeSource(name: String, clock: any TickClock) -> any Source {
-        CPUSource(name: name, config: self, clock: clock)
+    public mutating func decodeOwnKeys(_ mapping: ConfigMapping) {
+        if let perCore = mapping.bool("per_core") { self.perCore = perCore }
+        if let procRoot = mapping.string("proc_root") { self.procRoot = procRoot }
     }
 }

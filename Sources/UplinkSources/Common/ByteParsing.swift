@@ -25,6 +25,25 @@ enum ByteParsing {
         }
     }
 
+    /// The first `count` fields of the first line of `bytes` as non-negative decimal numbers (`/proc/loadavg`,
+    /// `/proc/uptime`), or `nil` when the line has fewer fields or one of them is not such a number. The fields after
+    /// them are ignored.
+    static func leadingNonNegativeNumbers(_ count: Int, in bytes: UnsafeBufferPointer<UInt8>) -> [Double]? {
+        var firstLine: Range<Int>?
+        forEachLine(in: bytes) { line in
+            if firstLine == nil { firstLine = line }
+        }
+        guard let line = firstLine else { return nil }
+        var fields = FieldScanner(bytes, line: line)
+        var values: [Double] = []
+        values.reserveCapacity(count)
+        for _ in 0..<count {
+            guard let field = fields.next(), let value = parseDouble(bytes, field), value >= 0 else { return nil }
+            values.append(value)
+        }
+        return values
+    }
+
     /// Whether `byte` separates fields: space, tab, carriage return, vertical tab or form feed.
     @inline(__always)
     static func isBlank(_ byte: UInt8) -> Bool {

@@ -13,9 +13,11 @@ struct MetricEmitter: Sendable {
         self.extraTags = extraTags
     }
 
-    /// The tag array for a metric with `own` tags: `own` followed by the configured tags.
+    /// The tag array for a metric with `own` tags: `own` followed by the configured tags. Without either, the other
+    /// array itself is returned (shared, not copied), so a metric without tags of its own costs no allocation.
     func tags(_ own: [Tag]) -> [Tag] {
-        extraTags.isEmpty ? own : own + extraTags
+        if extraTags.isEmpty { return own }
+        return own.isEmpty ? extraTags : own + extraTags
     }
 
     /// Emits one metric. `tags` are the metric's own tags; the configured tags are added here unless

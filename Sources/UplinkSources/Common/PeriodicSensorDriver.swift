@@ -5,10 +5,14 @@ import UplinkCore
 /// The one loop of every sensor: ticks on the sensor's `SensorSchedule` (aligned to the wall clock, with its jitter,
 /// through an `IntervalTicker`) until the task is cancelled, and emits metrics with the configured tags.
 ///
-/// Sensors use one of three forms: `run(_:)` calls a closure on every tick; `runReadingFile(_:missingHint:_:)` reads
-/// one small file per tick (`/proc/stat`, `/proc/meminfo`, …); `runReadingChannels(_:)` reads numeric sysfs
-/// attributes per tick (hwmon, thermal). Cancellation ends each of them normally.
-struct PeriodicSensorDriver {
+/// Sensors use one of four forms: `run(_:)` calls a closure on every tick; `runReadingFile(_:missingHint:_:)` reads
+/// one small file per tick (`/proc/stat`, `/proc/meminfo`, …), and `runReadingMetrics` one whose numbers are the
+/// metrics (`/proc/loadavg`); `runReadingChannels(_:)` reads numeric sysfs attributes per tick (hwmon, thermal).
+/// Cancellation ends each of them normally. A sensor with nothing to sample on this machine says so once with
+/// `disable(_:metadata:)` and returns instead.
+///
+/// The type is public only because `PeriodicSensorConfig.sample(with:)` is handed one; what it does is internal.
+public struct PeriodicSensorDriver {
     /// The source kind for messages, e.g. `cpu`.
     let kind: String
     let schedule: SensorSchedule
@@ -26,8 +30,14 @@ struct PeriodicSensorDriver {
         self.emitter = MetricEmitter(context: context, source: name, extraTags: config.schedule.tags)
     }
 
-    /// The configured tags alone, for metrics without tags of their own.
-    var configuredTags: [Tag] { emitter.tags([]) }
+    /// Why a procfs file may be missing, for the warning that disables a sensor reading one.
+    static let procfsMissingHint = "no procfs here, e.g. a container without /proc, or a wrong proc_root?"
+
+    /// Logs the one warning of a sensor that turns itself off at start, `<kind> source disabled: <reason>`; the
+    /// caller then returns without sampling (the agent goes on without it).
+    func disable(_ reason: String, metadata: Logger.Metadata? = nil) {
+        logger.warning("\(kind) source disabled: \(reason)", metadata: metadata)
+    }
 
     /// Calls `body` on every tick until the task is cancelled.
     func run(_ body: () async -> Void) async {
@@ -56,7 +66,7 @@ struct PeriodicSensorDriver {
     ///   - onSample: Called once per successful read with the file's bytes and the wall-clock time of the read
     ///     (nanoseconds since the epoch); returns the number of malformed lines it skipped.
     func runReadingFile(
-        _ path: String, missingHint: String = "no procfs here, e.g. a container without /proc, or a wrong proc_root?",
+        _ path: String, missingHint: String = procfsMissingHint,
         _ onSample: (UnsafeBufferPointer<UInt8>, _ timestamp: Int64) -> Int
     ) async {
         var reader = SmallFileReader(path: path)
@@ -67,9 +77,7 @@ struct PeriodicSensorDriver {
                 error.meansFileIsMissing
                 ? "\(reader.pathString) does not exist (\(missingHint))"
                 : "cannot read \(reader.pathString): \(error)"
-            logger.warning(
-                "\(kind) source disabled: \(reason)", metadata: ["path": "\(reader.pathString)", "errno": "\(error.rawValue)"])
-            return
+            return disable(reason, metadata: ["path": "\(reader.pathString)", "errno": "\(error.rawValue)"])
         }
         var failing = false
         var warnedAboutMalformedLines = false
@@ -103,20 +111,48 @@ struct PeriodicSensorDriver {
         }
     }
 
+    /// Reads the file at `path` on every tick, as `runReadingFile` does, and emits the metrics `parse` makes of its
+    /// bytes, timestamped right after the read. A file `parse` makes nothing of (`nil`) counts as one malformed line.
+    func runReadingMetrics(
+        _ path: String, missingHint: String = procfsMissingHint,
+        _ parse: (UnsafeBufferPointer<UInt8>) -> [(name: String, value: Double, unit: String)]?
+    ) async {
+        await runReadingFile(path, missingHint: missingHint) { bytes, timestamp in
+            guard let metrics = parse(bytes) else { return 1 }
+            for metric in metrics {
+                emitter.emit(metric.name, metric.value, unit: metric.unit, timestamp: timestamp)
+            }
+            return 0
+        }
+    }
+
+    /// Reads the channels discovery found under `path` (`runReadingChannels(_:)`); when it found none, disables the
+    /// sensor with `reason` instead, naming `path` in the warning's metadata.
+    func runReadingChannels(_ channels: [SysfsChannel], path: String, noneFound reason: String) async {
+        guard !channels.isEmpty else { return disable(reason, metadata: ["path": "\(path)"]) }
+        await runReadingChannels(channels)
+    }
+
     /// On every tick, reads each channel and emits its metric with the channel's tags followed by the configured
-    /// ones, timestamped right after the read. A channel that fails to read is skipped (and logged once by
-    /// `SysfsChannel.read`).
+    /// ones (`readChannels`).
     func runReadingChannels(_ channels: [SysfsChannel]) async {
         var channels = channels
         let tags = channels.map { emitter.tags($0.tags) }
         await run {
-            for index in channels.indices {
-                guard let value = channels[index].read(logger: logger, kind: kind) else { continue }
-                let channel = channels[index]
-                emitter.emit(
-                    channel.metric, value, unit: channel.unit, tags: tags[index], tagsAreComplete: true,
-                    timestamp: clock.nowNanoseconds())
-            }
+            readChannels(&channels) { tags[$0] }
+        }
+    }
+
+    /// Reads every channel once and emits its metric with the complete tag array `tags(index)` (the channel's own
+    /// tags and the configured ones), timestamped right after its read. A channel that cannot be read is skipped
+    /// (`SysfsChannel.read` logs it once).
+    func readChannels(_ channels: inout [SysfsChannel], tags: (Int) -> [Tag]) {
+        for index in channels.indices {
+            guard let value = channels[index].read(logger: logger, kind: kind) else { continue }
+            let channel = channels[index]
+            emitter.emit(
+                channel.metric, value, unit: channel.unit, tags: tags(index), tagsAreComplete: true,
+                timestamp: clock.nowNanoseconds())
         }
     }
 }

@@ -57,13 +57,36 @@ public struct SensorSchedule: Sendable, Equatable {
     }
 }
 
-/// The configuration of a sensor kind: it samples on a `SensorSchedule`.
-public protocol PeriodicSensorConfig: SourceKindConfig {
+/// The configuration of a sensor kind: it samples on a `SensorSchedule`. The kind supplies its own keys' decoding
+/// and what it does on the schedule; decoding the schedule and running it are shared here.
+public protocol PeriodicSensorConfig: RunnableSourceKindConfig {
     /// When the sensor samples and which tags it adds (YAML keys `interval`, `jitter`, `tags`).
     var schedule: SensorSchedule { get set }
+
+    /// Reads the kind's own keys (all of `keys` but the schedule's) from a source's mapping into `self`, reporting
+    /// each problem to `mapping.decoder`; keys that are absent or unusable keep their values.
+    mutating func decodeOwnKeys(_ mapping: ConfigMapping)
+
+    /// Samples on `sensor` (which ticks on `schedule` and emits with the configured tags) until the task is
+    /// cancelled, or returns at once after `sensor.disable(_:metadata:)` when there is nothing to sample here.
+    func sample(with sensor: PeriodicSensorDriver) async
 }
 
 extension PeriodicSensorConfig {
+    /// The defaults with the schedule (`SensorSchedule.decode`), then the kind's own keys (`decodeOwnKeys`), read
+    /// from `mapping`.
+    public static func decode(_ mapping: ConfigMapping) -> Self {
+        var config = defaults
+        config.schedule = .decode(mapping)
+        config.decodeOwnKeys(mapping)
+        return config
+    }
+
+    /// Samples (`sample(with:)`) on a `PeriodicSensorDriver` for the source `name`.
+    public func run(source name: String, clock: any TickClock, context: SourceContext) async throws {
+        await sample(with: PeriodicSensorDriver(self, source: name, clock: clock, context: context))
+    }
+
     /// Time between two samples (`schedule.interval`, YAML key `interval`). Default: 10 seconds.
     public var interval: Duration {
         get { schedule.interval }

@@ -42,7 +42,6 @@ enum Sysfs {
         }
     }
 
-    /// Whether `path` exists (any kind of file).
     /// The last component of what the symbolic link at `path` points to (`…/devices/…/nvme0` → `nvme0`), nil when
     /// `path` is not a link.
     static func linkTargetName(_ path: String) -> String? {
@@ -52,10 +51,6 @@ enum Sysfs {
         let target = String(decoding: buffer[0..<count].map { UInt8(bitPattern: $0) }, as: UTF8.self)
         let name = target.split(separator: "/").last.map(String.init)
         return name.flatMap { $0.isEmpty ? nil : $0 }
-    }
-
-    static func exists(_ path: String) -> Bool {
-        access(path, F_OK) == 0
     }
 
     /// `a` before `b` comparing runs of digits by value: `in2` < `in10`.
@@ -108,14 +103,6 @@ struct NumericFileReader: Sendable {
         guard (try? reader.read()) != nil else { return nil }
         return reader.withContents { bytes in
             ByteParsing.parseInt64(bytes, ByteParsing.trimmed(bytes, 0..<bytes.count))
-        }
-    }
-
-    /// The file's value as a decimal number (`42`, `-3.5`, `1e3`), or `nil`.
-    mutating func readNumber() -> Double? {
-        guard (try? reader.read()) != nil else { return nil }
-        return reader.withContents { bytes in
-            ByteParsing.parseDouble(bytes, ByteParsing.trimmed(bytes, 0..<bytes.count))
         }
     }
 }

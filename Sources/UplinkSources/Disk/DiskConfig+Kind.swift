@@ -27,18 +27,11 @@ extension DiskConfig {
             mount_points: [/]     # file systems to report (any path inside one). Default: [/].
         """
 
-    public static func decode(_ mapping: ConfigMapping) -> DiskConfig {
-        var config = DiskConfig()
-        config.schedule = .decode(mapping)
+    public mutating func decodeOwnKeys(_ mapping: ConfigMapping) {
         if let mountPoints = mapping.nonEmptyStrings(
             "mount_points", ifEmpty: "at least one mount point is required", hint: "e.g. 'mount_points: [/, /data]'")
         {
-            config.mountPoints = mountPoints
+            self.mountPoints = mountPoints
         }
-        return config
-    }
-
-    public func makeSource(name: String, clock: any TickClock) -> any Source {
-        DiskSource(name: name, config: self, clock: clock)
     }
 }

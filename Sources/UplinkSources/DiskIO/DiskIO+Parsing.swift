@@ -1,23 +1,11 @@
 extension DiskIOSource {
-    /// The counters of one device used by the source: reads completed, sectors read, writes completed,
-    /// sectors written.
-    struct DeviceCounters: Sendable, Equatable {
-        var name: String
-        /// reads completed, sectors read, writes completed, sectors written.
-        var values: [UInt64]
-    }
-
-    struct Diskstats: Sendable, Equatable {
-        var devices: [DeviceCounters] = []
-        var malformedLines = 0
-    }
-
-    /// Parses `/proc/diskstats`: `major minor name` then 11 (kernel 2.6), 15 (4.18+) or 17 (5.5+) counters;
+    /// Parses `/proc/diskstats` into each device's reads completed, sectors read, writes completed and sectors
+    /// written: `major minor name` then 11 (kernel 2.6), 15 (4.18+) or 17 (5.5+) counters;
     /// partitions on 2.6 kernels before 2.6.25 have 4 (reads, sectors read, writes, sectors written).
     /// Lines with fewer than 3 leading fields, or with a counter count that is none of those, are malformed:
     /// skipped and counted.
-    static func parse(_ bytes: UnsafeBufferPointer<UInt8>) -> Diskstats {
-        var result = Diskstats()
+    static func parse(_ bytes: UnsafeBufferPointer<UInt8>) -> DeviceCountersFile {
+        var result = DeviceCountersFile()
         ByteParsing.forEachLine(in: bytes) { line in
             var fields = FieldScanner(bytes, line: line)
             if fields.isAtEnd() { return }
@@ -50,7 +38,7 @@ extension DiskIOSource {
         return result
     }
 
-    static func parse(_ bytes: [UInt8]) -> Diskstats {
+    static func parse(_ bytes: [UInt8]) -> DeviceCountersFile {
         bytes.withUnsafeBufferPointer { parse($0) }
     }
 

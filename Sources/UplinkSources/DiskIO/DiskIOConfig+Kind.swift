@@ -14,7 +14,7 @@ extension DiskIOConfig {
         """
 
     public static let keys = SensorSchedule.keys + [
-        SourceKey("proc_root", "path", default: "`/proc`", "Where procfs is mounted."),
+        .procRoot(),
         SourceKey(
             "devices", "list of names", default: "whole disks",
             "Devices to report, `*` and `?` wildcards (e.g. `[sda, nvme*]`); may name partitions. By default every whole "
@@ -31,15 +31,8 @@ extension DiskIOConfig {
                                   # (no partitions, loop or RAM disks).
         """
 
-    public static func decode(_ mapping: ConfigMapping) -> DiskIOConfig {
-        var config = DiskIOConfig()
-        config.schedule = .decode(mapping)
-        if let procRoot = mapping.string("proc_root") { config.procRoot = procRoot }
-        if let devices = mapping.strings("devices") { config.devices = devices }
-        return config
-    }
-
-    public func makeSource(name: String, clock: any TickClock) -> any Source {
-        DiskIOSource(name: name, config: self, clock: clock)
+    public mutating func decodeOwnKeys(_ mapping: ConfigMapping) {
+        if let procRoot = mapping.string("proc_root") { self.procRoot = procRoot }
+        if let devices = mapping.strings("devices") { self.devices = devices }
     }
 }

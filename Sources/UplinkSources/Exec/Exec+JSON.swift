@@ -50,48 +50,18 @@ extension ExecSource {
             guard let byte = peek() else { return false }
             switch byte {
             case UInt8(ascii: "{"):
-                index += 1
-                skipBlanks()
-                if peek() == UInt8(ascii: "}") {
-                    index += 1
-                    return true
-                }
-                while true {
-                    skipBlanks()
-                    guard let key = parseString() else { return false }
-                    skipBlanks()
-                    guard peek() == UInt8(ascii: ":") else { return false }
-                    index += 1
-                    guard parseValue(path: path.isEmpty ? key : path + "." + key, depth: depth + 1, into: &metrics) else {
-                        return false
-                    }
-                    skipBlanks()
-                    if peek() == UInt8(ascii: ",") {
-                        index += 1
-                        continue
-                    }
-                    guard peek() == UInt8(ascii: "}") else { return false }
-                    index += 1
-                    return true
+                return parseMembers(closing: UInt8(ascii: "}")) { parser in
+                    parser.skipBlanks()
+                    guard let key = parser.parseString() else { return false }
+                    parser.skipBlanks()
+                    guard parser.peek() == UInt8(ascii: ":") else { return false }
+                    parser.index += 1
+                    return parser.parseValue(path: path.isEmpty ? key : path + "." + key, depth: depth + 1, into: &metrics)
                 }
             case UInt8(ascii: "["):
-                index += 1
-                skipBlanks()
-                if peek() == UInt8(ascii: "]") {
-                    index += 1
-                    return true
-                }
                 var ignored: [ParsedMetric] = []
-                while true {
-                    guard parseValue(path: path, depth: depth + 1, into: &ignored) else { return false }
-                    skipBlanks()
-                    if peek() == UInt8(ascii: ",") {
-                        index += 1
-                        continue
-                    }
-                    guard peek() == UInt8(ascii: "]") else { return false }
-                    index += 1
-                    return true
+                return parseMembers(closing: UInt8(ascii: "]")) { parser in
+                    parser.parseValue(path: path, depth: depth + 1, into: &ignored)
                 }
             case UInt8(ascii: "\""):
                 return parseString() != nil
@@ -115,6 +85,29 @@ extension ExecSource {
                 let value = bytes.withUnsafeBufferPointer { ByteParsing.parseDouble($0, start..<index) }
                 guard let value else { return false }
                 metrics.append(ParsedMetric(name: path, value: value))
+                return true
+            }
+        }
+
+        /// The members of an object or the elements of an array, from its opening bracket at `index` through its
+        /// `closing` one: `member` reads each (a key and its value, or a value), members are separated by `,`.
+        /// Returns false on a syntax error.
+        mutating func parseMembers(closing: UInt8, _ member: (inout JSONNumbers) -> Bool) -> Bool {
+            index += 1
+            skipBlanks()
+            if peek() == closing {
+                index += 1
+                return true
+            }
+            while true {
+                guard member(&self) else { return false }
+                skipBlanks()
+                if peek() == UInt8(ascii: ",") {
+                    index += 1
+                    continue
+                }
+                guard peek() == closing else { return false }
+                index += 1
                 return true
             }
         }

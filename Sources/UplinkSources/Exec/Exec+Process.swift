@@ -22,7 +22,7 @@ extension ExecSource {
     }
 
     /// Largest standard output kept, in bytes; the rest is read and discarded.
-    static let maximumOutput = 1 << 20
+    static var maximumOutput: Int { 1 << 20 }
 
     /// Runs `command` with standard output piped back, standard input and error on `/dev/null`, in a process
     /// group of its own, and waits for it, without blocking a thread: the pipe is non-blocking and polled, with

@@ -11,18 +11,9 @@ import UplinkCore
 ///   warning when failures start (later ones in a row at debug level) and a notice when runs work again.
 ///   Output that exits 0 is parsed even when parts are malformed (logged like a failure).
 /// - Records are timestamped when the output has been read.
-public struct ExecSource: Source {
-    public let name: String
-    public let config: ExecConfig
-    /// The clock ticks and timestamps come from (injectable for tests).
-    public let clock: any TickClock
+public typealias ExecSource = ConfiguredSource<ExecConfig>
 
-    public init(name: String, config: ExecConfig = ExecConfig(), clock: any TickClock = SystemTickClock()) {
-        self.name = name
-        self.config = config
-        self.clock = clock
-    }
-
+extension ExecSource {
     /// What went wrong with a run, for the log; `nil` when it worked.
     static func problem(_ outcome: Outcome, parsed: ParsedOutput?, timeout: Duration) -> String? {
         switch outcome {
@@ -38,33 +29,29 @@ public struct ExecSource: Source {
             return nil
         }
     }
+}
 
-    public func run(context: SourceContext) async throws {
-        let logger = context.logger
-        guard !config.command.isEmpty else {
-            logger.warning("exec source disabled: no command configured")
-            return
-        }
-        let sensor = PeriodicSensorDriver(config, source: name, clock: clock, context: context)
-        let emitter = sensor.emitter
-        let baseTags = sensor.configuredTags
-        let timeout = config.effectiveTimeout
+extension ExecConfig {
+    /// Runs `command` on every tick and emits what it printed.
+    public func sample(with sensor: PeriodicSensorDriver) async {
+        guard !command.isEmpty else { return sensor.disable("no command configured") }
+        let (logger, emitter, clock) = (sensor.logger, sensor.emitter, sensor.clock)
+        let timeout = effectiveTimeout
         var failing = false
         await sensor.run {
-            let outcome = await Self.runCommand(config.command, timeout: timeout)
+            let outcome = await ExecSource.runCommand(command, timeout: timeout)
             if outcome == .cancelled { return }
             let timestamp = clock.nowNanoseconds()
-            var parsed: ParsedOutput?
+            var parsed: ExecSource.ParsedOutput?
             if case .exited(0, let output) = outcome {
-                let result = Self.parse(output, config: config)
+                let result = ExecSource.parse(output, config: self)
                 parsed = result
                 for metric in result.metrics {
-                    let tags = metric.tags.isEmpty ? baseTags : emitter.tags(metric.tags)
-                    emitter.emit(metric.name, metric.value, unit: config.unit, tags: tags, tagsAreComplete: true, timestamp: timestamp)
+                    emitter.emit(metric.name, metric.value, unit: unit, tags: metric.tags, timestamp: timestamp)
                 }
             }
-            if let problem = Self.problem(outcome, parsed: parsed, timeout: timeout) {
-                let metadata: Logger.Metadata = ["command": "\(config.command.joined(separator: " "))"]
+            if let problem = ExecSource.problem(outcome, parsed: parsed, timeout: timeout) {
+                let metadata: Logger.Metadata = ["command": "\(command.joined(separator: " "))"]
                 if failing {
                     logger.debug("exec source: \(problem)", metadata: metadata)
                 } else {

@@ -44,24 +44,17 @@ extension ExecConfig {
             unit: count           # unit of every metric. Default: "".
         """#
 
-    public static func decode(_ mapping: ConfigMapping) -> ExecConfig {
-        var config = ExecConfig()
-        config.schedule = .decode(mapping)
+    public mutating func decodeOwnKeys(_ mapping: ConfigMapping) {
         if mapping.require("command", hint: "e.g. 'command: [/usr/local/bin/read-sensor, --celsius]'") != nil,
             let command = mapping.nonEmptyStrings(
                 "command", ifEmpty: "the command must not be empty", hint: "a list: the program, then its arguments")
         {
-            config.command = command
+            self.command = command
         }
-        if let timeout = mapping.duration("timeout", .greaterThan(.zero)) { config.timeout = timeout }
-        if let format = mapping.enumeration("format", as: ExecConfig.Format.self) { config.format = format }
-        if let metric = mapping.metricName("metric") { config.metric = metric }
-        if let prefix = mapping.metricName("prefix") { config.prefix = prefix }
-        if let unit = mapping.metricUnit("unit") { config.unit = unit }
-        return config
-    }
-
-    public func makeSource(name: String, clock: any TickClock) -> any Source {
-        ExecSource(name: name, config: self, clock: clock)
+        if let timeout = mapping.duration("timeout", .greaterThan(.zero)) { self.timeout = timeout }
+        if let format = mapping.enumeration("format", as: ExecConfig.Format.self) { self.format = format }
+        if let metric = mapping.metricName("metric") { self.metric = metric }
+        if let prefix = mapping.metricName("prefix") { self.prefix = prefix }
+        if let unit = mapping.metricUnit("unit") { self.unit = unit }
     }
 }

@@ -2,12 +2,14 @@ import UplinkCore
 
 extension HwmonSource {
     /// The attribute families the source reports: file prefix, metric, unit, divisor to the unit.
-    static let families: [(prefix: String, metric: String, unit: String, divisor: Double)] = [
-        ("temp", "hwmon.temperature", MetricUnit.celsius, 1000),
-        ("fan", "hwmon.fan_speed", MetricUnit.rpm, 1),
-        ("in", "hwmon.voltage", MetricUnit.volts, 1000),
-        ("power", "hwmon.power", MetricUnit.watts, 1_000_000),
-    ]
+    static var families: [(prefix: String, metric: String, unit: String, divisor: Double)] {
+        [
+            ("temp", "hwmon.temperature", MetricUnit.celsius, 1000),
+            ("fan", "hwmon.fan_speed", MetricUnit.rpm, 1),
+            ("in", "hwmon.voltage", MetricUnit.volts, 1000),
+            ("power", "hwmon.power", MetricUnit.watts, 1_000_000),
+        ]
+    }
 
     /// One channel per `<family><n>_input` of every chip under `hwmonPath` that can be read now, in chip order
     /// then family and number order. Kernels before 3.x keep the attributes in `hwmon*/device/`; that
@@ -18,13 +20,7 @@ extension HwmonSource {
     /// or `<name>-hwmon<N>` without one, so that each chip has its own series.
     static func discover(_ hwmonPath: String) -> [SysfsChannel] {
         guard let chipDirectories = Sysfs.numbered(hwmonPath, prefix: "hwmon") else { return [] }
-        struct Chip {
-            var entry: String
-            var directory: String
-            var attributes: [String]
-            var name: String
-        }
-        let chips = chipDirectories.map { entry -> Chip in
+        let chips = chipDirectories.map { entry -> HwmonChip in
             var directory = joinPath(hwmonPath, entry)
             var attributes = Sysfs.list(directory) ?? []
             if !attributes.contains(where: isInput), let deviceNames = Sysfs.list(joinPath(directory, "device")),
@@ -34,7 +30,7 @@ extension HwmonSource {
                 attributes = deviceNames
             }
             let name = Sysfs.readText(joinPath(directory, "name")) ?? Sysfs.readText(joinPath(hwmonPath, entry + "/name")) ?? entry
-            return Chip(entry: entry, directory: directory, attributes: attributes, name: name)
+            return HwmonChip(entry: entry, directory: directory, attributes: attributes, name: name)
         }
         var chipsPerName: [String: Int] = [:]
         for chip in chips { chipsPerName[chip.name, default: 0] += 1 }
@@ -71,4 +67,13 @@ extension HwmonSource {
         let number = file.dropFirst(prefix.count).dropLast("_input".count)
         return !number.isEmpty && number.allSatisfy { $0.isASCII && $0.isNumber }
     }
+}
+
+/// One chip directory found by `HwmonSource.discover`: its entry under the hwmon directory, the directory holding
+/// its attributes, their names, and the chip's `name`.
+private struct HwmonChip {
+    var entry: String
+    var directory: String
+    var attributes: [String]
+    var name: String
 }

@@ -1,8 +1,8 @@
-import UplinkConfig
 import UplinkCore
 
-/// `type: hwmon`: its keys, decoding, documentation and example.
-extension HwmonConfig {
+/// `type: hwmon`: its mount point key and setting, documentation and example; `MountRootSensorConfig` lists and
+/// decodes its keys.
+extension HwmonConfig: MountRootSensorConfig {
     public static let typeName = "hwmon"
 
     public static var defaults: HwmonConfig { HwmonConfig() }
@@ -15,9 +15,7 @@ extension HwmonConfig {
         cannot be read then is left out, one that stops answering later is skipped (noted once).
         """
 
-    public static let keys = SensorSchedule.keys + [
-        SourceKey("sys_root", "path", default: "`/sys`", "Where sysfs is mounted."),
-    ]
+    static var mountRoot: (key: SourceKey, setting: WritableKeyPath<HwmonConfig, String>) { (.sysRoot(), \.sysRoot) }
 
     public static let example = """
           # Hardware monitoring chips, <sys_root>/class/hwmon/hwmon*: hwmon.temperature (celsius), hwmon.fan_speed (rpm),
@@ -27,15 +25,4 @@ extension HwmonConfig {
             interval: 10s
             sys_root: /sys
         """
-
-    public static func decode(_ mapping: ConfigMapping) -> HwmonConfig {
-        var config = HwmonConfig()
-        config.schedule = .decode(mapping)
-        if let sysRoot = mapping.string("sys_root") { config.sysRoot = sysRoot }
-        return config
-    }
-
-    public func makeSource(name: String, clock: any TickClock) -> any Source {
-        HwmonSource(name: name, config: self, clock: clock)
-    }
 }

@@ -24,17 +24,17 @@ enum JournaldCheckpointFile {
     }
 
     /// The cursor, or why the bytes are not a checkpoint file.
-    static func decode(_ bytes: [UInt8]) -> Result<String, JournaldError> {
-        guard let text = String(validating: bytes, as: UTF8.self) else { return .failure(JournaldError("not UTF-8")) }
+    static func decode(_ bytes: [UInt8]) -> Result<String, SourceError> {
+        guard let text = String(validating: bytes, as: UTF8.self) else { return .failure(SourceError("not UTF-8")) }
         let lines = text.split(separator: "\n", omittingEmptySubsequences: false)
         guard lines.count == 4, lines[0] == header, lines[2] == "end", lines[3].isEmpty else {
-            return .failure(JournaldError("expected \"\(header)\", a cursor and \"end\""))
+            return .failure(SourceError("expected \"\(header)\", a cursor and \"end\""))
         }
         let cursor = lines[1]
         guard !cursor.isEmpty, cursor.utf8.count <= maximumCursorBytes,
             cursor.utf8.allSatisfy({ $0 > 0x20 && $0 < 0x7f })
         else {
-            return .failure(JournaldError("the cursor is empty, too long or holds spaces or control characters"))
+            return .failure(SourceError("the cursor is empty, too long or holds spaces or control characters"))
         }
         return .success(String(cursor))
     }

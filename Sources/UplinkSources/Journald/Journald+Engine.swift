@@ -65,8 +65,6 @@ final class JournaldEngine {
     static let entriesPerTurn = 4096
     /// How long after a read error the journal is read again without a change.
     static let readErrorRetry: Duration = .seconds(1)
-    /// Longest wait at shutdown for the acknowledgement of the last entry sent.
-    static let shutdownAcknowledgementWait: Duration = .seconds(5)
     /// An idle wait with nothing due ends after this long anyway (then it starts again): not a poll, a bound.
     static let longestIdleWait: Duration = .seconds(3600)
 
@@ -81,23 +79,23 @@ final class JournaldEngine {
             let path = JournaldCheckpointFile.path(stateDirectory: stateDirectory, sourceName: name)
             let directory = AtomicFile.parentDirectory(of: path)
             if let error = SourceFiles.makeDirectories(directory) {
-                throw JournaldError("journald source '\(name)': cannot create the checkpoint directory \(directory): \(error)")
+                throw SourceError("journald source '\(name)': cannot create the checkpoint directory \(directory): \(error)")
             }
             checkpointPath = path
         } else {
             checkpointPath = nil
         }
         if let directory = config.directory, !SourceFiles.isDirectory(directory) {
-            throw JournaldError("journald source '\(name)': the journal directory \(directory) does not exist or is not a directory")
+            throw SourceError("journald source '\(name)': the journal directory \(directory) does not exist or is not a directory")
         }
         switch JournaldJournal.open(directory: config.directory) {
         case .success(let journal): self.journal = journal
-        case .failure(let error): throw JournaldError("journald source '\(name)': \(error)")
+        case .failure(let error): throw SourceError("journald source '\(name)': \(error)")
         }
         for match in Self.matches(config) {
             let result = journal.addMatch(Array(match.utf8))
             if result < 0 {
-                throw JournaldError("journald source '\(name)': cannot add the match \(match): \(JournaldJournal.errorText(result))")
+                throw SourceError("journald source '\(name)': cannot add the match \(match): \(JournaldJournal.errorText(result))")
             }
         }
         batch = LogLineBatch(source: name, fields: [], originID: 0)
@@ -272,11 +270,8 @@ final class JournaldEngine {
     }
 
     private func shutdown() async {
-        if await !sink.waitForAcknowledgement(through: lastAppendedSequence, atMost: Self.shutdownAcknowledgementWait) {
-            logger.info(
-                "journald source: stopping before the collector acknowledged every entry sent; they are sent again on the next start"
-            )
-        }
+        await LogReaderStop.awaitAcknowledgement(
+            of: lastAppendedSequence, from: sink, kind: "journald", record: "entry", logger: logger)
         acknowledge()
         await writeCheckpoint(force: true)
         if let watcher, await !watcher.stop() {
@@ -349,3 +344,6 @@ final class JournaldEngine {
         checkpointWriteReport.record(error, path: path, kind: "journald", logger: logger)
     }
 }
+
+/// What every `journald` source runs (`JournaldConfig.Engine`).
+extension JournaldEngine: LogReaderEngine {}

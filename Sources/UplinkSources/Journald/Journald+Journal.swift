@@ -23,10 +23,10 @@ final class JournaldJournal {
 
     /// Opens the `*.journal` files of `directory`, or, when nil, the local system journal. Fields are read whole
     /// (no data threshold), so the length of a long message is known.
-    static func open(directory: String?) -> Result<JournaldJournal, JournaldError> {
+    static func open(directory: String?) -> Result<JournaldJournal, SourceError> {
         if uplink_systemd_load() != 0 {
             let why = uplink_systemd_load_error().map { String(cString: $0) } ?? "unknown reason"
-            return .failure(JournaldError("cannot load libsystemd (\(why)); install libsystemd0"))
+            return .failure(SourceError("cannot load libsystemd (\(why)); install libsystemd0"))
         }
         var handle: OpaquePointer?
         let result: Int32
@@ -36,7 +36,7 @@ final class JournaldJournal {
             result = uplink_sd_journal_open(&handle, Int32(SD_JOURNAL_LOCAL_ONLY))
         }
         guard result >= 0, let handle else {
-            return .failure(JournaldError("cannot open the journal\(directory.map { " in \($0)" } ?? ""): \(errorText(result))"))
+            return .failure(SourceError("cannot open the journal\(directory.map { " in \($0)" } ?? ""): \(errorText(result))"))
         }
         _ = uplink_sd_journal_set_data_threshold(handle, 0)
         return .success(JournaldJournal(handle: handle))

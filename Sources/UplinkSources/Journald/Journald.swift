@@ -16,42 +16,14 @@ import UplinkCore
 ///   discarded by the collector.
 /// - Cancellation stops reading, waits up to 5 seconds for the acknowledgement of the last entry sent, writes the
 ///   final checkpoint and returns.
-public struct JournaldSource: Source {
-    /// The source's name (`sources[].name`); also names its checkpoint file.
-    public let name: String
-    /// What to read and how.
-    public let config: JournaldConfig
+///
+/// The source's name also names its checkpoint file; its clock is what the checkpoint interval and the read-error
+/// retry are measured on and waited out with. It throws a `SourceError` before reading anything when the journal
+/// cannot be opened or the checkpoint directory cannot be created.
+public typealias JournaldSource = ConfiguredSource<JournaldConfig>
 
-    /// What the checkpoint interval and the read-error retry are measured on and waited out with.
-    public let clock: any TickClock
-
-    /// A source that reads the journal `config` describes.
-    public init(name: String, config: JournaldConfig, clock: any TickClock = SystemTickClock()) {
-        self.name = name
-        self.config = config
-        self.clock = clock
-    }
-
-    /// Reads the journal until cancelled. Throws a `JournaldError` before reading anything when the journal cannot
-    /// be opened or the checkpoint directory cannot be created.
-    public func run(context: SourceContext) async throws {
-        let engine = try JournaldEngine(name: name, config: config, context: context, clock: clock)
-        await engine.run()
-    }
-}
-
-/// A problem with a `journald` source: it cannot start, or a configured value is invalid.
-public struct JournaldError: Error, Sendable, Equatable, CustomStringConvertible {
-    /// What went wrong.
-    public var message: String
-
-    /// An error with this message.
-    public init(_ message: String) {
-        self.message = message
-    }
-
-    /// The message.
-    public var description: String { message }
+extension JournaldConfig: LogReaderConfig {
+    typealias Engine = JournaldEngine
 }
 
 /// Counts of what a journald source did, logged at shutdown.

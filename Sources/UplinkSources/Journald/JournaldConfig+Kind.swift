@@ -82,10 +82,8 @@ extension JournaldConfig {
         SourceKey(
             "directory", "path", default: "the system journal",
             "A journal directory to read instead; relative to the working directory. It must exist when the source starts."),
-        SourceKey("max_line_bytes", "size, 1 B to `16MiB`", default: "`64KiB`", "Longest message sent whole."),
-        SourceKey(
-            "checkpoint_interval", "duration, > 0", default: "`1s`",
-            "The acknowledged cursor is written at most this often, and once more at shutdown."),
+        .maxLineBytes("Longest message sent whole."),
+        .checkpointInterval("The acknowledged cursor is written at most this often, and once more at shutdown."),
     ]
 
     public static let example = #"""
@@ -150,13 +148,8 @@ extension JournaldConfig {
             }
         }
         if let directory = mapping.string("directory") { config.directory = TailConfig.absolutePath(directory) }
-        if let bytes = mapping.size("max_line_bytes", .between(1, 16 << 20)) { config.maxLineBytes = bytes }
-        if let interval = mapping.duration("checkpoint_interval", .greaterThan(.zero)) { config.checkpointInterval = interval }
+        if let bytes = mapping.maxLineBytes() { config.maxLineBytes = bytes }
+        if let interval = mapping.checkpointInterval() { config.checkpointInterval = interval }
         return config
-    }
-
-    /// `clock` times the checkpoint interval and the read-error retry.
-    public func makeSource(name: String, clock: any TickClock) -> any Source {
-        JournaldSource(name: name, config: self, clock: clock)
     }
 }

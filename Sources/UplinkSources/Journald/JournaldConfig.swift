@@ -151,7 +151,7 @@ public enum JournaldSince: Sendable, Equatable {
 /// `priority` (`PRIORITY`, 0 to 7), `pid` (`_PID`), `hostname` (`_HOSTNAME`) and `syslog_identifier`
 /// (`SYSLOG_IDENTIFIER`); and `truncated` (the message's full length in bytes) when the message was cut to
 /// `maxLineBytes`.
-public struct JournaldConfig: SourceKindConfig {
+public struct JournaldConfig: RunnableSourceKindConfig {
     /// Only entries of these systemd units (YAML key `units`, a list of unit names). Default: none, every unit.
     /// A name without a `.` gets `.service` appended (`ssh` is `ssh.service`, as with `journalctl -u`); an entry
     /// matches when its `_SYSTEMD_UNIT` is one of them.
@@ -221,12 +221,12 @@ public struct JournaldMatch: Sendable, Equatable {
     }
 
     /// Parses `FIELD=value`; returns the match or why it is not one.
-    public static func parse(_ text: String) -> Result<JournaldMatch, JournaldError> {
+    public static func parse(_ text: String) -> Result<JournaldMatch, SourceError> {
         guard let equals = text.firstIndex(of: "=") else {
-            return .failure(JournaldError("'\(text)' is not FIELD=value"))
+            return .failure(SourceError("'\(text)' is not FIELD=value"))
         }
         let field = String(text[..<equals])
-        if let problem = fieldNameProblem(field) { return .failure(JournaldError(problem)) }
+        if let problem = fieldNameProblem(field) { return .failure(SourceError(problem)) }
         return .success(JournaldMatch(field: field, value: String(text[text.index(after: equals)...])))
     }
 

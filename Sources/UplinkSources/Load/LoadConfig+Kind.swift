@@ -1,8 +1,8 @@
-import UplinkConfig
 import UplinkCore
 
-/// `type: load`: its keys, decoding, documentation and example.
-extension LoadConfig {
+/// `type: load`: its mount point key and setting, documentation and example; `MountRootSensorConfig` lists and
+/// decodes its keys.
+extension LoadConfig: MountRootSensorConfig {
     public static let typeName = "load"
 
     public static var defaults: LoadConfig { LoadConfig() }
@@ -11,9 +11,7 @@ extension LoadConfig {
         Load averages from `<proc_root>/loadavg`: `load.1m`, `load.5m`, `load.15m` (no unit).
         """
 
-    public static let keys = SensorSchedule.keys + [
-        SourceKey("proc_root", "path", default: "`/proc`", "Where procfs is mounted."),
-    ]
+    static var mountRoot: (key: SourceKey, setting: WritableKeyPath<LoadConfig, String>) { (.procRoot(), \.procRoot) }
 
     public static let example = """
           # Load averages from <proc_root>/loadavg: load.1m, load.5m, load.15m (no unit).
@@ -24,15 +22,4 @@ extension LoadConfig {
             tags: { role: gateway }  # added to every metric of this source. Default: none.
             proc_root: /proc      # where procfs is mounted. Default: /proc.
         """
-
-    public static func decode(_ mapping: ConfigMapping) -> LoadConfig {
-        var config = LoadConfig()
-        config.schedule = .decode(mapping)
-        if let procRoot = mapping.string("proc_root") { config.procRoot = procRoot }
-        return config
-    }
-
-    public func makeSource(name: String, clock: any TickClock) -> any Source {
-        LoadSource(name: name, config: self, clock: clock)
-    }
 }

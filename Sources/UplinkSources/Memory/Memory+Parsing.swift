@@ -69,23 +69,9 @@ extension MemorySource {
                 }
                 value = bytesValue
             }
-            func store(_ field: inout UInt64?) {
-                if field == nil { field = value }
-            }
-            if ByteParsing.equals(bytes, key, "MemTotal") {
-                store(&result.memTotal)
-            } else if ByteParsing.equals(bytes, key, "MemFree") {
-                store(&result.memFree)
-            } else if ByteParsing.equals(bytes, key, "MemAvailable") {
-                store(&result.memAvailable)
-            } else if ByteParsing.equals(bytes, key, "Buffers") {
-                store(&result.buffers)
-            } else if ByteParsing.equals(bytes, key, "Cached") {
-                store(&result.cached)
-            } else if ByteParsing.equals(bytes, key, "SwapTotal") {
-                store(&result.swapTotal)
-            } else if ByteParsing.equals(bytes, key, "SwapFree") {
-                store(&result.swapFree)
+            for (name, field) in meminfoFields where ByteParsing.equals(bytes, key, name) {
+                if result[keyPath: field] == nil { result[keyPath: field] = value }
+                break
             }
         }
     }
@@ -157,3 +143,9 @@ extension MemorySource {
         }
     }
 }
+
+/// The meminfo keys the memory source uses and the `Meminfo` field each fills.
+private let meminfoFields: [(name: StaticString, field: any WritableKeyPath<MemorySource.Meminfo, UInt64?> & Sendable)] = [
+    ("MemTotal", \.memTotal), ("MemFree", \.memFree), ("MemAvailable", \.memAvailable), ("Buffers", \.buffers),
+    ("Cached", \.cached), ("SwapTotal", \.swapTotal), ("SwapFree", \.swapFree),
+]

@@ -13,30 +13,20 @@ import UplinkCore
 /// - Without the file (a container without `/proc`) the source logs one warning and returns.
 /// - Malformed lines are skipped (and logged once); the rest of the file is still used. If the fields needed
 ///   for the RAM (or swap) figures are missing, those metrics are left out and one warning is logged.
-public struct MemorySource: Source {
-    public let name: String
-    public let config: MemoryConfig
-    /// The clock ticks and timestamps come from (injectable for tests).
-    public let clock: any TickClock
+public typealias MemorySource = ConfiguredSource<MemoryConfig>
 
-    public init(name: String, config: MemoryConfig = MemoryConfig(), clock: any TickClock = SystemTickClock()) {
-        self.name = name
-        self.config = config
-        self.clock = clock
-    }
-
-    public func run(context: SourceContext) async throws {
-        let sensor = PeriodicSensorDriver(config, source: name, clock: clock, context: context)
+extension MemoryConfig {
+    /// Reads `meminfoPath` on every tick and emits the RAM and swap figures it has.
+    public func sample(with sensor: PeriodicSensorDriver) async {
         let emitter = sensor.emitter
-        let tags = sensor.configuredTags
-        let logger = context.logger
-        let path = config.meminfoPath
+        let logger = sensor.logger
+        let path = meminfoPath
         var warnedAboutMissingFields = false
         await sensor.runReadingFile(path) { bytes, timestamp in
-            let meminfo = MeminfoParser.parse(bytes)
-            let readings = Readings(meminfo)
+            let meminfo = MemorySource.MeminfoParser.parse(bytes)
+            let readings = MemorySource.Readings(meminfo)
             func emit(_ metric: String, _ value: Double, _ unit: String) {
-                emitter.emit(metric, value, unit: unit, tags: tags, tagsAreComplete: true, timestamp: timestamp)
+                emitter.emit(metric, value, unit: unit, timestamp: timestamp)
             }
             if let memory = readings.memory {
                 emit("memory.total", Double(memory.total), "bytes")

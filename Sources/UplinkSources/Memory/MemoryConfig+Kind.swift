@@ -1,8 +1,8 @@
-import UplinkConfig
 import UplinkCore
 
-/// `type: memory`: its keys, decoding, documentation and example.
-extension MemoryConfig {
+/// `type: memory`: its mount point key and setting, documentation and example; `MountRootSensorConfig` lists and
+/// decodes its keys.
+extension MemoryConfig: MountRootSensorConfig {
     public static let typeName = "memory"
 
     public static var defaults: MemoryConfig { MemoryConfig() }
@@ -12,9 +12,7 @@ extension MemoryConfig {
         `memory.used_percent`, `memory.swap_total`, `memory.swap_free`, `memory.swap_used`.
         """
 
-    public static let keys = SensorSchedule.keys + [
-        SourceKey("proc_root", "path", default: "`/proc`", "Where procfs is mounted."),
-    ]
+    static var mountRoot: (key: SourceKey, setting: WritableKeyPath<MemoryConfig, String>) { (.procRoot(), \.procRoot) }
 
     public static let example = """
           # RAM and swap usage from <proc_root>/meminfo: memory.total, .available, .used, .used_percent, .swap_*.
@@ -24,15 +22,4 @@ extension MemoryConfig {
             jitter: 0s            # random delay after each aligned tick (< interval). Default: 0s.
             proc_root: /proc      # where procfs is mounted. Default: /proc.
         """
-
-    public static func decode(_ mapping: ConfigMapping) -> MemoryConfig {
-        var config = MemoryConfig()
-        config.schedule = .decode(mapping)
-        if let procRoot = mapping.string("proc_root") { config.procRoot = procRoot }
-        return config
-    }
-
-    public func makeSource(name: String, clock: any TickClock) -> any Source {
-        MemorySource(name: name, config: self, clock: clock)
-    }
 }

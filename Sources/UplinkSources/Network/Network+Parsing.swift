@@ -1,25 +1,14 @@
 extension NetworkSource {
-    /// The counters of one interface used by the source, as `/proc/net/dev` lists them.
-    struct InterfaceCounters: Sendable, Equatable {
-        var name: String
-        /// rx bytes, rx packets, rx errors, rx drops, tx bytes, tx packets, tx errors, tx drops.
-        var values: [UInt64]
-    }
-
-    /// The result of parsing `/proc/net/dev` once.
-    struct NetDev: Sendable, Equatable {
-        var interfaces: [InterfaceCounters] = []
-        var malformedLines = 0
-    }
-
-    /// Columns of the 16 after `name:` that the source reports, in the order of `InterfaceCounters.values`.
-    static let usedColumns = [0, 1, 2, 3, 8, 9, 10, 11]
+    /// Columns of the 16 after `name:` that the source reports, in the order of its `DeviceCounters.values`: rx
+    /// bytes, rx packets, rx errors, rx drops, tx bytes, tx packets, tx errors, tx drops.
+    static var usedColumns: [Int] { [0, 1, 2, 3, 8, 9, 10, 11] }
 
     /// Parses `/proc/net/dev`: two header lines (recognised by their `|`), then one line per interface,
     /// `  name: 16 counters` (older kernels write `eth0:123` without a blank). Lines without a `:`, with an
     /// empty name, or with fewer than 16 unsigned integers are malformed: skipped and counted.
-    static func parse(_ bytes: UnsafeBufferPointer<UInt8>) -> NetDev {
-        var result = NetDev()
+    static func parse(_ bytes: UnsafeBufferPointer<UInt8>) -> DeviceCountersFile {
+        var result = DeviceCountersFile()
+        let usedColumns = usedColumns
         ByteParsing.forEachLine(in: bytes) { line in
             var blank = FieldScanner(bytes, line: line)
             if blank.isAtEnd() { return }
@@ -53,12 +42,12 @@ extension NetworkSource {
                 result.malformedLines += 1
                 return
             }
-            result.interfaces.append(InterfaceCounters(name: name, values: usedColumns.map { columns[$0] }))
+            result.devices.append(DeviceCounters(name: name, values: usedColumns.map { columns[$0] }))
         }
         return result
     }
 
-    static func parse(_ bytes: [UInt8]) -> NetDev {
+    static func parse(_ bytes: [UInt8]) -> DeviceCountersFile {
         bytes.withUnsafeBufferPointer { parse($0) }
     }
 }

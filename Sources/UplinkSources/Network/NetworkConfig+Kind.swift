@@ -16,7 +16,7 @@ extension NetworkConfig {
         """
 
     public static let keys = SensorSchedule.keys + [
-        SourceKey("proc_root", "path", default: "`/proc`", "Where procfs is mounted."),
+        .procRoot(),
         SourceKey(
             "include", "list of names", default: "all",
             "Interfaces to report; `*` matches any run of characters, `?` one (e.g. `[eth*, wlan0]`)."),
@@ -33,16 +33,9 @@ extension NetworkConfig {
             exclude: [lo]         # interface names never reported, same patterns. Default: [lo].
         """
 
-    public static func decode(_ mapping: ConfigMapping) -> NetworkConfig {
-        var config = NetworkConfig()
-        config.schedule = .decode(mapping)
-        if let procRoot = mapping.string("proc_root") { config.procRoot = procRoot }
-        if let include = mapping.strings("include") { config.include = include }
-        if let exclude = mapping.strings("exclude") { config.exclude = exclude }
-        return config
-    }
-
-    public func makeSource(name: String, clock: any TickClock) -> any Source {
-        NetworkSource(name: name, config: self, clock: clock)
+    public mutating func decodeOwnKeys(_ mapping: ConfigMapping) {
+        if let procRoot = mapping.string("proc_root") { self.procRoot = procRoot }
+        if let include = mapping.strings("include") { self.include = include }
+        if let exclude = mapping.strings("exclude") { self.exclude = exclude }
     }
 }

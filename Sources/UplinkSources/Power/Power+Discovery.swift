@@ -11,12 +11,14 @@ extension PowerSource {
     }
 
     /// Attributes of batteries and UPSes: file, metric, unit, divisor.
-    static let batteryAttributes: [(file: String, metric: String, unit: String, divisor: Double)] = [
-        ("capacity", "power.capacity", MetricUnit.percent, 1),
-        ("voltage_now", "power.voltage", MetricUnit.volts, 1_000_000),
-        ("current_now", "power.current", MetricUnit.amperes, 1_000_000),
-        ("power_now", "power.power", MetricUnit.watts, 1_000_000),
-    ]
+    static var batteryAttributes: [(file: String, metric: String, unit: String, divisor: Double)] {
+        [
+            ("capacity", "power.capacity", MetricUnit.percent, 1),
+            ("voltage_now", "power.voltage", MetricUnit.volts, 1_000_000),
+            ("current_now", "power.current", MetricUnit.amperes, 1_000_000),
+            ("power_now", "power.power", MetricUnit.watts, 1_000_000),
+        ]
+    }
 
     /// The supplies under `powerSupplyPath` with at least one readable attribute, in name order. Supplies of
     /// other types (`Wireless`, `USB_PD`, peripheral batteries in mice report `Battery` too and are kept) and

@@ -6,59 +6,31 @@ import UplinkCore
 /// `power.voltage` (V), `power.current` (A) and `power.power` (W) tagged `supply`, `type` and `status`, and
 /// per mains or USB supply `power.online` (1 or 0). Without any supply (a VM, a desktop without UPS) the source
 /// logs one warning and returns.
-public struct PowerSource: Source {
-    public let name: String
-    public let config: PowerConfig
-    /// The clock ticks and timestamps come from (injectable for tests).
-    public let clock: any TickClock
+public typealias PowerSource = ConfiguredSource<PowerConfig>
 
-    public init(name: String, config: PowerConfig = PowerConfig(), clock: any TickClock = SystemTickClock()) {
-        self.name = name
-        self.config = config
-        self.clock = clock
-    }
-
-    public func run(context: SourceContext) async throws {
-        var supplies = Self.discover(config.powerSupplyPath)
+extension PowerConfig {
+    /// Reads the supplies found at start on every tick, with the status of batteries and UPSes in their tags.
+    public func sample(with sensor: PeriodicSensorDriver) async {
+        var supplies = PowerSource.discover(powerSupplyPath)
         guard !supplies.isEmpty else {
-            context.logger.warning(
-                "power source disabled: no battery, UPS or mains supply under \(config.powerSupplyPath) (none on this machine, e.g. a VM, or a wrong sys_root?)",
-                metadata: ["path": "\(config.powerSupplyPath)"])
-            return
+            return sensor.disable(
+                "no battery, UPS or mains supply under \(powerSupplyPath) (none on this machine, e.g. a VM, or a wrong sys_root?)",
+                metadata: ["path": "\(powerSupplyPath)"])
         }
-        let sensor = PeriodicSensorDriver(config, source: name, clock: clock, context: context)
         let emitter = sensor.emitter
-        let logger = context.logger
-        // Tag arrays per supply and status text, built once.
+        // Tag arrays per supply and status text (none for mains), built once.
         var tagCache: [[String: [Tag]]] = Array(repeating: [:], count: supplies.count)
         await sensor.run {
             for index in supplies.indices {
+                let status = supplies[index].statusPath.map { Sysfs.readText($0) ?? "Unknown" }
                 let tags: [Tag]
-                if let statusPath = supplies[index].statusPath {
-                    let status = Sysfs.readText(statusPath) ?? "Unknown"
-                    if let cached = tagCache[index][status] {
-                        tags = cached
-                    } else {
-                        tags = emitter.tags(supplies[index].tags + [Tag("status", status)])
-                        tagCache[index][status] = tags
-                    }
+                if let cached = tagCache[index][status ?? ""] {
+                    tags = cached
                 } else {
-                    if let cached = tagCache[index][""] {
-                        tags = cached
-                    } else {
-                        tags = emitter.tags(supplies[index].tags)
-                        tagCache[index][""] = tags
-                    }
+                    tags = emitter.tags(supplies[index].tags + (status.map { [Tag("status", $0)] } ?? []))
+                    tagCache[index][status ?? ""] = tags
                 }
-                for channelIndex in supplies[index].channels.indices {
-                    guard let value = supplies[index].channels[channelIndex].read(logger: logger, kind: "power") else {
-                        continue
-                    }
-                    let channel = supplies[index].channels[channelIndex]
-                    emitter.emit(
-                        channel.metric, value, unit: channel.unit, tags: tags, tagsAreComplete: true,
-                        timestamp: clock.nowNanoseconds())
-                }
+                sensor.readChannels(&supplies[index].channels) { _ in tags }
             }
         }
     }

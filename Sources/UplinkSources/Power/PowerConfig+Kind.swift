@@ -1,8 +1,8 @@
-import UplinkConfig
 import UplinkCore
 
-/// `type: power`: its keys, decoding, documentation and example.
-extension PowerConfig {
+/// `type: power`: its mount point key and setting, documentation and example; `MountRootSensorConfig` lists and
+/// decodes its keys.
+extension PowerConfig: MountRootSensorConfig {
     public static let typeName = "power"
 
     public static var defaults: PowerConfig { PowerConfig() }
@@ -15,9 +15,7 @@ extension PowerConfig {
         `count`).
         """
 
-    public static let keys = SensorSchedule.keys + [
-        SourceKey("sys_root", "path", default: "`/sys`", "Where sysfs is mounted."),
-    ]
+    static var mountRoot: (key: SourceKey, setting: WritableKeyPath<PowerConfig, String>) { (.sysRoot(), \.sysRoot) }
 
     public static let example = """
           # Batteries, UPSes and mains, <sys_root>/class/power_supply/*: power.capacity (percent), power.voltage (volts),
@@ -27,15 +25,4 @@ extension PowerConfig {
             interval: 30s
             sys_root: /sys
         """
-
-    public static func decode(_ mapping: ConfigMapping) -> PowerConfig {
-        var config = PowerConfig()
-        config.schedule = .decode(mapping)
-        if let sysRoot = mapping.string("sys_root") { config.sysRoot = sysRoot }
-        return config
-    }
-
-    public func makeSource(name: String, clock: any TickClock) -> any Source {
-        PowerSource(name: name, config: self, clock: clock)
-    }
 }

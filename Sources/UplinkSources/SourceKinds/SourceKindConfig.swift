@@ -31,7 +31,7 @@ public protocol SourceKindConfig: Sendable, Equatable {
     /// caller), reporting each problem to `mapping.decoder`; keys that are absent or unusable keep their defaults.
     static func decode(_ mapping: ConfigMapping) -> Self
 
-    /// The source this configuration describes.
+    /// The source this configuration describes (a `ConfiguredSource` for every `RunnableSourceKindConfig`).
     /// - Parameters:
     ///   - name: The source's unique name (`sources[].name`).
     ///   - clock: The clock a sensor ticks by (kinds that do not tick ignore it).

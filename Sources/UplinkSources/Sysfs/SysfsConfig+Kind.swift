@@ -33,20 +33,13 @@ extension SysfsConfig {
             unit: celsius         # one of the units in docs/metrics.md, or "". Default: "".
         """
 
-    public static func decode(_ mapping: ConfigMapping) -> SysfsConfig {
-        var config = SysfsConfig()
-        config.schedule = .decode(mapping)
+    public mutating func decodeOwnKeys(_ mapping: ConfigMapping) {
         if let path = mapping.requiredString("path", hint: "e.g. 'path: /sys/bus/iio/devices/iio:device0/in_temp_raw'") {
-            config.path = path
+            self.path = path
         }
-        if let scale = mapping.double("scale") { config.scale = scale }
-        if let offset = mapping.double("offset") { config.offset = offset }
-        if let metric = mapping.metricName("metric") { config.metric = metric }
-        if let unit = mapping.metricUnit("unit") { config.unit = unit }
-        return config
-    }
-
-    public func makeSource(name: String, clock: any TickClock) -> any Source {
-        SysfsSource(name: name, config: self, clock: clock)
+        if let scale = mapping.double("scale") { self.scale = scale }
+        if let offset = mapping.double("offset") { self.offset = offset }
+        if let metric = mapping.metricName("metric") { self.metric = metric }
+        if let unit = mapping.metricUnit("unit") { self.unit = unit }
     }
 }

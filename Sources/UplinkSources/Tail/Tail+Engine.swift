@@ -126,8 +126,6 @@ final class TailEngine {
     static let copyDecisionLimit: Duration = .seconds(1)
     /// How often the opener's task wakes to see whether polling began, while inotify makes its looks.
     static let watchedScanInterval: Duration = .seconds(60)
-    /// Longest wait at shutdown for the acknowledgement of the last line sent.
-    static let shutdownAcknowledgementWait: Duration = .seconds(5)
 
     init(name: String, config: TailConfig, context: SourceContext, clock: any TickClock) throws {
         self.name = name
@@ -143,7 +141,7 @@ final class TailEngine {
             do {
                 startPattern = try Regex(pattern)
             } catch {
-                throw TailError("tail source '\(name)': invalid multiline.start_pattern \"\(pattern)\": \(error)")
+                throw SourceError("tail source '\(name)': invalid multiline.start_pattern \"\(pattern)\": \(error)")
             }
         } else {
             startPattern = nil
@@ -152,7 +150,7 @@ final class TailEngine {
             let path = TailCheckpointFile.path(stateDirectory: stateDirectory, sourceName: name)
             let directory = AtomicFile.parentDirectory(of: path)
             if let error = SourceFiles.makeDirectories(directory) {
-                throw TailError("tail source '\(name)': cannot create the checkpoint directory \(directory): \(error)")
+                throw SourceError("tail source '\(name)': cannot create the checkpoint directory \(directory): \(error)")
             }
             checkpointPath = path
         } else {
@@ -321,11 +319,8 @@ final class TailEngine {
     }
 
     private func shutdown() async {
-        if await !sink.waitForAcknowledgement(through: lastAppendedSequence, atMost: Self.shutdownAcknowledgementWait) {
-            logger.info(
-                "tail source: stopping before the collector acknowledged every line sent; they are sent again on the next start"
-            )
-        }
+        await LogReaderStop.awaitAcknowledgement(
+            of: lastAppendedSequence, from: sink, kind: "tail", record: "line", logger: logger)
         acknowledge()
         await writeCheckpoints(force: true)
         for file in files { closeFile(file) }
@@ -605,6 +600,9 @@ final class TailEngine {
         }
     }
 }
+
+/// What every `tail` source runs (`TailConfig.Engine`).
+extension TailEngine: LogReaderEngine {}
 
 /// The opener task's scan interval, changed by the engine when inotify starts or is given up.
 /// nil: inotify makes the looks.

@@ -20,41 +20,14 @@ import UplinkCore
 ///   to its changes file, `TailCheckpointChanges`).
 /// - Cancellation stops reading, waits up to 5 seconds for the acknowledgement of the last line sent, writes
 ///   the final checkpoints and returns.
-public struct TailSource: Source {
-    /// The source's name (`sources[].name`); also names its checkpoint file.
-    public let name: String
-    /// What to follow and how.
-    public let config: TailConfig
-    /// What the tailer's timeouts, intervals and `uplink.linger` budget are measured on and waited out with.
-    public let clock: any TickClock
+///
+/// The source's name also names its checkpoint file; its clock is what the tailer's timeouts, intervals and
+/// `uplink.linger` budget are measured on and waited out with. It throws a `SourceError` before reading anything
+/// when the multi-line pattern is invalid or the checkpoint directory cannot be created.
+public typealias TailSource = ConfiguredSource<TailConfig>
 
-    /// A source that follows the files `config` describes.
-    public init(name: String, config: TailConfig, clock: any TickClock = SystemTickClock()) {
-        self.name = name
-        self.config = config
-        self.clock = clock
-    }
-
-    /// Follows the files until cancelled. Throws a `TailError` before reading anything when the multi-line
-    /// pattern is invalid or the checkpoint directory cannot be created.
-    public func run(context: SourceContext) async throws {
-        let engine = try TailEngine(name: name, config: config, context: context, clock: clock)
-        await engine.run()
-    }
-}
-
-/// A problem that keeps a `tail` source from starting.
-public struct TailError: Error, Sendable, Equatable, CustomStringConvertible {
-    /// What went wrong, naming the source and the path or pattern involved.
-    public var message: String
-
-    /// An error with this message.
-    public init(_ message: String) {
-        self.message = message
-    }
-
-    /// The message.
-    public var description: String { message }
+extension TailConfig: LogReaderConfig {
+    typealias Engine = TailEngine
 }
 
 /// Counts of what a tail source did, logged at shutdown.

@@ -83,7 +83,7 @@ extension TailConfig {
             "discovery_interval", "duration, > 0", default: "`10s`",
             "How often the patterns are expanded again (with inotify only a safety net, skipped while none of the "
                 + "watched directories changed)."),
-        SourceKey("max_line_bytes", "size, 1 B to `16MiB`", default: "`64KiB`", "Longest line sent whole."),
+        .maxLineBytes("Longest line sent whole."),
         SourceKey(
             "partial_line_timeout", "duration, > 0", default: "`1s`", "How long a last line without newline waits for the rest."),
         SourceKey(
@@ -93,9 +93,7 @@ extension TailConfig {
         SourceKey(
             "multiline.timeout", "duration, > 0", default: "`1s`",
             "A multi-line record is sent when no continuation line came for this long."),
-        SourceKey(
-            "checkpoint_interval", "duration, > 0", default: "`1s`",
-            "Acknowledged offsets are written at most this often, and once more at shutdown."),
+        .checkpointInterval("Acknowledged offsets are written at most this often, and once more at shutdown."),
     ]
 
     public static let example = #"""
@@ -131,9 +129,9 @@ extension TailConfig {
         if let watch = mapping.enumeration("watch", as: TailWatchMethod.self) { config.watch = watch }
         if let interval = mapping.duration("poll_interval", .greaterThan(.zero)) { config.pollInterval = interval }
         if let interval = mapping.duration("discovery_interval", .greaterThan(.zero)) { config.discoveryInterval = interval }
-        if let bytes = mapping.size("max_line_bytes", .between(1, 16 << 20)) { config.maxLineBytes = bytes }
+        if let bytes = mapping.maxLineBytes() { config.maxLineBytes = bytes }
         if let timeout = mapping.duration("partial_line_timeout", .greaterThan(.zero)) { config.partialLineTimeout = timeout }
-        if let interval = mapping.duration("checkpoint_interval", .greaterThan(.zero)) { config.checkpointInterval = interval }
+        if let interval = mapping.checkpointInterval() { config.checkpointInterval = interval }
         if let multiline = mapping.mapping("multiline", allowedKeys: ["start_pattern", "timeout"]) {
             if let node = multiline.require("start_pattern", hint: "a regex matching the first line of a record, e.g. '^\\\\d{4}-'"),
                 let pattern = multiline.string("start_pattern")
@@ -149,11 +147,6 @@ extension TailConfig {
             if let timeout = multiline.duration("timeout", .greaterThan(.zero)) { config.multilineTimeout = timeout }
         }
         return config
-    }
-
-    /// The tailer reacts to file events; `clock` times its timeouts, intervals and the linger budget.
-    public func makeSource(name: String, clock: any TickClock) -> any Source {
-        TailSource(name: name, config: self, clock: clock)
     }
 
     /// `pattern` made absolute against the working directory (glob characters are left alone).

@@ -18,7 +18,7 @@ public enum TailWatchMethod: String, Sendable, Equatable, CaseIterable {
 ///
 /// Every record carries the field `path` (the file's path when the line was read) and, when the line was cut
 /// to `maxLineBytes`, the field `truncated` with the line's original length in bytes.
-public struct TailConfig: SourceKindConfig {
+public struct TailConfig: RunnableSourceKindConfig {
     /// Glob patterns of the files to follow (YAML key `paths`, a list of strings, at least one). Default: none.
     /// `*` matches any run of characters within one path component (dot files included), `?` one character,
     /// `[a-c]` one character of a set or range (`[!x]` or `[^x]` negates it), `**` as a whole component any number

@@ -1,8 +1,8 @@
-import UplinkConfig
 import UplinkCore
 
-/// `type: thermal`: its keys, decoding, documentation and example.
-extension ThermalConfig {
+/// `type: thermal`: its mount point key and setting, documentation and example; `MountRootSensorConfig` lists and
+/// decodes its keys.
+extension ThermalConfig: MountRootSensorConfig {
     public static let typeName = "thermal"
 
     public static var defaults: ThermalConfig { ThermalConfig() }
@@ -12,9 +12,9 @@ extension ThermalConfig {
         `zone` (the zone's number) and `type` (the zone's `type` file, e.g. `cpu-thermal`). Zones are found at start.
         """
 
-    public static let keys = SensorSchedule.keys + [
-        SourceKey("sys_root", "path", default: "`/sys`", "Where sysfs is mounted (e.g. `/host/sys` in a container)."),
-    ]
+    static var mountRoot: (key: SourceKey, setting: WritableKeyPath<ThermalConfig, String>) {
+        (.sysRoot("Where sysfs is mounted (e.g. `/host/sys` in a container)."), \.sysRoot)
+    }
 
     public static let example = """
           # Thermal zones, <sys_root>/class/thermal/thermal_zone*/temp: thermal.temperature (celsius), tags zone, type.
@@ -23,15 +23,4 @@ extension ThermalConfig {
             interval: 10s
             sys_root: /sys        # where sysfs is mounted (e.g. /host/sys in a container). Default: /sys.
         """
-
-    public static func decode(_ mapping: ConfigMapping) -> ThermalConfig {
-        var config = ThermalConfig()
-        config.schedule = .decode(mapping)
-        if let sysRoot = mapping.string("sys_root") { config.sysRoot = sysRoot }
-        return config
-    }
-
-    public func makeSource(name: String, clock: any TickClock) -> any Source {
-        ThermalSource(name: name, config: self, clock: clock)
-    }
 }

@@ -1,8 +1,8 @@
-import UplinkConfig
 import UplinkCore
 
-/// `type: uptime`: its keys, decoding, documentation and example.
-extension UptimeConfig {
+/// `type: uptime`: its mount point key and setting, documentation and example; `MountRootSensorConfig` lists and
+/// decodes its keys.
+extension UptimeConfig: MountRootSensorConfig {
     public static let typeName = "uptime"
 
     public static var defaults: UptimeConfig { UptimeConfig() }
@@ -11,9 +11,7 @@ extension UptimeConfig {
         Seconds since boot from `<proc_root>/uptime`: `uptime.seconds` (unit `seconds`).
         """
 
-    public static let keys = SensorSchedule.keys + [
-        SourceKey("proc_root", "path", default: "`/proc`", "Where procfs is mounted."),
-    ]
+    static var mountRoot: (key: SourceKey, setting: WritableKeyPath<UptimeConfig, String>) { (.procRoot(), \.procRoot) }
 
     public static let example = """
           # Seconds since boot from <proc_root>/uptime: uptime.seconds.
@@ -22,15 +20,4 @@ extension UptimeConfig {
             interval: 1m
             proc_root: /proc
         """
-
-    public static func decode(_ mapping: ConfigMapping) -> UptimeConfig {
-        var config = UptimeConfig()
-        config.schedule = .decode(mapping)
-        if let procRoot = mapping.string("proc_root") { config.procRoot = procRoot }
-        return config
-    }
-
-    public func makeSource(name: String, clock: any TickClock) -> any Source {
-        UptimeSource(name: name, config: self, clock: clock)
-    }
 }

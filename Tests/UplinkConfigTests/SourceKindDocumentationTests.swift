@@ -16,12 +16,12 @@ struct SourceKindDocumentationTests {
     /// Checks (or, with `UPLINK_WRITE_GENERATED_DOCS=1`, rewrites) the generated part of the file at `path`.
     private func checkGeneratedPart(of path: String, markers: (begin: String, end: String), expected: String) throws {
         let text = try String(contentsOfFile: path, encoding: .utf8)
-        let current = SourceKindDocumentation.generatedPart(of: text, begin: markers.begin, end: markers.end)
+        let current = GeneratedDocumentation.generatedPart(of: text, begin: markers.begin, end: markers.end)
         try #require(current != nil, "\(path) lacks the marker lines '\(markers.begin)' and '\(markers.end)'")
         if current == expected { return }
         if Self.rewrite {
             let updated = try #require(
-                SourceKindDocumentation.replacingGeneratedPart(of: text, begin: markers.begin, end: markers.end, with: expected))
+                GeneratedDocumentation.replacingGeneratedPart(of: text, begin: markers.begin, end: markers.end, with: expected))
             try updated.write(toFile: path, atomically: true, encoding: .utf8)
             return
         }

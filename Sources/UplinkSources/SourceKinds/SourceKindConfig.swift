@@ -59,30 +59,6 @@ extension SourceKindConfig {
     }
 }
 
-/// One key of a source kind, as docs/configuration.md lists it (Fluent Bit's `config_map` entry).
-public struct SourceKey: Sendable, Equatable {
-    /// The key (`per_core`), or its path inside a nested mapping (`multiline.timeout`).
-    public var name: String
-    /// What the value is, with its unit and range, in Markdown (`duration, > 0`, `` `end` or `beginning` ``).
-    public var type: String
-    /// The default in Markdown (`` `10s` ``, `none`), or `**required**`.
-    public var defaultValue: String
-    /// What the key does, in Markdown.
-    public var description: String
-
-    /// A key with its type, default and description (all Markdown, as shown in the docs table).
-    public init(_ name: String, _ type: String, default defaultValue: String, _ description: String) {
-        self.name = name
-        self.type = type
-        self.defaultValue = defaultValue
-        self.description = description
-    }
-
-    /// The default column of a required key.
-    public static let required = "**required**"
-
-    /// The part of `name` before the first dot: the key in the source's own mapping.
-    public var topLevelName: String {
-        name.split(separator: ".", maxSplits: 1).first.map(String.init) ?? name
-    }
-}
+/// One key of a source kind, as docs/configuration.md lists it (Fluent Bit's `config_map` entry): the same row the
+/// sink kinds use.
+public typealias SourceKey = DocumentedKey

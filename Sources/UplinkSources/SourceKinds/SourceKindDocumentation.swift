@@ -25,23 +25,23 @@ public enum SourceKindDocumentation {
             """
             A list; each item is one source. Every source has:
 
-            \(table([
+            \(GeneratedDocumentation.table([
                 SourceKey(
                     "name", "string", default: SourceKey.required,
                     "Unique among the sources; labels every record and metric of the source. Letters, digits, `.`, `_`, `-`; "
                         + "at most 64 characters."),
                 SourceKey(
-                    "type", list(typeNames, conjunction: "or"), default: SourceKey.required,
+                    "type", GeneratedDocumentation.list(typeNames, conjunction: "or"), default: SourceKey.required,
                     "The kind of source; decides which other keys are allowed."),
             ]))
             """,
             """
             ### Keys every sensor has
 
-            Every sensor kind (\(list(sensors, conjunction: "and"))) takes these keys.
+            Every sensor kind (\(GeneratedDocumentation.list(sensors, conjunction: "and"))) takes these keys.
             Metric names and units follow [metrics.md](metrics.md).
 
-            \(table(SensorSchedule.keys))
+            \(GeneratedDocumentation.table(SensorSchedule.keys))
 
             A sensor whose files do not exist on this machine (no hwmon chips in a VM, no battery on a server) logs one warning
             when it starts and stops; the agent goes on. Malformed lines are skipped, counted and logged once.
@@ -50,7 +50,7 @@ public enum SourceKindDocumentation {
         for kind in kinds {
             let type = kind.configType
             let ownKeys = kind.isSensor ? type.keys.filter { !SensorSchedule.keys.contains($0) } : type.keys
-            var section = "### `type: \(type.typeName)`\n\n\(type.summary)\n\n\(table(ownKeys))"
+            var section = "### `type: \(type.typeName)`\n\n\(type.summary)\n\n\(GeneratedDocumentation.table(ownKeys))"
             if kind.isSensor {
                 section += "\n\nAnd the [keys every sensor has](#keys-every-sensor-has): `interval`, `jitter`, `tags`."
             }
@@ -63,38 +63,11 @@ public enum SourceKindDocumentation {
     public static func examples(kinds: [SourceKind] = SourceKind.allCases) -> String {
         let others = kinds.filter { !$0.isSensor }.map(\.typeName)
         let preamble = """
-              # Every sensor (every kind but \(list(others, conjunction: "and"))) takes `interval` (default 10s),
+              # Every sensor (every kind but \(GeneratedDocumentation.list(others, conjunction: "and"))) takes `interval` (default 10s),
               # `jitter` (a random delay after each aligned tick, below the interval; default 0s) and `tags` (strings added
               # to every metric; default none).
             """
         return ([preamble] + kinds.map { $0.configType.example }).joined(separator: "\n\n")
-    }
-
-    /// `text` with the lines between the marker lines `begin` and `end` replaced by `generated`; nil when the markers
-    /// are missing or out of order.
-    public static func replacingGeneratedPart(of text: String, begin: String, end: String, with generated: String) -> String? {
-        guard let start = text.firstRange(of: begin + "\n"), let stop = text[start.upperBound...].firstRange(of: "\n" + end)
-        else { return nil }
-        return String(text[..<start.upperBound]) + generated + String(text[stop.lowerBound...])
-    }
-
-    /// The lines between the marker lines `begin` and `end` of `text`, or nil when the markers are missing.
-    public static func generatedPart(of text: String, begin: String, end: String) -> String? {
-        guard let start = text.firstRange(of: begin + "\n"), let stop = text[start.upperBound...].firstRange(of: "\n" + end)
-        else { return nil }
-        return String(text[start.upperBound..<stop.lowerBound])
-    }
-
-    /// A Markdown table of keys, as docs/configuration.md shows them.
-    static func table(_ keys: [SourceKey]) -> String {
-        let rows = keys.map { "| `\($0.name)` | \($0.type) | \($0.defaultValue) | \($0.description) |" }
-        return (["| key | type | default | |", "|---|---|---|---|"] + rows).joined(separator: "\n")
-    }
-
-    /// `a`, `a or b`, `a, b or c`.
-    static func list(_ items: [String], conjunction: String) -> String {
-        guard items.count > 1 else { return items.first ?? "" }
-        return items.dropLast().joined(separator: ", ") + " \(conjunction) " + items[items.count - 1]
     }
 }
 

@@ -10,10 +10,8 @@ import UplinkTestSupport
 /// or stored twice, and standard output does not print the old records again.
 @Suite(.serialized, .timeLimit(.minutes(3)))
 struct CollectorUpgradeTests {
-    /// A stored line as the earlier collector wrote it, built by hand (not with the code under test).
     private func stored(_ agent: String, _ epoch: UInt64, _ sequence: UInt64) -> String {
-        #"{"agent":""# + agent + #"","epoch":"# + String(epoch) + ","
-            + String(decoding: recordLine(sequence).dropFirst(), as: UTF8.self) + "\n"
+        handWrittenStoredLine(agent, epoch, sequence)
     }
 
     /// The sequence a stdout line printed for `recordLine(sequence)`: its timestamp's last digits.

@@ -16,10 +16,14 @@ import UplinkWire
 public enum StoredLine {
     /// What recovery needs of a stored line: whose it is, its sequence and, for file lines, its origin.
     public struct Key: Sendable, Equatable {
+        /// The agent and epoch of the prefix.
         public var stream: StreamKey
+        /// The record's `seq`.
         public var sequence: UInt64
+        /// The record's origin and offset, for lines of files (docs/protocol.md, "Origins").
         public var origin: RecordOrigin?
 
+        /// A key, for comparisons.
         public init(stream: StreamKey, sequence: UInt64, origin: RecordOrigin? = nil) {
             self.stream = stream
             self.sequence = sequence

@@ -22,6 +22,7 @@ public struct LogEntry: Sendable, Equatable {
     /// The record.
     public var record: Record
 
+    /// An entry; `StoredLine.entry(of:)` makes them from the log's lines.
     public init(agent: String, epoch: UInt64, sequence: UInt64, record: Record) {
         self.agent = agent
         self.epoch = epoch

@@ -8,11 +8,12 @@ import UplinkCore
 import UplinkObservability
 
 /// The receiving end of the uplink stream protocol (docs/protocol.md): an HTTP server that accepts one long-lived
-/// upload per agent, stores its records in the sinks, and streams back acknowledgements.
+/// upload per agent, stores its records in its write-ahead log, streams back acknowledgements, and forwards the
+/// log to the sinks.
 ///
 /// Run it as a `Service` (in a `ServiceGroup`, or by calling `run()`); graceful shutdown ends every stream after
 /// its current batch, with its response ended cleanly. Marks (the highest sequence stored per agent and epoch)
-/// survive restarts: see `CollectorConfiguration.jsonlSink` and the marks ledger in the data directory.
+/// survive restarts: the log and the marks ledger in the data directory hold them.
 ///
 /// ```swift
 /// let collector = Collector(configuration: .init(port: 0), logger: logger)
@@ -46,8 +47,8 @@ public final class Collector: Service {
     /// - Parameters:
     ///   - configuration: Where to listen and store.
     ///   - logger: Used for the collector's own messages (start, gaps, storage errors, streams at debug level).
-    ///   - stdout: Where the standard-output sink writes (tests inject their own); the process's standard output
-    ///     by default. Unused when `configuration.stdoutSink` is off.
+    ///   - stdout: Where sinks of type `stdout` (and the implicit one of `configuration.stdoutSink`) write; tests
+    ///     inject their own. The process's standard output by default.
     ///   - metrics: What `/metrics` serves: by default the process's exposition (`MetricsExposition.bootstrap()`),
     ///     or, when the process has none, one with only the series the collector reads at scrape time.
     public init(
@@ -76,8 +77,7 @@ public final class Collector: Service {
             try configuration.checkLimits()
             // Read before anything else, so that a bad certificate or key stops the start, not the first handshake.
             let tls = try configuration.tls?.serverConfiguration()
-            let storage = try await Storage.open(
-                configuration: configuration, output: output, marks: marks, recorder: recorder, logger: logger)
+            let storage = try await Storage.open(configuration: configuration, marks: marks, recorder: recorder, logger: logger)
             do {
                 try await withForwarders(storage: storage) { try await serve(storage: storage, tls: tls) }
             } catch {

@@ -10,12 +10,16 @@ public struct CollectorConfiguration: Sendable, Equatable {
     /// `rejects.jsonl`. Default `"./collector-data"`.
     public var dataDirectory: String
     /// Whether every record is printed to standard output, one human-readable line per record. Default `true`.
+    /// Without `sinks` this is an implicit sink of type `stdout` named `collector.stdout`, which prints records as
+    /// soon as they are in the log.
     ///
-    /// Standard output is not transactional: when it is the only sink (`jsonlSink` off), a crash between printing a
-    /// batch and recording its mark in the ledger prints that batch again after the agent resends it.
+    /// Standard output is not transactional: a crash between printing a batch and persisting the sink's cursor
+    /// prints that batch again at the next start.
     public var stdoutSink: Bool
     /// Whether records are appended to `<dataDirectory>/records.jsonl`, each received line with the agent id and
-    /// epoch spliced in front. Default `true`. This file is the source of truth for the marks after a restart.
+    /// epoch spliced in front. Default `true`. Without `sinks` this file is the write-ahead log itself (written
+    /// once, never rolled or deleted), and so the source of truth for the marks after a restart; when off, the log
+    /// is `<dataDirectory>/log/`.
     public var jsonlSink: Bool
     /// The bearer token agents must send in `Authorization: Bearer <token>`; `nil` (the default) accepts any agent.
     public var token: String?
@@ -48,12 +52,12 @@ public struct CollectorConfiguration: Sendable, Equatable {
     /// TLS on the listening socket, with HTTP/2 offered through ALPN; `nil` (the default) serves plaintext
     /// HTTP/1.1 (on loopback, or behind a TLS-terminating proxy).
     public var tls: CollectorTLS?
-    /// The sinks records are forwarded to from the write-ahead log (`collector.sinks`). Default `nil`: no log;
-    /// records go straight to `records.jsonl` (`jsonlSink`) and standard output (`stdoutSink`) as before.
-    /// When set, `jsonlSink` and `stdoutSink` are ignored: add sinks of type `jsonl` and `stdout` instead.
+    /// The sinks records are forwarded to from the write-ahead log (`collector.sinks`). Default `nil`: the
+    /// implicit sinks of `jsonlSink` and `stdoutSink`. When set, the log is `<dataDirectory>/log/` and
+    /// `jsonlSink` and `stdoutSink` are ignored: add sinks of type `jsonl` and `stdout` instead.
     public var sinks: [SinkConfiguration]? = nil
     /// Segments and retention of the write-ahead log (`collector.retention`, `collector.log_segment_*`); used
-    /// only with `sinks`.
+    /// when the log is `<dataDirectory>/log/` (not when it is `records.jsonl`).
     public var log = CollectorLogSettings()
     /// The compressed `Content-Encoding`s streams may use (`collector.accept_encodings`). A stream with another is
     /// answered `415` with an `Accept-Encoding` header, and agents then fall back to an uncompressed body; an

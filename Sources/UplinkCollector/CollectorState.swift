@@ -3,7 +3,7 @@ import Synchronization
 import UplinkWire
 
 /// The high-water marks per stream, shared by all connections: read when a stream opens (its `resume`), raised by
-/// the storage thread once a batch is in the sinks and the ledger.
+/// the storage thread once a batch is in the log and the ledger.
 ///
 /// It also holds the origin marks (highest stored offset per agent and log file incarnation, see
 /// `StreamKey.origin`), kept per agent so a stream's open finds them at once. An agent keeps at most

@@ -37,7 +37,7 @@ public struct StreamKey: Hashable, Sendable, CustomStringConvertible {
 /// rather than wrap or trap: what agents send decides some of them (a gap's size is the difference of two
 /// sequence numbers), so no input can make a count crash the collector.
 public struct CollectorStatistics: Sendable, Equatable {
-    /// Records accepted and stored by the sinks (`uplink_collector_records_stored_total`).
+    /// Records accepted and stored in the log (`uplink_collector_records_stored_total`).
     public var recordsStored: UInt64 = 0
     /// Records discarded because their sequence was at or below the mark (`uplink_collector_duplicates_total`).
     public var duplicatesDiscarded: UInt64 = 0
@@ -63,7 +63,8 @@ public struct CollectorStatistics: Sendable, Equatable {
     public var streamsReplaced: UInt64 = 0
     /// Requests to `/v1/stream` refused with a `4xx` or `503` (`uplink_collector_streams_rejected_total`).
     public var streamsRejected: UInt64 = 0
-    /// Failed writes to a sink other than the primary one, or to the rejects file (`uplink_collector_sink_errors_total`).
+    /// Failed writes to the rejects file (`uplink_collector_sink_errors_total`); a sink's failed deliveries are its
+    /// `SinkStatistics.retries`.
     public var sinkErrors: UInt64 = 0
     /// Streams ended because their compressed body decoded to more than the collector allows per chunk, or asked
     /// for a zstd window above 8 MiB (`uplink_collector_decompression_bombs_total`; docs/protocol.md, "Compression").

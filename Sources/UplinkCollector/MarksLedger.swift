@@ -5,14 +5,14 @@ import UplinkWire
 /// The marks ledger, `<dataDirectory>/marks.log`: text lines
 ///
 /// ```
-/// <agent> <epoch> <mark> <records_jsonl_size>
+/// <agent> <epoch> <mark> <log_end_offset>
 /// ```
 ///
-/// appended after every storage group, once the sinks have the group's records: the stream's new mark and the
-/// length of `records.jsonl` after the write (0 when the JSONL sink is off). Origin marks use the same line with
-/// `<agent>/origin <origin id> <offset>` (see `StreamKey.origin`). The last line of a stream wins. The
-/// size tells start-up recovery from where to scan `records.jsonl` for records written but not yet ledgered (a
-/// crash between the two writes). At start-up, and when it grows past `compactionBytes`, the ledger is rewritten
+/// appended after every storage group, once the log has the group's records: the stream's new mark and the log's
+/// end offset after the write (`records.jsonl`'s length when that file is the log). Origin marks use the same line
+/// with `<agent>/origin <origin id> <offset>` (see `StreamKey.origin`). The last line of a stream wins. The
+/// offset tells start-up recovery from where to scan the log for records written but not yet ledgered (a crash
+/// between the two writes). At start-up, and when it grows past `compactionBytes`, the ledger is rewritten
 /// with one line per stream, atomically (temporary file, `fsync`, `rename`).
 ///
 /// Used only by the storage thread.

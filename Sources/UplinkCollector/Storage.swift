@@ -5,11 +5,11 @@ import Synchronization
 import UplinkCore
 import UplinkWire
 
-/// All of the collector's file I/O, on one dedicated thread (never on the cooperative pool): the sinks, the marks
-/// ledger and the rejects file.
+/// The collector's writes on the record path, on one dedicated thread (never on the cooperative pool): the log
+/// (`CollectorLog`, which forwarders then read for the sinks), the marks ledger and the rejects file.
 ///
 /// Streams hand in their batches with `commit(_:)`; the storage thread takes everything that queued up meanwhile
-/// as one group (group commit): one write to each sink, then one ledger append, then it raises the marks and
+/// as one group (group commit): one write to the log, then one ledger append, then it raises the marks and
 /// resumes the waiting streams, which only then acknowledge. A stream's batches are committed in order because
 /// a stream waits for each commit before reading on.
 final class Storage: Sendable {
@@ -40,14 +40,8 @@ final class Storage: Sendable {
     private let pool: NIOThreadPool
     private let queue = Mutex(Queue())
     private let files: Mutex<Files>
-    /// The sink whose success decides whether a batch is stored: JSONL when on, otherwise stdout.
-    private let primary: (any CollectorSink)?
-    /// Further sinks; their failures are logged and counted but do not hold back acknowledgements.
-    private let secondary: [any CollectorSink]
-    /// The file the ledger's size column follows: the write-ahead log, or `records.jsonl`, or nothing.
-    private let appendLog: (any AppendLog)?
-    /// The write-ahead log, when `collector.sinks` is configured (its forwarders read it).
-    let log: CollectorLog?
+    /// The write-ahead log: every accepted record is written here once; the ledger's size column is its end offset.
+    let log: CollectorLog
     private let marks: MarkTable
     private let recorder: StatisticsRecorder
     private let logger: Logger
@@ -56,31 +50,12 @@ final class Storage: Sendable {
 
     private init(
         pool: NIOThreadPool, recovered: sending StorageRecovery.Recovered, configuration: CollectorConfiguration,
-        output: any CollectorOutput, marks: MarkTable, recorder: StatisticsRecorder, logger: Logger
+        marks: MarkTable, recorder: StatisticsRecorder, logger: Logger
     ) {
         self.pool = pool
-        let log = recovered.log
-        let recordsDescriptor = recovered.recordsDescriptor
-        let recordsSize = recovered.recordsSize
         let recoveredMarks = recovered.marks
+        self.log = recovered.log
         self.files = Mutex(Files(ledger: recovered.ledger, rejectsDescriptor: recovered.rejectsDescriptor))
-        var sinks: [any CollectorSink] = []
-        self.log = log
-        if let log {
-            // With `collector.sinks` the log is the only thing written here; forwarders feed the sinks.
-            self.appendLog = log
-            sinks.append(log)
-        } else if let descriptor = recordsDescriptor {
-            let jsonl = JSONLSink(
-                path: configuration.recordsFile, descriptor: descriptor, size: recordsSize, fsync: configuration.fsync)
-            self.appendLog = jsonl
-            sinks.append(jsonl)
-        } else {
-            self.appendLog = nil
-        }
-        if configuration.stdoutSink && log == nil { sinks.append(StdoutSink(output: output)) }
-        self.primary = sinks.first
-        self.secondary = Array(sinks.dropFirst())
         self.marks = marks
         self.recorder = recorder
         self.logger = logger
@@ -95,8 +70,7 @@ final class Storage: Sendable {
 
     /// Starts the storage thread and recovers the marks (see `StorageRecovery`).
     static func open(
-        configuration: CollectorConfiguration, output: any CollectorOutput, marks: MarkTable, recorder: StatisticsRecorder,
-        logger: Logger
+        configuration: CollectorConfiguration, marks: MarkTable, recorder: StatisticsRecorder, logger: Logger
     ) async throws -> Storage {
         let pool = NIOThreadPool(numberOfThreads: 1)
         pool.start()
@@ -104,8 +78,8 @@ final class Storage: Sendable {
             return try await pool.runIfActive {
                 let recovered = try StorageRecovery.recover(configuration, logger: logger)
                 return Storage(
-                    pool: pool, recovered: recovered, configuration: configuration, output: output, marks: marks,
-                    recorder: recorder, logger: logger)
+                    pool: pool, recovered: recovered, configuration: configuration, marks: marks, recorder: recorder,
+                    logger: logger)
             }
         } catch {
             try? await pool.shutdownGracefully()
@@ -118,7 +92,7 @@ final class Storage: Sendable {
         try? await pool.shutdownGracefully()
     }
 
-    /// Stores `commit` and returns once its records are in the sinks and its mark is in the ledger and the mark
+    /// Stores `commit` and returns once its records are in the log and its mark is in the ledger and the mark
     /// table. Throws when the records could not be stored; they must not be acknowledged then.
     func commit(_ commit: Commit) async throws {
         try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, any Error>) in
@@ -183,59 +157,44 @@ final class Storage: Sendable {
         var failure: (any Error)?
         let batches = commits.compactMap(\.batch)
         if !batches.isEmpty {
-            if let primary {
-                do {
-                    try primary.write(batches)
-                } catch {
-                    logger.error("Could not store records; they will not be acknowledged", metadata: ["error": "\(error)"])
-                    failure = error
-                }
-            }
-            if failure == nil {
-                for sink in secondary {
-                    do {
-                        try sink.write(batches)
-                    } catch {
-                        recorder.sinkError()
-                        logger.error("A secondary sink failed", metadata: ["error": "\(error)"])
-                    }
-                }
-                failure = advanceMarks(batches, files: &files)
+            do {
+                try log.write(batches)
+                advanceMarks(batches, files: &files)
+            } catch {
+                logger.error("Could not store records; they will not be acknowledged", metadata: ["error": "\(error)"])
+                failure = error
             }
         }
         writeRejects(commits, files: &files)
         return failure
     }
 
-    /// Storage thread: ledger append, then the mark table.
-    private func advanceMarks(_ batches: [CollectorBatch], files: inout Files) -> (any Error)? {
+    /// Storage thread: ledger append, then the mark table. A failed append does not fail the group: the records
+    /// are in the log, which recovery scans from the ledger's last offset.
+    private func advanceMarks(_ batches: [CollectorBatch], files: inout Files) {
         var entries = batches.map { ($0.stream, $0.highestSequence) }
         for batch in batches {
             for (id, offset) in batch.origins { entries.append((StreamKey.origin(agent: batch.stream.agent, id: id), offset)) }
         }
-        let recordsSize = appendLog?.size ?? 0
+        let logEnd = log.committedEnd
         do {
             if files.ledger.needsCompaction {
                 marks.raise(entries)
-                try files.ledger.compact(marks: marks.snapshot(), recordsSize: recordsSize)
-                return nil
+                try files.ledger.compact(marks: marks.snapshot(), recordsSize: logEnd)
+                return
             }
-            try files.ledger.append(entries, recordsSize: recordsSize)
+            try files.ledger.append(entries, recordsSize: logEnd)
         } catch {
             logger.error("Could not write the marks ledger", metadata: ["file": "\(files.ledger.path)", "error": "\(error)"])
-            // With the JSONL sink or the log, the file is the source of truth (recovery scans it), so the records
-            // count as stored; without it an unledgered mark would be lost on restart, so the batch fails.
-            guard appendLog != nil else { return error }
         }
         marks.raise(entries)
         if files.ledger.shouldCompact {
             do {
-                try files.ledger.compact(marks: marks.snapshot(), recordsSize: recordsSize)
+                try files.ledger.compact(marks: marks.snapshot(), recordsSize: logEnd)
             } catch {
                 logger.error("Could not compact the marks ledger", metadata: ["file": "\(files.ledger.path)", "error": "\(error)"])
             }
         }
-        return nil
     }
 
     /// Storage thread: one JSON line per reject.

@@ -7,23 +7,16 @@ import UplinkWire
 /// data it has, whenever the previous process stopped (including `SIGKILL` at any instant):
 ///
 /// 1. read the marks ledger, ignoring a torn last line;
-/// 2. when the JSONL sink is on, scan `records.jsonl` from the records size on the ledger's last line to the end,
-///    raising the marks of records that were written but not yet ledgered (with `collector.sinks`, the same over
-///    the write-ahead log's segments, from the ledger's log offset: `CollectorLog.recover`);
-/// 3. truncate an unterminated last line of `records.jsonl` (or of the log's last segment): a torn write, never
-///    acknowledged;
+/// 2. open the log (`CollectorLog.recover`: `records.jsonl`, or the segments under `log/`) and scan it from the
+///    offset on the ledger's last line to the end, raising the marks of records that were written but not yet
+///    ledgered;
+/// 3. truncate an unterminated last line of the log's last segment: a torn write, never acknowledged;
 /// 4. rewrite the ledger compacted, one line per stream (temporary file + rename).
-///
-/// When the JSONL sink is off the ledger alone is the state.
 enum StorageRecovery {
     struct Recovered {
         var marks: [StreamKey: UInt64]
         var ledger: MarksLedger
-        /// `records.jsonl` opened for appending, when the JSONL sink is on (and there is no log).
-        var recordsDescriptor: Int32?
-        /// The write-ahead log, when `collector.sinks` is configured.
-        var log: CollectorLog?
-        var recordsSize: Int64
+        var log: CollectorLog
         var rejectsDescriptor: Int32
     }
 
@@ -42,51 +35,18 @@ enum StorageRecovery {
                 ])
         }
         var marks = ledger.marks
-        var recordsSize: Int64 = 0
-        var recordsDescriptor: Int32?
-        var log: CollectorLog?
-        if configuration.sinks != nil {
-            let settings = configuration.log
-            let opened = try CollectorLog.recover(
-                directory: configuration.logDirectory, ledgerOffset: ledger.lastRecordsSize, fsync: configuration.fsync,
-                segmentBytes: settings.segmentBytes, segmentAge: settings.segmentAge,
-                maxLineBytes: configuration.maxLineBytes, marks: &marks, logger: logger)
-            recordsSize = opened.size
-            log = opened
-        } else if configuration.jsonlSink {
-            let path = configuration.recordsFile
-            guard let descriptor = try FileIO.openForUpdate(path, create: true) else {
-                throw CollectorError(code: "io_error", message: "cannot open \(path)")
-            }
-            defer { FileIO.closeFile(descriptor) }
-            let size = try FileIO.fileSize(descriptor, path: path)
-            let start = min(ledger.lastRecordsSize ?? 0, size)
-            let tail = try scanRecords(
-                descriptor, path: path, from: start, to: size, maxLineBytes: configuration.maxLineBytes, marks: &marks,
-                logger: logger)
-            if tail > 0 {
-                logger.warning(
-                    "Removing an unterminated last line from the records file (a write cut off by a crash; never acknowledged)",
-                    metadata: ["file": "\(path)", "bytes": "\(tail)"])
-                try FileIO.truncateFile(descriptor, to: size - Int64(tail), path: path)
-            }
-            recordsSize = size - Int64(tail)
-            recordsDescriptor = try FileIO.openForAppending(path)
-        }
+        let settings = configuration.log
+        let log = try CollectorLog.recover(
+            configuration.logLayout, ledgerOffset: ledger.lastRecordsSize, fsync: configuration.fsync,
+            segmentBytes: settings.segmentBytes, segmentAge: settings.segmentAge, maxLineBytes: configuration.maxLineBytes,
+            marks: &marks, logger: logger)
+        let rejectsDescriptor = try FileIO.openForAppending(rejectsPath)
         do throws(CollectorError) {
-            let rejectsDescriptor = try FileIO.openForAppending(rejectsPath)
-            do throws(CollectorError) {
-                let ledgerFile = try MarksLedger.create(
-                    path: configuration.marksFile, marks: marks, recordsSize: recordsSize, fsync: configuration.fsync)
-                return Recovered(
-                    marks: marks, ledger: ledgerFile, recordsDescriptor: recordsDescriptor, log: log, recordsSize: recordsSize,
-                    rejectsDescriptor: rejectsDescriptor)
-            } catch {
-                FileIO.closeFile(rejectsDescriptor)
-                throw error
-            }
+            let ledgerFile = try MarksLedger.create(
+                path: configuration.marksFile, marks: marks, recordsSize: log.committedEnd, fsync: configuration.fsync)
+            return Recovered(marks: marks, ledger: ledgerFile, log: log, rejectsDescriptor: rejectsDescriptor)
         } catch {
-            if let recordsDescriptor { FileIO.closeFile(recordsDescriptor) }
+            FileIO.closeFile(rejectsDescriptor)
             throw error
         }
     }
@@ -102,52 +62,25 @@ enum StorageRecovery {
         let tail = try LineReader.forEachLine(
             descriptor, path: path, from: start, to: end, maxLineBytes: 2 * max(maxLineBytes, 1 << 20) + 4096
         ) { piece in
-            guard case .line(let line) = piece, let (stream, sequence, origin) = parseStoredRecord(line) else {
+            guard case .line(let line) = piece, let key = StoredLine.key(of: line) else {
                 unreadable += 1
                 return
             }
-            marks[stream] = max(marks[stream] ?? 0, sequence)
-            if let origin {
-                let key = StreamKey.origin(agent: stream.agent, id: origin.id)
-                marks[key] = max(marks[key] ?? 0, origin.offset)
+            marks[key.stream] = max(marks[key.stream] ?? 0, key.sequence)
+            if let origin = key.origin {
+                let originKey = StreamKey.origin(agent: key.stream.agent, id: origin.id)
+                marks[originKey] = max(marks[originKey] ?? 0, origin.offset)
             }
             recovered += 1
         }
         if unreadable > 0 {
             logger.warning(
-                "Records file has lines that are not stored records; they are ignored",
+                "The log has lines that are not stored records; they are ignored",
                 metadata: ["file": "\(path)", "lines": "\(unreadable)"])
         }
         logger.debug(
-            "Scanned the end of the records file for records not in the ledger",
+            "Scanned the end of the log for records not in the ledger",
             metadata: ["file": "\(path)", "from": "\(start)", "to": "\(end - Int64(tail))", "records": "\(recovered)"])
         return tail
-    }
-
-    /// The stream, sequence and origin of a line of `records.jsonl`: `{"agent":"<id>","epoch":<E>,` + a record
-    /// line's keys.
-    static func parseStoredRecord(_ line: ByteBuffer) -> (StreamKey, UInt64, RecordOrigin?)? {
-        line.withUnsafeReadableBytes { raw -> (StreamKey, UInt64, RecordOrigin?)? in
-            guard let stream = parseStoredPrefix(raw),
-                case .record(let sequence, let origin)? = try? WireLineParser.scan(raw)
-            else { return nil }
-            return (stream, sequence, origin)
-        }
-    }
-
-    /// The agent and epoch at the front of a stored line, `{"agent":"<id>","epoch":<E>,`.
-    static func parseStoredPrefix(_ raw: UnsafeRawBufferPointer) -> StreamKey? {
-        let agentKey: StaticString = #"{"agent":""#
-        let epochKey: StaticString = #"","epoch":"#
-        var index = 0
-        func consume(_ literal: StaticString) -> Bool { raw.consume(literal, at: &index) }
-        guard consume(agentKey) else { return nil }
-        let agentStart = index
-        while index < raw.count && raw[index] != UInt8(ascii: "\"") { index += 1 }
-        guard let agent = AgentID.validated(raw[agentStart..<index]), consume(epochKey) else { return nil }
-        let epochStart = index
-        while index < raw.count && raw[index] != UInt8(ascii: ",") { index += 1 }
-        guard let epoch = StreamHeaders.epoch(raw[epochStart..<index]) else { return nil }
-        return StreamKey(agent: agent, epoch: epoch)
     }
 }

@@ -135,7 +135,7 @@ public enum SeriesCatalog {
         .init("uplink_collector_tls_streams_total", .counter, "Streams served over TLS."),
         .init(
             "uplink_collector_sink_errors_total", .counter,
-            "Failed writes to a secondary sink or the rejects file."),
+            "Failed writes to the rejects file."),
         .init(
             "uplink_collector_decompression_bombs_total", .counter,
             "Streams ended because a compressed body expanded beyond the limits."),

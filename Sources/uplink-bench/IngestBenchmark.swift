@@ -29,7 +29,7 @@ enum IngestBenchmark {
                 let batch = processor.process(chunk)
                 accepted += batch.lines.count
                 stored.removeAll(keepingCapacity: true)
-                JSONLSink.append(
+                StoredLine.append(
                     CollectorBatch(
                         stream: StreamKey(agent: "bench", epoch: 1), lines: batch.lines,
                         highestSequence: batch.highestSequence),

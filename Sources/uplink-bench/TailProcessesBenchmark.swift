@@ -19,15 +19,19 @@ enum TailProcessesBenchmark {
         return access(path, X_OK) == 0 ? path : nil
     }
 
-    /// `streamBufferBytes`: the agent's `uplink.stream_buffer`, nil for its default.
-    static func run(uplink: String, mebibytes: Int, lineBytes: Int = 200, streamBufferBytes: Int? = nil) throws -> BenchmarkResult {
+    /// `streamBufferBytes`: the agent's `uplink.stream_buffer`, nil for its default. `sinks`: the collector's
+    /// `collector.sinks` as YAML (e.g. `[{name: records, type: jsonl}]`), nil for the default configuration
+    /// (records.jsonl, no standard output); with sinks the run ends once every sink has forwarded every line.
+    static func run(
+        uplink: String, mebibytes: Int, lineBytes: Int = 200, streamBufferBytes: Int? = nil, sinks: String? = nil
+    ) throws -> BenchmarkResult {
         let directory = try temporaryDirectory(prefix: "uplink-bench-tailproc")
         defer { removeTree(directory) }
         let logPath = directory + "/app.log"
         let lines = try TailBenchmark.writeLogFile(logPath, mebibytes: mebibytes, lineBytes: lineBytes)
         let port = try freePort()
 
-        try write("collector: { listen: 127.0.0.1:\(port), data_dir: \(directory)/collector, stdout: false }\n",
+        try write("collector: { listen: 127.0.0.1:\(port), data_dir: \(directory)/collector, \(sinks.map { "sinks: \($0)" } ?? "stdout: false") }\n",
                   to: directory + "/collector.yaml")
         try write(
             """
@@ -57,6 +61,15 @@ enum TailProcessesBenchmark {
             usleep(20_000)
             stored = storedRecords(port: port) ?? stored
         }
+        if let sinks {
+            let count = max(1, sinks.ranges(of: "name:").count)
+            while (forwardedRecords(port: port) ?? 0) < UInt64(lines) * UInt64(count) {
+                guard ContinuousClock.now < deadline else {
+                    throw CollectorError(code: "bench", message: "the sinks did not forward \(lines) lines in 10 minutes")
+                }
+                usleep(20_000)
+            }
+        }
         let elapsed = ContinuousClock.now - started
         let agentCPU = cpuSeconds(of: agent)
         let collectorCPU = cpuSeconds(of: collector) - collectorBefore
@@ -65,7 +78,7 @@ enum TailProcessesBenchmark {
         let gibibytes = fileBytes / 1_073_741_824
         return BenchmarkResult(
             name: "tail a \(mebibytes) MiB file of \(lineBytes)-byte lines, agent and collector as separate processes"
-                + (streamBufferBytes.map { ", stream_buffer \($0 >> 10) KiB" } ?? ""),
+                + (streamBufferBytes.map { ", stream_buffer \($0 >> 10) KiB" } ?? "") + (sinks.map { ", sinks \($0)" } ?? ""),
             lines: [
                 "throughput: \(format(fileBytes / 1_048_576 / elapsed.seconds)) MiB/s of file in \(format(elapsed.seconds)) s",
                 "agent: \(format(agentCPU)) cpu-s = \(format(agentCPU / gibibytes)) cpu-s per GiB of file (target <= 3)",
@@ -157,6 +170,16 @@ enum TailProcessesBenchmark {
 
     /// `uplink_collector_records_stored_total` from the collector's /metrics.
     private static func storedRecords(port: Int) -> UInt64? {
+        metric("uplink_collector_records_stored_total", port: port)
+    }
+
+    /// `uplink_collector_sink_records_forwarded_total`, summed over the sinks.
+    private static func forwardedRecords(port: Int) -> UInt64? {
+        metric("uplink_collector_sink_records_forwarded_total", port: port)
+    }
+
+    /// The sum of a series' samples on the collector's /metrics, nil when it is not there.
+    private static func metric(_ series: String, port: Int) -> UInt64? {
         guard let socket = connect(port: port) else { return nil }
         defer { close(socket) }
         let request = Array("GET /metrics HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n".utf8)
@@ -169,10 +192,11 @@ enum TailProcessesBenchmark {
             response += chunk[0..<count]
         }
         let text = String(decoding: response, as: UTF8.self)
-        for line in text.split(separator: "\n") where line.hasPrefix("uplink_collector_records_stored_total") {
-            if let value = line.split(separator: " ").last, let number = Double(value) { return UInt64(number) }
+        var sum: UInt64?
+        for line in text.split(separator: "\n") where line.hasPrefix(series + " ") || line.hasPrefix(series + "{") {
+            if let value = line.split(separator: " ").last, let number = Double(value) { sum = (sum ?? 0) + UInt64(number) }
         }
-        return nil
+        return sum
     }
 
     // MARK: - Files

@@ -103,6 +103,10 @@ if wanted("tail") {
 if wanted("tail-processes") {
     if let uplink = TailProcessesBenchmark.siblingUplink() {
         try TailProcessesBenchmark.run(uplink: uplink, mebibytes: 1024).print()
+        // UPLINK_BENCH_COLLECTOR_SINKS='[{name: records, type: jsonl}]' runs it again with that `collector.sinks`.
+        if let sinks = getenv("UPLINK_BENCH_COLLECTOR_SINKS").map({ String(cString: $0) }) {
+            try TailProcessesBenchmark.run(uplink: uplink, mebibytes: 1024, sinks: sinks).print()
+        }
         // UPLINK_BENCH_STREAM_BUFFERS=64,256,1024 (KiB) runs it again with each of those uplink.stream_buffer sizes.
         for kibibytes in (getenv("UPLINK_BENCH_STREAM_BUFFERS").map { String(cString: $0) } ?? "").split(separator: ",").compactMap({ Int($0) }) {
             try TailProcessesBenchmark.run(uplink: uplink, mebibytes: 1024, streamBufferBytes: kibibytes << 10).print()

@@ -5,6 +5,7 @@ import NIOHTTP1
 import Testing
 import UplinkCollector
 import UplinkCore
+import UplinkTestSupport
 import UplinkWire
 
 @Suite(.timeLimit(.minutes(5)))
@@ -31,6 +32,7 @@ struct CollectorConcurrencyTests {
                         try await group.waitForAll()
                     }
                 }
+                #expect(await eventually { output.lines.count == streams * Int(recordsPerStream) })
                 let statistics = collector.statistics()
                 #expect(statistics.recordsStored == UInt64(streams) * recordsPerStream)
                 #expect(statistics.streamsAccepted == UInt64(streams))

@@ -51,10 +51,7 @@ struct CollectorRecoveryTests {
     /// The state a `SIGKILL` can leave: records written but not ledgered, a torn record line, a torn ledger line.
     @Test func tornRecordsAndLedgerAreRecovered() async throws {
         try await withTemporaryDirectory { directory in
-            func stored(_ agent: String, _ epoch: UInt64, _ sequence: UInt64) -> String {
-                #"{"agent":""# + agent + #"","epoch":"# + String(epoch) + ","
-                    + String(decoding: recordLine(sequence).dropFirst(), as: UTF8.self) + "\n"
-            }
+            let stored = handWrittenStoredLine
             let ledgered = stored("k", 1, 1) + stored("k", 1, 2) + stored("other", 5, 7)
             let unledgered = stored("k", 1, 3) + stored("k", 1, 4) + stored("new", 9, 1)
             let torn = String(stored("k", 1, 5).prefix(30))

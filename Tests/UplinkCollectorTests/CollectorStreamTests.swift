@@ -5,6 +5,7 @@ import NIOHTTP1
 import Testing
 import UplinkCollector
 import UplinkCore
+import UplinkTestSupport
 import UplinkWire
 
 @Suite(.timeLimit(.minutes(3)))
@@ -29,6 +30,8 @@ struct CollectorStreamTests {
                     #expect(try await connection.nextAck() == .ack(5))
                     #expect(try await connection.close() == [])
                 }
+                // Standard output is a sink: it prints once the records are in the log, after the acknowledgement.
+                #expect(await eventually { output.lines.count == 5 })
                 let statistics = collector.statistics()
                 #expect(statistics.recordsStored == 5)
                 #expect(statistics.marks == [StreamKey(agent: "edge-1", epoch: 7): 5])
@@ -314,6 +317,7 @@ struct CollectorStreamTests {
                     #expect(try await connection.nextAck() == .ack(5))
                     _ = try await connection.close()
                 }
+                #expect(await eventually { output.lines.count == 5 })
             }
             #expect(output.lines == [
                 "2025-11-21T06:00:18.123456789Z edge-1 cpu cpu.user{cpu=total,host=a b} 12.5 percent",

@@ -37,11 +37,11 @@ import UplinkWire
 
     @Test func stdoutEscapesEverythingThatCouldBreakALine() {
         var text: [UInt8] = []
-        StdoutSink.appendEscaped("a\nb\rc\td\\e\u{0}\u{1b}\u{7f}\u{85}\u{2028}\u{2029}é😀 ", to: &text)
+        StdoutForwardingSink.appendEscaped("a\nb\rc\td\\e\u{0}\u{1b}\u{7f}\u{85}\u{2028}\u{2029}é😀 ", to: &text)
         #expect(String(decoding: text, as: UTF8.self) == #"a\nb\rc\td\\e\u{0}\u{1b}\u{7f}\u{85}\u{2028}\u{2029}é😀 "#)
         var value: [UInt8] = []
         for number in [0.0, -0.0, 12.5, 1e-7, 3, -.infinity, .infinity, .nan, 1e300] {
-            StdoutSink.appendValue(number, to: &value)
+            StdoutForwardingSink.appendValue(number, to: &value)
             value.append(UInt8(ascii: " "))
         }
         #expect(String(decoding: value, as: UTF8.self) == "0 0 12.5 1e-07 3 -Inf +Inf NaN 1e+300 ")
@@ -125,15 +125,15 @@ import UplinkWire
             ]),
             highestSequence: 6)
         var bytes: [UInt8] = []
-        JSONLSink.append(batch, to: &bytes)
+        StoredLine.append(batch, to: &bytes)
         let text = String(decoding: bytes, as: UTF8.self)
         let lines = text.split(separator: "\n")
         #expect(lines.count == 2)
         #expect(lines[1] == #"{"agent":"edge-1","epoch":99,"seq":6,"ts":1,"src":"s","log":""}"#)
         for (line, sequence) in zip(lines, [UInt64(5), 6]) {
-            let parsed = StorageRecovery.parseStoredRecord(ByteBufferAllocator().buffer(string: String(line)))
-            #expect(parsed?.0 == StreamKey(agent: "edge-1", epoch: 99))
-            #expect(parsed?.1 == sequence)
+            let parsed = StoredLine.key(of: ByteBufferAllocator().buffer(string: String(line)))
+            #expect(parsed?.stream == StreamKey(agent: "edge-1", epoch: 99))
+            #expect(parsed?.sequence == sequence)
             #expect(try JSONSerialization.jsonObject(with: Data(line.utf8)) is [String: Any])
         }
         for bad in [
@@ -141,7 +141,7 @@ import UplinkWire
             #"{"agent":"a","epoch":x,"seq":1,"ts":1,"src":"s","log":""}"#, #"{"agent":"a","epoch":1,"ts":1,"src":"s","log":""}"#,
             #"{"agent":"a","epoch":1,"seq":1"#, "",
         ] {
-            #expect(StorageRecovery.parseStoredRecord(ByteBufferAllocator().buffer(string: bad)) == nil, "\(bad)")
+            #expect(StoredLine.key(of: ByteBufferAllocator().buffer(string: bad)) == nil, "\(bad)")
         }
     }
 

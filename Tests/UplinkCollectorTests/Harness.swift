@@ -233,6 +233,13 @@ final class AgentConnection {
     }
 }
 
+/// The stored line of `recordLine(sequence)` with its newline, built by hand as earlier collectors wrote it (not
+/// with `StoredLine`): for data directories a test lays out itself.
+func handWrittenStoredLine(_ agent: String, _ epoch: UInt64, _ sequence: UInt64) -> String {
+    #"{"agent":""# + agent + #"","epoch":"# + String(epoch) + ","
+        + String(decoding: recordLine(sequence).dropFirst(), as: UTF8.self) + "\n"
+}
+
 /// A stored line of records.jsonl.
 struct StoredRecord: Equatable {
     var agent: String

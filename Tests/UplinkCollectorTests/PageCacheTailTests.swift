@@ -15,7 +15,7 @@ import UplinkTestSupport
         let path = directory + "/records.jsonl"
         let descriptor = try FileIO.openForAppending(path)
         let tail = PageCacheTail(tailBytes: 1 << 20, stepBytes: 256 << 10)
-        let sink = JSONLSink(path: path, descriptor: descriptor, size: 0, fsync: false, cachedTail: tail)
+        let sink = LogSegmentWriter(path: path, descriptor: descriptor, size: 0, fsync: false, cachedTail: tail)
 
         // 48 MiB in writes of 512 lines of about 200 bytes, as the storage thread makes them.
         let filler = String(repeating: "x", count: 160)
@@ -51,7 +51,7 @@ import UplinkTestSupport
         let block = String(repeating: line, count: 4_096)
         var written = 0
         while written < 64 << 20 {
-            try await sink.deliver(ForwardBatch(lines: ByteBufferAllocator().buffer(string: block), entries: []))
+            try await sink.deliver(ForwardBatch(lines: ByteBufferAllocator().buffer(string: block)))
             written += block.utf8.count
         }
         let cached = try #require(Self.cachedBytes(path: path))

@@ -19,10 +19,16 @@ final class Forwarder: Sendable {
     let logger: Logger
     /// The cursor as last persisted; retention reads it.
     private let persisted: Atomic<Int64>
+    /// Whether `run` first writes the starting cursor, which no file holds yet.
+    private let persistsStart: Bool
 
+    /// A sink without a cursor file starts at the oldest record the log still has, or, with `startAtLogEnd`, at the
+    /// log's end: the implicit `collector.stdout` sink prints what arrives from now on, not the records a collector
+    /// of an earlier version printed into `records.jsonl`. A cursor past the log's end (a log that was removed or
+    /// replaced) starts at the end.
     init(
         configuration: SinkConfiguration, sink: any ForwardingSink, log: CollectorLog, cursorDirectory: String,
-        deadLetterDirectory: String, logger: Logger
+        deadLetterDirectory: String, startAtLogEnd: Bool = false, logger: Logger
     ) throws(CollectorError) {
         self.configuration = configuration
         self.sink = sink
@@ -33,8 +39,17 @@ final class Forwarder: Sendable {
         var logger = logger
         logger[metadataKey: "sink"] = "\(configuration.name)"
         self.logger = logger
-        // A new sink starts at the oldest record the log still has.
-        let cursor = try CursorFile.read(cursorPath) ?? log.segments.first?.base ?? 0
+        let stored = try CursorFile.read(cursorPath)
+        // A sink that starts at the log's end persists that start at once: records acknowledged before its first
+        // delivery are then still forwarded after a crash.
+        self.persistsStart = stored == nil && startAtLogEnd
+        var cursor = stored ?? (startAtLogEnd ? log.committedEnd : log.segments.first?.base ?? 0)
+        if cursor > log.committedEnd {
+            logger.warning(
+                "The sink's cursor is past the end of the log (the log was removed or replaced); forwarding from its end",
+                metadata: ["cursor": "\(cursor)", "log_end": "\(log.committedEnd)", "file": "\(cursorPath)"])
+            cursor = log.committedEnd
+        }
         self.persisted = Atomic(cursor)
         statistics.update { $0.cursor = cursor }
     }
@@ -48,8 +63,9 @@ final class Forwarder: Sendable {
     /// Between batches it sleeps until the log's committed end moves (`CollectorLog.committed`): a batch leaves
     /// when `batchMaxBytes` are waiting or when its first record has waited `batchLinger`, whichever comes first.
     func run() async {
-        await prepare()
         var cursor = self.cursor
+        if persistsStart { await persist(cursor) }
+        await prepare()
         while !Task.isCancelled {
             // Wait for a first record, then for a full batch or the linger, whichever comes first.
             await log.committed.wait(until: cursor + 1)
@@ -106,37 +122,25 @@ final class Forwarder: Sendable {
 
     /// Delivers `lines` until the store takes them or refuses them for good; false when cancelled first.
     private func deliver(_ lines: ByteBuffer) async -> Bool {
-        var entries: [LogEntry] = []
-        var unreadable = ByteBuffer()
-        var unreadableCount = 0
-        RecordLines.forEachLine(in: lines) { raw in
-            if let entry = LogEntry.parse(raw) {
-                entries.append(entry)
-            } else {
-                unreadable.writeBytes(raw)
-                unreadable.writeInteger(UInt8(ascii: "\n"))
-                unreadableCount += 1
-            }
-        }
-        if unreadable.readableBytes > 0 {
-            await deadLetter(unreadable, count: unreadableCount, reason: "not a stored record")
-        }
-        let batch = ForwardBatch(lines: lines, entries: entries)
+        let batch = ForwardBatch(lines: lines)
         var attempt = 0
         var generator = SystemRandomNumberGenerator()
         while !Task.isCancelled {
             do throws(SinkFailure) {
                 try await sink.deliver(batch)
                 if attempt > 0 { logger.info("The sink's store accepts records again", metadata: ["retries": "\(attempt)"]) }
+                // Only a sink that decoded the records knows which lines are not records; it left them out.
+                let unreadable = batch.unreadable
+                if let unreadable { await deadLetter(unreadable.lines, count: unreadable.count, reason: "not a stored record") }
                 statistics.update {
-                    $0.recordsForwarded += UInt64(entries.count)
+                    $0.recordsForwarded += UInt64(batch.count - (unreadable?.count ?? 0))
                     $0.batchesForwarded += 1
                 }
                 return true
             } catch {
                 switch error.kind {
                 case .reject:
-                    await deadLetter(lines, count: entries.count, reason: error.message)
+                    await deadLetter(lines, count: batch.count, reason: error.message)
                     return true
                 case .retry:
                     statistics.update { $0.retries += 1 }

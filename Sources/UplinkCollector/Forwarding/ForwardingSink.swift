@@ -1,9 +1,17 @@
 import NIOCore
+import Synchronization
 import UplinkCore
-import UplinkWire
 
-/// One record of the log, decoded, with its idempotent key: (agent, epoch, sequence) for every record and, for
-/// file lines, (agent, origin, offset) in `record`'s `LogLine.origin`.
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+/// One record of the log, decoded (`StoredLine.entry(of:)`), with its idempotent key: (agent, epoch, sequence) for
+/// every record and, for file lines, (agent, origin, offset) in `record`'s `LogLine.origin`.
 public struct LogEntry: Sendable, Equatable {
     /// The agent id.
     public var agent: String
@@ -14,21 +22,80 @@ public struct LogEntry: Sendable, Equatable {
     /// The record.
     public var record: Record
 
-    /// The entry of one stored line (without its newline), nil when the line is not a stored record.
-    public static func parse(_ line: UnsafeRawBufferPointer) -> LogEntry? {
-        guard let stream = StorageRecovery.parseStoredPrefix(line),
-            case .record(let sequence, let record)? = try? WireLineParser.decode(line)
-        else { return nil }
-        return LogEntry(agent: stream.agent, epoch: stream.epoch, sequence: sequence, record: record)
+    /// An entry; `StoredLine.entry(of:)` makes them from the log's lines.
+    public init(agent: String, epoch: UInt64, sequence: UInt64, record: Record) {
+        self.agent = agent
+        self.epoch = epoch
+        self.sequence = sequence
+        self.record = record
     }
 }
 
-/// What a forwarder hands a sink: whole stored lines of the log, in log order, and their decoded entries.
+/// What a forwarder hands a sink: whole stored lines of the log, in log order, as they are in the log. A sink that
+/// copies lines (`jsonl`, `http`) sends `lines` and never decodes; a sink that needs the records (`stdout`,
+/// `victoriametrics`, `clickhouse`) reads `entries`, which decodes the lines on first use, once per batch.
 public struct ForwardBatch: Sendable {
     /// The stored lines, each ending in `\n` (the log's own bytes: `{"agent":…,"epoch":…,"seq":…}`).
-    public var lines: ByteBuffer
-    /// The lines' entries, in the same order (lines that do not decode are left out and dead-lettered).
-    public var entries: [LogEntry]
+    public let lines: ByteBuffer
+    /// How many lines `lines` holds.
+    public let count: Int
+    private let decoded: Decoded
+
+    /// A batch of `lines`, whole lines that each end in `\n`.
+    public init(lines: ByteBuffer) {
+        self.lines = lines
+        self.count = lines.withUnsafeReadableBytes { raw in
+            guard let base = raw.baseAddress else { return 0 }
+            var count = 0
+            var start = 0
+            while start < raw.count, let found = memchr(base + start, Int32(UInt8(ascii: "\n")), raw.count - start) {
+                count += 1
+                start = base.distance(to: UnsafeRawPointer(found)) + 1
+            }
+            return count
+        }
+        self.decoded = Decoded()
+    }
+
+    /// The lines' records, in the same order, decoded on first use; lines that are not stored records are left out
+    /// (the forwarder writes them to the dead-letter file after the delivery).
+    public var entries: [LogEntry] { decoded.get(lines).entries }
+
+    /// The lines that did not decode, once `entries` was read; nil when it was not, or when every line decoded.
+    var unreadable: (lines: ByteBuffer, count: Int)? {
+        guard let result = decoded.ifDecoded, result.unreadableCount > 0 else { return nil }
+        return (result.unreadable, result.unreadableCount)
+    }
+
+    /// The decoding, shared by the copies of a batch value.
+    private final class Decoded: Sendable {
+        struct Result {
+            var entries: [LogEntry] = []
+            var unreadable = ByteBuffer()
+            var unreadableCount = 0
+        }
+        private let result = Mutex<Result?>(nil)
+
+        var ifDecoded: Result? { result.withLock { $0 } }
+
+        func get(_ lines: ByteBuffer) -> Result {
+            result.withLock { result in
+                if let result { return result }
+                var decoded = Result()
+                RecordLines.forEachLine(in: lines) { raw in
+                    if let entry = StoredLine.entry(of: raw) {
+                        decoded.entries.append(entry)
+                    } else {
+                        decoded.unreadable.writeBytes(raw)
+                        decoded.unreadable.writeInteger(UInt8(ascii: "\n"))
+                        decoded.unreadableCount += 1
+                    }
+                }
+                result = decoded
+                return decoded
+            }
+        }
+    }
 }
 
 /// Why a delivery failed.

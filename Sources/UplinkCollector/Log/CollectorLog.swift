@@ -2,24 +2,40 @@ import Logging
 import Synchronization
 import UplinkCore
 
-/// The collector's write-ahead log when `collector.sinks` is configured: `<dataDirectory>/log/`, a sequence of
-/// segment files `<base>.jsonl`, where `<base>` (20 decimal digits) is the log offset of the segment's first byte.
+/// The collector's write-ahead log: every accepted record is appended here, in its stored form (`StoredLine`),
+/// by the storage thread; agents are acknowledged once it is written; forwarders read it for the sinks.
 ///
-/// Offsets are logical: a record at byte `p` of segment `b` is at offset `b + p`, and the log only grows, so an
-/// offset names one position for the log's whole life. Each segment holds lines in the stored form of
-/// `JSONLSink` (the received line with `agent` and `epoch` spliced in front), written through a `JSONLSink`, so
-/// recovery and the marks ledger work on it as on `records.jsonl`: the ledger's size column is a log offset.
+/// Two layouts (`Layout`), chosen by the configuration:
+///
+/// - `single`: one file that is the whole log, never rolled and never deleted: `<data_dir>/records.jsonl` when
+///   `collector.jsonl` is on and there are no `collector.sinks`, so that the records file a user reads is the log
+///   itself and every record is written to disk once;
+/// - `segments`: `<data_dir>/log/`, a sequence of segment files `<base>.jsonl`, where `<base>` (20 decimal
+///   digits) is the log offset of the segment's first byte; segments roll by size and age, and `LogRetention`
+///   deletes closed ones.
+///
+/// Offsets are logical: a record at byte `p` of segment `b` is at offset `b + p` (the single file has base 0), and
+/// the log only grows, so an offset names one position for the log's whole life. The marks ledger's size column
+/// is a log offset, and start-up recovery scans the log past it.
 ///
 /// The storage thread appends (`write`); forwarders read what `committedEnd` says is whole; `LogRetention`
 /// deletes closed segments. The active (last) segment is never deleted.
-final class CollectorLog: AppendLog {
+final class CollectorLog: Sendable {
     /// A segment: its first offset and its file.
     struct Segment: Sendable, Equatable {
         var base: Int64
         var path: String
     }
 
-    let directory: String
+    /// Where the log's files are.
+    enum Layout: Sendable, Equatable {
+        /// One file, base 0, never rolled or deleted.
+        case single(path: String)
+        /// Segment files `<base>.jsonl` in a directory.
+        case segments(directory: String)
+    }
+
+    let layout: Layout
     let fsync: Bool
     /// Roll to a new segment before a write once the active one is this long, in bytes.
     let segmentBytes: Int64
@@ -27,7 +43,7 @@ final class CollectorLog: AppendLog {
     let segmentAge: Duration
 
     private struct Active {
-        var sink: JSONLSink
+        var writer: LogSegmentWriter
         var base: Int64
         var opened: ContinuousClock.Instant
     }
@@ -40,14 +56,14 @@ final class CollectorLog: AppendLog {
     /// Counts what retention looks at: a segment closed here, a forwarder's cursor persisted (`Forwarder`).
     let retentionChanges = MonotonicSignal<Int64>()
 
-    private init(directory: String, segments: [Segment], active: JSONLSink, fsync: Bool, segmentBytes: Int64, segmentAge: Duration) {
-        self.directory = directory
+    private init(layout: Layout, segments: [Segment], active: LogSegmentWriter, fsync: Bool, segmentBytes: Int64, segmentAge: Duration) {
+        self.layout = layout
         self.fsync = fsync
         self.segmentBytes = segmentBytes
         self.segmentAge = segmentAge
         let base = segments.last!.base
         self.committed = MonotonicSignal(base + active.size)
-        self.active = Mutex(Active(sink: active, base: base, opened: .now))
+        self.active = Mutex(Active(writer: active, base: base, opened: .now))
         self.segmentList = Mutex(segments)
     }
 
@@ -68,21 +84,25 @@ final class CollectorLog: AppendLog {
         }
     }
 
-    /// Storage thread: appends the batches to the active segment, rolling first when it is full or old.
-    func write(_ batches: [CollectorBatch]) throws {
-        try active.withLock { active in
-            let size = active.sink.size
-            if size > 0, size >= segmentBytes || ContinuousClock.now - active.opened >= segmentAge {
+    /// Storage thread: appends the batches to the active segment, rolling first when it is full or old (never in
+    /// the `single` layout). Throws when they could not be written; the log is then as it was.
+    func write(_ batches: [CollectorBatch]) throws(CollectorError) {
+        try active.withLock { active throws(CollectorError) in
+            let size = active.writer.size
+            if case .segments(let directory) = layout, size > 0,
+                size >= segmentBytes || ContinuousClock.now - active.opened >= segmentAge
+            {
                 let base = active.base + size
                 let path = CollectorLog.segmentPath(directory, base: base)
                 let descriptor = try FileIO.openForAppending(path)
                 if fsync { FileIO.syncDirectory(directory) }
-                active = Active(sink: JSONLSink(path: path, descriptor: descriptor, size: 0, fsync: fsync), base: base, opened: .now)
+                active = Active(
+                    writer: LogSegmentWriter(path: path, descriptor: descriptor, size: 0, fsync: fsync), base: base, opened: .now)
                 segmentList.withLock { $0.append(Segment(base: base, path: path)) }
                 retentionChanges.bump()
             }
-            try active.sink.write(batches)
-            committed.advance(to: active.base + active.sink.size)
+            try active.writer.write(batches)
+            committed.advance(to: active.base + active.writer.size)
         }
     }
 
@@ -99,20 +119,29 @@ final class CollectorLog: AppendLog {
         }.sorted { $0.base < $1.base }
     }
 
-    /// Opens the log in `directory` (creating it), recovering marks from the records past `ledgerOffset` like
-    /// `StorageRecovery` does for `records.jsonl`, and truncating a torn last line of the last segment.
+    /// Opens the log (creating its file or directory), raising `marks` with the records past `ledgerOffset` (written
+    /// but not yet ledgered when the previous process stopped) and truncating a torn last line of the last segment.
+    /// A `single` log is its file from offset 0; a ledger offset past its end (the ledger of another layout) scans
+    /// nothing.
     static func recover(
-        directory: String, ledgerOffset: Int64?, fsync: Bool, segmentBytes: Int64, segmentAge: Duration,
+        _ layout: Layout, ledgerOffset: Int64?, fsync: Bool, segmentBytes: Int64, segmentAge: Duration,
         maxLineBytes: Int, marks: inout [StreamKey: UInt64], logger: Logger
     ) throws(CollectorError) -> CollectorLog {
-        try FileIO.makeDirectories(directory)
-        var segments = try listSegments(directory)
-        if segments.isEmpty {
-            // A new log continues the offsets of the ledger, so its size column stays monotonic.
-            let base = ledgerOffset ?? 0
-            let path = segmentPath(directory, base: base)
-            FileIO.closeFile(try FileIO.openForAppending(path))
-            segments = [Segment(base: base, path: path)]
+        var segments: [Segment]
+        switch layout {
+        case .single(let path):
+            try FileIO.makeDirectories(AtomicFile.parentDirectory(of: path))
+            segments = [Segment(base: 0, path: path)]
+        case .segments(let directory):
+            try FileIO.makeDirectories(directory)
+            segments = try listSegments(directory)
+            if segments.isEmpty {
+                // A new log continues the offsets of the ledger, so its size column stays monotonic.
+                let base = ledgerOffset ?? 0
+                let path = segmentPath(directory, base: base)
+                FileIO.closeFile(try FileIO.openForAppending(path))
+                segments = [Segment(base: base, path: path)]
+            }
         }
         let start = ledgerOffset ?? 0
         var activeSize: Int64 = 0
@@ -136,17 +165,9 @@ final class CollectorLog: AppendLog {
         }
         let last = segments.last!
         let descriptor = try FileIO.openForAppending(last.path)
-        let sink = JSONLSink(path: last.path, descriptor: descriptor, size: activeSize, fsync: fsync)
+        let writer = LogSegmentWriter(path: last.path, descriptor: descriptor, size: activeSize, fsync: fsync)
         return CollectorLog(
-            directory: directory, segments: segments, active: sink, fsync: fsync, segmentBytes: segmentBytes,
+            layout: layout, segments: segments, active: writer, fsync: fsync, segmentBytes: segmentBytes,
             segmentAge: segmentAge)
     }
 }
-
-/// A sink that is an append-only file whose length the marks ledger records: `JSONLSink` or `CollectorLog`.
-protocol AppendLog: CollectorSink {
-    /// The end offset after the last write.
-    var size: Int64 { get }
-}
-
-extension JSONLSink: AppendLog {}

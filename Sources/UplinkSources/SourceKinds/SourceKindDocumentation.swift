@@ -1,3 +1,5 @@
+import UplinkConfig
+
 /// The parts of docs/configuration.md and examples.yaml that are assembled from the kinds (`SourceKindConfig`): the
 /// `sources` reference, one section per kind with its summary and key table, and the `sources` list of the example.
 ///

@@ -1,15 +1,14 @@
 import NIOCore
 import Synchronization
-import UplinkWire
 
-/// Appends records to `<dataDirectory>/records.jsonl`: each received line with the agent id and epoch spliced in
-/// front, `{"agent":"<id>","epoch":<E>,` followed by the received line after its `{`.
+/// Appends stored lines (`StoredLine`) to the log's active segment file: `records.jsonl` when that file is the log,
+/// otherwise the last `<base>.jsonl` of `<data_dir>/log/`.
 ///
 /// Writes go through write(2) on a descriptor opened with `O_APPEND`, one call per group of batches; when a write
 /// fails the file is truncated back to its previous end, so a batch is either wholly in the file or not at all
 /// (a crash mid-write leaves an unterminated last line, which start-up recovery removes). The file's size after
 /// each write is what the marks ledger records. Only the file's last 32 MiB stay in the page cache (`PageCacheTail`).
-package final class JSONLSink: CollectorSink {
+final class LogSegmentWriter: Sendable {
     let path: String
     let fsync: Bool
     private struct State {
@@ -38,17 +37,18 @@ package final class JSONLSink: CollectorSink {
     /// The file's length after the last write.
     var size: Int64 { state.withLock { $0.size } }
 
-    package func write(_ batches: [CollectorBatch]) throws {
+    /// Appends the stored form of every line of `batches`, in order, in one write (and `fsync` when on).
+    func write(_ batches: [CollectorBatch]) throws(CollectorError) {
         try state.withLock { state throws(CollectorError) in
             var bytes = state.scratch
             state.scratch = []
             defer {
-                bytes.removeAll(keepingCapacity: bytes.capacity <= JSONLSink.retainedScratchBytes)
+                bytes.removeAll(keepingCapacity: bytes.capacity <= LogSegmentWriter.retainedScratchBytes)
                 state.scratch = bytes
             }
             bytes.reserveCapacity(batches.reduce(0) { $0 + $1.lines.byteCount + $1.lines.count * 64 })
             for batch in batches {
-                JSONLSink.append(batch, to: &bytes)
+                StoredLine.append(batch, to: &bytes)
             }
             guard !bytes.isEmpty else { return }
             do throws(CollectorError) {
@@ -61,23 +61,6 @@ package final class JSONLSink: CollectorSink {
             }
             state.size += Int64(bytes.count)
             state.cachedTail.fileGrew(to: state.size, descriptor: state.descriptor)
-        }
-    }
-
-    /// Appends the stored form of every line of `batch`.
-    package static func append(_ batch: CollectorBatch, to bytes: inout [UInt8]) {
-        var prefix: [UInt8] = Array(#"{"agent":"#.utf8)
-        WireLineWriter.appendJSONString(batch.stream.agent, to: &prefix)
-        prefix.append(contentsOf: #","epoch":"#.utf8)
-        prefix.append(contentsOf: String(batch.stream.epoch).utf8)
-        prefix.append(UInt8(ascii: ","))
-        batch.lines.forEach { raw in
-            // Accepted lines are JSON objects: skip whitespace before the `{` and splice after it.
-            var start = 0
-            while start < raw.count && raw[start] != UInt8(ascii: "{") { start += 1 }
-            bytes.append(contentsOf: prefix)
-            bytes.append(contentsOf: UnsafeRawBufferPointer(rebasing: raw[(start + 1)...]))
-            bytes.append(UInt8(ascii: "\n"))
         }
     }
 }

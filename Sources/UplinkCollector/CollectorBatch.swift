@@ -1,6 +1,6 @@
 import NIOCore
 
-/// One connection's records accepted from one received chunk, as handed to the sinks.
+/// One connection's records accepted from one received chunk, as the storage thread writes them to the log.
 public struct CollectorBatch: Sendable {
     /// Whose records these are.
     public var stream: StreamKey
@@ -19,19 +19,4 @@ public struct CollectorBatch: Sendable {
         self.highestSequence = highestSequence
         self.origins = origins
     }
-}
-
-/// A destination for accepted records (standard output, the JSONL file, later forwarders).
-///
-/// The collector calls `write(_:)` from its storage thread, one call at a time, with the batches of all streams
-/// that arrived meanwhile, and acknowledges records to agents only after it returned.
-public protocol CollectorSink: Sendable {
-    /// Stores `batches`, in order. May block. Throwing means the batches must not be acknowledged.
-    func write(_ batches: [CollectorBatch]) throws
-}
-
-/// Where the standard-output sink writes its text.
-public protocol CollectorOutput: Sendable {
-    /// Writes `bytes`, which are whole lines. Called from the collector's storage thread; may block.
-    func write(_ bytes: UnsafeRawBufferPointer) throws
 }

@@ -1,3 +1,5 @@
+import UplinkCore
+
 /// One key of a configuration table as docs/configuration.md shows it: the source kinds and the sink kinds each
 /// describe their keys with these, and the reference and `examples.yaml` are generated from them.
 public struct DocumentedKey: Sendable, Equatable {
@@ -47,6 +49,30 @@ public enum GeneratedDocumentation {
         var names: [String] = []
         for key in keys where !names.contains(key.topLevelName) { names.append(key.topLevelName) }
         return names
+    }
+
+    /// Checks that the file at `path` holds `expected` between its marker lines, or with `rewrite` writes it there;
+    /// returns the problem a test reports (missing markers, a stale part naming `command` to regenerate, an I/O
+    /// error), or nil.
+    public static func checkGeneratedPart(
+        ofFileAt path: String, markers: (begin: String, end: String), expected: String, rewrite: Bool, command: String
+    ) -> String? {
+        let text: String
+        switch ConfigFiles.read(path: path, limit: 4 << 20) {
+        case .failure(let error): return "cannot read \(path): \(error)"
+        case .success(let bytes): text = String(decoding: bytes, as: UTF8.self)
+        }
+        guard let current = generatedPart(of: text, begin: markers.begin, end: markers.end),
+            let updated = replacingGeneratedPart(of: text, begin: markers.begin, end: markers.end, with: expected)
+        else { return "\(path) lacks the marker lines '\(markers.begin)' and '\(markers.end)'" }
+        if current == expected { return nil }
+        guard rewrite else { return "\(path) is stale: run \(command)" }
+        do {
+            try AtomicFile.write(Array(updated.utf8), to: path)
+            return nil
+        } catch {
+            return "cannot write \(path): \(error)"
+        }
     }
 
     /// `text` with the lines between the marker lines `begin` and `end` replaced by `generated`; nil when the markers

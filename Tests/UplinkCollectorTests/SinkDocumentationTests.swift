@@ -17,18 +17,11 @@ struct SinkDocumentationTests {
     static let kindNames = SinkRegistry.kinds.map { $0.typeName }
 
     /// Checks (or, with `UPLINK_WRITE_GENERATED_DOCS=1`, rewrites) the generated part of the file at `path`.
-    private func checkGeneratedPart(of path: String, markers: (begin: String, end: String), expected: String) throws {
-        let text = try String(contentsOfFile: path, encoding: .utf8)
-        let current = GeneratedDocumentation.generatedPart(of: text, begin: markers.begin, end: markers.end)
-        try #require(current != nil, "\(path) lacks the marker lines '\(markers.begin)' and '\(markers.end)'")
-        if current == expected { return }
-        if Self.rewrite {
-            let updated = try #require(
-                GeneratedDocumentation.replacingGeneratedPart(of: text, begin: markers.begin, end: markers.end, with: expected))
-            try updated.write(toFile: path, atomically: true, encoding: .utf8)
-            return
-        }
-        Issue.record("\(path) is stale: run UPLINK_WRITE_GENERATED_DOCS=1 swift test --filter SinkDocumentationTests")
+    private func checkGeneratedPart(of path: String, markers: (begin: String, end: String), expected: String) {
+        let problem = GeneratedDocumentation.checkGeneratedPart(
+            ofFileAt: path, markers: markers, expected: expected, rewrite: Self.rewrite,
+            command: "UPLINK_WRITE_GENERATED_DOCS=1 swift test --filter SinkDocumentationTests")
+        if let problem { Issue.record(Comment(rawValue: problem)) }
     }
 
     private static func kind(_ name: String) throws -> any SinkKindConfig.Type {
@@ -37,14 +30,14 @@ struct SinkDocumentationTests {
 
     @Test("docs/configuration.md holds every sink kind's section as assembled from the kinds")
     func configurationReference() throws {
-        try checkGeneratedPart(
+        checkGeneratedPart(
             of: Self.repositoryRoot + "/docs/configuration.md", markers: SinkDocumentation.markdownMarkers,
             expected: SinkDocumentation.markdown())
     }
 
     @Test("examples.yaml holds every sink kind's example as assembled from the kinds")
     func examplesFile() throws {
-        try checkGeneratedPart(
+        checkGeneratedPart(
             of: Self.repositoryRoot + "/examples.yaml", markers: SinkDocumentation.exampleMarkers,
             expected: SinkDocumentation.examples())
     }

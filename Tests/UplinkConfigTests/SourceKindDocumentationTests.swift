@@ -14,31 +14,23 @@ struct SourceKindDocumentationTests {
     static let rewrite = ProcessInfo.processInfo.environment["UPLINK_WRITE_GENERATED_DOCS"] == "1"
 
     /// Checks (or, with `UPLINK_WRITE_GENERATED_DOCS=1`, rewrites) the generated part of the file at `path`.
-    private func checkGeneratedPart(of path: String, markers: (begin: String, end: String), expected: String) throws {
-        let text = try String(contentsOfFile: path, encoding: .utf8)
-        let current = GeneratedDocumentation.generatedPart(of: text, begin: markers.begin, end: markers.end)
-        try #require(current != nil, "\(path) lacks the marker lines '\(markers.begin)' and '\(markers.end)'")
-        if current == expected { return }
-        if Self.rewrite {
-            let updated = try #require(
-                GeneratedDocumentation.replacingGeneratedPart(of: text, begin: markers.begin, end: markers.end, with: expected))
-            try updated.write(toFile: path, atomically: true, encoding: .utf8)
-            return
-        }
-        Issue.record(
-            "\(path) is stale: run UPLINK_WRITE_GENERATED_DOCS=1 swift test --filter SourceKindDocumentationTests")
+    private func checkGeneratedPart(of path: String, markers: (begin: String, end: String), expected: String) {
+        let problem = GeneratedDocumentation.checkGeneratedPart(
+            ofFileAt: path, markers: markers, expected: expected, rewrite: Self.rewrite,
+            command: "UPLINK_WRITE_GENERATED_DOCS=1 swift test --filter SourceKindDocumentationTests")
+        if let problem { Issue.record(Comment(rawValue: problem)) }
     }
 
     @Test("docs/configuration.md holds every kind's section as assembled from the kinds")
     func configurationReference() throws {
-        try checkGeneratedPart(
+        checkGeneratedPart(
             of: repositoryRoot + "/docs/configuration.md", markers: SourceKindDocumentation.markdownMarkers,
             expected: SourceKindDocumentation.markdown())
     }
 
     @Test("examples.yaml holds every kind's example as assembled from the kinds")
     func examplesFile() throws {
-        try checkGeneratedPart(
+        checkGeneratedPart(
             of: repositoryRoot + "/examples.yaml", markers: SourceKindDocumentation.exampleMarkers,
             expected: SourceKindDocumentation.examples())
     }

@@ -45,7 +45,7 @@ public struct ClickHouseSinkConfig: SinkKindConfig, Equatable {
         SinkEndpoint.keys(url: "The HTTP interface, `http://clickhouse:8123`.", defaultCompression: defaultCompression) + ownKeys
 
     private static let ownKeys: [DocumentedKey] = [
-        DocumentedKey("database", "identifier", default: "`default`", ""),
+        DocumentedKey("database", "identifier", default: "`default`", "Database holding the tables."),
         DocumentedKey("table", "identifier", default: "`uplink_logs`", "Table for log records."),
         DocumentedKey(
             "metrics_table", "identifier", default: "none",

@@ -22,7 +22,7 @@ struct CollectorLimitsTests {
                 // Long enough that a busy machine still sends the complete head in time, short enough to keep the test quick.
                 configuration.requestHeadTimeout = .seconds(2)
                 configuration.streamIdleTimeout = .seconds(3)
-                let log = LogCapture()
+                let log = LogCapture(level: .info)
                 try await withEdgeCollector(configuration, log: log) { collector, port in
                     let silent = try await LoopbackTestClient.connect(port: port)
                     let halfHead = try await LoopbackTestClient.connect(port: port)
@@ -61,7 +61,7 @@ struct CollectorLimitsTests {
             try await withTemporaryDirectory { directory in
                 var configuration = testConfiguration(directory)
                 configuration.streamIdleTimeout = .seconds(2)
-                try await withEdgeCollector(configuration, log: LogCapture()) { collector, port in
+                try await withEdgeCollector(configuration, log: LogCapture(level: .info)) { collector, port in
                     let agent = try await LoopbackTestClient.connect(port: port)
                     try await agent.sendAndWait(Self.streamHead)
                     // 40 heartbeats 100 ms apart: about 4 s, twice the idle timeout, with a 20-fold margin per gap.
@@ -85,7 +85,7 @@ struct CollectorLimitsTests {
     @Test("Each heartbeat is answered on the response with the collector's wall clock")
     func heartbeatsAreAnswered() async throws {
         try await withTemporaryDirectory { directory in
-            try await withEdgeCollector(testConfiguration(directory), log: LogCapture()) { collector, port in
+            try await withEdgeCollector(testConfiguration(directory), log: LogCapture(level: .info)) { collector, port in
                 try await withClient { client in
                     let connection = try await AgentConnection.open(client, port: port, agent: "beating", epoch: 1)
                     #expect(try await connection.nextAck() == .resume(0))
@@ -115,7 +115,7 @@ struct CollectorLimitsTests {
         try await withTemporaryDirectory { directory in
             var configuration = testConfiguration(directory)
             configuration.maxStreams = 3
-            let log = LogCapture()
+            let log = LogCapture(level: .info)
             try await withEdgeCollector(configuration, log: log) { collector, port in
                 try await withClient { client in
                     let good = try await AgentConnection.open(client, port: port, agent: "good", epoch: 1)

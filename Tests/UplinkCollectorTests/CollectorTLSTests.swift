@@ -19,7 +19,7 @@ struct CollectorTLSTests {
     func http2OverTLS() async throws {
         try await withTemporaryDirectory { directory in
             let pki = try await TestPKI(directory: directory)
-            let log = LogCapture()
+            let log = LogCapture(level: .info)
             try await withEdgeCollector(configuration(directory, tls: pki.collectorTLS()), log: log) { collector, port in
                 try await withTLSClient(try pki.clientTLS()) { client in
                     let connection = try await AgentConnection.open(client, port: port, agent: "tls-agent", epoch: "4", scheme: "https")
@@ -49,7 +49,7 @@ struct CollectorTLSTests {
     func http1OverTLS() async throws {
         try await withTemporaryDirectory { directory in
             let pki = try await TestPKI(directory: directory)
-            try await withEdgeCollector(configuration(directory, tls: pki.collectorTLS()), log: LogCapture()) { collector, port in
+            try await withEdgeCollector(configuration(directory, tls: pki.collectorTLS()), log: LogCapture(level: .info)) { collector, port in
                 try await withTLSClient(try pki.clientTLS(), http1Only: true) { client in
                     let connection = try await AgentConnection.open(client, port: port, agent: "old-agent", epoch: "1", scheme: "https")
                     #expect(connection.response.version == .http1_1)
@@ -71,7 +71,7 @@ struct CollectorTLSTests {
         try await withTemporaryDirectory { directory in
             let pki = try await TestPKI(directory: directory)
             let tls = pki.collectorTLS(clientAuthentication: .required, agentIdentity: .certificate)
-            try await withEdgeCollector(configuration(directory, tls: tls), log: LogCapture()) { collector, port in
+            try await withEdgeCollector(configuration(directory, tls: tls), log: LogCapture(level: .info)) { collector, port in
                 try await withTLSClient(try pki.clientTLS(presenting: pki.agent)) { client in
                     for (agent, epoch) in [("agent-1", "1"), ("agent-1.fleet", "2")] {
                         let connection = try await AgentConnection.open(client, port: port, agent: agent, epoch: epoch, scheme: "https")
@@ -95,7 +95,7 @@ struct CollectorTLSTests {
     func mutualTLSRefused() async throws {
         try await withTemporaryDirectory { directory in
             let pki = try await TestPKI(directory: directory)
-            let log = LogCapture()
+            let log = LogCapture(level: .info)
             let tls = pki.collectorTLS(clientAuthentication: .required)
             try await withEdgeCollector(configuration(directory, tls: tls), log: log) { collector, port in
                 let cases: [(TestCertificateAuthority.Certificate?, String)] = [
@@ -135,7 +135,7 @@ struct CollectorTLSTests {
     func identityMismatch() async throws {
         try await withTemporaryDirectory { directory in
             let pki = try await TestPKI(directory: directory)
-            let log = LogCapture()
+            let log = LogCapture(level: .info)
             let tls = pki.collectorTLS(clientAuthentication: .required, agentIdentity: .certificate)
             try await withEdgeCollector(configuration(directory, tls: tls), log: log) { collector, port in
                 try await withTLSClient(try pki.clientTLS(presenting: pki.agent)) { client in
@@ -158,7 +158,7 @@ struct CollectorTLSTests {
     func optionalClientAuthentication() async throws {
         try await withTemporaryDirectory { directory in
             let pki = try await TestPKI(directory: directory)
-            let log = LogCapture()
+            let log = LogCapture(level: .info)
             let tls = pki.collectorTLS(clientAuthentication: .optional)
             try await withEdgeCollector(configuration(directory, tls: tls), log: log) { collector, port in
                 try await withTLSClient(try pki.clientTLS()) { client in
@@ -209,7 +209,7 @@ struct CollectorTLSTests {
             let pki = try await TestPKI(directory: directory)
             var configuration = configuration(directory, tls: pki.collectorTLS())
             configuration.requestHeadTimeout = .milliseconds(300)
-            let log = LogCapture()
+            let log = LogCapture(level: .info)
             try await withEdgeCollector(configuration, log: log) { collector, port in
                 let silent = try await LoopbackTestClient.connect(port: port)
                 let closed = await eventually { silent.termination != nil }

@@ -9,51 +9,6 @@ import Testing
 import UplinkCollector
 import UplinkTestSupport
 
-/// Log lines a collector wrote, for tests that check what an operator would read.
-final class LogCapture: Sendable {
-    struct Entry: Sendable, CustomStringConvertible {
-        var level: Logger.Level
-        var message: String
-        var metadata: [String: String]
-
-        var description: String {
-            "\(level) \(message) " + metadata.sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value)" }.joined(separator: " ")
-        }
-    }
-
-    private let entries = Mutex<[Entry]>([])
-
-    var logger: Logger {
-        var logger = Logger(label: "edge-tests") { _ in Handler(capture: self) }
-        logger.logLevel = .info
-        return logger
-    }
-
-    var all: [Entry] { entries.withLock { $0 } }
-
-    /// The entries whose message contains `text`.
-    func entries(containing text: String) -> [Entry] { all.filter { $0.message.contains(text) } }
-
-    fileprivate func append(_ entry: Entry) { entries.withLock { $0.append(entry) } }
-
-    private struct Handler: LogHandler {
-        let capture: LogCapture
-        var metadata: Logger.Metadata = [:]
-        var logLevel: Logger.Level = .trace
-
-        func log(event: LogEvent) {
-            var merged = metadata
-            if let extra = event.metadata { merged.merge(extra) { $1 } }
-            capture.append(Entry(level: event.level, message: "\(event.message)", metadata: merged.mapValues { "\($0)" }))
-        }
-
-        subscript(metadataKey key: String) -> Logger.Metadata.Value? {
-            get { metadata[key] }
-            set { metadata[key] = newValue }
-        }
-    }
-}
-
 /// Runs a collector whose log goes to `log` for the duration of `body`, then shuts it down gracefully.
 func withEdgeCollector<T>(
     _ configuration: CollectorConfiguration, log: LogCapture, _ body: (Collector, Int) async throws -> T

@@ -1,6 +1,7 @@
 import Foundation
 import Logging
 import Testing
+import UplinkTestSupport
 import UplinkCore
 
 @testable import UplinkSources

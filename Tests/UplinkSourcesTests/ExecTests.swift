@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+import UplinkTestSupport
 import UplinkCore
 
 @testable import UplinkSources

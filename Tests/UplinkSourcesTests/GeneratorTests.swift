@@ -1,6 +1,7 @@
 import Logging
 import Synchronization
 import Testing
+import UplinkTestSupport
 import UplinkCore
 
 @testable import UplinkSources

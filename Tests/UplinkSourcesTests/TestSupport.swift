@@ -204,41 +204,6 @@ final class ManualTickClock: TickClock {
 
 // MARK: - Logging
 
-/// Keeps every log event; use `logger` as the source's logger.
-final class LogCapture: Sendable {
-    struct Entry: Sendable {
-        var level: Logger.Level
-        var message: String
-    }
-    private let entries = Mutex<[Entry]>([])
-
-    var logger: Logger {
-        Logger(label: "test") { _ in Handler(capture: self) }
-    }
-
-    var all: [Entry] { entries.withLock { $0 } }
-    var warnings: [Entry] { all.filter { $0.level == .warning } }
-
-    fileprivate func append(_ entry: Entry) {
-        entries.withLock { $0.append(entry) }
-    }
-
-    private struct Handler: LogHandler {
-        let capture: LogCapture
-        var metadata: Logger.Metadata = [:]
-        var logLevel: Logger.Level = .trace
-
-        func log(event: LogEvent) {
-            capture.append(Entry(level: event.level, message: "\(event.message)"))
-        }
-
-        subscript(metadataKey key: String) -> Logger.Metadata.Value? {
-            get { metadata[key] }
-            set { metadata[key] = newValue }
-        }
-    }
-}
-
 // MARK: - Fixtures
 
 enum Fixtures {

@@ -99,7 +99,7 @@ struct CollectorTLSTests {
             let tls = pki.collectorTLS(clientAuthentication: .required)
             try await withEdgeCollector(configuration(directory, tls: tls), log: log) { collector, port in
                 let cases: [(TestCertificateAuthority.Certificate?, String)] = [
-                    (nil, "no certificate"), (pki.expired, "expired"), (pki.foreign, "other CA"),
+                    (nil, "no certificate"), (try await pki.expiredAgent(), "expired"), (try await pki.foreignAgent(), "other CA"),
                 ]
                 for (certificate, name) in cases {
                     let failuresBefore = collector.edgeStatistics().tlsHandshakeFailures
@@ -168,7 +168,8 @@ struct CollectorTLSTests {
                     try await connection.waitForAck(3)
                     #expect(try await connection.close().isEmpty)
                 }
-                try await withTLSClient(try pki.clientTLS(presenting: pki.foreign)) { client in
+                let foreign = try await pki.foreignAgent()
+                try await withTLSClient(try pki.clientTLS(presenting: foreign)) { client in
                     await #expect(throws: (any Error).self) {
                         let connection = try await AgentConnection.open(
                             client, port: port, agent: "agent-1", epoch: "1", scheme: "https", timeout: .seconds(2))

@@ -31,27 +31,8 @@ func withEdgeCollector<T>(
 }
 
 
-/// A private CA with a server certificate for 127.0.0.1/localhost, agent certificates, an expired one, and a
-/// certificate from another CA, all made with openssl in `directory`.
-struct TestPKI: Sendable {
-    let authority: TestCertificateAuthority
-    let server: TestCertificateAuthority.Certificate
-    /// CN `agent-1`, DNS name `agent-1.fleet`.
-    let agent: TestCertificateAuthority.Certificate
-    /// CN `agent-1`, expired yesterday.
-    let expired: TestCertificateAuthority.Certificate
-    /// CN `agent-1`, from another authority.
-    let foreign: TestCertificateAuthority.Certificate
-
-    init(directory: String) async throws {
-        authority = try await TestCertificateAuthority.create(in: directory + "/ca")
-        server = try await authority.issue(commonName: "localhost", dnsNames: ["localhost"], ipAddresses: ["127.0.0.1", "::1"])
-        agent = try await authority.issue(commonName: "agent-1", dnsNames: ["agent-1.fleet"], usage: .client)
-        expired = try await authority.issue(commonName: "agent-1", usage: .client, expired: true)
-        let other = try await TestCertificateAuthority.create(in: directory + "/other-ca", name: "other-ca")
-        foreign = try await other.issue(commonName: "agent-1", usage: .client)
-    }
-
+/// The collector's and a client's TLS settings from the shared test authority.
+extension TestPKI {
     /// The collector's TLS setting with this PKI.
     func collectorTLS(
         clientAuthentication: CollectorTLS.ClientAuthentication = .none, agentIdentity: CollectorTLS.AgentIdentity = .header

@@ -74,21 +74,10 @@ final class NetworkAgent: Sendable {
     }
 }
 
-/// A private CA with a server certificate for 127.0.0.1/localhost and a client certificate for `agent-1`.
-struct TestPKI {
-    let ca: TestCertificateAuthority
-    let server: TestCertificateAuthority.Certificate
-    let client: TestCertificateAuthority.Certificate
-
-    init(_ name: String) async throws {
-        let directory = try Harness.temporaryDirectory("pki-\(name)")
-        ca = try await TestCertificateAuthority.create(in: directory)
-        server = try await ca.issue(commonName: "localhost", dnsNames: ["localhost"], ipAddresses: ["127.0.0.1"])
-        client = try await ca.issue(commonName: "agent-1", dnsNames: ["agent-1"], usage: .client)
-    }
-
+/// The agent's TLS settings from the shared test authority.
+extension TestPKI {
     /// Agent TLS settings trusting this CA and presenting the client certificate.
     var mutualTLS: UplinkTLS {
-        UplinkTLS(caFile: ca.certificateFile, certificateFile: client.certificateFile, keyFile: client.keyFile, minimumVersion: .tls13)
+        UplinkTLS(caFile: authority.certificateFile, certificateFile: agent.certificateFile, keyFile: agent.keyFile, minimumVersion: .tls13)
     }
 }

@@ -21,7 +21,7 @@ struct NginxDeployExampleTests {
             ("server 127.0.0.1:4318;", "server 127.0.0.1:\(collectorPort);"),
             ("/etc/nginx/uplink/collector.pem", pki.server.certificateFile),
             ("/etc/nginx/uplink/collector.key", pki.server.keyFile),
-            ("/etc/nginx/uplink/fleet-ca.pem", pki.ca.certificateFile),
+            ("/etc/nginx/uplink/fleet-ca.pem", pki.authority.certificateFile),
         ]
         for (placeholder, value) in replacements {
             guard text.contains(placeholder) else { throw TestNginx.Failure(description: "'\(placeholder)' not in \(example)") }

@@ -15,7 +15,7 @@ struct NginxIdleStreamTests {
         let collector = try await InProcessCollector(name: "nginx-idle")
         let proxyTimeoutSeconds = 5
         let nginxConfiguration = TestNginx.Configuration(
-            upstreamPort: collector.port, tls: .init(certificate: pki.server, clientCAFile: pki.ca.certificateFile),
+            upstreamPort: collector.port, tls: .init(certificate: pki.server, clientCAFile: pki.authority.certificateFile),
             http2: http2, proxyTimeoutSeconds: proxyTimeoutSeconds)
         try await TestNginx.withNginx(nginxConfiguration) { nginx in
             var uplink = UplinkConfiguration(url: nginx.url, agentID: "agent-1", tls: pki.mutualTLS)

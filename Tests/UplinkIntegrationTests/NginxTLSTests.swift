@@ -16,7 +16,7 @@ struct NginxTLSTests {
         let total = 3_000
         let nginxConfiguration = TestNginx.Configuration(
             upstreamPort: collector.port,
-            tls: .init(certificate: pki.server, clientCAFile: pki.ca.certificateFile), http2: http2)
+            tls: .init(certificate: pki.server, clientCAFile: pki.authority.certificateFile), http2: http2)
         try await TestNginx.withNginx(nginxConfiguration) { nginx in
             let agent = NetworkAgent(
                 UplinkConfiguration(url: nginx.url, agentID: "agent-1", tls: pki.mutualTLS),
@@ -46,12 +46,12 @@ struct NginxTLSTests {
     @Test("nginx refuses a client without a certificate, with an expired one, or from another CA; the agent says why", arguments: Refusal.allCases)
     func refusedClients(refusal: Refusal) async throws {
         let pki = try await TestPKI("refuse-\(refusal)")
-        var tls = UplinkTLS(caFile: pki.ca.certificateFile, minimumVersion: .tls13)
+        var tls = UplinkTLS(caFile: pki.authority.certificateFile, minimumVersion: .tls13)
         switch refusal {
         case .noCertificate:
             break
         case .expiredCertificate:
-            let expired = try await pki.ca.issue(commonName: "agent-1", usage: .client, expired: true)
+            let expired = try await pki.authority.issue(commonName: "agent-1", usage: .client, expired: true)
             tls.certificateFile = expired.certificateFile
             tls.keyFile = expired.keyFile
         case .otherCA:
@@ -62,7 +62,7 @@ struct NginxTLSTests {
         }
         let collector = try await InProcessCollector(name: "nginx-refuse")
         let nginxConfiguration = TestNginx.Configuration(
-            upstreamPort: collector.port, tls: .init(certificate: pki.server, clientCAFile: pki.ca.certificateFile))
+            upstreamPort: collector.port, tls: .init(certificate: pki.server, clientCAFile: pki.authority.certificateFile))
         try await TestNginx.withNginx(nginxConfiguration) { nginx in
             let agent = NetworkAgent(
                 UplinkConfiguration(url: nginx.url, agentID: "agent-1", tls: tls), sources: [.generator(rate: 0, count: 10)])
@@ -115,7 +115,7 @@ struct NginxTLSTests {
         let collector = try await InProcessCollector(name: "nginx-ssl-cert-file")
         let nginxConfiguration = TestNginx.Configuration(upstreamPort: collector.port, tls: .init(certificate: pki.server))
         try await TestNginx.withNginx(nginxConfiguration) { nginx in
-            let tls = UplinkTLS().withTrustEnvironment { $0 == "SSL_CERT_FILE" ? pki.ca.certificateFile : nil }
+            let tls = UplinkTLS().withTrustEnvironment { $0 == "SSL_CERT_FILE" ? pki.authority.certificateFile : nil }
             let agent = NetworkAgent(
                 UplinkConfiguration(url: nginx.localhostURL, agentID: "agent-1", tls: tls), sources: [.generator(rate: 0, count: 100)])
             #expect(await agent.waitUntilAllAcknowledged(records: 100, timeout: .seconds(30)))
@@ -128,19 +128,19 @@ struct NginxTLSTests {
     @Test("server_name verifies a certificate that names only the server name while connecting to 127.0.0.1; without it verification fails")
     func serverNameOverride() async throws {
         let pki = try await TestPKI("server-name")
-        let named = try await pki.ca.issue(commonName: "collector.test", dnsNames: ["collector.test"])
+        let named = try await pki.authority.issue(commonName: "collector.test", dnsNames: ["collector.test"])
         let collector = try await InProcessCollector(name: "nginx-server-name")
         let nginxConfiguration = TestNginx.Configuration(upstreamPort: collector.port, tls: .init(certificate: named))
         try await TestNginx.withNginx(nginxConfiguration) { nginx in
             let withName = NetworkAgent(
-                UplinkConfiguration(url: nginx.url, agentID: "agent-1", tls: UplinkTLS(caFile: pki.ca.certificateFile, serverName: "collector.test")),
+                UplinkConfiguration(url: nginx.url, agentID: "agent-1", tls: UplinkTLS(caFile: pki.authority.certificateFile, serverName: "collector.test")),
                 sources: [.generator(rate: 0, count: 100)])
             #expect(await withName.waitUntilAllAcknowledged(records: 100, timeout: .seconds(30)))
             try await withName.stop()
             #expect(withName.uplink.statistics().failures == 0, "\(String(describing: withName.uplink.statistics().lastFailure))")
 
             let withoutName = NetworkAgent(
-                UplinkConfiguration(url: nginx.url, agentID: "agent-2", tls: UplinkTLS(caFile: pki.ca.certificateFile)),
+                UplinkConfiguration(url: nginx.url, agentID: "agent-2", tls: UplinkTLS(caFile: pki.authority.certificateFile)),
                 sources: [.generator(rate: 0, count: 10)])
             let failed = await eventually(timeout: .seconds(20)) { withoutName.uplink.statistics().failures >= 1 }
             try await withoutName.stop()
@@ -158,7 +158,7 @@ struct NginxTLSTests {
             upstreamPort: collector.port, tls: .init(certificate: pki.server, protocols: "TLSv1.2"))
         try await TestNginx.withNginx(nginxConfiguration) { nginx in
             let agent = NetworkAgent(
-                UplinkConfiguration(url: nginx.url, agentID: "agent-1", tls: UplinkTLS(caFile: pki.ca.certificateFile, minimumVersion: .tls13)),
+                UplinkConfiguration(url: nginx.url, agentID: "agent-1", tls: UplinkTLS(caFile: pki.authority.certificateFile, minimumVersion: .tls13)),
                 sources: [.generator(rate: 0, count: 10)])
             let failed = await eventually(timeout: .seconds(20)) { agent.uplink.statistics().failures >= 1 }
             try await agent.stop()
@@ -167,7 +167,7 @@ struct NginxTLSTests {
 
             // The default (1.2 or later) connects.
             let relaxed = NetworkAgent(
-                UplinkConfiguration(url: nginx.url, agentID: "agent-2", tls: UplinkTLS(caFile: pki.ca.certificateFile)),
+                UplinkConfiguration(url: nginx.url, agentID: "agent-2", tls: UplinkTLS(caFile: pki.authority.certificateFile)),
                 sources: [.generator(rate: 0, count: 10)])
             #expect(await relaxed.waitUntilAllAcknowledged(records: 10, timeout: .seconds(30)))
             try await relaxed.stop()
@@ -180,22 +180,22 @@ struct NginxTLSTests {
     @Test("A client certificate rotated on disk during a stream is presented on the next connection; nothing is lost", arguments: [false, true])
     func rotationDuringStream(http2: Bool) async throws {
         let pki = try await TestPKI("rotate-\(http2)")
-        let oldSerial = try await pki.client.serialNumber()
+        let oldSerial = try await pki.agent.serialNumber()
         let collector = try await InProcessCollector(name: "nginx-rotate")
         let total = 4_000
         let nginxConfiguration = TestNginx.Configuration(
             upstreamPort: collector.port,
-            tls: .init(certificate: pki.server, clientCAFile: pki.ca.certificateFile), http2: http2)
+            tls: .init(certificate: pki.server, clientCAFile: pki.authority.certificateFile), http2: http2)
         try await TestNginx.withNginx(nginxConfiguration) { nginx in
             let agent = NetworkAgent(
                 UplinkConfiguration(url: nginx.url, agentID: "agent-1", tls: pki.mutualTLS),
                 sources: [.generator(rate: 1_000, count: total)])
             #expect(await eventually(timeout: .seconds(30)) { agent.uplink.statistics().acknowledged >= 500 })
             // Rotate: the same names, new key and certificate, written in place (renamed over the old files).
-            let rotated = try await pki.ca.issue(commonName: "agent-1", dnsNames: ["agent-1"], usage: .client)
+            let rotated = try await pki.authority.issue(commonName: "agent-1", dnsNames: ["agent-1"], usage: .client)
             let newSerial = try await rotated.serialNumber()
             #expect(newSerial != oldSerial)
-            #expect(rotated.certificateFile == pki.client.certificateFile)
+            #expect(rotated.certificateFile == pki.agent.certificateFile)
             // Force a reconnect: nginx reloads and its old worker closes the stream after worker_shutdown_timeout.
             let opened = agent.uplink.statistics().streamsOpened
             try await nginx.reload()

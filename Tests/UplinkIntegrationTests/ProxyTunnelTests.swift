@@ -34,7 +34,7 @@ struct ProxyTunnelTests {
         let collector = try await InProcessCollector(name: "proxy-tls")
         let total = 1_000
         let nginxConfiguration = TestNginx.Configuration(
-            upstreamPort: collector.port, tls: .init(certificate: pki.server, clientCAFile: pki.ca.certificateFile), http2: true)
+            upstreamPort: collector.port, tls: .init(certificate: pki.server, clientCAFile: pki.authority.certificateFile), http2: true)
         try await TestNginx.withNginx(nginxConfiguration) { nginx in
             try await TestTinyproxy.withTinyproxy(basicAuth: ("edge", "pass_word-42")) { proxy in
                 // The configuration file path: uplink.proxy absent, so the environment decides.
@@ -42,9 +42,9 @@ struct ProxyTunnelTests {
                     uplink:
                       url: \(nginx.url)
                       tls:
-                        ca_file: \(pki.ca.certificateFile)
-                        cert_file: \(pki.client.certificateFile)
-                        key_file: \(pki.client.keyFile)
+                        ca_file: \(pki.authority.certificateFile)
+                        cert_file: \(pki.agent.certificateFile)
+                        key_file: \(pki.agent.keyFile)
                         min_version: "1.3"
                     sources:
                       - { name: gen, type: generator, rate: 0, count: \(total) }

@@ -28,7 +28,7 @@ public final class ConfigDecoder {
     /// A decoder over a parsed document, starting with the parser's issues.
     public init(document: ConfigDocument) {
         file = document.file
-        baseDirectory = ConfigFiles.directory(of: document.file)
+        baseDirectory = AtomicFile.parentDirectory(of: document.file)
         root = document.root
         collected = document.issues
     }

@@ -40,17 +40,10 @@ public enum ConfigFiles {
         }
     }
 
-    /// `path` itself if it is absolute (or `directory` is empty), else `path` inside `directory`.
+    /// `path` itself if it is absolute (or `directory` is the current one, `.` or empty), else `path` inside
+    /// `directory`.
     public static func resolve(_ path: String, relativeTo directory: String) -> String {
-        if path.hasPrefix("/") || directory.isEmpty { return path }
+        if path.hasPrefix("/") || directory.isEmpty || directory == "." { return path }
         return directory.hasSuffix("/") ? directory + path : directory + "/" + path
-    }
-
-    /// The directory part of `path` (`"conf/uplink.yaml"` → `"conf"`, `"/uplink.yaml"` → `"/"`,
-    /// `"uplink.yaml"` → `""`).
-    public static func directory(of path: String) -> String {
-        guard let slash = path.lastIndex(of: "/") else { return "" }
-        if slash == path.startIndex { return "/" }
-        return String(path[..<slash])
     }
 }

@@ -4,10 +4,10 @@ import UplinkConfig
 import UplinkCore
 
 /// The directory holding the fixture files.
-let fixturesDirectory = ConfigFiles.directory(of: #filePath) + "/Fixtures"
+let fixturesDirectory = AtomicFile.parentDirectory(of: #filePath) + "/Fixtures"
 
 /// The repository root (for `examples.yaml`).
-let repositoryRoot = ConfigFiles.directory(of: ConfigFiles.directory(of: ConfigFiles.directory(of: #filePath)))
+let repositoryRoot = AtomicFile.parentDirectory(of: AtomicFile.parentDirectory(of: AtomicFile.parentDirectory(of: #filePath)))
 
 /// Path of a fixture file.
 func fixture(_ name: String) -> String {

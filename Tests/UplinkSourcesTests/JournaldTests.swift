@@ -158,7 +158,7 @@ struct JournaldTests {
         let file = directory.file("a.journal")
         try await TestJournal.append(TestJournal.numbered(0..<1000), to: file)
 
-        let sink = AcknowledgingSink()
+        let sink = CollectingSink(acknowledgesOnEmit: false)
         var source = RunningJournald(journaldTestConfig(directory.path), sink: sink, stateDirectory: state)
         #expect(await eventually { sink.count >= 1000 })
         try await Task.sleep(for: .milliseconds(200))  // several checkpoint intervals
@@ -172,7 +172,7 @@ struct JournaldTests {
 
         // The restart resumes after the last acknowledged batch (entry 511): 512... again, then new ones.
         try await TestJournal.append(TestJournal.numbered(1000..<1100), to: file)
-        let second = AcknowledgingSink()
+        let second = CollectingSink(acknowledgesOnEmit: false)
         source = RunningJournald(journaldTestConfig(directory.path), sink: second, stateDirectory: state)
         #expect(await eventually { second.count >= 588 })
         second.acknowledge(through: UInt64(second.count))
@@ -180,7 +180,7 @@ struct JournaldTests {
         #expect(journalNumbers(second.records) == Array(512..<1100))
 
         // Everything acknowledged: a restart sends nothing again, and then only new entries.
-        let third = AcknowledgingSink()
+        let third = CollectingSink(acknowledgesOnEmit: false)
         source = RunningJournald(journaldTestConfig(directory.path), sink: third, stateDirectory: state)
         try await Task.sleep(for: .milliseconds(300))
         #expect(third.count == 0)
@@ -226,7 +226,7 @@ struct JournaldTests {
         let journalDirectory = directory.file("journal")
         try FileManager.default.createDirectory(atPath: journalDirectory, withIntermediateDirectories: true)
         func file(_ index: Int) -> String { journalDirectory + "/part-\(index).journal" }
-        let sink = AcknowledgingSink()
+        let sink = CollectingSink(acknowledgesOnEmit: false)
         var source = RunningJournald(journaldTestConfig(journalDirectory), sink: sink, stateDirectory: state)
         var next = 0
         // Each "rotation" starts a new file; the oldest but one is vacuumed once read.
@@ -247,7 +247,7 @@ struct JournaldTests {
         try await TestJournal.append(TestJournal.numbered(next..<(next + 30)), to: file(6))
         let total = next + 30
         try FileManager.default.removeItem(atPath: file(5))
-        let second = AcknowledgingSink()
+        let second = CollectingSink(acknowledgesOnEmit: false)
         source = RunningJournald(journaldTestConfig(journalDirectory), sink: second, stateDirectory: state)
         #expect(await eventually { second.count >= 30 })
         try await Task.sleep(for: .milliseconds(200))

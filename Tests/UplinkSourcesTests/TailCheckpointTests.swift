@@ -76,7 +76,7 @@ struct TailCheckpointTests {
             Self.checkpoints(state)?.first { $0.path == logs + "/" + name }?.offset
         }
 
-        let sink = AcknowledgingSink()
+        let sink = CollectingSink(acknowledgesOnEmit: false)
         sink.acknowledge(through: .max)
         let tail = RunningTail(config, sink: sink, stateDirectory: state)
         #expect(await eventually { Self.checkpoints(state)?.count == 40 && Self.checkpoints(state)?.allSatisfy { $0.offset == 8 } == true })
@@ -98,7 +98,7 @@ struct TailCheckpointTests {
         // A restart reads both: nothing is read again, each file goes on where it stood.
         writer.write("four\n")
         writeFile(logs + "/f20.log", "one\ntwo\nlater\n")
-        let second = AcknowledgingSink()
+        let second = CollectingSink(acknowledgesOnEmit: false)
         second.acknowledge(through: .max)
         let again = RunningTail(config, sink: second, stateDirectory: state)
         #expect(await eventually { second.count >= 2 })
@@ -153,7 +153,7 @@ struct TailCheckpointTests {
         let writer = TailTestWriter(path)
         for index in 0..<10 { writer.write("line \(index)\n") }  // 7 bytes each
 
-        let sink = AcknowledgingSink()
+        let sink = CollectingSink(acknowledgesOnEmit: false)
         let tail = RunningTail(tailTestConfig([path]), sink: sink, stateDirectory: state)
         #expect(await eventually { sink.count >= 10 })
         #expect(await eventually { Self.checkpoints(state)?.count == 1 })
@@ -178,7 +178,7 @@ struct TailCheckpointTests {
         #expect(Self.checkpoints(state)?.first?.offset == 42)
         writer.write("line 10\nline 11\n")
 
-        let second = AcknowledgingSink()
+        let second = CollectingSink(acknowledgesOnEmit: false)
         second.acknowledge(through: .max)
         let again = RunningTail(tailTestConfig([path], startAt: .end), sink: second, stateDirectory: state)
         #expect(await eventually { second.count >= 6 })

@@ -59,45 +59,6 @@ func writeFile(_ path: String, _ text: String) {
     writer.close()
 }
 
-/// A sink that stores every record and acknowledges sequences only when the test says so.
-final class AcknowledgingSink: RecordSink {
-    private struct State {
-        var records: [Record] = []
-        var acknowledged: UInt64 = 0
-    }
-    private let state = Mutex(State())
-
-    func emit(_ record: Record) -> AppendOutcome {
-        state.withLock {
-            $0.records.append(record)
-            return .appended(sequence: UInt64($0.records.count))
-        }
-    }
-
-    func emitWaitingForSpace(_ record: Record) async -> AppendOutcome {
-        emit(record)
-    }
-
-    var acknowledgedSequence: UInt64 { state.withLock { $0.acknowledged } }
-
-    func waitForAcknowledgement(after sequence: UInt64) async -> UInt64 {
-        while !Task.isCancelled {
-            let acknowledged = acknowledgedSequence
-            if acknowledged > sequence { return acknowledged }
-            try? await Task.sleep(for: .milliseconds(5))
-        }
-        return acknowledgedSequence
-    }
-
-    /// Acknowledges every record up to and including number `sequence` (1-based).
-    func acknowledge(through sequence: UInt64) {
-        state.withLock { $0.acknowledged = max($0.acknowledged, sequence) }
-    }
-
-    var records: [Record] { state.withLock { $0.records } }
-    var count: Int { state.withLock { $0.records.count } }
-}
-
 /// A tail source running in a task of its own.
 struct RunningTail {
     let task: Task<Void, any Error>

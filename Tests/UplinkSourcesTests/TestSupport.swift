@@ -9,7 +9,9 @@ import UplinkTestSupport
 
 // MARK: - Sinks
 
-/// Collects every record offered to it, remembering which method was used.
+/// Collects every record offered to it, remembering which method was used. By default a record counts as
+/// acknowledged once emitted (as with nothing downstream); with `acknowledgesOnEmit: false` sequences are
+/// acknowledged only when the test says so (`acknowledge(through:)`), as a collector would.
 final class CollectingSink: RecordSink {
     private struct State {
         var records: [Record] = []
@@ -17,6 +19,11 @@ final class CollectingSink: RecordSink {
         var waitingCalls = 0
     }
     private let state = Mutex(State())
+    private let acknowledged: MonotonicSignal<UInt64>
+
+    init(acknowledgesOnEmit: Bool = true) {
+        acknowledged = MonotonicSignal(acknowledgesOnEmit ? .max : 0)
+    }
 
     func emit(_ record: Record) -> AppendOutcome {
         state.withLock {
@@ -32,6 +39,22 @@ final class CollectingSink: RecordSink {
             $0.waitingCalls += 1
             return .appended(sequence: UInt64($0.records.count))
         }
+    }
+
+    var acknowledgedSequence: UInt64 { acknowledged.value }
+
+    func waitForAcknowledgement(after sequence: UInt64) async -> UInt64 {
+        // Nothing is acknowledged beyond the maximum: such a wait ends only with cancellation.
+        guard sequence < .max else {
+            _ = try? await AsyncLatch<Void>().waitUnlessCancelled()
+            return acknowledged.value
+        }
+        return await acknowledged.wait(until: sequence + 1)
+    }
+
+    /// Acknowledges every record up to and including number `sequence` (1-based).
+    func acknowledge(through sequence: UInt64) {
+        acknowledged.advance(to: sequence)
     }
 
     var records: [Record] { state.withLock { $0.records } }

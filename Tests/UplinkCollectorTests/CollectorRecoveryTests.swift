@@ -13,7 +13,7 @@ struct CollectorRecoveryTests {
         try await withTemporaryDirectory { directory in
             var configuration = testConfiguration(directory, jsonl: jsonl)
             configuration.fsync = fsync
-            let first = try await RunningCollector.start(configuration)
+            let first = try await BackgroundCollector.start(configuration: configuration, logger: quietLogger, stdout: RecordingOutput())
             try await withClient { client in
                 let connection = try await AgentConnection.open(client, port: first.port, agent: "r", epoch: 42)
                 #expect(try await connection.nextAck() == .resume(0))

@@ -13,23 +13,8 @@ import UplinkTestSupport
 func withEdgeCollector<T>(
     _ configuration: CollectorConfiguration, log: LogCapture, _ body: (Collector, Int) async throws -> T
 ) async throws -> T {
-    let collector = Collector(configuration: configuration, logger: log.logger, stdout: RecordingOutput())
-    let group = ServiceGroup(configuration: .init(services: [collector], logger: quietLogger))
-    let task = Task { try await group.run() }
-    let result: T
-    do {
-        let port = try await collector.waitUntilListening()
-        result = try await body(collector, port)
-    } catch {
-        await group.triggerGracefulShutdown()
-        _ = try? await task.value
-        throw error
-    }
-    await group.triggerGracefulShutdown()
-    try await task.value
-    return result
+    try await withCollector(configuration, logger: log.logger, body)
 }
-
 
 /// The collector's and a client's TLS settings from the shared test authority.
 extension TestPKI {

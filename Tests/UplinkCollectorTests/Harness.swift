@@ -39,48 +39,13 @@ func testConfiguration(_ directory: String, token: String? = nil, maxLineBytes: 
         maxLineBytes: maxLineBytes)
 }
 
-/// A collector running in a `ServiceGroup`, stopped by graceful shutdown.
-final class RunningCollector: Sendable {
-    let collector: Collector
-    let port: Int
-    private let group: ServiceGroup
-    private let task: Task<Void, any Error>
-
-    private init(collector: Collector, port: Int, group: ServiceGroup, task: Task<Void, any Error>) {
-        self.collector = collector
-        self.port = port
-        self.group = group
-        self.task = task
-    }
-
-    static func start(_ configuration: CollectorConfiguration, output: RecordingOutput = RecordingOutput()) async throws
-        -> RunningCollector
-    {
-        let collector = Collector(configuration: configuration, logger: quietLogger, stdout: output)
-        let group = ServiceGroup(configuration: .init(services: [collector], logger: quietLogger))
-        let task = Task { try await group.run() }
-        do {
-            let port = try await collector.waitUntilListening()
-            return RunningCollector(collector: collector, port: port, group: group, task: task)
-        } catch {
-            task.cancel()
-            throw error
-        }
-    }
-
-    /// Graceful shutdown; returns when `run()` returned.
-    func stop() async throws {
-        await group.triggerGracefulShutdown()
-        try await task.value
-    }
-}
-
-/// Runs a collector for the duration of `body`, then shuts it down gracefully.
+/// Runs a collector (the product's `BackgroundCollector`, as the embedded collector and the integration tests run
+/// it) for the duration of `body`, then shuts it down gracefully.
 func withCollector<T>(
-    _ configuration: CollectorConfiguration, output: RecordingOutput = RecordingOutput(),
+    _ configuration: CollectorConfiguration, output: RecordingOutput = RecordingOutput(), logger: Logger = quietLogger,
     _ body: (Collector, Int) async throws -> T
 ) async throws -> T {
-    let running = try await RunningCollector.start(configuration, output: output)
+    let running = try await BackgroundCollector.start(configuration: configuration, logger: logger, stdout: output)
     let result: T
     do {
         result = try await body(running.collector, running.port)

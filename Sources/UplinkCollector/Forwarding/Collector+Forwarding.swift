@@ -24,8 +24,7 @@ extension Collector {
                 guard let client else { break }
                 let store = try sink.kind.makeSink(
                     SinkContext(
-                        name: sink.name, timeout: sink.timeout, collector: configuration, output: output, client: client,
-                        logger: logger))
+                        timeout: sink.timeout, collector: configuration, output: output, client: client, logger: logger))
                 forwarders.append(
                     try Forwarder(
                         configuration: sink, sink: store, log: log, cursorDirectory: configuration.cursorDirectory,

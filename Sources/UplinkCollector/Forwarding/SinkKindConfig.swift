@@ -58,8 +58,6 @@ extension SinkKindConfig {
 
 /// What a sink kind may use to make its sink.
 public struct SinkContext: Sendable {
-    /// The sink's `name`.
-    public var name: String
     /// The sink's `timeout`: longest a delivery request may take.
     public var timeout: Duration
     /// The collector's configuration (its data directory, for a kind's default paths).

@@ -120,8 +120,9 @@ struct RunCommand: AsyncParsableCommand {
         // SIGHUP reloads the file. Trapped before anything reports that the agent runs: from then on a SIGHUP must
         // not end the process (its default action).
         let reloader = ConfigurationReloader(
-            agent: agent, path: config, file: loaded, embedded: embeddedTarget ?? embedded.map { EmbeddedCollectorTarget(url: $0.url, token: nil) },
-            collectorSection: { _ = CollectorConfiguration.decode($0) }, signals: await UnixSignalsSequence(trapping: .sighup), logger: logger)
+            agent: agent, path: config, file: loaded, embedded: embeddedTarget,
+            collectorSection: { _ = CollectorConfiguration.decode($0) },
+            signals: await UnixSignalsSequence(trapping: .sighup), logger: logger)
         let group = ServiceGroup(
             configuration: ServiceGroupConfiguration(
                 services: agent.serviceConfigurations + [reloader.serviceConfiguration, notifier.serviceConfiguration],

@@ -2,14 +2,6 @@ import NIOCore
 import Synchronization
 import UplinkCore
 
-#if canImport(Glibc)
-import Glibc
-#elseif canImport(Musl)
-import Musl
-#elseif canImport(Darwin)
-import Darwin
-#endif
-
 /// One record of the log, decoded (`StoredLine.entry(of:)`), with its idempotent key: (agent, epoch, sequence) for
 /// every record and, for file lines, (agent, origin, offset) in `record`'s `LogLine.origin`.
 public struct LogEntry: Sendable, Equatable {
@@ -44,16 +36,9 @@ public struct ForwardBatch: Sendable {
     /// A batch of `lines`, whole lines that each end in `\n`.
     public init(lines: ByteBuffer) {
         self.lines = lines
-        self.count = lines.withUnsafeReadableBytes { raw in
-            guard let base = raw.baseAddress else { return 0 }
-            var count = 0
-            var start = 0
-            while start < raw.count, let found = memchr(base + start, Int32(UInt8(ascii: "\n")), raw.count - start) {
-                count += 1
-                start = base.distance(to: UnsafeRawPointer(found)) + 1
-            }
-            return count
-        }
+        var count = 0
+        RecordLines.forEachLine(in: lines) { _ in count += 1 }
+        self.count = count
         self.decoded = Decoded()
     }
 

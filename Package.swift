@@ -53,6 +53,13 @@ let package = Package(
             pkgConfig: "libzstd",
             providers: [.apt(["libzstd-dev"])]
         ),
+        // libsodium: SHA-256 and Ed25519 for signed remote configuration documents (UplinkRemoteConfig). Linked as
+        // Debian's shared library, like libyaml and libzstd: the binary grows by our calls only (docs/remote-config.md).
+        .systemLibrary(
+            name: "CSodium",
+            pkgConfig: "libsodium",
+            providers: [.apt(["libsodium-dev"])]
+        ),
         // libsystemd: the journald source reads the systemd journal through sd-journal (UplinkSources/Journald). Built
         // against Debian's libsystemd-dev headers, but loaded with dlopen when a journald source first opens a journal
         // (Sources/CSystemd/systemd.c), so agents without one and collectors do not load it and its dependencies.
@@ -63,6 +70,12 @@ let package = Package(
         .target(
             name: "UplinkConfig",
             dependencies: ["UplinkCore", "CYAML"],
+            swiftSettings: strict
+        ),
+        // Signed remote configuration documents: content digests, Ed25519 keys and envelopes, their verification.
+        .target(
+            name: "UplinkRemoteConfig",
+            dependencies: ["UplinkCore", "CSodium"],
             swiftSettings: strict
         ),
         .target(
@@ -168,6 +181,7 @@ let package = Package(
             name: "uplink",
             dependencies: [
                 "UplinkCore",
+                "UplinkRemoteConfig",
                 "UplinkAgent",
                 "UplinkTransport",
                 "UplinkCollector",
@@ -237,6 +251,9 @@ let package = Package(
             exclude: ["Fixtures"],
             swiftSettings: strict
         ),
+        .testTarget(
+            name: "UplinkRemoteConfigTests", dependencies: ["UplinkRemoteConfig", "UplinkCore", "UplinkTestSupport"],
+            swiftSettings: strict),
         .testTarget(name: "UplinkCoreTests", dependencies: ["UplinkCore", "UplinkTestSupport"], swiftSettings: strict),
         .testTarget(
             name: "UplinkFuzzTargetsTests", dependencies: ["UplinkFuzzTargets", "UplinkTestSupport"], swiftSettings: strict),

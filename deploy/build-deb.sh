@@ -67,8 +67,9 @@ if [ "$arch" = "$(dpkg --print-architecture)" ]; then
         case ", $depends, " in *", $owner, "*) ;; *) depends="$depends, $owner" ;; esac
     done
 else
-    # Cross-built: the packages of the libraries a glibc build links (zlib and zstd: the stream's compression).
-    depends="$depends, libc6, libstdc++6, libgcc-s1, zlib1g, libzstd1"
+    # Cross-built: the packages of the libraries a glibc build links (zlib and zstd: the stream's compression;
+    # libsodium: signed remote configuration).
+    depends="$depends, libc6, libstdc++6, libgcc-s1, zlib1g, libzstd1, libsodium23"
 fi
 
 installed_size="$(du -sk --exclude=DEBIAN "$root" | cut -f1)"

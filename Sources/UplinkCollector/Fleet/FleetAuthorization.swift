@@ -1,3 +1,5 @@
+import UplinkCore
+
 /// Who may read the fleet page and `/v1/fleet` when the collector has a token: `Authorization: Bearer <token>` (as
 /// agents send it), or HTTP Basic with the token as the password and any user name, so that a browser can log in
 /// with its own dialog.
@@ -31,40 +33,5 @@ enum FleetAuthorization {
         var difference: UInt8 = 0
         for (a, b) in zip(given, expected) { difference |= a ^ b }
         return difference == 0
-    }
-}
-
-extension Base64 {
-    /// Standard base64 (RFC 4648 §4) decoded, padding optional, for HTTP Basic credentials: the decoded bytes, or nil when `text` is not base64 (a character outside the alphabet, a misplaced `=`, or
-    /// a length that cannot be one).
-    static func decode<Text: Collection<UInt8>>(_ text: Text) -> [UInt8]? {
-        var input = Array(text)
-        while input.last == UInt8(ascii: "=") { input.removeLast() }
-        guard input.count % 4 != 1, text.count - input.count <= 2 else { return nil }
-        var output: [UInt8] = []
-        output.reserveCapacity(input.count * 3 / 4)
-        var accumulator: UInt32 = 0
-        var bits = 0
-        for character in input {
-            guard let value = sextet(character) else { return nil }
-            accumulator = (accumulator << 6) | UInt32(value)
-            bits += 6
-            if bits >= 8 {
-                bits -= 8
-                output.append(UInt8(truncatingIfNeeded: accumulator >> UInt32(bits)))
-            }
-        }
-        return output
-    }
-
-    private static func sextet(_ character: UInt8) -> UInt8? {
-        switch character {
-        case UInt8(ascii: "A")...UInt8(ascii: "Z"): character - UInt8(ascii: "A")
-        case UInt8(ascii: "a")...UInt8(ascii: "z"): character - UInt8(ascii: "a") + 26
-        case UInt8(ascii: "0")...UInt8(ascii: "9"): character - UInt8(ascii: "0") + 52
-        case UInt8(ascii: "+"): 62
-        case UInt8(ascii: "/"): 63
-        default: nil
-        }
     }
 }

@@ -97,27 +97,3 @@ struct ClickHouseSink: ForwardingSink {
         return output
     }
 }
-
-/// Base64 (RFC 4648, with padding), for HTTP basic authentication.
-public enum Base64 {
-    /// `bytes` in Base64 with padding.
-    public static func encode(_ bytes: [UInt8]) -> String {
-        let alphabet = Array("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/".utf8)
-        var output: [UInt8] = []
-        var index = 0
-        while index < bytes.count {
-            let chunk = bytes[index..<min(index + 3, bytes.count)]
-            var value: UInt32 = 0
-            for (offset, byte) in chunk.enumerated() { value |= UInt32(byte) << (16 - 8 * offset) }
-            for position in 0..<4 {
-                if position <= chunk.count {
-                    output.append(alphabet[Int((value >> (18 - 6 * position)) & 63)])
-                } else {
-                    output.append(UInt8(ascii: "="))
-                }
-            }
-            index += 3
-        }
-        return String(decoding: output, as: UTF8.self)
-    }
-}

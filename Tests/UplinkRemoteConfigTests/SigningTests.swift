@@ -194,3 +194,38 @@ extension Result {
     var isSuccess: Bool { if case .success = self { true } else { false } }
     var failure: Failure? { if case .failure(let failure) = self { failure } else { nil } }
 }
+
+@Suite("Manifests")
+struct ConfigManifestTests {
+    let base = ConfigManifest.Document(
+        name: "base", sha256: SHA256Digest(of: [1]), size: 1, signatureSHA256: SHA256Digest(of: [2]), signatureSize: 300)
+    let modbus = ConfigManifest.Document(
+        name: "modbus", sha256: SHA256Digest(of: [3]), size: 2, signatureSHA256: SHA256Digest(of: [4]), signatureSize: 301)
+
+    @Test("a manifest survives its JSON form; the revision names the set, not its order or generation")
+    func roundTrip() throws {
+        let manifest = ConfigManifest(generation: 17, documents: [modbus, base])
+        #expect(manifest.documents.map(\.name) == ["base", "modbus"])
+        #expect(try ConfigManifest(json: manifest.json) == manifest)
+        #expect(ConfigManifest(generation: 18, documents: [base, modbus]).revision == manifest.revision)
+        #expect(ConfigManifest(generation: 17, documents: [base]).revision != manifest.revision)
+        var changed = modbus
+        changed.signatureSHA256 = SHA256Digest(of: [5])
+        #expect(ConfigManifest(generation: 17, documents: [base, changed]).revision != manifest.revision,
+            "a new envelope (new serial, same document) is a new revision")
+    }
+
+    @Test("malformed manifests are refused")
+    func refusals() {
+        let good = String(decoding: ConfigManifest(generation: 3, documents: [base]).json, as: UTF8.self)
+        func refused(_ text: String) -> Bool { (try? ConfigManifest(json: Array(text.utf8))) == nil }
+        #expect(!refused(good))
+        #expect(refused(good.replacingOccurrences(of: "\"version\":1", with: "\"version\":2")))
+        #expect(refused(good.replacingOccurrences(of: "\"rev\":\"sha256:", with: "\"rev\":\"sha256:0")))
+        #expect(refused(good.replacingOccurrences(of: "\"name\":\"base\"", with: "\"name\":\"../x\"")))
+        #expect(refused(good.replacingOccurrences(of: "\"size\":1", with: "\"size\":-1")))
+        #expect(refused(good.replacingOccurrences(of: "[{", with: "[{\"name\":\"base\",\"sha256\":\"\(base.sha256.hex)\",\"size\":1,\"sig_sha256\":\"\(base.signatureSHA256.hex)\",\"sig_size\":3},{")))
+        #expect(refused("[]"))
+        #expect(refused(String(repeating: " ", count: ConfigManifest.maximumBytes + 1)))
+    }
+}

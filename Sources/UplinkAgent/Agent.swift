@@ -113,6 +113,7 @@ public struct SourceService: Service {
         } catch is CancellationError {
             // Shutdown.
         } catch {
+            context.health.failed("stopped: \(error)")
             context.logger.error("source stopped: \(error)")
             throw error
         }

@@ -157,7 +157,10 @@ enum StatusView {
         if let disk = buffer.diskBytes { held += "; \(bytes(disk)) on disk" }
         lines.append(held)
         let table = [["SOURCE", "KIND", "STATE", "REC/S (1 min)", "RECORDS", "DROPPED"]]
-            + status.sources.map { [$0.name, $0.kind, $0.state, number($0.recordsPerSecond), "\($0.records)", "\($0.dropped)"] }
+            + status.sources.map {
+                [$0.name, $0.kind, $0.state == "running" ? ($0.health ?? $0.state) : $0.state, number($0.recordsPerSecond),
+                 "\($0.records)", "\($0.dropped)"]
+            }
         let widths = (0..<6).map { column in table.map { $0[column].count }.max() ?? 0 }
         for (index, row) in table.enumerated() {
             let cells = row.enumerated().map { column, cell in
@@ -165,6 +168,9 @@ enum StatusView {
                     : cell + String(repeating: " ", count: widths[column] - cell.count)
             }
             lines.append((index == 0 ? "sources  " : "         ") + cells.joined(separator: "  "))
+        }
+        for source in status.sources {
+            if let reason = source.healthReason { lines.append("         \(source.name): \(reason)") }
         }
         let drops = status.sources.reduce(0) { $0 + $1.dropped }
         if drops > 0 { lines.append("         \(drops) records dropped in total (buffer full or too large)") }

@@ -92,5 +92,24 @@ public struct AgentStatus: Codable, Sendable, Equatable {
         /// Records dropped because the buffer was full (`drop_oldest` evictions and `drop_newest` refusals) or
         /// larger than the whole buffer.
         public var dropped: Int
+        /// What the source reports (`SourceHealth.State`): `starting`, `healthy`, `idle` or `failing`; nil from an
+        /// agent older than the field.
+        public var health: String?
+        /// Why it is `idle` or `failing`.
+        public var healthReason: String?
+
+        public init(
+            name: String, kind: String, state: String, records: Int, recordsPerSecond: Double, dropped: Int,
+            health: String? = nil, healthReason: String? = nil
+        ) {
+            self.name = name
+            self.kind = kind
+            self.state = state
+            self.records = records
+            self.recordsPerSecond = recordsPerSecond
+            self.dropped = dropped
+            self.health = health
+            self.healthReason = healthReason
+        }
     }
 }

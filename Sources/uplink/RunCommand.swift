@@ -119,8 +119,9 @@ struct RunCommand: AsyncParsableCommand {
             logger: logger)
         // SIGHUP reloads the file. Trapped before anything reports that the agent runs: from then on a SIGHUP must
         // not end the process (its default action).
+        let running = loaded.map { RunningConfiguration(agent: agent, local: $0, embedded: embeddedTarget) }
         let reloader = ConfigurationReloader(
-            agent: agent, path: config, file: loaded, embedded: embeddedTarget,
+            agent: agent, path: config, configuration: running,
             collectorSection: { _ = CollectorConfiguration.decode($0) },
             signals: await UnixSignalsSequence(trapping: .sighup), logger: logger)
         let group = ServiceGroup(

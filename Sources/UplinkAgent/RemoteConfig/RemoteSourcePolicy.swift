@@ -200,15 +200,20 @@ public enum RemoteConfiguration {
                 hint: "set remote_config.enabled: true in the local file"))
         }
         var decoded: [RemoteDocument] = []
+        var documentIssues: [(file: String, issues: [ConfigIssue])] = []
         for document in documents {
             let result = RemoteDocument.decodeKeepingSources(
                 name: document.name, bytes: document.bytes, sha256: document.sha256,
                 maxBytes: local.remoteConfig.maxDocumentBytes)
-            issues += result.issues
+            documentIssues.append((RemoteDocument.issueFile(name: document.name, sha256: document.sha256), result.issues))
             if let value = result.document { decoded.append(value) }
         }
         let checked = RemoteSourcePolicy(local: local).check(decoded)
-        issues += checked.issues
+        // Each document's issues together, in document order; the documents in the order given.
+        var policyIssues = Dictionary(grouping: checked.issues, by: \.file)
+        for (file, found) in documentIssues {
+            issues += (found + (policyIssues.removeValue(forKey: file) ?? [])).sortedInDocumentOrder()
+        }
         var merged = local
         merged.sources += checked.value ?? []
         return ConfigResult(value: merged, issues: issues)

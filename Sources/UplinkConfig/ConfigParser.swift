@@ -42,6 +42,9 @@ struct TreeBuilder {
     private var stack: [Frame] = []
     private var anchors: [String: Built] = [:]
     private var totalNodes = 0
+    /// Without an environment: where the scalars reported for holding `${` start and end (their other `${` are not
+    /// reported again).
+    private var refusedScalars: [(start: ConfigMark, end: ConfigMark)] = []
     private var documents = 0
 
     init(file: String, source: [UInt8], options: ConfigParseOptions) {
@@ -51,6 +54,11 @@ struct TreeBuilder {
     }
 
     mutating func run() {
+        parse()
+        if options.environment == nil { reportUncoveredReferences() }
+    }
+
+    private mutating func parse() {
         let bytes = source
         guard !bytes.isEmpty else { return }
         var parser = yaml_parser_t()
@@ -112,6 +120,7 @@ struct TreeBuilder {
                     "'${' is not allowed here: this document gets no environment variable expansion",
                     hint: "write the value itself; only the local configuration file expands ${VAR}")
                 value.substitutionFailed = true
+                refusedScalars.append((mark, self.mark(event.end_mark)))
             } else if let environment = options.environment, !isKeyPosition {
                 let (substituted, problems) = EnvironmentSubstitution.substitute(text, environment: environment)
                 value.value = substituted
@@ -273,6 +282,25 @@ struct TreeBuilder {
                     frame.entries.append(entry)
                 }
             }
+        }
+    }
+
+    /// Without an environment, a `${` is refused anywhere, comments included: each one outside a scalar already
+    /// reported is reported where it is.
+    private mutating func reportUncoveredReferences() {
+        var index = 0
+        while index + 1 < source.count {
+            defer { index += 1 }
+            guard source[index] == UInt8(ascii: "$"), source[index + 1] == UInt8(ascii: "{") else { continue }
+            let mark = markForByteOffset(index)
+            let covered = refusedScalars.contains { range in
+                (range.start.line, range.start.column) <= (mark.line, mark.column)
+                    && (mark.line, mark.column) < (range.end.line, range.end.column)
+            }
+            if covered { continue }
+            report(
+                .notAllowed, at: mark, path: .root, "'${' is not allowed anywhere in this document, comments included",
+                hint: "this document gets no environment variable expansion")
         }
     }
 

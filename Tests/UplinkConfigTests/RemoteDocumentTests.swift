@@ -111,6 +111,28 @@ struct RemoteDocumentTests {
             "4:19: sources[0].tags.home: '${' is not allowed here: this document gets no environment variable expansion (hint: write the value itself; only the local configuration file expands ${VAR})")
     }
 
+    @Test("${ is refused anywhere: in a key, in a block scalar (once), in a comment")
+    func environmentReferenceAnywhere() throws {
+        let text = """
+            # fetched from ${COLLECTOR}
+            sources:
+              - name: app-cpu
+                type: cpu
+                tags:
+                  "${KEY}": x
+                  note: |
+                    first ${A}
+                    second ${B}
+            """
+        let fixture = try RemoteFixture()
+        let file = RemoteFixture.file(text)
+        #expect(fixture.issues(text) == [
+            "\(file):1:16: '${' is not allowed anywhere in this document, comments included (hint: this document gets no environment variable expansion)",
+            "\(file):6:7: sources[0].tags: '${' is not allowed here: this document gets no environment variable expansion (hint: write the value itself; only the local configuration file expands ${VAR})",
+            "\(file):7:13: sources[0].tags.note: '${' is not allowed here: this document gets no environment variable expansion (hint: write the value itself; only the local configuration file expands ${VAR})",
+        ])
+    }
+
     @Test("a section other than sources is refused", arguments: ["uplink", "agent", "buffer", "collector", "remote_config"])
     func otherSection(section: String) throws {
         try expectRefused(

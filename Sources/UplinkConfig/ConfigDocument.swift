@@ -14,6 +14,9 @@ import UplinkCore
 /// - Only **one document** per file; a second `---` document is an issue.
 /// - Keys must be scalars; a mapping or list used as a key is an issue.
 /// - `${VAR}` substitution applies to every scalar value (not to keys); see `ConfigEnvironment`.
+///
+/// A document from elsewhere (a remote configuration document) is parsed with `ConfigParseOptions.untrusted`: no
+/// substitution (any `${`, comments included, is an issue), and anchors, aliases and merge keys are issues.
 public struct ConfigDocument: Sendable {
     /// Path of the file, as given (used in every mark and issue).
     public var file: String

@@ -50,7 +50,8 @@ struct ValidateCommand: ParsableCommand {
         }
         if !remote.isEmpty {
             let count = file.sources.count - loaded.file.sources.count
-            summary.append("\(remote.count) remote \(remote.count == 1 ? "document" : "documents") adding \(count) \(count == 1 ? "source" : "sources")")
+            let documents = remote.count == 1 ? "document" : "documents"
+            summary.append("\(remote.count) remote \(documents) adding \(count) \(count == 1 ? "source" : "sources")")
         }
         if let collector = loaded.collector {
             summary.append("collector on \(collector.host):\(collector.port) storing in \(collector.dataDirectory)")
@@ -96,15 +97,19 @@ struct ValidateCommand: ParsableCommand {
 
     /// `allow.exec` patterns that run a shell or an interpreter let whoever signs documents run anything on the box.
     private func warnAboutInterpreters(_ patterns: [[String]]) {
-        let interpreters = ["sh", "bash", "dash", "zsh", "ash", "busybox", "env", "python", "python3", "perl", "ruby", "node", "lua", "php"]
+        let interpreters = [
+            "sh", "bash", "dash", "zsh", "ash", "busybox", "env", "python", "perl", "ruby", "node", "lua", "php",
+        ]
         for pattern in patterns {
             guard let program = pattern.first?.split(separator: "/").last.map(String.init) else { continue }
             let base = program.split(separator: ".").first.map(String.init) ?? program
-            if interpreters.contains(base) || interpreters.contains(where: { base.hasPrefix($0) && base.dropFirst($0.count).allSatisfy(\.isNumber) }) {
-                ConfigurationLoading.printToStandardError(ConfigIssue.escapingControlCharacters(
-                    "\(config): warning: remote_config.allow.exec allows '\(pattern.joined(separator: " "))': a shell or interpreter in a remote command amounts to remote code execution"
-                ))
-            }
+            // `python3`, `perl5.36`: an interpreter's name followed by a version.
+            let isInterpreter = interpreters.contains { base.hasPrefix($0) && base.dropFirst($0.count).allSatisfy(\.isNumber) }
+            guard isInterpreter else { continue }
+            let command = pattern.joined(separator: " ")
+            ConfigurationLoading.printToStandardError(ConfigIssue.escapingControlCharacters(
+                "\(config): warning: remote_config.allow.exec allows '\(command)': a shell or interpreter in a remote "
+                    + "command amounts to remote code execution"))
         }
     }
 }

@@ -65,7 +65,8 @@ public struct RemoteDocument: Sendable {
         guard bytes.count <= maxBytes else {
             return (nil, [ConfigIssue(
                 file: file, line: 0, column: 0, keyPath: "", code: .notAllowed,
-                message: "the document has \(bytes.count) bytes, more than remote_config.max_document_bytes (\(maxBytes)); it was not parsed",
+                message: "the document has \(bytes.count) bytes, more than remote_config.max_document_bytes (\(maxBytes)); "
+                    + "it was not parsed",
                 hint: "split it into several documents, or raise max_document_bytes in the local file")])
         }
         let decoder = ConfigDecoder(document: ConfigDocument.parse(bytes: bytes, file: file, options: .untrusted))

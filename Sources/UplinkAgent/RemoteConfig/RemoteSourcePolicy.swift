@@ -73,7 +73,8 @@ public struct RemoteSourcePolicy: Sendable {
                     refuse(
                         item.node["type"] ?? item.node, item.path.appending("type"),
                         "the type '\(kind.typeName)' is not in remote_config.allow.source_types",
-                        hint: allowed.isEmpty ? "the local file allows no remote source" : "allowed: " + allowed.joined(separator: ", "))
+                        hint: allowed.isEmpty
+                            ? "the local file allows no remote source" : "allowed: " + allowed.joined(separator: ", "))
                     continue
                 }
                 checkIntervals(item, refuse)
@@ -96,7 +97,8 @@ public struct RemoteSourcePolicy: Sendable {
                             item.node["command"] ?? item.node, item.path.appending("command"),
                             "the command \(Self.quoted(exec.command)) matches no remote_config.allow.exec pattern",
                             hint: allow.exec.isEmpty
-                                ? "the local file allows no remote command" : "allowed: " + allow.exec.map(Self.quoted).joined(separator: ", "))
+                                ? "the local file allows no remote command"
+                                : "allowed: " + allow.exec.map(Self.quoted).joined(separator: ", "))
                     }
                 }
                 accepted.append(.init(name: source.name, config: config))

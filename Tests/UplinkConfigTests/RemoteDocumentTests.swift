@@ -195,6 +195,12 @@ struct RemoteDocumentTests {
               - &cpu { name: app-cpu, type: cpu }
             """,
             "2:5: sources[0]: YAML anchors ('&cpu') are not allowed in this document (hint: write every value out in full)")
+        try expectRefused(
+            """
+            sources:
+              - { name: app-cpu, <<: { type: cpu } }
+            """,
+            "2:22: sources[0].<<: YAML merge keys ('<<') are not allowed in this document (hint: write every key out in full)")
         var bomb = "sources:\n  - { name: app-cpu, type: cpu, tags: { a: x } }\nx0: &x0 [lol, lol, lol, lol, lol, lol, lol, lol, lol]\n"
         for level in 1...9 {
             let previous = Array(repeating: "*x\(level - 1)", count: 9).joined(separator: ", ")

@@ -27,6 +27,13 @@ extension FuzzTarget {
             ].map { Array($0.utf8) }
         case .config:
             return Self.configs.map { Array($0.utf8) }
+        case .remoteDocument:
+            return [
+                "sources:\n  - { name: app-cpu, type: cpu, interval: 5s }\n  - { name: log, type: tail, paths: [\"/var/log/app/*.log\"] }\n",
+                "sources:\n  - name: probe\n    type: exec\n    command: [/usr/local/lib/uplink/probes/read, \"7\"]\n    interval: 30s\n",
+                "sources:\n  - { name: j, type: journald, units: [app-web] }\n  - { name: s, type: sysfs, path: /sys/bus/iio/devices/x/in_temp_input }\n",
+                "sources:\n  - &a { name: x, type: cpu, tags: { t: \"${HOME}\" } }\n  - *a\nuplink: { token: t }\n",
+            ].map { Array($0.utf8) }
         case .decompress:
             // Valid bodies of each encoding (a flush after each line), and the lines themselves as plain text.
             let text = Self.wireLines.joined(separator: "\n") + "\n"
@@ -59,6 +66,13 @@ extension FuzzTarget {
         case .decompress:
             // zstd's frame magic, gzip's header, a zstd frame header asking for a 2^31 window, runs of zeros.
             return [[0x28, 0xB5, 0x2F, 0xFD], [0x1F, 0x8B, 0x08, 0x00], [0x28, 0xB5, 0x2F, 0xFD, 0x00, 0xF8], [0, 0, 0, 0, 0, 0, 0, 0]]
+        case .remoteDocument:
+            strings = [
+                "sources:", "uplink:", "remote_config:", "- name: ", "type: ", "tail", "exec", "journald", "sysfs", "generator",
+                "paths: ", "units: ", "command: ", "interval: ", "poll_interval: ", "100ms", "${HOME}", "$${", "&a ", "*a", "<<: ",
+                "token: ", "/var/log/app/", "/var/log/app/../../etc/shadow", "/etc/shadow", "**", "*", "app-", "sshd",
+                "/usr/local/lib/uplink/probes/read", "sh", "-c", "{ ", " }", "[", "]", "\n  ", "\n", "# ", "\"", "'",
+            ]
         case .config:
             strings = [
                 "agent:", "buffer:", "uplink:", "sources:", "collector:", "max_bytes: ", "overflow: ", "url: ", "- name: ",

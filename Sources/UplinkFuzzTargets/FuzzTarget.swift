@@ -22,6 +22,10 @@ public enum FuzzTarget: String, CaseIterable, Sendable {
     case streamHeaders = "stream-headers"
     /// The YAML configuration loader: bytes → `UplinkFile.decode` with the collector section decoded as `uplink` does.
     case config = "config"
+    /// A remote configuration document (`RemoteConfiguration.merge`) against a fixed local file: what is accepted
+    /// holds no `${`, only allowed sources (tail sources restricted to the allowed real paths) and no local name; every
+    /// issue names the document and is one line.
+    case remoteDocument = "remote-document"
     /// The collector's body decompressors (`StreamDecompressor`, zstd and gzip): arbitrary bytes as a compressed body
     /// in random chunks never trap and never give more than the per-chunk limit; the same bytes as plain text,
     /// compressed with a flush at random points, come back exactly, whatever the chunk cuts.
@@ -36,6 +40,7 @@ public enum FuzzTarget: String, CaseIterable, Sendable {
         case .ackLine: FuzzChecks.ackLine(data)
         case .streamHeaders: FuzzChecks.streamHeaders(data)
         case .config: FuzzChecks.config(data)
+        case .remoteDocument: FuzzChecks.remoteDocument(data)
         case .decompress: FuzzChecks.decompress(data)
         }
     }
@@ -285,6 +290,59 @@ enum FuzzChecks {
         } catch {
             fatalError("fuzz property violated: a round trip through \(encoding) failed: \(error)")
         }
+    }
+
+    // MARK: remote-document
+
+    /// The local file the remote documents are merged into.
+    static let remoteLocal: UplinkFile = {
+        let yaml = """
+            uplink: { url: http://127.0.0.1:4318 }
+            sources: [{ name: cpu, type: cpu }]
+            remote_config:
+              enabled: true
+              require_signature: false
+              allow:
+                source_types: [cpu, memory, tail, sysfs, journald, exec]
+                tail_paths: ["/var/log/app/**"]
+                sysfs_paths: ["/sys/bus/iio/devices/**"]
+                journald_units: ["app-*"]
+                exec: [{ argv: [/usr/local/lib/uplink/probes/read, "*"] }]
+                max_sources: 8
+            """
+        guard let local = UplinkFile.decode(yaml, file: "local.yaml", environment: [:], collectorSection: { _ in }).value else {
+            fatalError("the remote-document target's local file does not decode")
+        }
+        return local
+    }()
+
+    static func remoteDocument(_ data: UnsafeRawBufferPointer) {
+        let bytes = Array(data)
+        let sha256 = SHA256.hex(bytes)
+        let result = RemoteConfiguration.merge(local: remoteLocal, documents: [("fuzz", bytes, sha256)])
+        require((result.value == nil) == !result.issues.isEmpty, "a value with issues, or no value and no issue")
+        let file = RemoteDocument.issueFile(name: "fuzz", sha256: sha256)
+        for issue in result.issues {
+            require(issue.file == file, "an issue of another file: \(issue.file)")
+            require(
+                !issue.description.unicodeScalars.contains { $0.value < 0x20 || (0x7F...0x9F).contains($0.value) },
+                "an issue with a control character: \(issue.description.debugDescription)")
+        }
+        guard let merged = result.value else { return }
+        require(
+            !bytes.indices.dropLast().contains { bytes[$0] == UInt8(ascii: "$") && bytes[$0 + 1] == UInt8(ascii: "{") },
+            "accepted a ${")
+        let allow = remoteLocal.remoteConfig.allow
+        let remote = merged.sources.dropFirst(remoteLocal.sources.count)
+        require(remote.count <= allow.maxSources, "more than max_sources")
+        for source in remote {
+            require(source.name != "cpu", "accepted a local name")
+            require(allow.sourceTypes.contains(source.config.kind), "accepted the type \(source.config.kind)")
+        }
+        // The merged file is what the agent would run: it must build.
+        require(
+            merged.agentConfiguration(embedded: nil, environment: [:]).sources.count == merged.sources.count,
+            "the merged file lost sources")
     }
 
     // MARK: config

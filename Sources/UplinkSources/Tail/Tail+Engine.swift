@@ -37,7 +37,7 @@ final class TailEngine {
     let clock: any TickClock
     /// `uplink.linger`: how long to let lines gather after an idle wait before reading them.
     let linger: Duration
-    let opener = TailOpener()
+    let opener: TailOpener
     let wakeup: SourceWakeup
     var inotify: TailInotify? {
         // Polling stands in for inotify's events; with inotify, looking now and then is only a safety net.
@@ -103,6 +103,8 @@ final class TailEngine {
     var lastCheckpointWrite: ContinuousClock.Instant
     var checkpointWriteReport = CheckpointWriteReport()
     var warnedPaths: Set<String> = []
+    /// Paths refused (and logged) because of `TailConfig.allowedRealPaths`.
+    var refusedPaths: Set<String> = []
     var warnedNothingFound = false
     var warnedSkipped = 0
     /// Set when the sink dropped lines: the task was cancelled.
@@ -136,6 +138,7 @@ final class TailEngine {
         self.clock = clock
         wakeup = SourceWakeup(clock: clock)
         globs = config.paths.map(TailGlob.init)
+        opener = TailOpener(allowedRealPaths: config.allowedRealPaths.map { $0.map(TailGlob.init) })
         exclude = TailExclude(config.exclude)
         if let pattern = config.multilineStartPattern {
             do {
@@ -337,6 +340,7 @@ final class TailEngine {
                 "truncations": "\(statistics.truncations)", "copies_finished": "\(statistics.copiesFinished)",
                 "rotations": "\(statistics.rotations)",
                 "files_opened": "\(statistics.filesOpened)",
+                "refused_outside_allowed_paths": "\(statistics.refusedOutsideAllowedPaths)",
             ])
     }
 
@@ -440,10 +444,24 @@ final class TailEngine {
         case .success(let opened):
             adopt(opened, at: path, initial: initial)
         case .failure(let error):
+            if reportRefusal(at: path) { return }
             if error.code != ENOENT, warnedPaths.insert(path).inserted {
                 logger.warning("tail source: cannot open \(path): \(error)", metadata: ["path": "\(path)"])
             }
         }
+    }
+
+    /// Logs (once per path) and counts a file the opener refused at `path` because its real path is outside
+    /// `TailConfig.allowedRealPaths`; false when that was not why opening failed.
+    func reportRefusal(at path: String) -> Bool {
+        guard let real = opener.takeRefusal(at: path) else { return false }
+        if refusedPaths.insert(path).inserted {
+            statistics.refusedOutsideAllowedPaths += 1
+            logger.warning(
+                "tail source: not opening \(path): its real path \(real) is outside the allowed paths (remote_config.allow.tail_paths)",
+                metadata: ["path": "\(path)", "real_path": "\(real)"])
+        }
+        return true
     }
 
     /// Starts following a file opened at `path`, or, when it is a file followed already (renamed here), moves
@@ -563,6 +581,7 @@ final class TailEngine {
                     if let active = activeByPath[path] { detach(active) }
                 case .failed(let error):
                     if let active = activeByPath[path] { detach(active) }
+                    if reportRefusal(at: path) { continue }
                     if warnedPaths.insert(path).inserted {
                         logger.warning("tail source: cannot open \(path): \(error)", metadata: ["path": "\(path)"])
                     }

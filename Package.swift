@@ -162,6 +162,7 @@ let package = Package(
             name: "UplinkAgent",
             dependencies: [
                 "UplinkCore",
+                "UplinkRemoteConfig",
                 "UplinkConfig",
                 "UplinkWire",
                 "UplinkSources",
@@ -218,7 +219,7 @@ let package = Package(
         .target(
             name: "UplinkFuzzTargets",
             dependencies: [
-                "UplinkCore", "UplinkWire", "UplinkConfig", "UplinkCollector", "UplinkAgent",
+                "UplinkCore", "UplinkWire", "UplinkConfig", "UplinkCollector", "UplinkAgent", "UplinkRemoteConfig",
                 .product(name: "NIOCore", package: "swift-nio"),
             ],
             swiftSettings: strict
@@ -246,7 +247,7 @@ let package = Package(
             name: "UplinkConfigTests",
             dependencies: [
                 "UplinkConfig", "UplinkCore", "UplinkAgent", "UplinkCollector", "UplinkSources", "UplinkTransport",
-                "UplinkTestSupport",
+                "UplinkRemoteConfig", "UplinkTestSupport",
             ],
             exclude: ["Fixtures"],
             swiftSettings: strict

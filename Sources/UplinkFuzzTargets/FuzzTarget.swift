@@ -3,6 +3,7 @@ import UplinkAgent
 import UplinkCollector
 import UplinkConfig
 import UplinkCore
+import UplinkRemoteConfig
 import UplinkWire
 
 /// The fuzz targets (README, "Fuzzing"): each takes arbitrary bytes, runs one parser or checker on them and traps
@@ -318,7 +319,7 @@ enum FuzzChecks {
 
     static func remoteDocument(_ data: UnsafeRawBufferPointer) {
         let bytes = Array(data)
-        let sha256 = SHA256.hex(bytes)
+        let sha256 = SHA256Digest(of: bytes).hex
         let result = RemoteConfiguration.merge(local: remoteLocal, documents: [("fuzz", bytes, sha256)])
         require((result.value == nil) == !result.issues.isEmpty, "a value with issues, or no value and no issue")
         let file = RemoteDocument.issueFile(name: "fuzz", sha256: sha256)

@@ -4,6 +4,7 @@ import UplinkAgent
 import UplinkCollector
 import UplinkConfig
 import UplinkCore
+import UplinkRemoteConfig
 
 /// `uplink validate`: the same build path as `run`, without starting anything.
 struct ValidateCommand: ParsableCommand {
@@ -68,7 +69,7 @@ struct ValidateCommand: ParsableCommand {
         for path in remote {
             switch ConfigFiles.read(path: path, limit: Self.maximumRemoteFileBytes) {
             case .success(let bytes):
-                documents.append((Self.documentName(path), bytes, SHA256.hex(bytes)))
+                documents.append((Self.documentName(path), bytes, SHA256Digest(of: bytes).hex))
             case .failure(let error):
                 issues.append(ConfigIssue(
                     file: path, line: 0, column: 0, keyPath: "", code: .unreadable,

@@ -3,6 +3,7 @@ import Testing
 import UplinkAgent
 import UplinkConfig
 import UplinkCore
+import UplinkRemoteConfig
 import UplinkSources
 import UplinkTestSupport
 
@@ -36,8 +37,8 @@ struct RemoteConfigSectionTests {
     @Test("every key decodes")
     func everyKey() throws {
         let directory = try TestDirectories.make("uplink-remote-section")
-        try "key one\n".write(toFile: directory + "/a.pub", atomically: true, encoding: .utf8)
-        try "key two\n".write(toFile: directory + "/b.pub", atomically: true, encoding: .utf8)
+        try writePublicKey(to: directory + "/a.pub", id: "a")
+        try writePublicKey(to: directory + "/b.pub", id: "b")
         let yaml = minimalAgent + """
 
             remote_config:
@@ -61,7 +62,10 @@ struct RemoteConfigSectionTests {
         let result = decode(yaml)
         #expect(result.issues.map(\.description) == [])
         let remote = try result.get().remoteConfig
-        #expect(remote == UplinkFile.RemoteConfigSection(
+        #expect(remote.signingKeys.map(\.id) == ["a", "b"])
+        var withoutKeys = remote
+        withoutKeys.signingKeys = []
+        #expect(withoutKeys == UplinkFile.RemoteConfigSection(
             enabled: true, pollInterval: .seconds(600), probation: .seconds(120), maxDocumentBytes: 256 * 1024,
             trustedKeys: [directory + "/a.pub", directory + "/b.pub"], requireSignature: true,
             labels: ["site": "berlin-3", "ring": "canary"],
@@ -99,7 +103,7 @@ struct RemoteConfigSectionTests {
             "test.yaml:9:14: remote_config.probation: '0s' is too small: it must be greater than 0s",
             "test.yaml:10:23: remote_config.max_document_bytes: '32MiB' is out of range: it must be between 1KiB and 16MiB",
             "test.yaml:11:18: remote_config.trusted_keys[0]: 'keys/ops.pub' is not an absolute path (hint: give the key file's full path, e.g. /etc/uplink/fleet-keys/ops.pub)",
-            "test.yaml:11:32: remote_config.trusted_keys[1]: cannot read '/nonexistent/uplink-test/ops.pub': No such file or directory",
+            "test.yaml:11:32: remote_config.trusted_keys[1]: cannot read the public key: errno 2 (No such file or directory) (hint: a public key file from `uplink config keygen` (PREFIX.pub))",
             "test.yaml:12:13: remote_config.labels.bad label: invalid label name 'bad label' (letters, digits, '.', '_' and '-')",
             "test.yaml:12:35: remote_config.labels.site: invalid label value 'two words': at most 255 bytes, without whitespace or control characters",
             "test.yaml:14:20: remote_config.allow.source_types[0]: the generator kind cannot be allowed remotely (it exists for load tests)",
@@ -167,9 +171,33 @@ struct RemoteConfigSectionTests {
             block.append(String(line.dropFirst(2)))
         }
         let directory = try TestDirectories.make("uplink-remote-example")
-        try "key\n".write(toFile: directory + "/ops.pub", atomically: true, encoding: .utf8)
+        try writePublicKey(to: directory + "/ops.pub", id: "ops-2026")
         let yaml = minimalAgent + "\n" + block.joined(separator: "\n")
             .replacingOccurrences(of: "/etc/uplink/fleet-keys/ops-2026.pub", with: directory + "/ops.pub") + "\n"
         #expect(issues(yaml) == [])
+    }
+}
+
+@Suite("remote_config.trusted_keys: key files")
+struct RemoteConfigTrustedKeyTests {
+    @Test("a file that is not a public key, and two files with one key id, are refused where they are listed")
+    func refused() throws {
+        let directory = try TestDirectories.make("uplink-trusted-keys")
+        try writePublicKey(to: directory + "/a.pub", id: "ops")
+        try writePublicKey(to: directory + "/b.pub", id: "ops")
+        let secret = try writePublicKey(to: directory + "/c.pub", id: "c")
+        try AtomicFile.write(Array(SigningKeyFile.secretText(secret).utf8), to: directory + "/c.key")
+        let yaml = """
+            uplink: { url: http://collector.test:4318 }
+            sources:
+              - { name: cpu, type: cpu }
+            remote_config:
+              enabled: true
+              trusted_keys: [\(directory)/a.pub, \(directory)/b.pub, \(directory)/c.key]
+            """
+        let issues = decode(yaml).issues.map(\.description)
+        #expect(issues.count == 2, "\(issues)")
+        #expect(issues.first?.contains("has key id 'ops', as '\(directory)/a.pub' has") == true)
+        #expect(issues.last?.contains("this is a secret key file, a public one is needed here") == true)
     }
 }

@@ -3,6 +3,7 @@ import Testing
 import UplinkAgent
 import UplinkConfig
 import UplinkCore
+import UplinkRemoteConfig
 import UplinkSources
 import UplinkTestSupport
 
@@ -26,7 +27,7 @@ struct RemoteFixture {
 
     init(allow: String = RemoteFixture.allow) throws {
         directory = try TestDirectories.make("uplink-remote")
-        try "ed25519 public key placeholder\n".write(toFile: directory + "/fleet.pub", atomically: true, encoding: .utf8)
+        try writePublicKey(to: directory + "/fleet.pub", id: "fleet")
         let yaml = """
             uplink: { url: http://collector.test:4318 }
             sources:
@@ -43,7 +44,7 @@ struct RemoteFixture {
 
     /// The `FILE` of a document's issues.
     static func file(_ text: String, name: String = "doc") -> String {
-        RemoteDocument.issueFile(name: name, sha256: SHA256.hex(Array(text.utf8)))
+        RemoteDocument.issueFile(name: name, sha256: SHA256Digest(of: Array(text.utf8)).hex)
     }
 
     func merge(_ text: String, name: String = "doc") -> ConfigResult<UplinkFile> {
@@ -51,7 +52,7 @@ struct RemoteFixture {
     }
 
     func merge(bytes: [UInt8], name: String = "doc") -> ConfigResult<UplinkFile> {
-        RemoteConfiguration.merge(local: local, documents: [(name, bytes, SHA256.hex(bytes))])
+        RemoteConfiguration.merge(local: local, documents: [(name, bytes, SHA256Digest(of: bytes).hex)])
     }
 
     /// The rendered issues of merging `text`.
@@ -328,8 +329,8 @@ struct RemoteDocumentTests {
         let result = RemoteConfiguration.merge(
             local: fixture.local,
             documents: [
-                ("first", Array(first.utf8), SHA256.hex(Array(first.utf8))),
-                ("second", Array(second.utf8), SHA256.hex(Array(second.utf8))),
+                ("first", Array(first.utf8), SHA256Digest(of: Array(first.utf8)).hex),
+                ("second", Array(second.utf8), SHA256Digest(of: Array(second.utf8)).hex),
             ])
         #expect(result.issues.map(\.description) == [
             RemoteFixture.file(second, name: "second")
@@ -353,7 +354,7 @@ struct RemoteDocumentTests {
         #expect(fixture.local.remoteConfig.maxDocumentBytes == 1 << 20)
         // Not YAML at all: parsing it would report a syntax error.
         let bytes = [UInt8](repeating: UInt8(ascii: "["), count: (1 << 20) + 1)
-        let file = RemoteDocument.issueFile(name: "doc", sha256: SHA256.hex(bytes))
+        let file = RemoteDocument.issueFile(name: "doc", sha256: SHA256Digest(of: bytes).hex)
         #expect(fixture.merge(bytes: bytes).issues.map(\.description) == [
             file + ": the document has 1048577 bytes, more than remote_config.max_document_bytes (1048576); it was not parsed (hint: split it into several documents, or raise max_document_bytes in the local file)"
         ])
@@ -379,7 +380,7 @@ struct RemoteDocumentTests {
         var local = fixture.local
         local.remoteConfig.enabled = false
         let text = "sources:\n  - { name: app-cpu, type: cpu }\n"
-        let result = RemoteConfiguration.merge(local: local, documents: [("doc", Array(text.utf8), SHA256.hex(Array(text.utf8)))])
+        let result = RemoteConfiguration.merge(local: local, documents: [("doc", Array(text.utf8), SHA256Digest(of: Array(text.utf8)).hex)])
         #expect(result.issues.map(\.description) == [
             local.path + ": remote_config.enabled: remote_config is not enabled, so remote documents are not applied (hint: set remote_config.enabled: true in the local file)"
         ])

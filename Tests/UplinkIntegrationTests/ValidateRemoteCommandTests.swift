@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 import UplinkCore
+import UplinkRemoteConfig
 import UplinkTestSupport
 
 /// `uplink validate --config LOCAL --remote DOC…`, run as the built binary.
@@ -9,7 +10,7 @@ struct ValidateRemoteCommandTests {
     /// A directory with `local.yaml` (remote_config enabled, a key file) and the documents `documents` names.
     private func setUp(_ documents: [String: String]) throws -> String {
         let directory = try Harness.temporaryDirectory("validate-remote")
-        try "ed25519 key placeholder\n".write(toFile: directory + "/fleet.pub", atomically: true, encoding: .utf8)
+        #expect(try UplinkBinary.run(["config", "keygen", "--out", directory + "/fleet"]).status == 0)
         try """
             uplink: { url: http://127.0.0.1:4318 }
             sources:
@@ -59,7 +60,7 @@ struct ValidateRemoteCommandTests {
             "validate", "--config", directory + "/local.yaml", "--remote", directory + "/good.yaml", "--remote", directory + "/bad.yaml",
         ])
         #expect(result.status == 78)
-        let file = "remote:bad@" + SHA256.hex(Array(bad.utf8)).prefix(12)
+        let file = "remote:bad@" + SHA256Digest(of: Array(bad.utf8)).hex.prefix(12)
         let lines = result.standardError.split(separator: "\n").map(String.init).filter { !$0.contains("warning:") }
         #expect(lines == [
             "\(file):2:13: sources[0].name: the name 'cpu' is used by a local source (hint: a remote document cannot replace or change a local source; rename it)",

@@ -1,5 +1,6 @@
 import UplinkConfig
 import UplinkCore
+import UplinkRemoteConfig
 import UplinkSources
 
 extension UplinkFile {
@@ -22,6 +23,8 @@ extension UplinkFile {
         /// signature may be made with (several: key rotation). Each must be readable when the file is loaded.
         /// Default: none.
         public var trustedKeys: [String]
+        /// The keys in `trustedKeys`, read when the file was loaded (each with its own key id).
+        public var signingKeys: [SigningKeyFile.TrustedKey] = []
         /// `remote_config.require_signature` (bool): refuse documents without a valid signature by one of
         /// `trusted_keys`. With `enabled: true` and `true` here, `trusted_keys` must not be empty. Default `true`.
         public var requireSignature: Bool
@@ -103,8 +106,6 @@ extension UplinkFile {
         public static let documentBytesRange = (minimum: 1024, maximum: ConfigDocument.maximumFileBytes)
         /// Largest `allow.max_sources` accepted.
         public static let maximumSources = 1024
-        /// Largest trusted key file read.
-        public static let maximumKeyFileBytes = 64 * 1024
 
         /// The rows of the key table in docs/configuration.md, "remote_config" (a test keeps the table in step).
         public static let documentedKeys: [DocumentedKey] = [
@@ -190,12 +191,26 @@ extension UplinkFile.RemoteConfigSection {
                     keyProblems = true
                     continue
                 }
-                if case .failure(let error) = ConfigFiles.read(path: path, limit: maximumKeyFileBytes) {
-                    decoder.report(.unreadableFile, at: element.node.mark, path: element.path, "cannot read '\(path)': \(error)")
+                let key: SigningKeyFile.TrustedKey
+                switch SigningKeyFile.readPublic(path: path) {
+                case .success(let read): key = read
+                case .failure(let failure):
+                    decoder.report(
+                        .unreadableFile, at: element.node.mark, path: element.path, failure.reason,
+                        hint: "a public key file from `uplink config keygen` (PREFIX.pub)")
+                    keyProblems = true
+                    continue
+                }
+                if let other = remote.signingKeys.firstIndex(where: { $0.id == key.id }) {
+                    decoder.report(
+                        .invalidValue, at: element.node.mark, path: element.path,
+                        "'\(path)' has key id '\(key.id)', as '\(remote.trustedKeys[other])' has",
+                        hint: "each trusted key needs its own id (uplink config keygen --key-id)")
                     keyProblems = true
                     continue
                 }
                 remote.trustedKeys.append(path)
+                remote.signingKeys.append(key)
             }
         }
         if let require = section.bool("require_signature") { remote.requireSignature = require }

@@ -31,9 +31,12 @@ struct TailAllowedRealPathsTests {
         config.allowedRealPaths = [allowed.path + "/**"]
         let sink = CollectingSink()
         let logs = LogCapture()
-        let tail = RunningTail(config, sink: sink, logger: logs.logger)
+        let health = SourceHealth()
+        let tail = RunningTail(config, sink: sink, logger: logs.logger, health: health)
         // Discovery follows the files in name order: the link outside is refused before the others are read.
         #expect(await eventually { sink.count >= 2 })
+        #expect(await eventually { health.snapshot.state == .failing })
+        #expect(health.snapshot.reason?.contains("a-evil.log") == true, "a refused file makes the source fail its probation")
         #expect(await eventually { logs.warnings.contains { $0.message.contains("a-evil.log") } })
         try await tail.stop()
         #expect(Set(messages(sink.records)) == ["linked line", "good line"])
@@ -135,5 +138,23 @@ struct PathGlobTests {
     func components() {
         #expect(PathGlob.matchesComponent(pattern: "app-*.service", name: "app-web.service"))
         #expect(!PathGlob.matchesComponent(pattern: "app-*.service", name: "sshd.service"))
+    }
+}
+
+@Suite("Tail source: health")
+struct TailHealthTests {
+    @Test("idle while nothing matches, healthy once every matched file is open")
+    func idleThenHealthy() async throws {
+        let directory = try TailTemporaryDirectory()
+        defer { directory.remove() }
+        let health = SourceHealth()
+        let sink = CollectingSink()
+        let tail = RunningTail(tailTestConfig([directory.path + "/*.log"]), sink: sink, health: health)
+        #expect(await eventually { health.snapshot.state == .idle })
+        #expect(health.snapshot.reason?.contains("no file matches") == true)
+        writeFile(directory.file("app.log"), "hello\n")
+        #expect(await eventually { sink.count >= 1 })
+        #expect(await eventually { health.snapshot.state == .healthy })
+        try await tail.stop()
     }
 }

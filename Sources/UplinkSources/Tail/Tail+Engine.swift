@@ -28,6 +28,8 @@ final class TailEngine {
     let config: TailConfig
     let sink: any RecordSink
     let logger: Logger
+    /// Told whether every matched file could be opened (`SourceHealth`).
+    let health: SourceHealth
     /// nil: checkpoints in memory only.
     let checkpointPath: String?
     let globs: [TailGlob]
@@ -134,6 +136,7 @@ final class TailEngine {
         self.config = config
         sink = context.sink
         logger = context.logger
+        health = context.health
         linger = context.linger
         self.clock = clock
         wakeup = SourceWakeup(clock: clock)
@@ -237,7 +240,7 @@ final class TailEngine {
                 discoveryRequested = true
             } else if !changes.paths.isEmpty {
                 for path in changes.paths.sorted() where TailGlob.matches(path, globs, exclude: exclude) {
-                    follow(path, initial: false)
+                    if let problem = follow(path, initial: false) { health.failed(problem) }
                 }
                 handleOpenerEvents()
             }
@@ -388,7 +391,17 @@ final class TailEngine {
         for directory in expansion.directories {
             directoryTimes[directory] = TailFS.status(path: directory).map { ($0.modified, wallNow) }
         }
-        for path in expansion.files { follow(path, initial: initial) }
+        var failure: String?
+        for path in expansion.files {
+            if let problem = follow(path, initial: initial) { failure = failure ?? problem }
+        }
+        if let failure {
+            health.failed(failure)
+        } else if expansion.files.isEmpty, statistics.filesOpened == 0 {
+            health.idle("no file matches \(config.paths.joined(separator: ", ")) yet")
+        } else {
+            health.succeeded()
+        }
         if expansion.files.isEmpty, statistics.filesOpened == 0 {
             if !warnedNothingFound {
                 warnedNothingFound = true
@@ -432,22 +445,28 @@ final class TailEngine {
     }
 
     /// Starts watching a path the globs match and following the file there, unless it is followed already.
-    func follow(_ path: String, initial: Bool) {
-        guard activeByPath[path] == nil else { return }
+    /// Returns why the file there cannot be opened (it exists but is unreadable, or outside the allowed paths), for
+    /// the source's health; nil otherwise.
+    @discardableResult
+    func follow(_ path: String, initial: Bool) -> String? {
+        guard activeByPath[path] == nil else { return nil }
         if let alias = aliases[path] {
-            if TailFS.status(path: path)?.inode == alias, byInode[alias] != nil { return }
+            if TailFS.status(path: path)?.inode == alias, byInode[alias] != nil { return nil }
             aliases[path] = nil
         }
         switch opener.track(path) {
         case nil:
-            return  // watched already: its events tell what is there
+            return nil  // watched already: its events tell what is there
         case .success(let opened):
             adopt(opened, at: path, initial: initial)
+            return nil
         case .failure(let error):
-            if reportRefusal(at: path) { return }
-            if error.code != ENOENT, warnedPaths.insert(path).inserted {
+            if reportRefusal(at: path) { return "not opening \(path): its real path is outside the allowed paths" }
+            guard error.code != ENOENT else { return nil }
+            if warnedPaths.insert(path).inserted {
                 logger.warning("tail source: cannot open \(path): \(error)", metadata: ["path": "\(path)"])
             }
+            return "cannot open \(path): \(error)"
         }
     }
 

@@ -167,6 +167,7 @@ let package = Package(
                 "UplinkWire",
                 "UplinkSources",
                 "UplinkTransport",
+                "UplinkRemoteConfig",
                 "UplinkObservability",
                 .product(name: "HummingbirdCore", package: "hummingbird"),
                 .product(name: "NIOCore", package: "swift-nio"),
@@ -247,7 +248,7 @@ let package = Package(
             name: "UplinkConfigTests",
             dependencies: [
                 "UplinkConfig", "UplinkCore", "UplinkAgent", "UplinkCollector", "UplinkSources", "UplinkTransport",
-                "UplinkTestSupport",
+                "UplinkRemoteConfig", "UplinkTestSupport",
             ],
             exclude: ["Fixtures"],
             swiftSettings: strict

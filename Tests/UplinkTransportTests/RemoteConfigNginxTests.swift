@@ -113,6 +113,41 @@ struct RemoteConfigNginxTests {
         }
     }
 
+    @Test("Through an nginx that terminates TLS and requires a client certificate: the manifest and a blob with mTLS, 400 without")
+    func mutualTLS() async throws {
+        let pki = try await TestPKI("remote-config")
+        let blob = T.blob(count: 5000, seed: 14)
+        let digest = SHA256Digest(of: blob)
+        let manifest = ConfigManifest(generation: 3, documents: [
+            .init(name: "base", sha256: digest, size: blob.count, signatureSHA256: digest, signatureSize: blob.count),
+        ])
+        let blobs = T.blobResponder([digest: blob])
+        let collector = TestHTTPServer { request in
+            request.uri == "/v1/config" ? .full(status: 200, headers: [("ETag", "\"m3\"")], body: manifest.json) : blobs(request)
+        }
+        let port = try await collector.start()
+        let tls = TestNginx.Configuration.TLS(certificate: pki.server, clientCAFile: pki.authority.certificateFile)
+        try await TestNginx.withNginx(.init(upstreamPort: port, tls: tls)) { nginx in
+            // The URL names the address, the certificate `localhost`: `server_name` bridges them, as in a fleet.
+            let mutual = UplinkTLS(
+                caFile: pki.authority.certificateFile, certificateFile: pki.agent.certificateFile, keyFile: pki.agent.keyFile,
+                serverName: "localhost")
+            try await T.withClient(url: nginx.url, tls: mutual) { client in
+                #expect(await client.fetchManifest(previousETag: nil) == .manifest(manifest, etag: "\"m3\""))
+                let directory = try T.directory()
+                let done = try await client.downloadBlob(digest, size: blob.count, into: directory)
+                #expect(T.contents(done.path) == blob)
+            }
+            #expect(collector.requests.first?.header("Uplink-Agent") == T.agentID)
+            #expect(collector.requests.first?.header("Authorization") == "Bearer \(T.token)")
+
+            let serverOnly = UplinkTLS(caFile: pki.authority.certificateFile, serverName: "localhost")
+            let refused = try await T.withClient(url: nginx.url, tls: serverOnly) { await $0.fetchManifest(previousETag: nil) }
+            #expect(refused == .failed("the collector answered 400: 400 Bad Request No required SSL certificate was sent"))
+        }
+        await collector.stop()
+    }
+
     @Test("A connection cut by the fault proxy mid-body keeps the .part; the next attempt resumes through nginx")
     func cutByProxy() async throws {
         // Larger than what the sockets between nginx and the client can hold once the proxy stops forwarding.

@@ -13,11 +13,11 @@ enum RemoteConfigTesting {
     /// Runs `body` with a client of `url` and shuts the client down afterwards.
     static func withClient<T: Sendable>(
         url: String, labels: [String: String] = [:], timeouts: RemoteConfigClient.Timeouts = .init(),
-        _ body: (RemoteConfigClient) async throws -> T
+        tls: UplinkTLS = UplinkTLS(), _ body: (RemoteConfigClient) async throws -> T
     ) async throws -> T {
         let client = RemoteConfigClient(
-            uplink: UplinkConfiguration(url: url, agentID: agentID, token: token), labels: labels, timeouts: timeouts,
-            logger: Logger(label: "remote-config-test"))
+            uplink: UplinkConfiguration(url: url, agentID: agentID, token: token, tls: tls), labels: labels,
+            timeouts: timeouts, logger: Logger(label: "remote-config-test"))
         do {
             let result = try await body(client)
             try await client.shutdown()

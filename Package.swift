@@ -118,6 +118,7 @@ let package = Package(
             dependencies: [
                 "UplinkCore",
                 "UplinkWire",
+                "UplinkRemoteConfig",
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
@@ -167,6 +168,7 @@ let package = Package(
                 "UplinkWire",
                 "UplinkSources",
                 "UplinkTransport",
+                "UplinkRemoteConfig",
                 "UplinkObservability",
                 .product(name: "HummingbirdCore", package: "hummingbird"),
                 .product(name: "NIOCore", package: "swift-nio"),
@@ -272,7 +274,7 @@ let package = Package(
         .testTarget(
             name: "UplinkTransportTests",
             dependencies: [
-                "UplinkTransport", "UplinkCore", "UplinkWire", "UplinkTestSupport",
+                "UplinkTransport", "UplinkCore", "UplinkWire", "UplinkRemoteConfig", "UplinkTestSupport",
                 .product(name: "NIOSSL", package: "swift-nio-ssl"),
                 .product(name: "Logging", package: "swift-log"),
             ],

@@ -94,23 +94,30 @@ public struct UplinkConfiguration: Sendable {
         url.lowercased().hasPrefix("https://")
     }
 
-    /// The URL the request is made to: `streamURL`, with the host replaced by `tls.serverName` when one is set (the
-    /// client then connects to the URL's real host through a DNS override, see `Uplink.clientConfiguration`).
-    var requestURL: String {
+    /// The URL the stream's request is made to: `requestURL(path: "/v1/stream")`.
+    var requestURL: String { requestURL(path: "/v1/stream") }
+
+    /// The URL a request for `path` is made to: `url` with `path` appended, and the host replaced by
+    /// `tls.serverName` when one is set (the client then connects to the URL's real host through a DNS override, see
+    /// `Uplink.clientConfiguration`).
+    func requestURL(path: String) -> String {
+        let plain = urlString(path: path)
         guard usesTLS, let serverName = tls.serverName, let target = ProxyEnvironment.Target(url: url) else {
-            return streamURL
+            return plain
         }
-        let afterScheme = streamURL.dropFirst("https://".count)
+        let afterScheme = plain.dropFirst("https://".count)
         let authorityLength = afterScheme.prefix { $0 != "/" }.count
         let name = serverName.contains(":") ? "[\(serverName)]" : serverName
         return "https://\(name):\(target.port)" + afterScheme.dropFirst(authorityLength)
     }
 
-
     /// `url` with the stream path appended.
-    public var streamURL: String {
+    public var streamURL: String { urlString(path: "/v1/stream") }
+
+    /// `url` without trailing slashes, with `path` appended.
+    func urlString(path: String) -> String {
         var base = url
         while base.hasSuffix("/") { base.removeLast() }
-        return base + "/v1/stream"
+        return base + path
     }
 }

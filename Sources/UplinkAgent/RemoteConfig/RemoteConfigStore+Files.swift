@@ -1,0 +1,132 @@
+import FoundationEssentials
+import UplinkCore
+
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#endif
+
+/// The few file operations the remote configuration's state needs: JSON files replaced atomically, whole files
+/// written and flushed, directories listed, flushed and removed. Plain system calls, retried on `EINTR`.
+enum RemoteStateFiles {
+    typealias Failure = RemoteConfigStore.Failure
+
+    /// The JSON in `path` decoded, or why it cannot be: absent, unreadable, longer than
+    /// `RemoteConfigStore.maximumStateFileBytes`, not JSON, or not of this shape.
+    static func readJSON<Value: Decodable & Sendable>(_ path: String, as type: Value.Type) -> StoredState<Value> {
+        let bytes: [UInt8]
+        switch WholeFile.read(path: path, limit: RemoteConfigStore.maximumStateFileBytes) {
+        case .failure(.system(let code)) where code == ENOENT: return .absent
+        case .failure(let failure): return .invalid("\(path): \(failure)")
+        case .success(let contents): bytes = contents
+        }
+        do {
+            return .valid(try JSONDecoder().decode(Value.self, from: Data(bytes)))
+        } catch {
+            return .invalid("\(path): not valid JSON of the expected shape (\(bytes.count) bytes)")
+        }
+    }
+
+    /// Replaces `path` with `value` as JSON (keys sorted, a final newline), mode 0600, atomically.
+    static func writeJSON(_ value: some Encodable, to path: String) throws(Failure) {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
+        let data: Data
+        do {
+            data = try encoder.encode(value)
+        } catch {
+            throw Failure(operation: "encode", path: path, errno: EINVAL)
+        }
+        try writeAtomically(Array(data) + [UInt8(ascii: "\n")], to: path)
+    }
+
+    /// `AtomicFile.write` with mode 0600.
+    static func writeAtomically(_ bytes: [UInt8], to path: String) throws(Failure) {
+        do {
+            try AtomicFile.write(bytes, to: path, mode: 0o600)
+        } catch {
+            throw Failure(operation: error.operation, path: error.path, errno: error.errno)
+        }
+    }
+
+    /// Creates `path` (mode 0600, it must not exist), writes `bytes` and flushes it. The caller flushes the directory.
+    static func writeNew(_ bytes: [UInt8], to path: String) throws(Failure) {
+        let fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o600)
+        guard fd >= 0 else { throw Failure(operation: "create", path: path, errno: errno) }
+        defer { _ = systemClose(fd) }
+        var written = 0
+        while written < bytes.count {
+            let count = bytes.withUnsafeBytes { systemWrite(fd, $0.baseAddress! + written, bytes.count - written) }
+            if count < 0 {
+                if errno == EINTR { continue }
+                throw Failure(operation: "write", path: path, errno: errno)
+            }
+            written += count
+        }
+        while fsync(fd) != 0 {
+            if errno == EINTR { continue }
+            throw Failure(operation: "sync", path: path, errno: errno)
+        }
+    }
+
+    /// Removes the file `path` and flushes its directory; a missing file is not a failure.
+    static func remove(_ path: String) throws(Failure) {
+        guard unlink(path) == 0 else {
+            if errno == ENOENT { return }
+            throw Failure(operation: "remove", path: path, errno: errno)
+        }
+        syncDirectory(AtomicFile.parentDirectory(of: path))
+    }
+
+    /// Removes `path` and, when it is a directory, the files in it (the state's directories hold no subdirectories;
+    /// one found is removed the same way). Best effort; a missing path is fine.
+    static func removeTree(_ path: String) {
+        var info = stat()
+        guard lstat(path, &info) == 0 else { return }
+        if info.st_mode & S_IFMT == S_IFDIR {
+            for name in list(path) { removeTree(path + "/" + name) }
+            rmdir(path)
+        } else {
+            unlink(path)
+        }
+    }
+
+    /// The names in `directory` (without `.` and `..`); empty when it cannot be read.
+    static func list(_ directory: String) -> [String] {
+        guard let handle = opendir(directory) else { return [] }
+        defer { closedir(handle) }
+        var names: [String] = []
+        while let entry = readdir(handle) {
+            let name = withUnsafeBytes(of: entry.pointee.d_name) { bytes in
+                String(decoding: bytes.prefix { $0 != 0 }, as: UTF8.self)
+            }
+            if name != "." && name != ".." { names.append(name) }
+        }
+        return names
+    }
+
+    /// Flushes a directory's entries (after a create, rename or unlink), best effort.
+    static func syncDirectory(_ path: String) {
+        let fd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
+        guard fd >= 0 else { return }
+        while fsync(fd) != 0 && errno == EINTR {}
+        _ = systemClose(fd)
+    }
+
+    /// The target of the symlink `path`; nil when it is not a symlink or cannot be read.
+    static func symlinkTarget(_ path: String) -> String? {
+        var buffer = [CChar](repeating: 0, count: 4096)
+        let count = readlink(path, &buffer, buffer.count)
+        guard count > 0, count < buffer.count else { return nil }
+        return String(decoding: buffer[..<count].map { UInt8(bitPattern: $0) }, as: UTF8.self)
+    }
+}
+
+#if canImport(Glibc)
+private let systemClose = Glibc.close
+private let systemWrite = Glibc.write
+#elseif canImport(Musl)
+private let systemClose = Musl.close
+private let systemWrite = Musl.write
+#endif

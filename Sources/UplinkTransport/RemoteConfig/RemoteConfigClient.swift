@@ -1,0 +1,176 @@
+import AsyncHTTPClient
+import Logging
+import NIOCore
+import NIOHTTP1
+import NIOPosix
+import UplinkCore
+import UplinkRemoteConfig
+
+/// The agent's client of the collector's remote configuration (#32 item 5): the manifest (`GET /v1/config`) and the
+/// content-addressed blobs it names (`GET /v1/config/blobs/sha256:<hex>`, resumable, see `downloadBlob`).
+///
+/// It reaches the collector the way the uplink does (`uplink.url`, TLS and mTLS with certificates read again when they
+/// change, the proxy, the token, the `Uplink-Agent` header) with a client of its own, because its requests have a read
+/// timeout and a deadline and the stream's must not. It never waits on its own: no retries, no polling; the caller
+/// decides when to ask again (a hint line, the poll interval). Call `shutdown()` when done.
+public final class RemoteConfigClient: Sendable {
+    /// How long a request may take. Every remote configuration request is small (a manifest is at most 64 KiB, a
+    /// document at most `remote_config.max_document_bytes`), so a collector that stops answering is given up on.
+    public struct Timeouts: Sendable, Equatable {
+        /// Connection establishment: TCP, the proxy's `CONNECT` and the TLS handshake. Default 5 s.
+        public var connect: Duration
+        /// The longest pause between two reads of the answer (head or body). Default 30 s.
+        public var readIdle: Duration
+        /// The whole request, body included (a body trickling in a byte at a time ends here). Default 5 min.
+        public var request: Duration
+
+        public init(connect: Duration = .seconds(5), readIdle: Duration = .seconds(30), request: Duration = .seconds(300)) {
+            self.connect = connect
+            self.readIdle = readIdle
+            self.request = request
+        }
+    }
+
+    /// What `GET /v1/config` answered.
+    public enum ManifestResult: Sendable, Equatable {
+        /// `304`: the manifest named by `previousETag` is still the one assigned.
+        case notModified
+        /// `200`: the assigned manifest, with the response's `ETag` (for the next `If-None-Match`).
+        case manifest(ConfigManifest, etag: String?)
+        /// `204`: nothing is assigned to this agent. Never a reason to remove running remote sources.
+        case nothingAssigned
+        /// `404`: the collector has no remote configuration (an older collector, or none configured). Nothing changes.
+        case unsupported
+        /// No usable answer (no connection, a timeout, a `5xx`, a `401`/`403`, a manifest that does not parse or is
+        /// too large): try again later. Nothing changes.
+        case failed(String)
+    }
+
+    /// The uplink settings requests are made with: `url`, `agentID`, `token`, `tls`, `proxy`.
+    public let uplink: UplinkConfiguration
+    /// `remote_config.labels`, sent as `Uplink-Labels: k=v,k=v` (sorted by key) with `GET /v1/config`.
+    public let labels: [String: String]
+    public let timeouts: Timeouts
+    let client: HTTPClient
+    let logger: Logger
+    private let tlsReloader: TLSReloader?
+
+    /// - Parameters:
+    ///   - eventLoopGroup: where the client's connections live (the agent passes its uplink's loop).
+    public init(
+        uplink: UplinkConfiguration, labels: [String: String] = [:], timeouts: Timeouts = Timeouts(), logger: Logger,
+        eventLoopGroup: any EventLoopGroup = MultiThreadedEventLoopGroup.singleton
+    ) {
+        self.uplink = uplink
+        self.labels = labels
+        self.timeouts = timeouts
+        self.logger = logger
+        var configuration = Uplink.clientConfiguration(uplink)
+        configuration.timeout = .init(connect: TimeAmount(timeouts.connect), read: TimeAmount(timeouts.readIdle))
+        client = HTTPClient(eventLoopGroup: eventLoopGroup, configuration: configuration)
+        tlsReloader = uplink.usesTLS ? TLSReloader(settings: uplink.tls, logger: logger) : nil
+    }
+
+    /// Shuts the HTTP client down (required before the client is released).
+    public func shutdown() async throws {
+        try await client.shutdown()
+    }
+
+    /// `Uplink-Labels`' value: `k=v` pairs sorted by key, separated by commas.
+    public static func labelsHeader(_ labels: [String: String]) -> String {
+        labels.sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value)" }.joined(separator: ",")
+    }
+
+    /// Asks for the manifest assigned to this agent. With `previousETag` (the last `.manifest`'s) the collector
+    /// answers `304` while it is unchanged. The body is read up to `ConfigManifest.maximumBytes`; a longer one is given
+    /// up on while it streams.
+    public func fetchManifest(previousETag: String?) async -> ManifestResult {
+        var extra = HTTPHeaders()
+        if !labels.isEmpty { extra.add(name: "Uplink-Labels", value: Self.labelsHeader(labels)) }
+        if let previousETag { extra.add(name: "If-None-Match", value: previousETag) }
+        let response: HTTPClientResponse
+        do {
+            response = try await execute(path: "/v1/config", headers: extra)
+        } catch {
+            return .failed(error.description)
+        }
+        switch response.status.code {
+        case 200:
+            let body: ByteBuffer
+            do {
+                body = try await response.body.collect(upTo: ConfigManifest.maximumBytes)
+            } catch is NIOTooManyBytesError {
+                return .failed("the manifest is larger than \(ConfigManifest.maximumBytes) bytes")
+            } catch {
+                return .failed("reading the manifest: \(describe(error))")
+            }
+            do {
+                let manifest = try ConfigManifest(json: Array(body.readableBytesView))
+                return .manifest(manifest, etag: response.headers.first(name: "ETag"))
+            } catch {
+                return .failed("the manifest is invalid: \(error)")
+            }
+        case 304:
+            guard previousETag != nil else { return .failed("the collector answered 304 to a request without If-None-Match") }
+            return .notModified
+        case 204:
+            return .nothingAssigned
+        case 404:
+            return .unsupported
+        default:
+            let detail = await Self.detail(of: response)
+            return .failed("the collector answered \(response.status.code)" + (detail.map { ": \($0)" } ?? ""))
+        }
+    }
+
+    /// A failed request, described for the log and the status.
+    public struct RequestFailure: Error, Sendable, Equatable, CustomStringConvertible {
+        public let description: String
+    }
+
+    /// Starts `GET <url><path>` with the agent's headers plus `headers`; returns once the answer's head arrived.
+    func execute(path: String, headers extra: HTTPHeaders) async throws(RequestFailure) -> HTTPClientResponse {
+        var request = HTTPClientRequest(url: uplink.requestURL(path: path))
+        request.method = .GET
+        request.headers.add(name: "Uplink-Agent", value: uplink.agentID)
+        if let token = uplink.token { request.headers.add(name: "Authorization", value: "Bearer \(token)") }
+        request.headers.add(contentsOf: extra)
+        if let tlsReloader {
+            do {
+                request.tlsConfiguration = try tlsReloader.configuration()
+            } catch {
+                throw RequestFailure(description: "TLS settings unusable: \(error)")
+            }
+        }
+        do {
+            return try await client.execute(request, deadline: .now() + TimeAmount(timeouts.request), logger: logger)
+        } catch {
+            throw RequestFailure(description: describe(error))
+        }
+    }
+
+    func describe(_ error: any Error) -> String {
+        if let error = error as? HTTPClientError {
+            switch error {
+            case .readTimeout: return "no data from the collector for \(timeouts.readIdle) (read timeout)"
+            case .deadlineExceeded: return "the request took longer than \(timeouts.request)"
+            default: break
+            }
+        }
+        return UplinkDriver.describe(error, connectTimeout: timeouts.connect)
+    }
+
+    /// The readable start of an error answer's body (what a proxy says), if any.
+    private static func detail(of response: HTTPClientResponse) async -> String? {
+        var bytes: [UInt8] = []
+        do {
+            for try await part in response.body {
+                bytes.append(contentsOf: part.readableBytesView.prefix(RejectionDetail.maximumBytes - bytes.count))
+                if bytes.count >= RejectionDetail.maximumBytes { break }
+            }
+        } catch {
+            // The status says enough.
+        }
+        return RejectionDetail.text(of: bytes)
+    }
+}

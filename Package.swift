@@ -168,7 +168,6 @@ let package = Package(
                 "UplinkWire",
                 "UplinkSources",
                 "UplinkTransport",
-                "UplinkRemoteConfig",
                 "UplinkObservability",
                 .product(name: "HummingbirdCore", package: "hummingbird"),
                 .product(name: "NIOCore", package: "swift-nio"),

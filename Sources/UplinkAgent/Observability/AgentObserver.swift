@@ -70,7 +70,8 @@ final class AgentObserver: Sendable {
                 frames: ring.retainedFrames,
                 unsentFrames: ring.unsentFrames, oldestUnacknowledgedAgeSeconds: Self.age(ofFramePrefix: ring.oldestFramePrefix, now: now),
                 diskBytes: agent.ring.persistentStatistics().map(\.diskBytes)),
-            sources: sources)
+            sources: sources,
+            remoteConfig: agent.remoteConfigStatus.withLock { $0 }?())
     }
 
     /// Seconds from the timestamp at the start of a frame (the oldest record held and not yet acknowledged) to

@@ -19,6 +19,8 @@ public struct AgentStatus: Codable, Sendable, Equatable {
     public var buffer: Buffer
     /// Every running source, in configuration order.
     public var sources: [Source]
+    /// The remote configuration (`remote_config`), when enabled; nil otherwise and from older agents.
+    public var remoteConfig: RemoteConfigStatus? = nil
 
     /// The stream to the collector.
     public struct Stream: Codable, Sendable, Equatable {

@@ -22,6 +22,7 @@ public struct ConfigurationReloader: Service {
     private let path: String?
     /// What runs, when the agent was started from a file; nil without one.
     private let configuration: RunningConfiguration?
+    private let afterReload: @Sendable () -> Void
     private let collectorSection: @Sendable (ConfigMapping) -> Void
     private let signals: UnixSignalsSequence
     private let notifier: SystemdNotifier
@@ -32,17 +33,19 @@ public struct ConfigurationReloader: Service {
     ///   - path: The configuration file the agent was started from; nil when it was started without one (then
     ///     SIGHUP is logged and ignored).
     ///   - configuration: The owner of what runs (the file and any remote sources), when started from a file.
+    ///   - afterReload: Runs after a valid file was applied (the remote configuration checks its sources again).
     ///   - collectorSection: Checks the file's `collector` section (`uplink` passes UplinkCollector's decoder), so
     ///     that a reload refuses exactly what `uplink validate` refuses.
     ///   - signals: SIGHUP, trapped before the agent reports that it runs, so that an early signal is not fatal.
     public init(
-        agent: Agent, path: String?, configuration: RunningConfiguration?,
+        agent: Agent, path: String?, configuration: RunningConfiguration?, afterReload: @escaping @Sendable () -> Void = {},
         collectorSection: @escaping @Sendable (ConfigMapping) -> Void, signals: UnixSignalsSequence,
         notifier: SystemdNotifier = SystemdNotifier(), logger: Logger
     ) {
         self.agent = agent
         self.path = path
         self.configuration = configuration
+        self.afterReload = afterReload
         self.collectorSection = collectorSection
         self.signals = signals
         self.notifier = notifier
@@ -89,6 +92,7 @@ public struct ConfigurationReloader: Service {
             return
         }
         let change = await configuration.replaceLocal(with: new)
+        afterReload()
         let plan = change.plan
         var metadata: Logger.Metadata = [
             "added": "\(plan.added)", "removed": "\(plan.removed)", "changed": "\(plan.changed)",

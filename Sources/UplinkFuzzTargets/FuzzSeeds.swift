@@ -27,6 +27,14 @@ extension FuzzTarget {
             ].map { Array($0.utf8) }
         case .config:
             return Self.configs.map { Array($0.utf8) }
+        case .configLine:
+            let revision = "sha256:" + String(repeating: "0123456789abcdef", count: 4)
+            return [
+                #"{"config":{"rev":"\#(revision)","generation":17}}"#, #" { "config" : { "generation" : 0 , "rev" : "\#(revision)" } } "#,
+                "rev=\(revision), generation=9223372036854775807", #"{"config":{"rev":"sha256:00","generation":1}}"#,
+                #"{"config_status":{"desired":"\#(revision)","effective":null,"lkg":"\#(revision)","state":"rolled_back","error":"tail \u00e9: denied","generation":3}}"#,
+                #"{"config_status":{"state":"applied"}}"#, #"{"config_status":{"state":"applied","state":"failed"}}"#,
+            ].map { Array($0.utf8) }
         case .decompress:
             // Valid bodies of each encoding (a flush after each line), and the lines themselves as plain text.
             let text = Self.wireLines.joined(separator: "\n") + "\n"
@@ -51,6 +59,12 @@ extension FuzzTarget {
                 #""fields":"#, #""origin":"#, #""offset":"#, #""heartbeat":"#, "9223372036854775807", "9223372036854775808",
                 "18446744073709551615", "18446744073709551616", "-1", "-0", "1e3", "0.5", "null", "true", "\\u0000",
                 "\\ud800", "\\\"", "{", "}", "[", "]", ",", ":", "\n", "\r\n", "\u{FFFD}", "\u{1F600}",
+            ]
+        case .configLine:
+            strings = [
+                #""config""#, #""rev""#, #""generation""#, #""config_status""#, #""desired""#, #""effective""#, #""lkg""#,
+                #""state""#, #""error""#, #""applied""#, #""rolled_back""#, "sha256:", "rev=", "generation=", ", ", "null",
+                "9223372036854775807", "9223372036854775808", "{", "}", ":", ",", " ", "\\u0000",
             ]
         case .ackLine:
             strings = [#""ack""#, #""resume""#, #""heartbeat""#, ":", "{", "}", " ", "\t", "9223372036854775807", "0", "-"]

@@ -145,6 +145,7 @@ let package = Package(
                 "UplinkConfig",
                 "UplinkWire",
                 "UplinkObservability",
+                "UplinkRemoteConfig",
                 "CLinuxIO",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HummingbirdHTTP2", package: "hummingbird"),
@@ -281,6 +282,7 @@ let package = Package(
             name: "UplinkCollectorTests",
             dependencies: [
                 "UplinkCollector", "UplinkConfig", "UplinkCore", "UplinkWire", "UplinkTestSupport", "UplinkObservability",
+                "UplinkRemoteConfig",
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "NIOSSL", package: "swift-nio-ssl"),
             ],

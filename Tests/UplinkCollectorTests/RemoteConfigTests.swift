@@ -121,6 +121,76 @@ func request(
 
 @Suite("Remote configuration: collector")
 struct RemoteConfigTests {
+    @Test("collector.remote_config decodes with its defaults; each problem is named at file:line:col and key")
+    func decoding() async throws {
+        try await withTemporaryDirectory { root in
+            let fixture = try RemoteConfigFixture(root)
+            let (collector, issues) = decodeCollectorSection("""
+                collector:
+                  remote_config:
+                    dir: \(fixture.directory)
+                    trusted_keys: [ops-2026.pub]
+                """, file: root + "/c.yaml")
+            #expect(issues == [])
+            #expect(collector?.remoteConfig == RemoteConfigSettings(
+                directory: fixture.directory, requireSignature: true, trustedKeys: [fixture.publicKeyPath],
+                labelsFrom: [.certificate, .inventory]))
+
+            let (_, problems) = decodeCollectorSection("""
+                collector:
+                  remote_config:
+                    dir: fleet
+                    trusted_keys: [missing.pub]
+                    labels_from: [agent, neighbours, agent]
+                    hint_jitter: 30s
+                """, file: root + "/c.yaml")
+            #expect(problems.count == 5, "\(problems)")
+            #expect(problems.contains { $0.hasPrefix("\(root)/c.yaml:3:10: collector.remote_config.dir: 'fleet' is not an absolute path") })
+            #expect(problems.contains { $0.hasPrefix("\(root)/c.yaml:4:20: collector.remote_config.trusted_keys[0]: \(root)/missing.pub") })
+            #expect(problems.contains { $0.hasPrefix("\(root)/c.yaml:5:26: collector.remote_config.labels_from[1]: 'neighbours'") })
+            #expect(problems.contains { $0.hasPrefix("\(root)/c.yaml:5:38: collector.remote_config.labels_from[2]: 'agent' is listed twice") })
+            #expect(problems.contains { $0.contains("collector.remote_config.hint_jitter") })
+
+            let (_, unsigned) = decodeCollectorSection("collector:\n  remote_config: {dir: /srv/fleet}\n")
+            #expect(unsigned.count == 1)
+            #expect(unsigned.first?.contains("require_signature is true, and no trusted key is listed") == true)
+            let (relaxed, none) = decodeCollectorSection("collector:\n  remote_config: {dir: /srv/fleet, require_signature: false}\n")
+            #expect(none == [])
+            #expect(relaxed?.remoteConfig?.requireSignature == false)
+        }
+    }
+
+    @Test("Problems in assignments.yaml and inventory.yaml are named at file:line:col and key")
+    func assignmentProblems() async throws {
+        try await withTemporaryDirectory { root in
+            let fixture = try RemoteConfigFixture(root)
+            try fixture.document("base", tailDocument)
+            try fixture.assignments("""
+                generation: 1
+                assign:
+                  - {name: a, documents: [base, missing]}
+                  - {name: a, documents: [base], colour: red}
+                  - name: b
+                    documents: [base]
+                    rollout: {stages: [{percent: 101}], current_stage: 3}
+
+                """)
+            try fixture.inventory("edge-1: [not, a, mapping]\n")
+            guard case .failure(let failure) = RemoteConfigSet.load(fixture.settings, validator: sourcesOnlyValidator) else {
+                Issue.record("a directory with problems was loaded")
+                return
+            }
+            let path = fixture.directory + "/assignments.yaml"
+            let problems = failure.problems
+            #expect(problems.contains { $0.hasPrefix("\(path):3:33: assign[0].documents[1]: no document 'missing'") }, "\(problems)")
+            #expect(problems.contains { $0.hasPrefix("\(path):4:12: assign[1].name: rule name 'a' is used twice") }, "\(problems)")
+            #expect(problems.contains { $0.hasPrefix("\(path):4:34: assign[1].colour") }, "\(problems)")
+            #expect(problems.contains { $0.contains("assign[2].rollout.stages[0].percent") }, "\(problems)")
+            #expect(problems.contains { $0.contains("assign[2].rollout.current_stage: stage 3 does not exist") }, "\(problems)")
+            #expect(problems.contains { $0.hasPrefix(fixture.directory + "/inventory.yaml:1:9: edge-1") }, "\(problems)")
+        }
+    }
+
     @Test("GET /v1/config: 200 with the manifest and a strong ETag, 304 for If-None-Match, 204 when nothing is assigned")
     func manifest() async throws {
         try await withTemporaryDirectory { root in

@@ -69,6 +69,9 @@ final class RemoteConfigService: Sendable {
     }
 
     private let state: Mutex<State>
+    /// Most agents whose reports are kept: beyond it the agent that reported least recently is forgotten, so that
+    /// a peer inventing agent ids cannot grow the table without bound.
+    static let maximumReportingAgents = 16_384
 
     /// Loads the directory; throws a `CollectorError` (`remote_config`) naming every problem.
     init(settings: RemoteConfigSettings, validator: @escaping RemoteDocumentValidator, logger: Logger) throws(CollectorError) {
@@ -204,6 +207,12 @@ final class RemoteConfigService: Sendable {
     func record(_ status: ConfigStatus, agent: String, labels presented: PresentedLabels, wall: Int64) {
         var halted: [(String, String)] = []
         state.withLock { state in
+            if state.statuses[agent] == nil, state.statuses.count >= Self.maximumReportingAgents,
+                let oldest = state.statuses.min(by: { $0.value.reportedAt < $1.value.reportedAt })?.key
+            {
+                state.statuses[oldest] = nil
+                state.presented[oldest] = nil
+            }
             state.statuses[agent] = AgentConfigStatus(status: status, reportedAt: wall)
             state.presented[agent] = presented
             guard status.state == .failed || status.state == .rolledBack else { return }

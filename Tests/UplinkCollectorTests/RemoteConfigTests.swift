@@ -83,17 +83,7 @@ func remoteConfiguration(_ root: String, _ settings: RemoteConfigSettings, tls: 
 func withRemoteCollector<T>(
     _ configuration: CollectorConfiguration, logger: Logger = quietLogger, _ body: (Collector, Int) async throws -> T
 ) async throws -> T {
-    let running = try await BackgroundCollector.start(
-        configuration: configuration, logger: logger, stdout: RecordingOutput(), documentValidator: sourcesOnlyValidator)
-    let result: T
-    do {
-        result = try await body(running.collector, running.port)
-    } catch {
-        try? await running.stop()
-        throw error
-    }
-    try await running.stop()
-    return result
+    try await withCollector(configuration, logger: logger, documentValidator: sourcesOnlyValidator, body)
 }
 
 /// An answer as a test reads it.
@@ -407,6 +397,32 @@ struct RemoteConfigTests {
                             client, port: port, "/v1/config", agent: "edge-2", headers: [("Uplink-Labels", "site=berlin-1")])
                         #expect(overridden.status == .noContent)
                     }
+                }
+            }
+        }
+    }
+
+    @Test("Labels from the client certificate: SAN URIs uplink:label:NAME=VALUE")
+    func certificateLabels() async throws {
+        try await withTemporaryDirectory { root in
+            let pki = try await TestPKI(directory: root + "/pki")
+            let labelled = try await pki.authority.issue(
+                commonName: "agent-7", uris: ["uplink:label:site=berlin-2", "https://example.com/other"], usage: .client)
+            let fixture = try RemoteConfigFixture(root)
+            try fixture.document("berlin", tailDocument)
+            try fixture.assignments("generation: 1\nassign:\n  - {name: berlin, match: {labels: {site: \"berlin-*\"}}, documents: [berlin]}\n")
+            let tls = pki.collectorTLS(clientAuthentication: .required, agentIdentity: .certificate)
+            try await withRemoteCollector(remoteConfiguration(root, fixture.settings, tls: tls)) { _, port in
+                try await withTLSClient(try pki.clientTLS(presenting: labelled)) { client in
+                    let answer = try await request(client, port: port, "/v1/config", agent: "agent-7", scheme: "https")
+                    #expect(answer.status == .ok)
+                    #expect(try ConfigManifest(json: answer.body).documents.map(\.name) == ["berlin"])
+                }
+                try await withTLSClient(try pki.clientTLS(presenting: pki.agent)) { client in
+                    let answer = try await request(
+                        client, port: port, "/v1/config", agent: "agent-1", headers: [("Uplink-Labels", "site=berlin-2")],
+                        scheme: "https")
+                    #expect(answer.status == .noContent)
                 }
             }
         }

@@ -215,6 +215,41 @@ struct RemoteConfigTests {
         }
     }
 
+    @Test("The collector's token guards the endpoints as it guards the stream; a status larger than 16 KiB is 413")
+    func token() async throws {
+        try await withTemporaryDirectory { root in
+            let fixture = try RemoteConfigFixture(root)
+            try fixture.document("base", tailDocument)
+            try fixture.assignments("generation: 1\nassign:\n  - {name: all, documents: [base]}\n")
+            var configuration = remoteConfiguration(root, fixture.settings)
+            configuration.token = "s3cret"
+            try await withRemoteCollector(configuration) { collector, port in
+                try await withClient { client in
+                    let refused = try await request(client, port: port, "/v1/config", agent: "edge-1")
+                    #expect(refused.status == .unauthorized)
+                    #expect(refused.header("WWW-Authenticate") == "Bearer")
+                    let wrong = try await request(
+                        client, port: port, "/v1/config/status", agent: "edge-1", method: .POST,
+                        headers: [("Authorization", "Bearer guess")], body: Array(#"{"config_status":{"state":"applied"}}"#.utf8))
+                    #expect(wrong.status == .unauthorized)
+                    #expect(collector.remoteConfigStatuses().isEmpty)
+                    let bearer = [("Authorization", "Bearer s3cret")]
+                    #expect(try await request(client, port: port, "/v1/config", agent: "edge-1", headers: bearer).status == .ok)
+                    var large = Array(#"{"config_status":{"state":"failed","error":""#.utf8)
+                    large += Array(repeating: UInt8(ascii: "x"), count: 16 * 1024) + Array(#""}}"#.utf8)
+                    let tooLarge = try await request(
+                        client, port: port, "/v1/config/status", agent: "edge-1", method: .POST, headers: bearer, body: large)
+                    #expect(tooLarge.status.code == 413)
+                    let accepted = try await request(
+                        client, port: port, "/v1/config/status", agent: "edge-1", method: .POST, headers: bearer,
+                        body: Array("{\"config_status\":{\"state\":\"applied\"}}\n".utf8))
+                    #expect(accepted.status == .noContent)
+                    #expect(collector.remoteConfigStatuses()["edge-1"]?.status == ConfigStatus(state: .applied))
+                }
+            }
+        }
+    }
+
     @Test("Blobs: whole, ranges at byte 1, half and size-1 (206), If-Range mismatch (200), 416, 404 unknown and not assigned")
     func blobs() async throws {
         try await withTemporaryDirectory { root in

@@ -61,21 +61,20 @@ extension Collector {
             }
         }
         router.post("v1/config/status") { request, context in
-            let body: ByteBuffer
-            do {
-                body = try await request.body.collect(upTo: Self.maximumStatusBytes)
-            } catch {
-                service.countRequest(endpoint: "status", code: 413)
-                return Self.text(.contentTooLarge, "the status is larger than \(Self.maximumStatusBytes) bytes\n")
-            }
-            return await self.answer(service, endpoint: "status", request, context) { agent, labels in
-                var trimmed = body
-                while trimmed.readableBytesView.last == UInt8(ascii: "\n") || trimmed.readableBytesView.last == UInt8(ascii: "\r") {
-                    trimmed.moveWriterIndex(to: trimmed.writerIndex - 1)
+            // Who asks is checked before the body is read.
+            await self.answer(service, endpoint: "status", request, context) { agent, labels in
+                var body: ByteBuffer
+                do {
+                    body = try await request.body.collect(upTo: Self.maximumStatusBytes)
+                } catch {
+                    return Self.text(.contentTooLarge, "the status is larger than \(Self.maximumStatusBytes) bytes\n")
+                }
+                while let last = body.readableBytesView.last, last == UInt8(ascii: "\n") || last == UInt8(ascii: "\r") {
+                    body.moveWriterIndex(to: body.writerIndex - 1)
                 }
                 let status: ConfigStatus
                 do {
-                    status = try ConfigStatus.parse(trimmed)
+                    status = try ConfigStatus.parse(body)
                 } catch {
                     return Self.text(.badRequest, "not a config_status: \(error)\n")
                 }
@@ -89,12 +88,12 @@ extension Collector {
     /// then answers with `body` and counts the answer.
     private func answer(
         _ service: RemoteConfigService, endpoint: String, _ request: Request, _ context: CollectorRequestContext,
-        _ body: (String, PresentedLabels) -> Response
+        _ body: (String, PresentedLabels) async -> Response
     ) async -> Response {
         let response: Response
         switch await requester(request, context, labelsFrom: service.settings.labelsFrom) {
         case .refused(let refusal): response = refusal
-        case .agent(let agent, let labels): response = body(agent, labels)
+        case .agent(let agent, let labels): response = await body(agent, labels)
         }
         service.countRequest(endpoint: endpoint, code: Int(response.status.code))
         return response

@@ -174,6 +174,12 @@ extension Collector {
     /// `200` with the manifest and its ETag, `304` when `If-None-Match` names it, `204` when nothing is assigned.
     static func manifestResponse(_ manifest: ConfigManifest, _ request: Request) -> Response {
         guard !manifest.documents.isEmpty else { return Response(status: .noContent, headers: [.cacheControl: "no-cache"]) }
+        guard manifest.documents.count <= ConfigManifest.maximumDocuments else {
+            // An agent refuses such a manifest; a 5xx leaves its running documents alone.
+            return text(
+                .internalServerError,
+                "the rules assign this agent \(manifest.documents.count) documents, more than \(ConfigManifest.maximumDocuments)\n")
+        }
         let etag = "\"\(manifest.revision.prefixed)-\(manifest.generation)\""
         let headers: HTTPFields = [.eTag: etag, .cacheControl: "no-cache"]
         if let condition = request.headers[.ifNoneMatch], Self.matches(condition, etag) {

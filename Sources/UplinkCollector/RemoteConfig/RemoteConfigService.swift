@@ -171,17 +171,18 @@ final class RemoteConfigService: Sendable {
         return (names.compactMap { set.documents[$0] }, rollouts)
     }
 
-    private func revision(agent: String, _ presented: PresentedLabels, state: State) -> String {
+    private func manifest(agent: String, _ presented: PresentedLabels, state: State) -> ConfigManifest {
         let documents = assignment(agent: agent, presented, state: state).documents
-        return ConfigManifest(generation: state.set.generation, documents: documents.map(\.manifestEntry)).revision.prefixed
+        return ConfigManifest(generation: state.set.generation, documents: documents.map(\.manifestEntry))
+    }
+
+    private func revision(agent: String, _ presented: PresentedLabels, state: State) -> String {
+        manifest(agent: agent, presented, state: state).revision.prefixed
     }
 
     /// The manifest of `agent`; its documents are empty when nothing is assigned.
     func manifest(agent: String, labels presented: PresentedLabels) -> ConfigManifest {
-        state.withLock { state in
-            let documents = assignment(agent: agent, presented, state: state).documents
-            return ConfigManifest(generation: state.set.generation, documents: documents.map(\.manifestEntry))
-        }
+        state.withLock { manifest(agent: agent, presented, state: $0) }
     }
 
     /// The hint of the stream header and line: the revision of the agent's manifest and the generation.

@@ -56,7 +56,8 @@ extension FuzzTarget {
         case .wireLine, .streamProcessor, .lineSplitter:
             strings = [
                 #""seq":"#, #""ts":"#, #""src":"#, #""metric":"#, #""value":"#, #""unit":"#, #""tags":"#, #""log":"#,
-                #""fields":"#, #""origin":"#, #""offset":"#, #""heartbeat":"#, "9223372036854775807", "9223372036854775808",
+                #""fields":"#, #""origin":"#, #""offset":"#, #""heartbeat":"#, #""config_status":"#, #""state":"applied""#,
+                "9223372036854775807", "9223372036854775808",
                 "18446744073709551615", "18446744073709551616", "-1", "-0", "1e3", "0.5", "null", "true", "\\u0000",
                 "\\ud800", "\\\"", "{", "}", "[", "]", ",", ":", "\n", "\r\n", "\u{FFFD}", "\u{1F600}",
             ]
@@ -88,6 +89,7 @@ extension FuzzTarget {
         #"{"seq":1,"ts":1700000000000000000,"src":"cpu","metric":"cpu.user","value":12.5,"unit":"%","tags":{"core":"0"}}"#,
         #"{"seq":2,"ts":1,"src":"app","log":"hello \u00e9\n","fields":{"path":"/var/log/app.log"},"origin":3,"offset":99}"#,
         #"{"heartbeat":1700000000000000000}"#,
+        #"{"config_status":{"desired":null,"effective":null,"lkg":null,"state":"applied","error":null,"generation":1}}"#,
         #"{"seq":9223372036854775807,"ts":-5,"src":"s","metric":"m","value":null}"#,
         #"{ "src" : "s" , "ts" : 0 , "seq" : 3 , "log" : "" , "x" : [ { "y" : [ 1 , 2e-3 , true ] } ] }"#,
     ]

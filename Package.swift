@@ -146,6 +146,7 @@ let package = Package(
                 "UplinkConfig",
                 "UplinkWire",
                 "UplinkObservability",
+                "UplinkRemoteConfig",
                 "CLinuxIO",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HummingbirdHTTP2", package: "hummingbird"),
@@ -283,6 +284,7 @@ let package = Package(
             name: "UplinkCollectorTests",
             dependencies: [
                 "UplinkCollector", "UplinkConfig", "UplinkCore", "UplinkWire", "UplinkTestSupport", "UplinkObservability",
+                "UplinkRemoteConfig",
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "NIOSSL", package: "swift-nio-ssl"),
             ],

@@ -31,6 +31,9 @@ public enum FuzzTarget: String, CaseIterable, Sendable {
     /// in random chunks never trap and never give more than the per-chunk limit; the same bytes as plain text,
     /// compressed with a flush at random points, come back exactly, whatever the chunk cuts.
     case decompress = "decompress"
+    /// The remote configuration lines (`ConfigHint.parse`, the `Uplink-Config` header, `ConfigStatus.parse`):
+    /// what they accept is well formed and writes back to an equal value.
+    case configLine = "config-line"
 
     /// Runs the target on one input.
     public func run(_ data: UnsafeRawBufferPointer) {
@@ -43,6 +46,7 @@ public enum FuzzTarget: String, CaseIterable, Sendable {
         case .config: FuzzChecks.config(data)
         case .remoteDocument: FuzzChecks.remoteDocument(data)
         case .decompress: FuzzChecks.decompress(data)
+        case .configLine: FuzzChecks.configLine(data)
         }
     }
 
@@ -69,6 +73,8 @@ enum FuzzChecks {
             return
         case (.heartbeat(let a)?, .heartbeat(let b)?):
             require(a == b, "scan and decode disagree on a heartbeat")
+        case (.configStatus(let a)?, .configStatus(let b)?):
+            require(a == b, "scan and decode disagree on a config_status line")
         case (.record(let sequence, let origin)?, .record(let decodedSequence, let record)?):
             require(sequence == decodedSequence, "scan and decode disagree on seq")
             require(WireIntegers.sequence.contains(sequence), "seq \(sequence) out of range")
@@ -201,6 +207,35 @@ enum FuzzChecks {
         // Only spaces and tabs may separate what the writer writes.
         let stripped = data.filter { $0 != UInt8(ascii: " ") && $0 != UInt8(ascii: "\t") }
         require(stripped == Array(buffer.readableBytesView), "a non-canonical line was accepted")
+    }
+
+    // MARK: config-line
+
+    static func configLine(_ data: UnsafeRawBufferPointer) {
+        if let hint = ConfigHint.parse(data) {
+            require(ConfigHint.isRevision(hint.revision.utf8), "a config line with a malformed rev was accepted")
+            require(WireIntegers.mark.contains(hint.generation), "generation \(hint.generation) out of range")
+            var buffer = ByteBufferAllocator().buffer(capacity: 128)
+            WireLineWriter.appendConfigLine(hint, to: &buffer)
+            buffer.moveWriterIndex(to: buffer.writerIndex - 1)
+            require(ConfigHint.parse(buffer) == hint, "the writer's config line does not parse back")
+            require(ConfigHint(headerValue: hint.headerValue) == hint, "the Uplink-Config header does not parse back")
+        }
+        if let header = ConfigHint(headerValue: String(decoding: data, as: UTF8.self)) {
+            require(ConfigHint(headerValue: header.headerValue) == header, "a header value does not parse back")
+        }
+        if let status = try? ConfigStatus.parse(data) {
+            for revision in [status.desired, status.effective, status.lastKnownGood] {
+                if let revision { require(ConfigHint.isRevision(revision.utf8), "a malformed revision was accepted") }
+            }
+            var line: [UInt8] = []
+            WireLineWriter.appendConfigStatusLine(status, to: &line)
+            line.removeLast()
+            let again = line.withUnsafeBytes { try? ConfigStatus.parse($0) }
+            require(again == status, "the writer's config_status line does not parse back")
+            let summary = line.withUnsafeBytes { try? WireLineParser.scan($0) }
+            require(summary == .configStatus(status), "the body line parser does not read the config_status line")
+        }
     }
 
     // MARK: stream-headers

@@ -32,6 +32,8 @@ public final class Agent: Sendable {
     let eventLoop: any EventLoop
     /// Where the status reads the remote configuration's state (set by whoever runs a `RemoteConfigAgent`).
     let remoteConfigStatus = Mutex<(@Sendable () -> RemoteConfigStatus)?>(nil)
+    /// The collector's remote configuration hints from every uplink this agent runs (a reload's successor too).
+    public let configHints = ConfigHintRelay()
 
     /// `ring`: a ring built by the caller (`Agent.open` passes one backed by the persistent buffer).
     public init(configuration: AgentConfiguration, logger: Logger, httpClient: HTTPClient? = nil, ring: RecordRing? = nil) {
@@ -43,7 +45,9 @@ public final class Agent: Sendable {
         let eventLoop = httpClient?.eventLoopGroup.next() ?? MultiThreadedEventLoopGroup.singleton.next()
         self.eventLoop = eventLoop
         self.uplinkHost = UplinkHost(
-            Uplink(configuration: configuration.uplink, ring: ring, logger: logger, httpClient: httpClient, eventLoop: eventLoop),
+            Uplink(
+                configuration: configuration.uplink, ring: ring, logger: logger, httpClient: httpClient, eventLoop: eventLoop,
+                configHints: configHints),
             logger: logger)
         // Stopping runs code that has not run before (checkpoints, closing streams): the ring's free pages go back
         // first, so that it does not come on top of them (after a drained backlog, the whole ring).

@@ -112,6 +112,9 @@ final class UplinkExchange: HTTPClientResponseDelegate {
         let status = Int(head.status.code)
         if status == 200 {
             report(.responseHead(connection, status: status, detail: nil))
+            if let value = head.headers.first(name: "Uplink-Config"), let hint = ConfigHint(headerValue: value) {
+                driver.value.uplink.configHints?.relay(hint)
+            }
         } else {
             // A proxy or TLS terminator says why in its body (nginx: "No required SSL certificate was sent").
             state.value.refusal = (status, [])
@@ -132,8 +135,11 @@ final class UplinkExchange: HTTPClientResponseDelegate {
         }
         state.value.acknowledgements.append(buffer)
         while let piece = state.value.acknowledgements.nextLine() {
-            if case .line(let line) = piece, let ack = AckLine.parse(line) {
+            guard case .line(let line) = piece else { continue }
+            if let ack = AckLine.parse(line) {
                 report(.ackLine(connection, ack))
+            } else if let hint = ConfigHint.parse(line) {
+                driver.value.uplink.configHints?.relay(hint)
             }
         }
         return task.eventLoop.makeSucceededVoidFuture()

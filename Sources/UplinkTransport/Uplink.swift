@@ -28,6 +28,8 @@ public final class Uplink: Service {
     let metrics = UplinkMetrics()
     /// Reads `uplink.tls`'s files and reads them again when they change; nil for an `http://` URL.
     let tlsReloader: TLSReloader?
+    /// Where the collector's remote configuration hints go.
+    let configHints: ConfigHintRelay?
     /// The running driver (to hand over or stop), and whether a hand-over was asked for before it ran.
     private let control = Mutex<(driver: NIOLoopBound<UplinkDriver>?, handOverRequested: Bool)>((nil, false))
 
@@ -45,7 +47,8 @@ public final class Uplink: Service {
         logger: Logger,
         httpClient: HTTPClient? = nil,
         eventLoop: (any EventLoop)? = nil,
-        backoffSleep: (@Sendable (Duration) async throws -> Void)? = nil
+        backoffSleep: (@Sendable (Duration) async throws -> Void)? = nil,
+        configHints: ConfigHintRelay? = nil
     ) {
         self.configuration = configuration
         self.ring = ring
@@ -58,6 +61,7 @@ public final class Uplink: Service {
         }
         self.eventLoop = eventLoop ?? httpClient?.eventLoopGroup.next() ?? MultiThreadedEventLoopGroup.singleton.next()
         self.backoffSleep = backoffSleep
+        self.configHints = configHints
         self.tlsReloader = configuration.usesTLS ? TLSReloader(settings: configuration.tls, logger: logger) : nil
     }
 

@@ -5,6 +5,7 @@ import UnixSignals
 import UplinkAgent
 import UplinkCollector
 import UplinkCore
+import UplinkRemoteConfig
 import UplinkObservability
 import UplinkSources
 import UplinkTransport
@@ -136,6 +137,9 @@ struct RunCommand: AsyncParsableCommand {
                 startup: startup, local: file, store: RemoteConfigStore(stateDirectory: file.agent.stateDirectory),
                 client: client, configuration: running, agent: agent, clock: ContinuousClock(), logger: logger)
             agent.reportRemoteConfig { remoteAgent.status }
+            agent.configHints.deliver { hint in
+                if let revision = SHA256Digest(prefixed: hint.revision) { remoteAgent.hint(revision: revision) }
+            }
             remote = remoteAgent
         }
         let reloader = ConfigurationReloader(

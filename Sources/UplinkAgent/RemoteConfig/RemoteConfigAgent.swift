@@ -32,6 +32,8 @@ public final class RemoteConfigAgent<C: Clock<Duration>>: Service, Sendable wher
         /// Revisions refused by a check before they were applied, with why, for this local file: not downloaded or
         /// checked again until the local file changes (a reload) or the collector assigns another revision.
         var refused: [SHA256Digest: String] = [:]
+        /// The last status the collector took.
+        var reported: ConfigStatus?
     }
 
     private let settings: UplinkFile.RemoteConfigSection
@@ -139,6 +141,16 @@ public final class RemoteConfigAgent<C: Clock<Duration>>: Service, Sendable wher
         case .manifest(let manifest, let newETag):
             await consider(manifest, local: local)
             state.withLock { $0.etag = newETag }
+        }
+        await reportStatus()
+    }
+
+    /// Tells the collector the status when it changed since it last took one (again at the next look when it fails).
+    private func reportStatus() async {
+        let (report, reported) = state.withLock { ($0.status.report, $0.reported) }
+        guard let report, report != reported else { return }
+        if await client.reportStatus(report) {
+            state.withLock { $0.reported = report }
         }
     }
 
@@ -316,6 +328,7 @@ extension RemoteConfigAgent {
             $0.effective = revision.prefixed
             $0.error = nil
         }
+        await reportStatus()
         let probation = Probation(
             watched: watched, window: settings.probation, swapSequence: before.lastAppended,
             localDropsAtSwap: before.localDrops, uptime: clock.now - created, started: clock.now)

@@ -1,3 +1,5 @@
+import UplinkWire
+
 /// Where a box's remote configuration stands: what the collector assigns (desired), what runs (effective), what
 /// runs at the next start (the last-known-good) and what happened last. `/v1/status`, `uplink status` and the
 /// collector show it.
@@ -45,5 +47,22 @@ public struct RemoteConfigStatus: Sendable, Equatable, Codable {
         self.generation = generation
         self.error = error
         self.sinceMilliseconds = sinceMilliseconds
+    }
+
+    /// What the collector is told (`POST /v1/config/status`): nil while there is nothing to tell (remote
+    /// configuration off, or nothing fetched yet).
+    public var report: ConfigStatus? {
+        let wireState: ConfigStatus.State
+        switch state {
+        case .disabled, .idle: return nil
+        case .applying: wireState = .applying
+        case .applied: wireState = .applied
+        case .failed: wireState = .failed
+        case .rolledBack: wireState = .rolledBack
+        case .pinned: wireState = .pinned
+        }
+        return ConfigStatus(
+            desired: desired, effective: effective, lastKnownGood: lastKnownGood, state: wireState,
+            error: error.map { String($0.utf8.prefix(ConfigStatus.maximumErrorBytes)) ?? "" }, generation: generation)
     }
 }

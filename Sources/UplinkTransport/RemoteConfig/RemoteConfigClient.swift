@@ -5,6 +5,7 @@ import NIOHTTP1
 import NIOPosix
 import UplinkCore
 import UplinkRemoteConfig
+import UplinkWire
 
 /// The agent's client of the collector's remote configuration (#32 item 5): the manifest (`GET /v1/config`) and the
 /// content-addressed blobs it names (`GET /v1/config/blobs/sha256:<hex>`, resumable, see `downloadBlob`).
@@ -128,10 +129,31 @@ public final class RemoteConfigClient: Sendable {
         public let description: String
     }
 
-    /// Starts `GET <url><path>` with the agent's headers plus `headers`; returns once the answer's head arrived.
-    func execute(path: String, headers extra: HTTPHeaders) async throws(RequestFailure) -> HTTPClientResponse {
+    /// Reports where this agent's remote configuration stands (`POST /v1/config/status`, the body a `config_status`
+    /// line). Whether the collector took it (`2xx`); the caller reports again later when not.
+    public func reportStatus(_ status: ConfigStatus) async -> Bool {
+        var body: [UInt8] = []
+        WireLineWriter.appendConfigStatusLine(status, to: &body)
+        var extra = HTTPHeaders()
+        extra.add(name: "Content-Type", value: "application/json")
+        do {
+            let response = try await execute(path: "/v1/config/status", method: .POST, headers: extra, body: body)
+            _ = try? await response.body.collect(upTo: RejectionDetail.maximumBytes)
+            return (200..<300).contains(response.status.code)
+        } catch {
+            logger.debug("cannot report the remote configuration status", metadata: ["reason": "\(error)"])
+            return false
+        }
+    }
+
+    /// Starts `<method> <url><path>` with the agent's headers plus `headers` (and `body`); returns once the answer's
+    /// head arrived.
+    func execute(
+        path: String, method: HTTPMethod = .GET, headers extra: HTTPHeaders, body: [UInt8]? = nil
+    ) async throws(RequestFailure) -> HTTPClientResponse {
         var request = HTTPClientRequest(url: uplink.requestURL(path: path))
-        request.method = .GET
+        request.method = method
+        if let body { request.body = .bytes(ByteBuffer(bytes: body)) }
         request.headers.add(name: "Uplink-Agent", value: uplink.agentID)
         if let token = uplink.token { request.headers.add(name: "Authorization", value: "Bearer \(token)") }
         request.headers.add(contentsOf: extra)

@@ -4,6 +4,7 @@ import Synchronization
 import UplinkCore
 import UplinkRemoteConfig
 import UplinkTransport
+import UplinkWire
 
 /// The box's side of remote configuration (docs/remote-config.md): asks the collector what it assigns (at a hint on
 /// the stream, else every `poll_interval` ± 10 %), downloads the documents it does not have, checks them (digests,

@@ -158,8 +158,8 @@ public enum SeriesCatalog {
                 + "status) and HTTP status code."),
         .init(
             "uplink_collector_config_agents", .gauge,
-            "Agents whose last remote configuration report is in the state (disabled, idle, applying, applied, "
-                + "failed, rolled_back, pinned)."),
+            "Agents whose last remote configuration report is in the state (applying, applied, failed, "
+                + "rolled_back, pinned)."),
         .init("uplink_collector_agent_records_stored_total", .counter, "Records of the agent stored."),
         .init(
             "uplink_collector_agent_duplicates_total", .counter,

@@ -83,12 +83,9 @@ public struct ConfigHint: Sendable, Equatable {
 /// What an agent reports about its remote configuration: the body line `{"config_status":{…}}` on a stream (once
 /// the collector sent `Uplink-Config`), and the body of `POST /v1/config/status`.
 public struct ConfigStatus: Sendable, Equatable {
-    /// Where the agent is with its remote documents (the agent's `RemoteConfigStatus.State`).
+    /// Where the agent is with its remote documents (the agent's `RemoteConfigStatus.State` but `disabled` and
+    /// `idle`, which it does not report).
     public enum State: String, Sendable, Equatable, CaseIterable {
-        /// Remote configuration is off on the box.
-        case disabled
-        /// On, nothing assigned or fetched yet.
-        case idle
         /// A set was applied and is on probation.
         case applying
         /// The desired set runs and passed its probation.

@@ -48,10 +48,10 @@ struct ConfigLinesTests {
         #expect(try line.withUnsafeBytes { try WireLineParser.scan($0) } == .configStatus(status))
         #expect(try line.withUnsafeBytes { try WireLineParser.decode($0) } == .configStatus(status))
         #expect(try ConfigStatus.parse(ByteBuffer(string: #"{"config_status":{"state":"applied"}}"#)) == ConfigStatus(state: .applied))
-        // The agent's other states, and keys a later version may add (the agent's since_ms), are read.
+        // Keys a later version may add are skipped, at either level.
         #expect(
-            try ConfigStatus.parse(ByteBuffer(string: #"{"config_status":{"state":"idle","since_ms":1795952937950,"x":{"y":[]}}}"#))
-                == ConfigStatus(state: .idle))
+            try ConfigStatus.parse(ByteBuffer(string: #"{"v":2,"config_status":{"state":"pinned","since_ms":1795952937950,"x":{"y":[]}}}"#))
+                == ConfigStatus(state: .pinned))
 
         let malformed: [(String, String)] = [
             (#"{"config_status":{}}"#, WireDecodingError.Code.missingKey),

@@ -28,8 +28,8 @@ enum StreamEvent: Sendable {
     case ack
     /// Heartbeat lines arrived: answer with one (see `HeartbeatAnswer`).
     case heartbeat
-    /// The agent's remote configuration changed: write a `config` line.
-    case config(ConfigHint)
+    /// The agent's remote configuration changed: write a `config` line (see `PendingConfigHint`).
+    case config
     case stop
 }
 
@@ -98,6 +98,29 @@ final class HeartbeatAnswer: Sendable {
 
     /// Called by the response side before it writes the answer.
     func taken() { pending.store(false, ordering: .releasing) }
+}
+
+/// The newest `config` line the response side has not written yet: hints that arrive while one waits replace it
+/// (only the newest revision matters), so a peer that does not read its response cannot make the collector queue a
+/// line per reload.
+final class PendingConfigHint: Sendable {
+    private let hint = Mutex<ConfigHint?>(nil)
+
+    /// Called when the agent's revision changed: whether the response side must be woken (none was waiting).
+    func offer(_ new: ConfigHint) -> Bool {
+        hint.withLock { hint in
+            defer { hint = new }
+            return hint == nil
+        }
+    }
+
+    /// Called by the response side: the hint to write now, if one waits.
+    func take() -> ConfigHint? {
+        hint.withLock { hint in
+            defer { hint = nil }
+            return hint
+        }
+    }
 }
 
 extension Collector {
@@ -296,12 +319,15 @@ extension Collector {
         let mark = marks.mark(for: stream)
         logger.debug("Stream opened", metadata: ["resume": "\(mark)"])
         let (events, eventSink) = AsyncStream.makeStream(of: StreamEvent.self)
+        let pendingHint = PendingConfigHint()
         var subscription: (service: RemoteConfigService, id: UInt64)?
         defer { if let subscription { subscription.service.unsubscribe(subscription.id) } }
         do {
             try await writer.write(Self.ackBuffer(.resume(mark)))
             if let remote = remoteConfig, let remoteLabels {
-                let (id, hint) = remote.subscribe(agent: stream.agent, labels: remoteLabels) { eventSink.yield(.config($0)) }
+                let (id, hint) = remote.subscribe(agent: stream.agent, labels: remoteLabels) { hint in
+                    if pendingHint.offer(hint) { eventSink.yield(.config) }
+                }
                 subscription = (remote, id)
                 try await writer.write(Self.configBuffer(hint))
             }
@@ -340,7 +366,8 @@ extension Collector {
                         writeFailure = error
                         break loop
                     }
-                case .config(let hint):
+                case .config:
+                    guard let hint = pendingHint.take() else { continue }
                     do {
                         try await writer.write(Self.configBuffer(hint))
                     } catch {

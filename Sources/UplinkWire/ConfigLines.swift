@@ -52,19 +52,22 @@ public struct ConfigHint: Sendable, Equatable {
     }
 
     /// Reads a response line (without its terminator) when it is a `config` line; nil for every other line, which
-    /// an agent handles (`resume`, `ack`, a heartbeat answer) or ignores. Strict: one JSON object whose only key is
-    /// `config`, holding exactly `rev` (a revision) and `generation` (an integer from 0 to 2^63 − 1).
+    /// an agent handles (`resume`, `ack`, a heartbeat answer) or ignores. A JSON object with the key `config`, an
+    /// object holding `rev` (a revision) and `generation` (an integer from 0 to 2^63 − 1), each once; other keys, at
+    /// either level, are skipped (what a later version may add).
     public static func parse(_ bytes: UnsafeRawBufferPointer) -> ConfigHint? {
         var revision: String?
         var generation: UInt64?
         let parsed: Void? = try? WireObject.walk(bytes, container: "config") { key, scanner throws(WireDecodingError) in
             switch key {
-            case "rev" where revision == nil:
-                revision = try scanner.requireString(key, maximumBytes: 71)
-            case "generation" where generation == nil:
+            case "rev":
+                guard revision == nil else { throw scanner.syntaxError("'rev' appears more than once") }
+                revision = try scanner.requireString(key, maximumBytes: ConfigStatus.maximumRevisionBytes)
+            case "generation":
+                guard generation == nil else { throw scanner.syntaxError("'generation' appears more than once") }
                 generation = try scanner.requireUInt64(key)
             default:
-                throw scanner.syntaxError("unexpected key '\(key)' in a config line")
+                try scanner.skipValue(depth: 2)
             }
         }
         guard parsed != nil, let revision, let generation else { return nil }
@@ -80,10 +83,18 @@ public struct ConfigHint: Sendable, Equatable {
 /// What an agent reports about its remote configuration: the body line `{"config_status":{…}}` on a stream (once
 /// the collector sent `Uplink-Config`), and the body of `POST /v1/config/status`.
 public struct ConfigStatus: Sendable, Equatable {
-    /// Where the agent is with its remote documents.
+    /// Where the agent is with its remote documents (the agent's `RemoteConfigStatus.State` but `disabled` and
+    /// `idle`, which it does not report).
     public enum State: String, Sendable, Equatable, CaseIterable {
-        case applying, applied, failed
+        /// A set was applied and is on probation.
+        case applying
+        /// The desired set runs and passed its probation.
+        case applied
+        /// A set was refused before it was applied; what ran before still runs.
+        case failed
+        /// A set failed its probation; the last-known-good runs again.
         case rolledBack = "rolled_back"
+        /// `uplink config pin`: remote documents are ignored on the box.
         case pinned
     }
 
@@ -118,13 +129,18 @@ public struct ConfigStatus: Sendable, Equatable {
 
     /// Parses a whole `{"config_status":{…}}` line or body (without a terminator): `state` is required; `desired`,
     /// `effective`, `lkg` are revisions (`sha256:<hex>`) or null; `error` a string (at most `maximumErrorBytes`) or
-    /// null; `generation` an integer or null; no other key, each key once.
+    /// null; `generation` an integer or null; each once. Other keys, at either level, are skipped (a later version
+    /// may add some).
     public static func parse(_ bytes: UnsafeRawBufferPointer) throws(WireDecodingError) -> ConfigStatus {
         var seen = Set<String>()
         var status = ConfigStatus(state: .applying)
         var state: State?
         try WireObject.walk(bytes, container: "config_status") { key, scanner throws(WireDecodingError) in
             let offset = scanner.index
+            guard ["desired", "effective", "lkg", "state", "error", "generation"].contains(key) else {
+                // A later version may add keys: they are skipped.
+                return try scanner.skipValue(depth: 2)
+            }
             guard seen.insert(key).inserted else {
                 throw JSONScanner.error(WireDecodingError.Code.duplicateKey, "key '\(key)' appears more than once", at: offset)
             }
@@ -157,7 +173,7 @@ public struct ConfigStatus: Sendable, Equatable {
                     status.generation = try scanner.requireUInt64(key)
                 }
             default:
-                throw JSONScanner.error(WireDecodingError.Code.invalidValue, "unknown key '\(key)' in config_status", at: offset)
+                break
             }
         }
         guard let state else {
@@ -212,58 +228,72 @@ extension WireLineWriter {
     }
 }
 
-/// Walks the lines of the form `{"<container>":{"key":value,…}}`: one top-level key, whose value is an object
-/// whose members `member` reads (it must consume the value). Whitespace is allowed where JSON allows it.
+/// Reads the lines of the form `{"<container>":{"key":value,…}}`: the container object's members go to `member`,
+/// which must consume each value. Other keys, at either level, are validated and skipped (docs/protocol.md,
+/// "Versioning": adding keys is compatible); the container must appear exactly once.
 enum WireObject {
-    static let maximumDepth = 4
-
     static func walk(
         _ bytes: UnsafeRawBufferPointer, container: StaticString,
         member: (String, inout JSONScanner) throws(WireDecodingError) -> Void
     ) throws(WireDecodingError) {
-        var scanner = JSONScanner(bytes, maximumDepth: maximumDepth)
-        scanner.skipWhitespace()
-        try scanner.expect(UInt8(ascii: "{"), "'{'")
-        scanner.skipWhitespace()
-        guard scanner.current == UInt8(ascii: "\"") else { throw scanner.unexpected(expecting: "a key string") }
-        let keyOffset = scanner.index
-        let key = try scanner.scanString()
-        guard scanner.string(key, equals: container) else {
-            throw JSONScanner.error(WireDecodingError.Code.missingKey, "expected the key '\(container)'", at: keyOffset)
-        }
-        scanner.skipWhitespace()
-        try scanner.expect(UInt8(ascii: ":"), "':'")
+        var scanner = JSONScanner(bytes, maximumDepth: WireLineParser.maximumDepth)
         scanner.skipWhitespace()
         guard scanner.current == UInt8(ascii: "{") else {
-            throw JSONScanner.error(WireDecodingError.Code.wrongType, "'\(container)' must be an object", at: scanner.index)
+            throw JSONScanner.error(WireDecodingError.Code.notAnObject, "the line is not a JSON object", at: scanner.index)
+        }
+        var found = false
+        try members(&scanner, depth: 1) { key, offset, scanner throws(WireDecodingError) in
+            guard scanner.string(key, equals: container) else { return try scanner.skipValue(depth: 1) }
+            guard !found else {
+                throw JSONScanner.error(WireDecodingError.Code.duplicateKey, "key '\(container)' appears more than once", at: offset)
+            }
+            found = true
+            guard scanner.current == UInt8(ascii: "{") else {
+                throw JSONScanner.error(WireDecodingError.Code.wrongType, "'\(container)' must be an object", at: scanner.index)
+            }
+            try members(&scanner, depth: 2) { name, _, scanner throws(WireDecodingError) in
+                try member(scanner.string(name), &scanner)
+            }
+        }
+        scanner.skipWhitespace()
+        guard scanner.isAtEnd else { throw scanner.unexpected(expecting: "the end of the line") }
+        guard found else {
+            throw JSONScanner.error(WireDecodingError.Code.missingKey, "missing key '\(container)'", at: bytes.count)
+        }
+    }
+
+    /// Reads the object at `scanner.index` (its `{`), handing each key (and its offset) to `member`, which must
+    /// consume the value; `depth` is the object's own nesting depth.
+    private static func members(
+        _ scanner: inout JSONScanner, depth: Int,
+        _ member: (StringSpan, Int, inout JSONScanner) throws(WireDecodingError) -> Void
+    ) throws(WireDecodingError) {
+        guard depth <= scanner.maximumDepth else {
+            throw JSONScanner.error(WireDecodingError.Code.tooDeep, "nested too deeply", at: scanner.index)
         }
         scanner.index += 1
         scanner.skipWhitespace()
         if scanner.current == UInt8(ascii: "}") {
             scanner.index += 1
-        } else {
-            while true {
-                guard scanner.current == UInt8(ascii: "\"") else { throw scanner.unexpected(expecting: "a key string") }
-                let memberKey = try scanner.scanString()
-                let name = scanner.string(memberKey)
-                scanner.skipWhitespace()
-                try scanner.expect(UInt8(ascii: ":"), "':'")
-                scanner.skipWhitespace()
-                try member(name, &scanner)
-                scanner.skipWhitespace()
-                if scanner.current == UInt8(ascii: ",") {
-                    scanner.index += 1
-                    scanner.skipWhitespace()
-                    continue
-                }
-                try scanner.expect(UInt8(ascii: "}"), "',' or '}'")
-                break
-            }
+            return
         }
-        scanner.skipWhitespace()
-        try scanner.expect(UInt8(ascii: "}"), "'}' (the line holds only '\(container)')")
-        scanner.skipWhitespace()
-        guard scanner.isAtEnd else { throw scanner.unexpected(expecting: "the end of the line") }
+        while true {
+            guard scanner.current == UInt8(ascii: "\"") else { throw scanner.unexpected(expecting: "a key string") }
+            let offset = scanner.index
+            let key = try scanner.scanString()
+            scanner.skipWhitespace()
+            try scanner.expect(UInt8(ascii: ":"), "':'")
+            scanner.skipWhitespace()
+            try member(key, offset, &scanner)
+            scanner.skipWhitespace()
+            if scanner.current == UInt8(ascii: ",") {
+                scanner.index += 1
+                scanner.skipWhitespace()
+                continue
+            }
+            try scanner.expect(UInt8(ascii: "}"), "',' or '}'")
+            return
+        }
     }
 }
 

@@ -15,14 +15,17 @@ struct ConfigLinesTests {
         buffer.moveWriterIndex(to: buffer.writerIndex - 1)
         #expect(ConfigHint.parse(buffer) == hint)
         #expect(ConfigHint.parse(ByteBuffer(string: #" { "config" : { "generation" : 17 , "rev" : "\#(revision)" } } "#)) == hint)
+        // Keys a later version may add are skipped, at either level.
+        #expect(ConfigHint.parse(ByteBuffer(string: #"{"v":[1,{"a":null}],"config":{"rev":"\#(revision)","jitter_ms":5,"generation":17}}"#)) == hint)
         #expect(hint.headerValue == "rev=\(revision), generation=17")
         #expect(ConfigHint(headerValue: "generation=17,rev=\(revision)") == hint)
         for line in [
             #"{"config":{"rev":"sha256:00","generation":1}}"#, #"{"config":{"rev":"\#(revision)"}}"#,
             #"{"config":{"rev":"\#(revision)","generation":-1}}"#, #"{"config":{"rev":"\#(revision)","generation":1.5}}"#,
             #"{"config":{"rev":"\#(revision)","generation":9223372036854775808}}"#,
-            #"{"config":{"rev":"\#(revision)","generation":1,"extra":2}}"#,
-            #"{"config":{"rev":"\#(revision)","generation":1},"ack":3}"#, #"{"ack":3}"#, #"{"resume":0}"#,
+            #"{"config":{"rev":"\#(revision)","generation":1,"rev":"\#(revision)"}}"#,
+            #"{"config":{"rev":"\#(revision)","generation":1},"config":{}}"#, #"{"ack":3}"#, #"{"resume":0}"#,
+            #"[{"config":{"rev":"\#(revision)","generation":1}}]"#,
             #"{"config":{"rev":"\#(revision.uppercased())","generation":1}}"#,
         ] {
             #expect(ConfigHint.parse(ByteBuffer(string: line)) == nil, "\(line)")
@@ -45,13 +48,18 @@ struct ConfigLinesTests {
         #expect(try line.withUnsafeBytes { try WireLineParser.scan($0) } == .configStatus(status))
         #expect(try line.withUnsafeBytes { try WireLineParser.decode($0) } == .configStatus(status))
         #expect(try ConfigStatus.parse(ByteBuffer(string: #"{"config_status":{"state":"applied"}}"#)) == ConfigStatus(state: .applied))
+        // Keys a later version may add are skipped, at either level.
+        #expect(
+            try ConfigStatus.parse(ByteBuffer(string: #"{"v":2,"config_status":{"state":"pinned","since_ms":1795952937950,"x":{"y":[]}}}"#))
+                == ConfigStatus(state: .pinned))
 
         let malformed: [(String, String)] = [
             (#"{"config_status":{}}"#, WireDecodingError.Code.missingKey),
             (#"{"config_status":{"state":"done"}}"#, WireDecodingError.Code.invalidValue),
             (#"{"config_status":{"state":"applied","state":"failed"}}"#, WireDecodingError.Code.duplicateKey),
             (#"{"config_status":{"state":"applied","desired":"sha256:00"}}"#, WireDecodingError.Code.invalidValue),
-            (#"{"config_status":{"state":"applied","surprise":1}}"#, WireDecodingError.Code.invalidValue),
+            (#"{"config_status":{"state":"applied"},"config_status":{"state":"failed"}}"#, WireDecodingError.Code.duplicateKey),
+            (#"{"state":"applied"}"#, WireDecodingError.Code.missingKey),
             (#"{"config_status":{"state":7}}"#, WireDecodingError.Code.wrongType),
         ]
         for (text, code) in malformed {

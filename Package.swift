@@ -294,7 +294,7 @@ let package = Package(
             name: "UplinkIntegrationTests",
             dependencies: [
                 "UplinkAgent", "UplinkCollector", "UplinkTransport", "UplinkSources", "UplinkCore", "UplinkWire",
-                "UplinkTestSupport", "UplinkObservability",
+                "UplinkRemoteConfig", "UplinkTestSupport", "UplinkObservability",
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "NIOSSL", package: "swift-nio-ssl"),

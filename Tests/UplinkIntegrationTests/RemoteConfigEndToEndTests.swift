@@ -1,0 +1,187 @@
+import AsyncHTTPClient
+import Foundation
+import NIOCore
+import Testing
+import UplinkCore
+import UplinkTestSupport
+
+/// Remote configuration end to end, as operators run it: keys and envelopes made with `uplink config`, a collector
+/// process serving a directory, an agent process applying what it is assigned, probation, rollback.
+@Suite("Remote configuration: collector to agent", .serialized, .timeLimit(.minutes(4)))
+struct RemoteConfigEndToEndTests {
+    /// The files and processes of one fleet of one box.
+    final class Fleet: @unchecked Sendable {
+        let root: String
+        let collectorPort: Int
+        let agentPort: Int
+        var collector: Process?
+        var agent: Process?
+        var collectorLog: OutputCollector?
+        var agentLog: OutputCollector?
+        let client = HTTPClient(eventLoopGroupProvider: .singleton)
+
+        init() throws {
+            root = try Harness.temporaryDirectory("remote-e2e")
+            collectorPort = try FreePort.pick()
+            agentPort = try FreePort.pick()
+            for directory in ["fleet/documents", "logs", "keys"] {
+                try FileManager.default.createDirectory(atPath: root + "/" + directory, withIntermediateDirectories: true)
+            }
+            let keygen = try UplinkBinary.run(["config", "keygen", "--out", root + "/keys/ops"])
+            precondition(keygen.status == 0, keygen.standardError)
+            try write("""
+                collector:
+                  listen: 127.0.0.1:\(collectorPort)
+                  data_dir: \(root)/data
+                  stdout: false
+                  remote_config:
+                    dir: \(root)/fleet
+                    trusted_keys: [\(root)/keys/ops.pub]
+                """, to: "collector.yaml")
+            try write("""
+                agent: { id: box-1, state_dir: \(root)/state, metrics_listen: "127.0.0.1:\(agentPort)" }
+                uplink: { url: "http://127.0.0.1:\(collectorPort)" }
+                sources:
+                  - { name: local-load, type: load, interval: 1s }
+                remote_config:
+                  enabled: true
+                  probation: 3s
+                  trusted_keys: [\(root)/keys/ops.pub]
+                  labels: { site: lab }
+                  allow:
+                    source_types: [tail, exec]
+                    tail_paths: ["\(root)/logs/**"]
+                    exec:
+                      - argv: [\(root)/missing-probe, "*"]
+                """, to: "agent.yaml")
+        }
+
+        func write(_ text: String, to path: String) throws {
+            try (text + "\n").write(toFile: root + "/" + path, atomically: true, encoding: .utf8)
+        }
+
+        /// Writes `documents/<name>.yaml` and signs it with `uplink config sign`.
+        func document(_ name: String, serial: Int, _ text: String) throws {
+            try write(text, to: "fleet/documents/\(name).yaml")
+            let sign = try UplinkBinary.run([
+                "config", "sign", "--key", root + "/keys/ops.key", "--serial", "\(serial)", "--audience", "labels.site=lab",
+                "--expires", "30d", root + "/fleet/documents/\(name).yaml",
+            ])
+            precondition(sign.status == 0, sign.standardError)
+        }
+
+        func assign(generation: Int, _ documents: [String]) throws {
+            try write("generation: \(generation)\nassign:\n  - {name: lab, match: {agents: [\"box-*\"]}, documents: [\(documents.joined(separator: ", "))]}", to: "fleet/assignments.yaml")
+        }
+
+        func start(_ arguments: [String]) throws -> (Process, OutputCollector) {
+            let process = Process()
+            process.executableURL = URL(fileURLWithPath: try UplinkBinary.path())
+            process.arguments = arguments
+            let output = Pipe()
+            process.standardOutput = output
+            process.standardError = output
+            let log = OutputCollector(output.fileHandleForReading)
+            try process.run()
+            return (process, log)
+        }
+
+        func startCollector() throws {
+            (collector, collectorLog) = try start(["collector", "--config", root + "/collector.yaml"])
+        }
+
+        func startAgent() throws {
+            (agent, agentLog) = try start(["run", "--config", root + "/agent.yaml"])
+        }
+
+        /// The agent's `/v1/status` as JSON, nil while it does not answer.
+        func agentStatus() async -> [String: Any]? {
+            guard let response = try? await client.execute(
+                HTTPClientRequest(url: "http://127.0.0.1:\(agentPort)/v1/status"), timeout: .seconds(5)),
+                let body = try? await response.body.collect(upTo: 1 << 20)
+            else { return nil }
+            return (try? JSONSerialization.jsonObject(with: Data(body.readableBytesView))) as? [String: Any]
+        }
+
+        func remoteState() async -> (state: String?, error: String?, sources: [String]) {
+            let status = await agentStatus()
+            let remote = status?["remote_config"] as? [String: Any]
+            let sources = (status?["sources"] as? [[String: Any]] ?? []).compactMap { $0["name"] as? String }
+            return (remote?["state"] as? String, remote?["error"] as? String, sources)
+        }
+
+        func storedMessages(source: String) -> [String] {
+            guard let records = try? Harness.storedRecords(in: root + "/data") else { return [] }
+            return records.compactMap { entry in
+                guard entry.record.source == source, case .log(let line) = entry.record.payload else { return nil }
+                return line.message
+            }
+        }
+
+        func stop() async {
+            for process in [agent, collector].compactMap({ $0 }) where process.isRunning {
+                process.terminate()
+                process.waitUntilExit()
+            }
+            try? await client.shutdown()
+        }
+
+        var logs: String { "agent:\n\(agentLog?.text ?? "")\ncollector:\n\(collectorLog?.text ?? "")" }
+    }
+
+    @Test("a signed document is applied from a hint and kept; a broken one is rolled back and remembered as bad")
+    func applyAndRollBack() async throws {
+        let fleet = try Fleet()
+        let logFile = fleet.root + "/logs/app.log"
+        try (1...5).map { "line-\($0)" }.joined(separator: "\n").appending("\n").write(toFile: logFile, atomically: true, encoding: .utf8)
+        try fleet.document("logs", serial: 1, """
+            sources:
+              - { name: app, type: tail, paths: ["\(logFile)"], start_at: beginning }
+            """)
+        try fleet.document("probe", serial: 1, """
+            sources:
+              - { name: probe, type: exec, command: ["\(fleet.root)/missing-probe", "7"], interval: 1s }
+            """)
+        try fleet.assign(generation: 1, ["logs"])
+        try fleet.startCollector()
+        try fleet.startAgent()
+        do {
+            // Applied, on probation, kept: the remote tail's lines arrive and the set is the last-known-good.
+            #expect(await eventually(timeout: .seconds(60)) { await fleet.remoteState().state == "applied" }, "\(fleet.logs)")
+            #expect(await eventually(timeout: .seconds(30)) { fleet.storedMessages(source: "app").count == 5 }, "\(fleet.logs)")
+            #expect(FileManager.default.fileExists(atPath: fleet.root + "/state/remote/current"))
+            #expect(await fleet.remoteState().sources.sorted() == ["app", "local-load"])
+
+            // A new assignment with a broken exec: the hint brings it, probation fails, the previous set runs again.
+            try fleet.assign(generation: 2, ["logs", "probe"])
+            kill(fleet.collector!.processIdentifier, SIGHUP)
+            #expect(await eventually(timeout: .seconds(60)) { await fleet.remoteState().state == "rolled_back" }, "\(fleet.logs)")
+            let rolledBack = await fleet.remoteState()
+            #expect(rolledBack.error?.contains("probe") == true, "\(rolledBack)")
+            #expect(rolledBack.sources.sorted() == ["app", "local-load"], "the last-known-good runs again")
+            let bad = (try? String(contentsOfFile: fleet.root + "/state/remote/bad.json", encoding: .utf8)) ?? ""
+            #expect(bad.contains("probe"), "the reason is remembered: \(bad)")
+
+            // Lines written all along are stored once each: the tail kept its checkpoint through both swaps.
+            let handle = try #require(FileHandle(forWritingAtPath: logFile))
+            handle.seekToEndOfFile()
+            handle.write(Data("line-6\n".utf8))
+            try handle.close()
+            #expect(await eventually(timeout: .seconds(30)) { fleet.storedMessages(source: "app").count == 6 }, "\(fleet.logs)")
+            #expect(fleet.storedMessages(source: "app") == (1...6).map { "line-\($0)" })
+
+            // The collector heard how it went (POST /v1/config/status).
+            #expect(await eventually(timeout: .seconds(30)) {
+                guard let response = try? await fleet.client.execute(
+                    HTTPClientRequest(url: "http://127.0.0.1:\(fleet.collectorPort)/v1/fleet"), timeout: .seconds(5)),
+                    let body = try? await response.body.collect(upTo: 1 << 20)
+                else { return false }
+                return String(buffer: body).contains("rolled_back")
+            }, "\(fleet.logs)")
+        } catch {
+            await fleet.stop()
+            throw error
+        }
+        await fleet.stop()
+    }
+}

@@ -259,6 +259,47 @@ struct RemoteConfigBlobTests {
         }
     }
 
+    @Test("A body that keeps the connection busy but never ends in time: the request deadline ends it, the .part is kept")
+    func requestDeadline() async throws {
+        let directory = try T.directory()
+        let clock = ManualClock()
+        try await withServer({ _ in .stall(status: 200, headers: [], body: Array(blob.prefix(700))) }) { server in
+            let timeouts = RemoteConfigClient.Timeouts(connect: .seconds(5), readIdle: .seconds(600), request: .seconds(60))
+            let result = try await T.withClient(url: server.url, timeouts: timeouts, clock: clock) { client in
+                let written = Mutex(0)
+                let task = Task {
+                    await download(client, digest, size: blob.count, into: directory) { progress in
+                        written.withLock { $0 = progress.bytesWritten }
+                    }
+                }
+                #expect(await eventually { written.withLock { $0 } == 700 && clock.sleepers == 1 })
+                clock.advance(by: .seconds(60))
+                return await task.value
+            }
+            #expect(result == .failure(.transport("the request took longer than 60.0 seconds")))
+            #expect(T.contents(directory + "/" + digest.hex + ".part") == Array(blob.prefix(700)))
+        }
+    }
+
+    @Test("Cancelling the download's task: .cancelled, the .part kept for the next attempt")
+    func cancelled() async throws {
+        let directory = try T.directory()
+        try await withServer({ _ in .stall(status: 200, headers: [], body: Array(blob.prefix(900))) }) { server in
+            try await T.withClient(url: server.url) { client in
+                let written = Mutex(0)
+                let task = Task {
+                    await download(client, digest, size: blob.count, into: directory) { progress in
+                        written.withLock { $0 = progress.bytesWritten }
+                    }
+                }
+                #expect(await eventually { written.withLock { $0 } == 900 })
+                task.cancel()
+                #expect(await task.value == .failure(.cancelled))
+                #expect(T.contents(directory + "/" + digest.hex + ".part") == Array(blob.prefix(900)))
+            }
+        }
+    }
+
     @Test("206 with another range than asked: refused, the .part discarded; 404: refused, the .part kept")
     func unexpectedAnswers() async throws {
         let directory = try T.directory()

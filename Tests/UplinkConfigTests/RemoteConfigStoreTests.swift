@@ -156,7 +156,7 @@ struct RemoteConfigStoreTests {
         #expect(RemoteStateFiles.list(store.setsDirectory).isEmpty)
     }
 
-    @Test("A switch interrupted before its rename leaves the old set current; the next save completes")
+    @Test("A switch interrupted before its rename leaves the old set current; prepare() clears the leftovers")
     func interruptedSwitch() throws {
         let store = try makeStore()
         let first = try Self.documentSet(["base": ("sources: {}\n", 1)])
@@ -167,6 +167,13 @@ struct RemoteConfigStoreTests {
         try FileManager.default.createDirectory(atPath: half, withIntermediateDirectories: false)
         _ = FileManager.default.createFile(atPath: half + "/manifest.json", contents: Data("{\"vers".utf8))
         symlink("sets/" + second.revision.hex, store.currentPath + ".tmp")
+        #expect(store.lastKnownGood() == .valid(first))
+
+        // At the next start, prepare() removes the leftovers; the old set is still current.
+        try AtomicFile.write([1], to: store.trialPath + ".tmp")
+        try store.prepare()
+        #expect(RemoteStateFiles.list(store.setsDirectory) == [first.revision.hex])
+        #expect(RemoteStateFiles.list(store.directory).sorted() == ["blobs", "current", "sets"])
         #expect(store.lastKnownGood() == .valid(first))
 
         try store.saveLastKnownGood(second)

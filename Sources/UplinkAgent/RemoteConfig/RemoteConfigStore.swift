@@ -83,8 +83,9 @@ public struct RemoteConfigStore: Sendable {
     var pinPath: String { directory + "/pin" }
     var currentPath: String { directory + "/current" }
 
-    /// Creates `remote/`, `remote/blobs/` and `remote/sets/` (0700; existing ones are set to 0700). The state directory
-    /// itself must exist.
+    /// Creates `remote/`, `remote/blobs/` and `remote/sets/` (0700; existing ones are set to 0700) and removes what
+    /// an interrupted write left (`*.tmp` in `remote/` and `sets/`). The state directory itself must exist. Call it
+    /// once at start, before anything else of the store.
     public func prepare() throws(Failure) {
         for path in [directory, blobsDirectory, setsDirectory] {
             if mkdir(path, 0o700) != 0 {
@@ -95,6 +96,11 @@ public struct RemoteConfigStore: Sendable {
                 if info.st_mode & 0o7777 != 0o700, chmod(path, 0o700) != 0 {
                     throw Failure(operation: "chmod 0700", path: path, errno: errno)
                 }
+            }
+        }
+        for parent in [directory, setsDirectory] {
+            for name in RemoteStateFiles.list(parent) where name.hasSuffix(".tmp") {
+                RemoteStateFiles.removeTree(parent + "/" + name)
             }
         }
         RemoteStateFiles.syncDirectory(directory)

@@ -54,6 +54,11 @@ enum RemoteConfigTesting {
         FileManager.default.contents(atPath: path).map { Array($0) }
     }
 
+    /// The digest of the file at `path` (what tests compare: a failure then prints two digests, not two blobs).
+    static func digest(_ path: String) -> SHA256Digest? {
+        contents(path).map { SHA256Digest(of: $0) }
+    }
+
     static func write(_ bytes: [UInt8], to path: String) {
         _ = FileManager.default.createFile(atPath: path, contents: Data(bytes))
     }

@@ -11,8 +11,9 @@ import UplinkRemoteConfig
 ///
 /// It reaches the collector the way the uplink does (`uplink.url`, TLS and mTLS with certificates read again when they
 /// change, the proxy, the token, the `Uplink-Agent` header) with a client of its own, because its requests have a read
-/// timeout and a deadline and the stream's must not. It never waits on its own: no retries, no polling; the caller
-/// decides when to ask again (a hint line, the poll interval). Call `shutdown()` when done.
+/// timeout and a deadline and the stream's must not. It makes one request per call: no retries, no polling; the
+/// caller decides when to ask again (a hint line, the poll interval). Call `shutdown()` when done (AsyncHTTPClient
+/// requires it before the client is released).
 public final class RemoteConfigClient: Sendable {
     /// How long a request may take. Every remote configuration request is small (a manifest is at most 64 KiB, a
     /// document at most `remote_config.max_document_bytes`), so a collector that stops answering is given up on.
@@ -25,7 +26,10 @@ public final class RemoteConfigClient: Sendable {
         /// client's clock. Default 5 min.
         public var request: Duration
 
-        public init(connect: Duration = .seconds(5), readIdle: Duration = .seconds(30), request: Duration = .seconds(300)) {
+        public init(
+            connect: Duration = UplinkConfiguration.defaultConnectTimeout, readIdle: Duration = .seconds(30),
+            request: Duration = .seconds(300)
+        ) {
             self.connect = connect
             self.readIdle = readIdle
             self.request = request

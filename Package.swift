@@ -146,6 +146,7 @@ let package = Package(
                 "UplinkConfig",
                 "UplinkWire",
                 "UplinkObservability",
+                "UplinkRemoteConfig",
                 "CLinuxIO",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HummingbirdHTTP2", package: "hummingbird"),
@@ -163,11 +164,11 @@ let package = Package(
             name: "UplinkAgent",
             dependencies: [
                 "UplinkCore",
+                "UplinkRemoteConfig",
                 "UplinkConfig",
                 "UplinkWire",
                 "UplinkSources",
                 "UplinkTransport",
-                "UplinkRemoteConfig",
                 "UplinkObservability",
                 .product(name: "HummingbirdCore", package: "hummingbird"),
                 .product(name: "NIOCore", package: "swift-nio"),
@@ -220,7 +221,7 @@ let package = Package(
         .target(
             name: "UplinkFuzzTargets",
             dependencies: [
-                "UplinkCore", "UplinkWire", "UplinkConfig", "UplinkCollector", "UplinkAgent",
+                "UplinkCore", "UplinkWire", "UplinkConfig", "UplinkCollector", "UplinkAgent", "UplinkRemoteConfig",
                 .product(name: "NIOCore", package: "swift-nio"),
             ],
             swiftSettings: strict
@@ -283,6 +284,7 @@ let package = Package(
             name: "UplinkCollectorTests",
             dependencies: [
                 "UplinkCollector", "UplinkConfig", "UplinkCore", "UplinkWire", "UplinkTestSupport", "UplinkObservability",
+                "UplinkRemoteConfig",
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "NIOSSL", package: "swift-nio-ssl"),
             ],

@@ -3,6 +3,7 @@ import Logging
 import NIOCore
 import NIOPosix
 import ServiceLifecycle
+import Synchronization
 import UplinkCore
 import UplinkObservability
 import UplinkSources
@@ -29,6 +30,8 @@ public final class Agent: Sendable {
     /// The send path's event loop: the uplink's connection and its driver live there, and a reload's successor uplink
     /// takes the same one (docs/architecture.md, "The agent's send path: one event loop").
     let eventLoop: any EventLoop
+    /// Where the status reads the remote configuration's state (set by whoever runs a `RemoteConfigAgent`).
+    let remoteConfigStatus = Mutex<(@Sendable () -> RemoteConfigStatus)?>(nil)
 
     /// `ring`: a ring built by the caller (`Agent.open` passes one backed by the persistent buffer).
     public init(configuration: AgentConfiguration, logger: Logger, httpClient: HTTPClient? = nil, ring: RecordRing? = nil) {
@@ -50,6 +53,11 @@ public final class Agent: Sendable {
                 named.name, kind: named.config.kind.typeName,
                 makeSourceService(named, stateDirectory: configuration.stateDirectory, linger: configuration.uplink.linger))
         }
+    }
+
+    /// Makes `/v1/status` and `uplink status` show the remote configuration's state as `status` reports it.
+    public func reportRemoteConfig(_ status: @escaping @Sendable () -> RemoteConfigStatus) {
+        remoteConfigStatus.withLock { $0 = status }
     }
 
     /// The stream to the collector (the current one: a reload that changes uplink settings replaces it).
@@ -113,6 +121,7 @@ public struct SourceService: Service {
         } catch is CancellationError {
             // Shutdown.
         } catch {
+            context.health.failed("stopped: \(error)")
             context.logger.error("source stopped: \(error)")
             throw error
         }

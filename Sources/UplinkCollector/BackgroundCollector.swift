@@ -17,11 +17,13 @@ public final class BackgroundCollector: Sendable {
         self.task = task
     }
 
-    /// Starts the collector and returns once it listens.
+    /// Starts the collector and returns once it listens; `documentValidator` as for `Collector.init`.
     public static func start(
-        configuration: CollectorConfiguration, logger: Logger, stdout: any CollectorOutput = StandardOutput()
+        configuration: CollectorConfiguration, logger: Logger, stdout: any CollectorOutput = StandardOutput(),
+        documentValidator: RemoteDocumentValidator? = nil
     ) async throws -> BackgroundCollector {
-        let collector = Collector(configuration: configuration, logger: logger, stdout: stdout)
+        let collector = Collector(
+            configuration: configuration, logger: logger, stdout: stdout, documentValidator: documentValidator)
         let group = ServiceGroup(
             configuration: ServiceGroupConfiguration(services: [collector], gracefulShutdownSignals: [], logger: logger))
         let task = Task { try await group.run() }

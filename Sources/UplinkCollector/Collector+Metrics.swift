@@ -2,6 +2,7 @@ import Hummingbird
 import Prometheus
 import Synchronization
 import UplinkObservability
+import UplinkWire
 
 #if canImport(Glibc)
 import Glibc
@@ -50,10 +51,19 @@ extension Collector {
         limit.record(Int64(configuration.maxStreams))
         let sinks = SinkSeries(registry)
         let agents = AgentSeries(registry, limit: Self.metricsAgentLimit)
+        let configStates: [(ConfigStatus.State, Gauge)] =
+            configuration.remoteConfig == nil
+            ? []
+            : ConfigStatus.State.allCases.map {
+                ($0, registry.gauge("uplink_collector_config_agents", labels: [("state", $0.rawValue)]))
+            }
         return exposition.addScrapeHook { [self] in
             let end = forwarding.withLock { $0.first?.log.committedEnd }
             for statistics in sinkStatistics() { sinks.update(statistics, logEnd: end) }
             agents.update(fleet())
+            if let counts = remoteConfig?.agentsByState() {
+                for (state, gauge) in configStates { gauge.record(Int64(counts[state] ?? 0)) }
+            }
         }
     }
 

@@ -28,6 +28,8 @@ enum StreamEvent: Sendable {
     case ack
     /// Heartbeat lines arrived: answer with one (see `HeartbeatAnswer`).
     case heartbeat
+    /// The agent's remote configuration changed: write a `config` line.
+    case config(ConfigHint)
     case stop
 }
 
@@ -166,9 +168,23 @@ extension Collector {
         let body = request.body
         let logger = context.logger
         let bodyEncoding = encoding
+        var headers: HTTPFields = [.contentType: "application/x-ndjson", .cacheControl: "no-store"]
+        var presented: PresentedLabels?
+        if let remote = remoteConfig {
+            // The header tells the agent that this collector serves remote configuration, and its revision; a
+            // malformed Uplink-Labels does not cost the stream (the labels are then left out).
+            var labels = PresentedLabels()
+            if let header = request.headers[.uplinkLabels], let reported = Self.labels(header) { labels.reported = reported }
+            if remote.settings.labelsFrom.contains(.certificate), let certificate = connection.certificate {
+                labels.certificate = Self.certificateLabels(certificate)
+            }
+            presented = labels
+            headers[.uplinkConfig] = remote.hint(agent: agent, labels: labels).headerValue
+        }
+        let remoteLabels = presented
         return Response(
             status: .ok,
-            headers: [.contentType: "application/x-ndjson", .cacheControl: "no-store"],
+            headers: headers,
             body: ResponseBody { writer in
                 defer { slot.release() }
                 // The stream's tasks run on its connection's loop: a body part the channel reads resumes them without
@@ -176,15 +192,15 @@ extension Collector {
                 // to the storage thread and one back.
                 await withTaskExecutorPreference(EventLoopTaskExecutor(loop: control.channel.eventLoop)) {
                     await self.serveStream(
-                        stream, control: control, body: body, encoding: bodyEncoding, writer: &writer, storage: storage,
-                        logger: logger)
+                        stream, control: control, body: body, encoding: bodyEncoding, remoteLabels: remoteLabels,
+                        writer: &writer, storage: storage, logger: logger)
                 }
             }
         )
     }
 
     /// Why `agent` may not stream on `connection` under `agent_identity: certificate`, or nil when it may.
-    private func identityRefusal(agent: String, _ connection: StreamConnection) -> String? {
+    func identityRefusal(agent: String, _ connection: StreamConnection) -> String? {
         guard let certificate = connection.certificate else {
             return "agent_identity is certificate, and the connection presented no client certificate"
         }
@@ -219,7 +235,7 @@ extension Collector {
     /// stopped, or the connection breaks.
     func serveStream(
         _ stream: StreamKey, control: StreamControl, body: RequestBody, encoding: WireCompression,
-        writer: inout any ResponseBodyWriter, storage: Storage, logger: Logger
+        remoteLabels: PresentedLabels? = nil, writer: inout any ResponseBodyWriter, storage: Storage, logger: Logger
     ) async {
         var logger = logger
         logger[metadataKey: "agent"] = "\(stream.agent)"
@@ -234,7 +250,8 @@ extension Collector {
         }
         if encoding != .none { logger[metadataKey: "encoding"] = "\(encoding)" }
         let ending = await exchange(
-            stream, control: control, body: body, encoding: encoding, writer: &writer, storage: storage, logger: logger)
+            stream, control: control, body: body, encoding: encoding, remoteLabels: remoteLabels, writer: &writer,
+            storage: storage, logger: logger)
         // Let go of the agent before the response ends, so that whoever sees the end sees the stream closed.
         registry.release(agent: stream.agent, control: control)
         control.markReleased()
@@ -270,20 +287,28 @@ extension Collector {
         }
     }
 
-    /// Sends `resume`, then acknowledges what the receiving side stores until the stream ends.
+    /// Sends `resume` (and, with remote configuration, the `config` line), then acknowledges what the receiving
+    /// side stores until the stream ends; a `config` line follows whenever the agent's revision changes.
     private func exchange(
         _ stream: StreamKey, control: StreamControl, body: RequestBody, encoding: WireCompression,
-        writer: inout any ResponseBodyWriter, storage: Storage, logger: Logger
+        remoteLabels: PresentedLabels?, writer: inout any ResponseBodyWriter, storage: Storage, logger: Logger
     ) async -> StreamEnding {
         let mark = marks.mark(for: stream)
         logger.debug("Stream opened", metadata: ["resume": "\(mark)"])
+        let (events, eventSink) = AsyncStream.makeStream(of: StreamEvent.self)
+        var subscription: (service: RemoteConfigService, id: UInt64)?
+        defer { if let subscription { subscription.service.unsubscribe(subscription.id) } }
         do {
             try await writer.write(Self.ackBuffer(.resume(mark)))
+            if let remote = remoteConfig, let remoteLabels {
+                let (id, hint) = remote.subscribe(agent: stream.agent, labels: remoteLabels) { eventSink.yield(.config($0)) }
+                subscription = (remote, id)
+                try await writer.write(Self.configBuffer(hint))
+            }
         } catch {
             return .failed(error)
         }
 
-        let (events, eventSink) = AsyncStream.makeStream(of: StreamEvent.self)
         control.onStop { eventSink.yield(.stop) }
         let heartbeat = HeartbeatAnswer()
         let pendingAck = PendingAck()
@@ -311,6 +336,13 @@ extension Collector {
                     heartbeat.taken()
                     do {
                         try await writer.write(Self.heartbeatBuffer())
+                    } catch {
+                        writeFailure = error
+                        break loop
+                    }
+                case .config(let hint):
+                    do {
+                        try await writer.write(Self.configBuffer(hint))
                     } catch {
                         writeFailure = error
                         break loop
@@ -347,6 +379,13 @@ extension Collector {
         WireLineWriter.appendJSONString(error.message, to: &line)
         line.append(contentsOf: "}\n".utf8)
         return ByteBuffer(bytes: line)
+    }
+
+    /// `{"config":{"rev":"sha256:<hex>","generation":N}}` and its newline.
+    static func configBuffer(_ hint: ConfigHint) -> ByteBuffer {
+        var buffer = ByteBufferAllocator().buffer(capacity: 112)
+        WireLineWriter.appendConfigLine(hint, to: &buffer)
+        return buffer
     }
 
     static func ackBuffer(_ line: AckLine) -> ByteBuffer {
@@ -440,6 +479,10 @@ extension Collector {
         pendingAck: PendingAck, logger: Logger
     ) async throws {
         recorder.received(batch)
+        if !batch.configStatuses.isEmpty, let remote = remoteConfig {
+            let wall = WallClock.nowNanoseconds()
+            for status in batch.configStatuses { remote.recordFromStream(status, agent: stream.agent, wall: wall) }
+        }
         // The fleet table learns of the batch before its ack is offered: whoever sees the ack sees the counts.
         var activity = FleetBatch(batch)
         for gap in batch.gaps {

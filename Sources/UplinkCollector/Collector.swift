@@ -41,6 +41,10 @@ public final class Collector: Service {
     let forwarding = Mutex<[Forwarder]>([])
     /// What `/metrics` serves.
     let exposition: MetricsExposition
+    /// Checks remote documents for `collector.remote_config` (the agent's validator, injected by the executable).
+    let documentValidator: RemoteDocumentValidator?
+    /// The remote configuration once `run()` loaded it.
+    let remote = Mutex<RemoteConfigService?>(nil)
 
     /// Creates a collector; nothing happens before `run()`.
     ///
@@ -51,14 +55,17 @@ public final class Collector: Service {
     ///     inject their own. The process's standard output by default.
     ///   - metrics: What `/metrics` serves: by default the process's exposition (`MetricsExposition.bootstrap()`),
     ///     or, when the process has none, one with only the series the collector reads at scrape time.
+    ///   - documentValidator: The agent's validator of remote documents, required with
+    ///     `configuration.remoteConfig` (the collector refuses to serve a document it finds problems in).
     public init(
         configuration: CollectorConfiguration, logger: Logger, stdout: any CollectorOutput = StandardOutput(),
-        metrics: MetricsExposition? = nil
+        metrics: MetricsExposition? = nil, documentValidator: RemoteDocumentValidator? = nil
     ) {
         self.configuration = configuration
         self.logger = logger
         self.output = stdout
         self.exposition = metrics ?? MetricsExposition.current ?? MetricsExposition()
+        self.documentValidator = documentValidator
     }
 
     /// Recovers the marks from the data directory, then serves until graceful shutdown or cancellation.
@@ -125,6 +132,7 @@ public final class Collector: Service {
         router.get("/") { request, _ in self.fleetPage(request) }
         router.get("v1/fleet") { request, _ in self.fleetData(request) }
         addObservabilityRoutes(to: router, storage: storage)
+        try addRemoteConfigRoutes(to: router)
         let seriesHook = registerSeries()
         defer { exposition.removeScrapeHook(seriesHook) }
         router.post("v1/stream") { request, context -> Response in

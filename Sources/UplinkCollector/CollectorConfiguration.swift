@@ -64,6 +64,9 @@ public struct CollectorConfiguration: Sendable, Equatable {
     /// uncompressed body (no header, or `identity`) is always accepted (`.none` here changes nothing).
     /// Default: `zstd` and `gzip`.
     public var acceptEncodings: Set<WireCompression> = [.zstd, .gzip]
+    /// Remote configuration served to agents (`collector.remote_config`): `GET /v1/config`, its blobs, status
+    /// reports and the `Uplink-Config` hint on streams. Default `nil`: none of it (those endpoints answer `404`).
+    public var remoteConfig: RemoteConfigSettings? = nil
 
     /// Creates a configuration; every parameter has the default documented on its property.
     public init(

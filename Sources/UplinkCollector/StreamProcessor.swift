@@ -62,6 +62,8 @@ package struct ReceivedBatch: Sendable {
     /// Records above the mark whose origin offset was stored before: lines an agent sent again after a restart.
     package var resent: UInt64 = 0
     package var heartbeats: UInt64 = 0
+    /// `config_status` lines: an agent's remote configuration status, recorded, not stored.
+    var configStatuses: [ConfigStatus] = []
     var gaps: [SequenceGap] = []
     /// How many gaps `gaps` holds.
     package var gapCount: Int { gaps.count }
@@ -253,6 +255,9 @@ package struct StreamProcessor {
         switch summary {
         case .heartbeat:
             batch.heartbeats += 1
+            return .skipped
+        case .configStatus(let status):
+            batch.configStatuses.append(status)
             return .skipped
         case .record(let sequence, let origin):
             if sequence <= mark {

@@ -14,6 +14,9 @@ import UplinkCore
 /// - Only **one document** per file; a second `---` document is an issue.
 /// - Keys must be scalars; a mapping or list used as a key is an issue.
 /// - `${VAR}` substitution applies to every scalar value (not to keys); see `ConfigEnvironment`.
+///
+/// A document from elsewhere (a remote configuration document) is parsed with `ConfigParseOptions.untrusted`: no
+/// substitution (any `${`, comments included, is an issue), and anchors, aliases and merge keys are issues.
 public struct ConfigDocument: Sendable {
     /// Path of the file, as given (used in every mark and issue).
     public var file: String
@@ -45,7 +48,12 @@ public struct ConfigDocument: Sendable {
 
     /// Parses YAML bytes (UTF-8, or UTF-16 with a byte-order mark).
     public static func parse(bytes: [UInt8], file: String, environment: ConfigEnvironment = .process) -> ConfigDocument {
-        var builder = TreeBuilder(file: file, source: bytes, environment: environment)
+        parse(bytes: bytes, file: file, options: ConfigParseOptions(environment: environment))
+    }
+
+    /// Parses YAML bytes with `options` (e.g. `ConfigParseOptions.untrusted` for a document from elsewhere).
+    public static func parse(bytes: [UInt8], file: String, options: ConfigParseOptions) -> ConfigDocument {
+        var builder = TreeBuilder(file: file, source: bytes, options: options)
         builder.run()
         return ConfigDocument(file: file, root: builder.root, issues: builder.issues.sortedInDocumentOrder())
     }
@@ -62,4 +70,23 @@ public struct ConfigDocument: Sendable {
             return ConfigDocument(file: path, root: nil, issues: [issue])
         }
     }
+}
+
+/// How `ConfigDocument.parse` treats what the YAML features and `${VAR}` references of a document ask for.
+public struct ConfigParseOptions: Sendable {
+    /// Where `${VAR}` references get their values; nil: none are expanded, and any scalar (key or value) containing
+    /// `${` is a `not_allowed` issue (the scalar then reads as unusable, without a second issue).
+    public var environment: ConfigEnvironment?
+    /// Whether anchors (`&name`), aliases (`*name`) and merge keys (`<<`) are accepted. When false, each one is a
+    /// `not_allowed` issue where it is written, and nothing is copied (no expansion, however small).
+    public var allowsAliases: Bool
+
+    public init(environment: ConfigEnvironment? = .process, allowsAliases: Bool = true) {
+        self.environment = environment
+        self.allowsAliases = allowsAliases
+    }
+
+    /// For a document from elsewhere (a remote configuration document): no environment expansion, no anchors,
+    /// aliases or merge keys.
+    public static let untrusted = ConfigParseOptions(environment: nil, allowsAliases: false)
 }

@@ -36,21 +36,29 @@ struct TreeBuilder {
 
     let file: String
     let source: [UInt8]
-    let environment: ConfigEnvironment
+    let options: ConfigParseOptions
     private(set) var root: ConfigNode?
     private(set) var issues: [ConfigIssue] = []
     private var stack: [Frame] = []
     private var anchors: [String: Built] = [:]
     private var totalNodes = 0
+    /// Without an environment: where the scalars reported for holding `${` start and end (their other `${` are not
+    /// reported again).
+    private var refusedScalars: [(start: ConfigMark, end: ConfigMark)] = []
     private var documents = 0
 
-    init(file: String, source: [UInt8], environment: ConfigEnvironment) {
+    init(file: String, source: [UInt8], options: ConfigParseOptions) {
         self.file = file
         self.source = source
-        self.environment = environment
+        self.options = options
     }
 
     mutating func run() {
+        parse()
+        if options.environment == nil { reportUncoveredReferences() }
+    }
+
+    private mutating func parse() {
         let bytes = source
         guard !bytes.isEmpty else { return }
         var parser = yaml_parser_t()
@@ -105,7 +113,15 @@ struct TreeBuilder {
                 default: .plain
                 }
             var value = ConfigScalar(value: text, raw: text, style: style)
-            if !isKeyPosition {
+            if options.environment == nil, text.utf8.contains(UInt8(ascii: "$")), text.contains("${") {
+                // An untrusted document: no substitution, and a reference is refused rather than kept as text.
+                report(
+                    .notAllowed, at: mark, path: nextPath,
+                    "'${' is not allowed here: this document gets no environment variable expansion",
+                    hint: "write the value itself; only the local configuration file expands ${VAR}")
+                value.substitutionFailed = true
+                refusedScalars.append((mark, self.mark(event.end_mark)))
+            } else if let environment = options.environment, !isKeyPosition {
                 let (substituted, problems) = EnvironmentSubstitution.substitute(text, environment: environment)
                 value.value = substituted
                 value.substitutionFailed = !problems.isEmpty
@@ -115,9 +131,16 @@ struct TreeBuilder {
                 }
             }
             guard countNodes(1, at: mark) else { return true }
-            complete(Built(node: ConfigNode(.scalar(value), mark: mark), count: 1), anchor: string(scalar.anchor))
+            complete(Built(node: ConfigNode(.scalar(value), mark: mark), count: 1), anchor: anchor(scalar.anchor, at: mark))
         case YAML_ALIAS_EVENT:
             let name = string(event.data.alias.anchor) ?? ""
+            guard options.allowsAliases else {
+                report(
+                    .notAllowed, at: mark, path: nextPath, "YAML aliases ('*\(name)') are not allowed in this document",
+                    hint: "write every value out in full")
+                complete(Built(node: ConfigNode(.scalar(ConfigScalar(value: "", substitutionFailed: true)), mark: mark), count: 1), anchor: nil)
+                return false
+            }
             guard let built = anchors[name] else {
                 report(
                     .syntax, at: mark, path: nextPath, "alias '*\(name)' does not refer to an anchor defined before it",
@@ -135,7 +158,8 @@ struct TreeBuilder {
             guard countNodes(1, at: mark) else { return true }
             let isMapping = event.type == YAML_MAPPING_START_EVENT
             let anchor = isMapping ? event.data.mapping_start.anchor : event.data.sequence_start.anchor
-            stack.append(Frame(kind: isMapping ? .mapping : .sequence, mark: mark, path: nextPath, anchor: string(anchor)))
+            let path = nextPath
+            stack.append(Frame(kind: isMapping ? .mapping : .sequence, mark: mark, path: path, anchor: self.anchor(anchor, at: mark, path: path)))
         case YAML_SEQUENCE_END_EVENT:
             let frame = stack.removeLast()
             complete(Built(node: ConfigNode(.sequence(frame.items), mark: frame.mark), count: frame.count), anchor: frame.anchor)
@@ -213,6 +237,12 @@ struct TreeBuilder {
     private mutating func addEntry(key: ConfigNode, value: Built, to frame: inout Frame) {
         let scalar = key.scalar ?? ConfigScalar(value: "")
         if scalar.value == "<<" && scalar.style == .plain {
+            guard options.allowsAliases else {
+                report(
+                    .notAllowed, at: key.mark, path: frame.path.appending("<<"),
+                    "YAML merge keys ('<<') are not allowed in this document", hint: "write every key out in full")
+                return
+            }
             frame.merges.append(value.node)
             frame.count += value.count
             return
@@ -255,6 +285,25 @@ struct TreeBuilder {
         }
     }
 
+    /// Without an environment, a `${` is refused anywhere, comments included: each one outside a scalar already
+    /// reported is reported where it is.
+    private mutating func reportUncoveredReferences() {
+        var index = 0
+        while index + 1 < source.count {
+            defer { index += 1 }
+            guard source[index] == UInt8(ascii: "$"), source[index + 1] == UInt8(ascii: "{") else { continue }
+            let mark = markForByteOffset(index)
+            let covered = refusedScalars.contains { range in
+                (range.start.line, range.start.column) <= (mark.line, mark.column)
+                    && (mark.line, mark.column) < (range.end.line, range.end.column)
+            }
+            if covered { continue }
+            report(
+                .notAllowed, at: mark, path: .root, "'${' is not allowed anywhere in this document, comments included",
+                hint: "this document gets no environment variable expansion")
+        }
+    }
+
     // MARK: - Marks and issues
 
     private func mark(_ mark: yaml_mark_t) -> ConfigMark {
@@ -263,6 +312,20 @@ struct TreeBuilder {
 
     private func string(_ pointer: UnsafeMutablePointer<yaml_char_t>?) -> String? {
         pointer.map { String(cString: $0) }
+    }
+
+    /// The anchor name of a node, or nil; an anchor in a document that takes no aliases is reported (and dropped).
+    private mutating func anchor(
+        _ pointer: UnsafeMutablePointer<yaml_char_t>?, at mark: ConfigMark, path: ConfigPath? = nil
+    ) -> String? {
+        guard let name = string(pointer) else { return nil }
+        guard options.allowsAliases else {
+            report(
+                .notAllowed, at: mark, path: path ?? nextPath, "YAML anchors ('&\(name)') are not allowed in this document",
+                hint: "write every value out in full")
+            return nil
+        }
+        return name
     }
 
     private mutating func report(

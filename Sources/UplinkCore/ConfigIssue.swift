@@ -50,6 +50,9 @@ public struct ConfigIssue: Error, Sendable, Equatable, CustomStringConvertible {
         public static let unreadableFile = Code(rawValue: "unreadable_file")
         /// Two entries of a list that must have unique names share one.
         public static let duplicateName = Code(rawValue: "duplicate_name")
+        /// Well-formed, but not allowed where it stands: a remote document setting what only the local file may set,
+        /// or a remote source outside the local file's `remote_config.allow`.
+        public static let notAllowed = Code(rawValue: "not_allowed")
     }
 
     /// Path of the configuration file, as given to the loader.

@@ -24,14 +24,20 @@ public struct SourceContext: Sendable {
     /// `uplink.linger`: how long a source that reads as data arrives may hold what arrived so that it reads and
     /// hands it on in one pass. Zero (the default): hand every arrival on at once.
     public var linger: Duration
+    /// Where the source reports whether it works (`SourceHealth` says what each kind reports).
+    public var health: SourceHealth
 
     /// A context delivering to `sink`, logging to `logger`, with state kept in `stateDirectory` (none: in memory),
-    /// reading within the latency budget `linger`.
-    public init(sink: any RecordSink, logger: Logger, stateDirectory: String? = nil, linger: Duration = .zero) {
+    /// reading within the latency budget `linger`, reporting to `health`.
+    public init(
+        sink: any RecordSink, logger: Logger, stateDirectory: String? = nil, linger: Duration = .zero,
+        health: SourceHealth = SourceHealth()
+    ) {
         self.sink = sink
         self.logger = logger
         self.stateDirectory = stateDirectory
         self.linger = linger
+        self.health = health
     }
 }
 

@@ -27,6 +27,21 @@ extension FuzzTarget {
             ].map { Array($0.utf8) }
         case .config:
             return Self.configs.map { Array($0.utf8) }
+        case .remoteDocument:
+            return [
+                "sources:\n  - { name: app-cpu, type: cpu, interval: 5s }\n  - { name: log, type: tail, paths: [\"/var/log/app/*.log\"] }\n",
+                "sources:\n  - name: probe\n    type: exec\n    command: [/usr/local/lib/uplink/probes/read, \"7\"]\n    interval: 30s\n",
+                "sources:\n  - { name: j, type: journald, units: [app-web] }\n  - { name: s, type: sysfs, path: /sys/bus/iio/devices/x/in_temp_input }\n",
+                "sources:\n  - &a { name: x, type: cpu, tags: { t: \"${HOME}\" } }\n  - *a\nuplink: { token: t }\n",
+            ].map { Array($0.utf8) }
+        case .configLine:
+            let revision = "sha256:" + String(repeating: "0123456789abcdef", count: 4)
+            return [
+                #"{"config":{"rev":"\#(revision)","generation":17}}"#, #" { "config" : { "generation" : 0 , "rev" : "\#(revision)" } } "#,
+                "rev=\(revision), generation=9223372036854775807", #"{"config":{"rev":"sha256:00","generation":1}}"#,
+                #"{"config_status":{"desired":"\#(revision)","effective":null,"lkg":"\#(revision)","state":"rolled_back","error":"tail \u00e9: denied","generation":3}}"#,
+                #"{"config_status":{"state":"applied"}}"#, #"{"config_status":{"state":"applied","state":"failed"}}"#,
+            ].map { Array($0.utf8) }
         case .decompress:
             // Valid bodies of each encoding (a flush after each line), and the lines themselves as plain text.
             let text = Self.wireLines.joined(separator: "\n") + "\n"
@@ -48,9 +63,16 @@ extension FuzzTarget {
         case .wireLine, .streamProcessor, .lineSplitter:
             strings = [
                 #""seq":"#, #""ts":"#, #""src":"#, #""metric":"#, #""value":"#, #""unit":"#, #""tags":"#, #""log":"#,
-                #""fields":"#, #""origin":"#, #""offset":"#, #""heartbeat":"#, "9223372036854775807", "9223372036854775808",
+                #""fields":"#, #""origin":"#, #""offset":"#, #""heartbeat":"#, #""config_status":"#, #""state":"applied""#,
+                "9223372036854775807", "9223372036854775808",
                 "18446744073709551615", "18446744073709551616", "-1", "-0", "1e3", "0.5", "null", "true", "\\u0000",
                 "\\ud800", "\\\"", "{", "}", "[", "]", ",", ":", "\n", "\r\n", "\u{FFFD}", "\u{1F600}",
+            ]
+        case .configLine:
+            strings = [
+                #""config""#, #""rev""#, #""generation""#, #""config_status""#, #""desired""#, #""effective""#, #""lkg""#,
+                #""state""#, #""error""#, #""applied""#, #""rolled_back""#, "sha256:", "rev=", "generation=", ", ", "null",
+                "9223372036854775807", "9223372036854775808", "{", "}", ":", ",", " ", "\\u0000",
             ]
         case .ackLine:
             strings = [#""ack""#, #""resume""#, #""heartbeat""#, ":", "{", "}", " ", "\t", "9223372036854775807", "0", "-"]
@@ -59,6 +81,13 @@ extension FuzzTarget {
         case .decompress:
             // zstd's frame magic, gzip's header, a zstd frame header asking for a 2^31 window, runs of zeros.
             return [[0x28, 0xB5, 0x2F, 0xFD], [0x1F, 0x8B, 0x08, 0x00], [0x28, 0xB5, 0x2F, 0xFD, 0x00, 0xF8], [0, 0, 0, 0, 0, 0, 0, 0]]
+        case .remoteDocument:
+            strings = [
+                "sources:", "uplink:", "remote_config:", "- name: ", "type: ", "tail", "exec", "journald", "sysfs", "generator",
+                "paths: ", "units: ", "command: ", "interval: ", "poll_interval: ", "100ms", "${HOME}", "$${", "&a ", "*a", "<<: ",
+                "token: ", "/var/log/app/", "/var/log/app/../../etc/shadow", "/etc/shadow", "**", "*", "app-", "sshd",
+                "/usr/local/lib/uplink/probes/read", "sh", "-c", "{ ", " }", "[", "]", "\n  ", "\n", "# ", "\"", "'",
+            ]
         case .config:
             strings = [
                 "agent:", "buffer:", "uplink:", "sources:", "collector:", "max_bytes: ", "overflow: ", "url: ", "- name: ",
@@ -74,6 +103,7 @@ extension FuzzTarget {
         #"{"seq":1,"ts":1700000000000000000,"src":"cpu","metric":"cpu.user","value":12.5,"unit":"%","tags":{"core":"0"}}"#,
         #"{"seq":2,"ts":1,"src":"app","log":"hello \u00e9\n","fields":{"path":"/var/log/app.log"},"origin":3,"offset":99}"#,
         #"{"heartbeat":1700000000000000000}"#,
+        #"{"config_status":{"desired":null,"effective":null,"lkg":null,"state":"applied","error":null,"generation":1}}"#,
         #"{"seq":9223372036854775807,"ts":-5,"src":"s","metric":"m","value":null}"#,
         #"{ "src" : "s" , "ts" : 0 , "seq" : 3 , "log" : "" , "x" : [ { "y" : [ 1 , 2e-3 , true ] } ] }"#,
     ]

@@ -3,6 +3,7 @@ import UplinkAgent
 import UplinkCollector
 import UplinkConfig
 import UplinkCore
+import UplinkRemoteConfig
 import UplinkWire
 
 /// The fuzz targets (README, "Fuzzing"): each takes arbitrary bytes, runs one parser or checker on them and traps
@@ -22,10 +23,17 @@ public enum FuzzTarget: String, CaseIterable, Sendable {
     case streamHeaders = "stream-headers"
     /// The YAML configuration loader: bytes → `UplinkFile.decode` with the collector section decoded as `uplink` does.
     case config = "config"
+    /// A remote configuration document (`RemoteConfiguration.merge`) against a fixed local file: what is accepted
+    /// holds no `${`, only allowed sources (tail sources restricted to the allowed real paths) and no local name; every
+    /// issue names the document and is one line.
+    case remoteDocument = "remote-document"
     /// The collector's body decompressors (`StreamDecompressor`, zstd and gzip): arbitrary bytes as a compressed body
     /// in random chunks never trap and never give more than the per-chunk limit; the same bytes as plain text,
     /// compressed with a flush at random points, come back exactly, whatever the chunk cuts.
     case decompress = "decompress"
+    /// The remote configuration lines (`ConfigHint.parse`, the `Uplink-Config` header, `ConfigStatus.parse`):
+    /// what they accept is well formed and writes back to an equal value.
+    case configLine = "config-line"
 
     /// Runs the target on one input.
     public func run(_ data: UnsafeRawBufferPointer) {
@@ -36,7 +44,9 @@ public enum FuzzTarget: String, CaseIterable, Sendable {
         case .ackLine: FuzzChecks.ackLine(data)
         case .streamHeaders: FuzzChecks.streamHeaders(data)
         case .config: FuzzChecks.config(data)
+        case .remoteDocument: FuzzChecks.remoteDocument(data)
         case .decompress: FuzzChecks.decompress(data)
+        case .configLine: FuzzChecks.configLine(data)
         }
     }
 
@@ -63,6 +73,8 @@ enum FuzzChecks {
             return
         case (.heartbeat(let a)?, .heartbeat(let b)?):
             require(a == b, "scan and decode disagree on a heartbeat")
+        case (.configStatus(let a)?, .configStatus(let b)?):
+            require(a == b, "scan and decode disagree on a config_status line")
         case (.record(let sequence, let origin)?, .record(let decodedSequence, let record)?):
             require(sequence == decodedSequence, "scan and decode disagree on seq")
             require(WireIntegers.sequence.contains(sequence), "seq \(sequence) out of range")
@@ -197,6 +209,35 @@ enum FuzzChecks {
         require(stripped == Array(buffer.readableBytesView), "a non-canonical line was accepted")
     }
 
+    // MARK: config-line
+
+    static func configLine(_ data: UnsafeRawBufferPointer) {
+        if let hint = ConfigHint.parse(data) {
+            require(ConfigHint.isRevision(hint.revision.utf8), "a config line with a malformed rev was accepted")
+            require(WireIntegers.mark.contains(hint.generation), "generation \(hint.generation) out of range")
+            var buffer = ByteBufferAllocator().buffer(capacity: 128)
+            WireLineWriter.appendConfigLine(hint, to: &buffer)
+            buffer.moveWriterIndex(to: buffer.writerIndex - 1)
+            require(ConfigHint.parse(buffer) == hint, "the writer's config line does not parse back")
+            require(ConfigHint(headerValue: hint.headerValue) == hint, "the Uplink-Config header does not parse back")
+        }
+        if let header = ConfigHint(headerValue: String(decoding: data, as: UTF8.self)) {
+            require(ConfigHint(headerValue: header.headerValue) == header, "a header value does not parse back")
+        }
+        if let status = try? ConfigStatus.parse(data) {
+            for revision in [status.desired, status.effective, status.lastKnownGood] {
+                if let revision { require(ConfigHint.isRevision(revision.utf8), "a malformed revision was accepted") }
+            }
+            var line: [UInt8] = []
+            WireLineWriter.appendConfigStatusLine(status, to: &line)
+            line.removeLast()
+            let again = line.withUnsafeBytes { try? ConfigStatus.parse($0) }
+            require(again == status, "the writer's config_status line does not parse back")
+            let summary = line.withUnsafeBytes { try? WireLineParser.scan($0) }
+            require(summary == .configStatus(status), "the body line parser does not read the config_status line")
+        }
+    }
+
     // MARK: stream-headers
 
     /// Input: fields separated by `\n`: agent id, epoch, protocol, authorization, token.
@@ -285,6 +326,59 @@ enum FuzzChecks {
         } catch {
             fatalError("fuzz property violated: a round trip through \(encoding) failed: \(error)")
         }
+    }
+
+    // MARK: remote-document
+
+    /// The local file the remote documents are merged into.
+    static let remoteLocal: UplinkFile = {
+        let yaml = """
+            uplink: { url: http://127.0.0.1:4318 }
+            sources: [{ name: cpu, type: cpu }]
+            remote_config:
+              enabled: true
+              require_signature: false
+              allow:
+                source_types: [cpu, memory, tail, sysfs, journald, exec]
+                tail_paths: ["/var/log/app/**"]
+                sysfs_paths: ["/sys/bus/iio/devices/**"]
+                journald_units: ["app-*"]
+                exec: [{ argv: [/usr/local/lib/uplink/probes/read, "*"] }]
+                max_sources: 8
+            """
+        guard let local = UplinkFile.decode(yaml, file: "local.yaml", environment: [:], collectorSection: { _ in }).value else {
+            fatalError("the remote-document target's local file does not decode")
+        }
+        return local
+    }()
+
+    static func remoteDocument(_ data: UnsafeRawBufferPointer) {
+        let bytes = Array(data)
+        let sha256 = SHA256Digest(of: bytes).hex
+        let result = RemoteConfiguration.merge(local: remoteLocal, documents: [("fuzz", bytes, sha256)])
+        require((result.value == nil) == !result.issues.isEmpty, "a value with issues, or no value and no issue")
+        let file = RemoteDocument.issueFile(name: "fuzz", sha256: sha256)
+        for issue in result.issues {
+            require(issue.file == file, "an issue of another file: \(issue.file)")
+            require(
+                !issue.description.unicodeScalars.contains { $0.value < 0x20 || (0x7F...0x9F).contains($0.value) },
+                "an issue with a control character: \(issue.description.debugDescription)")
+        }
+        guard let merged = result.value else { return }
+        require(
+            !bytes.indices.dropLast().contains { bytes[$0] == UInt8(ascii: "$") && bytes[$0 + 1] == UInt8(ascii: "{") },
+            "accepted a ${")
+        let allow = remoteLocal.remoteConfig.allow
+        let remote = merged.sources.dropFirst(remoteLocal.sources.count)
+        require(remote.count <= allow.maxSources, "more than max_sources")
+        for source in remote {
+            require(source.name != "cpu", "accepted a local name")
+            require(allow.sourceTypes.contains(source.config.kind), "accepted the type \(source.config.kind)")
+        }
+        // The merged file is what the agent would run: it must build.
+        require(
+            merged.agentConfiguration(embedded: nil, environment: [:]).sources.count == merged.sources.count,
+            "the merged file lost sources")
     }
 
     // MARK: config

@@ -152,6 +152,14 @@ public enum SeriesCatalog {
         .init(
             "uplink_collector_agents_without_series", .gauge,
             "Agents beyond the per-agent series limit (200): they count only in the collector-wide series."),
+        .init(
+            "uplink_collector_config_requests_total", .counter,
+            "Answers of the remote configuration endpoints (collector.remote_config), by endpoint (manifest, blob, "
+                + "status) and HTTP status code."),
+        .init(
+            "uplink_collector_config_agents", .gauge,
+            "Agents whose last remote configuration report is in the state (applying, applied, failed, "
+                + "rolled_back, pinned)."),
         .init("uplink_collector_agent_records_stored_total", .counter, "Records of the agent stored."),
         .init(
             "uplink_collector_agent_duplicates_total", .counter,

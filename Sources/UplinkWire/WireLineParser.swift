@@ -8,6 +8,8 @@ public enum WireLineSummary: Sendable, Equatable {
     case record(sequence: UInt64, origin: RecordOrigin?)
     /// A heartbeat sent at this time (nanoseconds since the Unix epoch).
     case heartbeat(timestamp: Int64)
+    /// An agent's remote configuration status, `{"config_status":{…}}` (read in full: these lines are rare).
+    case configStatus(ConfigStatus)
 }
 
 /// A fully decoded body line.
@@ -16,6 +18,8 @@ public enum WireLine: Sendable, Equatable {
     case record(sequence: UInt64, Record)
     /// A heartbeat sent at this time (nanoseconds since the Unix epoch).
     case heartbeat(timestamp: Int64)
+    /// An agent's remote configuration status, `{"config_status":{…}}`.
+    case configStatus(ConfigStatus)
 }
 
 /// Reads the body lines of docs/protocol.md: one JSON object per line, without its `\n` terminator.
@@ -26,7 +30,8 @@ public enum WireLine: Sendable, Equatable {
 ///
 /// A record needs `seq` (integer from 1 to 2^63 − 1, `WireIntegers.sequence`), `ts` (integer), `src` (string) and either `metric` (string) with `value`
 /// (number or `null`) and optionally `unit` (string) and `tags` (object of strings), or `log` (string) with
-/// optionally `fields` (object of strings). A heartbeat is `{"heartbeat":<integer>}`.
+/// optionally `fields` (object of strings). A heartbeat is `{"heartbeat":<integer>}`. A remote configuration
+/// status is `{"config_status":{…}}` with nothing beside it, read strictly by `ConfigStatus.parse`.
 public enum WireLineParser {
     /// Deepest nesting of arrays and objects accepted inside a line, counting the line's own object as 1.
     public static let maximumDepth = 32
@@ -36,6 +41,7 @@ public enum WireLineParser {
         let scanner = JSONScanner(line, maximumDepth: maximumDepth)
         let layout = try LineLayout.scan(scanner)
         if let heartbeat = layout.heartbeat { return .heartbeat(timestamp: heartbeat) }
+        if layout.has(.configStatus) { return .configStatus(try ConfigStatus.parse(line)) }
         return .record(sequence: layout.sequence, origin: layout.origin)
     }
 
@@ -51,7 +57,7 @@ public enum WireLineParser {
     /// as the collector's fleet table, which reads the last line of each stored batch.
     public static func recordTimestamp(_ line: UnsafeRawBufferPointer) -> Int64? {
         let scanner = JSONScanner(line, maximumDepth: maximumDepth)
-        guard let layout = try? LineLayout.scan(scanner), layout.heartbeat == nil else { return nil }
+        guard let layout = try? LineLayout.scan(scanner), layout.heartbeat == nil, !layout.has(.configStatus) else { return nil }
         return layout.timestamp
     }
 
@@ -60,6 +66,7 @@ public enum WireLineParser {
         let scanner = JSONScanner(line, maximumDepth: maximumDepth)
         let layout = try LineLayout.scan(scanner)
         if let heartbeat = layout.heartbeat { return .heartbeat(timestamp: heartbeat) }
+        if layout.has(.configStatus) { return .configStatus(try ConfigStatus.parse(line)) }
         let source = scanner.string(layout.source)
         let timestamp = layout.timestamp
         let record: Record
@@ -114,7 +121,7 @@ private struct LineLayout {
     /// Known keys, as bits of `present`.
     enum Key: UInt16 {
         case seq = 1, ts = 2, src = 4, metric = 8, value = 16, unit = 32, tags = 64, log = 128, fields = 256
-        case heartbeat = 512, origin = 1024, offset = 2048
+        case heartbeat = 512, origin = 1024, offset = 2048, configStatus = 4096
 
         /// The key as it appears in a line (for messages).
         var name: String { literal.description }
@@ -232,6 +239,7 @@ private struct LineLayout {
                 if scanner.string(span, equals: "offset") { return .offset }
                 return nil
             case 9: return scanner.string(span, equals: "heartbeat") ? .heartbeat : nil
+            case 13: return scanner.string(span, equals: "config_status") ? .configStatus : nil
             default: return nil
             }
         }
@@ -283,6 +291,9 @@ private struct LineLayout {
             tags = try LineLayout.scanStringObject(key, &scanner)
         case .fields:
             fields = try LineLayout.scanStringObject(key, &scanner)
+        case .configStatus:
+            // Validated here as JSON; `ConfigStatus.parse` reads it.
+            try scanner.skipValue(depth: 1)
         }
     }
 
@@ -395,6 +406,12 @@ private struct LineLayout {
         func conflict(_ what: String) -> WireDecodingError {
             JSONScanner.error(WireDecodingError.Code.conflictingKeys, what, at: end)
         }
+        if has(.configStatus) {
+            guard present == Key.configStatus.rawValue else {
+                throw conflict("a config_status line carries nothing beside 'config_status'")
+            }
+            return
+        }
         let recordKeys: UInt16 = present & ~Key.heartbeat.rawValue
         if has(.heartbeat) {
             guard recordKeys == 0 else {
@@ -468,6 +485,7 @@ extension LineLayout.Key {
         case .heartbeat: "heartbeat"
         case .origin: "origin"
         case .offset: "offset"
+        case .configStatus: "config_status"
         }
     }
 }

@@ -1,6 +1,7 @@
 import ArgumentParser
 import Logging
 import ServiceLifecycle
+import UnixSignals
 import UplinkAgent
 import UplinkCollector
 import UplinkCore
@@ -71,7 +72,12 @@ struct CollectorCommand: AsyncParsableCommand {
             configuration.jsonlSink = jsonl
             configuration.fsync = fsync
         }
-        let collector = Collector(configuration: configuration, logger: logger)
+        let collector = Collector(
+            configuration: configuration, logger: logger, documentValidator: RemoteDocumentValidation.validator)
+        // SIGHUP reloads collector.remote_config.dir (trapped before the collector listens: from then on a SIGHUP
+        // must not end the process).
+        let reloader = RemoteConfigReloadService(
+            collector: collector, signals: await UnixSignalsSequence(trapping: .sighup), logger: logger)
         // READY=1 once the collector listens, STOPPING=1 when a graceful shutdown begins (no-op without $NOTIFY_SOCKET).
         let host = configuration.host
         let notifier = SystemdNotifierService(logger: logger) {
@@ -80,7 +86,7 @@ struct CollectorCommand: AsyncParsableCommand {
         }
         let group = ServiceGroup(
             configuration: ServiceGroupConfiguration(
-                services: [.init(service: collector), notifier.serviceConfiguration],
+                services: [.init(service: collector), reloader.serviceConfiguration, notifier.serviceConfiguration],
                 gracefulShutdownSignals: [.sigterm, .sigint], logger: logger))
         Task {
             if let bound = try? await collector.waitUntilListening() {

@@ -31,6 +31,7 @@ enum EmbeddedCollector {
         configuration.tls = nil
         var collectorLogger = logger
         collectorLogger[metadataKey: "component"] = "embedded-collector"
-        return try await BackgroundCollector.start(configuration: configuration, logger: collectorLogger)
+        return try await BackgroundCollector.start(
+            configuration: configuration, logger: collectorLogger, documentValidator: RemoteDocumentValidation.validator)
     }
 }

@@ -73,6 +73,7 @@ struct RunCommand: AsyncParsableCommand {
         let configuration: AgentConfiguration
         var loaded: UplinkFile?
         var embeddedTarget: EmbeddedCollectorTarget?
+        var remoteStartup: RemoteConfigAgent<ContinuousClock>.Startup?
         if let config {
             let loadedFile = try ConfigurationLoading.load(config)
             let file = loadedFile.file
@@ -88,7 +89,13 @@ struct RunCommand: AsyncParsableCommand {
                 embedded = started
                 embeddedTarget = EmbeddedCollectorTarget(url: started.url, token: collector.token)
             }
-            configuration = file.agentConfiguration(embedded: embeddedTarget)
+            // The last-known-good remote sources start with the local ones: the agent never waits for the collector.
+            if file.remoteConfig.enabled {
+                remoteStartup = RemoteConfigAgent<ContinuousClock>.startup(
+                    local: file, store: RemoteConfigStore(stateDirectory: file.agent.stateDirectory), logger: logger)
+            }
+            configuration = RunningConfiguration.merged(local: file, remote: remoteStartup?.sources ?? []).file
+                .agentConfiguration(embedded: embeddedTarget)
             if case .url(let url) = file.uplink.target {
                 switch file.uplink.proxy {
                 case .environment: Self.logProxyEnvironment(url: url, logger: logger)
@@ -119,13 +126,26 @@ struct RunCommand: AsyncParsableCommand {
             logger: logger)
         // SIGHUP reloads the file. Trapped before anything reports that the agent runs: from then on a SIGHUP must
         // not end the process (its default action).
+        let running = loaded.map {
+            RunningConfiguration(agent: agent, local: $0, remote: remoteStartup?.sources ?? [], embedded: embeddedTarget)
+        }
+        var remote: RemoteConfigAgent<ContinuousClock>?
+        if let file = loaded, let running, let startup = remoteStartup {
+            let client = RemoteConfigClient(uplink: configuration.uplink, labels: file.remoteConfig.labels, logger: logger)
+            let remoteAgent = RemoteConfigAgent(
+                startup: startup, local: file, store: RemoteConfigStore(stateDirectory: file.agent.stateDirectory),
+                client: client, configuration: running, agent: agent, clock: ContinuousClock(), logger: logger)
+            agent.reportRemoteConfig { remoteAgent.status }
+            remote = remoteAgent
+        }
         let reloader = ConfigurationReloader(
-            agent: agent, path: config, file: loaded, embedded: embeddedTarget,
+            agent: agent, path: config, configuration: running, afterReload: { [remote] in remote?.localFileChanged() },
             collectorSection: { _ = CollectorConfiguration.decode($0) },
             signals: await UnixSignalsSequence(trapping: .sighup), logger: logger)
         let group = ServiceGroup(
             configuration: ServiceGroupConfiguration(
-                services: agent.serviceConfigurations + [reloader.serviceConfiguration, notifier.serviceConfiguration],
+                services: agent.serviceConfigurations + (remote.map { [.init(service: $0, successTerminationBehavior: .ignore, failureTerminationBehavior: .ignore)] } ?? [])
+                    + [reloader.serviceConfiguration, notifier.serviceConfiguration],
                 gracefulShutdownSignals: [.sigterm, .sigint],
                 logger: logger
             )

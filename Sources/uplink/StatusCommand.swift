@@ -157,7 +157,10 @@ enum StatusView {
         if let disk = buffer.diskBytes { held += "; \(bytes(disk)) on disk" }
         lines.append(held)
         let table = [["SOURCE", "KIND", "STATE", "REC/S (1 min)", "RECORDS", "DROPPED"]]
-            + status.sources.map { [$0.name, $0.kind, $0.state, number($0.recordsPerSecond), "\($0.records)", "\($0.dropped)"] }
+            + status.sources.map {
+                [$0.name, $0.kind, $0.state == "running" ? ($0.health ?? $0.state) : $0.state, number($0.recordsPerSecond),
+                 "\($0.records)", "\($0.dropped)"]
+            }
         let widths = (0..<6).map { column in table.map { $0[column].count }.max() ?? 0 }
         for (index, row) in table.enumerated() {
             let cells = row.enumerated().map { column, cell in
@@ -166,9 +169,26 @@ enum StatusView {
             }
             lines.append((index == 0 ? "sources  " : "         ") + cells.joined(separator: "  "))
         }
+        for source in status.sources {
+            if let reason = source.healthReason { lines.append("         \(source.name): \(reason)") }
+        }
+        if let remote = status.remoteConfig {
+            var line = "config   remote \(remote.state.rawValue)"
+            if let effective = remote.effective { line += ", runs \(Self.revision(effective))" }
+            if let lkg = remote.lastKnownGood, lkg != remote.effective { line += ", last-known-good \(Self.revision(lkg))" }
+            if let desired = remote.desired, desired != remote.effective { line += ", assigned \(Self.revision(desired))" }
+            if let generation = remote.generation { line += " (generation \(generation))" }
+            lines.append(line)
+            if let error = remote.error { lines.append("         \(error)") }
+        }
         let drops = status.sources.reduce(0) { $0 + $1.dropped }
         if drops > 0 { lines.append("         \(drops) records dropped in total (buffer full or too large)") }
         return lines.joined(separator: "\n") + "\n"
+    }
+
+    /// `sha256:1d3e…` shortened to `1d3e5a7b9c0d`.
+    static func revision(_ revision: String) -> String {
+        String(revision.dropFirst(revision.hasPrefix("sha256:") ? 7 : 0).prefix(12))
     }
 
     static func duration(_ seconds: Double) -> String {

@@ -22,7 +22,7 @@ struct UplinkCommand: AsyncParsableCommand {
               uplink status --watch
             """,
         version: UplinkVersion.current,
-        subcommands: [RunCommand.self, ValidateCommand.self, CollectorCommand.self, StatusCommand.self]
+        subcommands: [RunCommand.self, ValidateCommand.self, CollectorCommand.self, StatusCommand.self, ConfigCommand.self]
     )
 }
 

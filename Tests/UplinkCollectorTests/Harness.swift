@@ -43,9 +43,10 @@ func testConfiguration(_ directory: String, token: String? = nil, maxLineBytes: 
 /// it) for the duration of `body`, then shuts it down gracefully.
 func withCollector<T>(
     _ configuration: CollectorConfiguration, output: RecordingOutput = RecordingOutput(), logger: Logger = quietLogger,
-    _ body: (Collector, Int) async throws -> T
+    documentValidator: RemoteDocumentValidator? = nil, _ body: (Collector, Int) async throws -> T
 ) async throws -> T {
-    let running = try await BackgroundCollector.start(configuration: configuration, logger: logger, stdout: output)
+    let running = try await BackgroundCollector.start(
+        configuration: configuration, logger: logger, stdout: output, documentValidator: documentValidator)
     let result: T
     do {
         result = try await body(running.collector, running.port)

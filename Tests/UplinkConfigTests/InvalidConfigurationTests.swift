@@ -156,7 +156,7 @@ struct InvalidConfigurationTests {
 
     @Test func unknownTopLevelKey() {
         #expect(issues(minimalAgent + "\nbufer:\n  max_bytes: 1MiB\n") == [
-            "test.yaml:6:1: bufer: unknown key 'bufer' (hint: did you mean 'buffer'? allowed keys: agent, buffer, uplink, sources, collector)"
+            "test.yaml:6:1: bufer: unknown key 'bufer' (hint: did you mean 'buffer'? allowed keys: agent, buffer, uplink, sources, remote_config, collector)"
         ])
     }
 
@@ -407,7 +407,7 @@ struct InvalidConfigurationTests {
         #expect(result.value == nil)
         #expect(result.issues.map(\.description) == [
             "\(path):3:7: agent.id: the agent id 'edge 7' contains whitespace or control characters",
-            "\(path):4:1: bufer: unknown key 'bufer' (hint: did you mean 'buffer'? allowed keys: agent, buffer, uplink, sources, collector)",
+            "\(path):4:1: bufer: unknown key 'bufer' (hint: did you mean 'buffer'? allowed keys: agent, buffer, uplink, sources, remote_config, collector)",
             "\(path):7:8: uplink.url: invalid URL 'ftp://collector.test': the scheme must be http or https, not 'ftp' (hint: e.g. 'http://collector.example:4318', or 'embedded')",
             "\(path):8:14: uplink.heartbeat: invalid duration '15': a unit is required (hint: write '15s' for seconds or '15ms' for milliseconds; units: ns, us, ms, s, m, h)",
             "\(path):10:17: uplink.backoff.multiplier: '0.5' is too small: the minimum is 1",

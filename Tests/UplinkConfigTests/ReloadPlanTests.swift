@@ -46,6 +46,19 @@ struct ReloadPlanTests {
         #expect(plan.running == new)
     }
 
+    @Test("remote sources follow the local ones; a remote source named like a local one is left out, the local wins")
+    func mergedWithRemote() throws {
+        let local = try Self.file(Self.base)
+        let remote = try Self.file(Self.base.replacingOccurrences(of: "name: cpu", with: "name: remote-cpu"))
+            .sources.filter { $0.name != "mem" }
+        let (merged, conflicts) = RunningConfiguration.merged(local: local, remote: remote)
+        #expect(merged.sources.map(\.name) == ["cpu", "mem", "app", "remote-cpu"])
+        #expect(conflicts == ["app"])
+        #expect(merged.sources.first { $0.name == "app" } == local.sources.first { $0.name == "app" })
+        let plan = ReloadPlan(from: local, to: merged, hasEmbeddedCollector: false)
+        #expect(plan.added == ["remote-cpu"] && plan.removed.isEmpty && plan.changed.isEmpty && !plan.uplinkChanged)
+    }
+
     @Test("the same file changes nothing")
     func identical() throws {
         let plan = ReloadPlan(from: try Self.file(Self.base), to: try Self.file(Self.base), hasEmbeddedCollector: false)

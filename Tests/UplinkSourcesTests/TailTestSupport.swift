@@ -65,10 +65,11 @@ struct RunningTail {
 
     init(
         _ config: TailConfig, sink: some RecordSink, stateDirectory: String? = nil, name: String = "tail-test",
-        logger: Logger = Logger(label: "tail-test"), clock: any TickClock = SystemTickClock()
+        logger: Logger = Logger(label: "tail-test"), clock: any TickClock = SystemTickClock(),
+        health: SourceHealth = SourceHealth()
     ) {
         let source = TailSource(name: name, config: config, clock: clock)
-        let context = SourceContext(sink: sink, logger: logger, stateDirectory: stateDirectory)
+        let context = SourceContext(sink: sink, logger: logger, stateDirectory: stateDirectory, health: health)
         task = Task { try await source.run(context: context) }
     }
 

@@ -277,7 +277,9 @@ extension Record {
     }
 }
 
-/// Runs a source to completion with the given sink and logger.
-func run(_ source: some Source, sink: some RecordSink, logger: Logger = Logger(label: "test")) async throws {
-    try await source.run(context: SourceContext(sink: sink, logger: logger))
+/// Runs a source to completion with the given sink and logger, reporting to `health`.
+func run(
+    _ source: some Source, sink: some RecordSink, logger: Logger = Logger(label: "test"), health: SourceHealth = SourceHealth()
+) async throws {
+    try await source.run(context: SourceContext(sink: sink, logger: logger, health: health))
 }

@@ -56,13 +56,13 @@ public struct TestCertificateAuthority: Sendable {
     ///   - fileStem: Base name of the files in `directory`; by default derived from the common name and usage, so
     ///     issuing the same name again (a rotation) overwrites the files in place.
     public func issue(
-        commonName: String, dnsNames: [String] = [], ipAddresses: [String] = [], usage: Usage = .server,
-        expired: Bool = false, fileStem stemName: String? = nil
+        commonName: String, dnsNames: [String] = [], ipAddresses: [String] = [], uris: [String] = [],
+        usage: Usage = .server, expired: Bool = false, fileStem stemName: String? = nil
     ) async throws -> Certificate {
         let stem = directory + "/" + (stemName ?? Self.fileStem("\(commonName)-\(usage)\(expired ? "-expired" : "")"))
         var extensions = ["basicConstraints=CA:FALSE"]
         extensions.append(usage == .server ? "extendedKeyUsage=serverAuth" : "extendedKeyUsage=clientAuth")
-        let names = dnsNames.map { "DNS:\($0)" } + ipAddresses.map { "IP:\($0)" }
+        let names = dnsNames.map { "DNS:\($0)" } + ipAddresses.map { "IP:\($0)" } + uris.map { "URI:\($0)" }
         if !names.isEmpty { extensions.append("subjectAltName=" + names.joined(separator: ",")) }
         let extensionFile = stem + ".ext"
         try (extensions.joined(separator: "\n") + "\n").write(toFile: extensionFile, atomically: true, encoding: .utf8)

@@ -68,6 +68,9 @@ extension UplinkFile {
                 .missingKey, at: root.node.mark, path: root.path("sources"), "missing required key 'sources'",
                 hint: "add at least one source, e.g. 'sources: [{ name: cpu, type: cpu }]'")
         }
+        if let section = root.mapping("remote_config", allowedKeys: RemoteConfigSection.keys) {
+            file.remoteConfig = RemoteConfigSection.decode(section)
+        }
         // The section's own keys are checked by its decoder.
         if let section = root.mapping("collector", allowedKeys: nil) {
             file.collector = section.node

@@ -19,7 +19,7 @@ import UplinkWire
 /// Load with `UplinkFile.load(path:environment:collectorSection:)`, which reports every problem at once (the
 /// `collector` section is decoded by the function you pass: UplinkCollector's); turn the result into what
 /// `Agent` runs with `agentConfiguration(embedded:)`. The top-level keys are `agent`, `buffer`, `uplink`,
-/// `sources` and `collector`. `uplink` (with its `url`) and at least one source are required unless the file
+/// `sources`, `remote_config` and `collector`. `uplink` (with its `url`) and at least one source are required unless the file
 /// configures only a collector (it has a `collector` section and neither `uplink` nor `sources`).
 public struct UplinkFile: Sendable, Equatable {
     /// Path of the file it was loaded from (or the name given to `decode`).
@@ -32,6 +32,8 @@ public struct UplinkFile: Sendable, Equatable {
     public var uplink: UplinkSection
     /// `sources`: what the agent samples, in file order.
     public var sources: [AgentConfiguration.NamedSource]
+    /// `remote_config`: whether and within what limits the collector may add sources (`RemoteConfigSection`).
+    public var remoteConfig: RemoteConfigSection
     /// `collector`: the section as written, when the file has one (it may be written as just `collector:` to take
     /// every default). UplinkCollector decodes it (`load`'s `collectorSection`); the agent only notices a change.
     public var collector: ConfigNode?
@@ -41,19 +43,20 @@ public struct UplinkFile: Sendable, Equatable {
     public init(
         path: String, agent: AgentSection = AgentSection(), buffer: BufferSection = BufferSection(),
         uplink: UplinkSection = UplinkSection(), sources: [AgentConfiguration.NamedSource] = [],
-        collector: ConfigNode? = nil, configuresAgent: Bool = true
+        remoteConfig: RemoteConfigSection = RemoteConfigSection(), collector: ConfigNode? = nil, configuresAgent: Bool = true
     ) {
         self.path = path
         self.agent = agent
         self.buffer = buffer
         self.uplink = uplink
         self.sources = sources
+        self.remoteConfig = remoteConfig
         self.collector = collector
         self.configuresAgent = configuresAgent
     }
 
     /// The top-level keys.
-    static let keys = ["agent", "buffer", "uplink", "sources", "collector"]
+    static let keys = ["agent", "buffer", "uplink", "sources", "remote_config", "collector"]
 
     // MARK: - agent
 

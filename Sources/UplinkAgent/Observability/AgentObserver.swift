@@ -47,7 +47,8 @@ final class AgentObserver: Sendable {
                 name: state.name, kind: state.kind,
                 state: state.ended ? "ended" : state.started ? "running" : "starting",
                 records: counts?.appended ?? 0, recordsPerSecond: perSecond[state.name] ?? 0,
-                dropped: (counts?.droppedOldest ?? 0) + (counts?.droppedNewest ?? 0) + (counts?.rejectedOversize ?? 0))
+                dropped: (counts?.droppedOldest ?? 0) + (counts?.droppedNewest ?? 0) + (counts?.rejectedOversize ?? 0),
+                health: state.health.state.rawValue, healthReason: state.health.reason)
         }
         return AgentStatus(
             agent: uplink.configuration.agentID, version: version, pid: Int(getpid()),
@@ -69,7 +70,8 @@ final class AgentObserver: Sendable {
                 frames: ring.retainedFrames,
                 unsentFrames: ring.unsentFrames, oldestUnacknowledgedAgeSeconds: Self.age(ofFramePrefix: ring.oldestFramePrefix, now: now),
                 diskBytes: agent.ring.persistentStatistics().map(\.diskBytes)),
-            sources: sources)
+            sources: sources,
+            remoteConfig: agent.remoteConfigStatus.withLock { $0 }?())
     }
 
     /// Seconds from the timestamp at the start of a frame (the oldest record held and not yet acknowledged) to

@@ -19,6 +19,8 @@ public struct AgentStatus: Codable, Sendable, Equatable {
     public var buffer: Buffer
     /// Every running source, in configuration order.
     public var sources: [Source]
+    /// The remote configuration (`remote_config`), when enabled; nil otherwise and from older agents.
+    public var remoteConfig: RemoteConfigStatus? = nil
 
     /// The stream to the collector.
     public struct Stream: Codable, Sendable, Equatable {
@@ -92,5 +94,24 @@ public struct AgentStatus: Codable, Sendable, Equatable {
         /// Records dropped because the buffer was full (`drop_oldest` evictions and `drop_newest` refusals) or
         /// larger than the whole buffer.
         public var dropped: Int
+        /// What the source reports (`SourceHealth.State`): `starting`, `healthy`, `idle` or `failing`; nil from an
+        /// agent older than the field.
+        public var health: String?
+        /// Why it is `idle` or `failing`.
+        public var healthReason: String?
+
+        public init(
+            name: String, kind: String, state: String, records: Int, recordsPerSecond: Double, dropped: Int,
+            health: String? = nil, healthReason: String? = nil
+        ) {
+            self.name = name
+            self.kind = kind
+            self.state = state
+            self.records = records
+            self.recordsPerSecond = recordsPerSecond
+            self.dropped = dropped
+            self.health = health
+            self.healthReason = healthReason
+        }
     }
 }

@@ -20,8 +20,9 @@ import UplinkCore
 public struct ConfigurationReloader: Service {
     private let agent: Agent
     private let path: String?
-    private let file: UplinkFile?
-    private let embedded: EmbeddedCollectorTarget?
+    /// What runs, when the agent was started from a file; nil without one.
+    private let configuration: RunningConfiguration?
+    private let afterReload: @Sendable () -> Void
     private let collectorSection: @Sendable (ConfigMapping) -> Void
     private let signals: UnixSignalsSequence
     private let notifier: SystemdNotifier
@@ -29,22 +30,22 @@ public struct ConfigurationReloader: Service {
 
     /// - Parameters:
     ///   - agent: The running agent.
-    ///   - path: The configuration file `file` was loaded from; nil when the agent was started without one (then
+    ///   - path: The configuration file the agent was started from; nil when it was started without one (then
     ///     SIGHUP is logged and ignored).
-    ///   - file: The configuration the agent was started with.
-    ///   - embedded: The embedded collector the process started, if any.
+    ///   - configuration: The owner of what runs (the file and any remote sources), when started from a file.
+    ///   - afterReload: Runs after a valid file was applied (the remote configuration checks its sources again).
     ///   - collectorSection: Checks the file's `collector` section (`uplink` passes UplinkCollector's decoder), so
     ///     that a reload refuses exactly what `uplink validate` refuses.
     ///   - signals: SIGHUP, trapped before the agent reports that it runs, so that an early signal is not fatal.
     public init(
-        agent: Agent, path: String?, file: UplinkFile?, embedded: EmbeddedCollectorTarget?,
+        agent: Agent, path: String?, configuration: RunningConfiguration?, afterReload: @escaping @Sendable () -> Void = {},
         collectorSection: @escaping @Sendable (ConfigMapping) -> Void, signals: UnixSignalsSequence,
         notifier: SystemdNotifier = SystemdNotifier(), logger: Logger
     ) {
         self.agent = agent
         self.path = path
-        self.file = file
-        self.embedded = embedded
+        self.configuration = configuration
+        self.afterReload = afterReload
         self.collectorSection = collectorSection
         self.signals = signals
         self.notifier = notifier
@@ -58,19 +59,18 @@ public struct ConfigurationReloader: Service {
 
     public func run() async throws {
         await cancelWhenGracefulShutdown {
-            var running = file
             for await _ in signals {
-                guard let path, let current = running else {
+                guard let path, let configuration else {
                     logger.warning("SIGHUP ignored: the agent was started without --config, so there is no file to reload")
                     continue
                 }
-                running = await reload(path: path, running: current)
+                await reload(path: path, configuration: configuration)
             }
         }
     }
 
-    /// Loads, validates and applies the file at `path`; returns the configuration in force afterwards.
-    public func reload(path: String, running: UplinkFile) async -> UplinkFile {
+    /// Loads, validates and applies the file at `path` as the new local file of `configuration`.
+    public func reload(path: String, configuration: RunningConfiguration) async {
         notifier.notify(.reloading, .monotonicNow(), logger: logger)
         logger.info("reloading the configuration", metadata: ["file": "\(path)"])
         // Parsing and checking the file ran code that streaming does not need: its pages need not stay resident.
@@ -88,23 +88,27 @@ public struct ConfigurationReloader: Service {
             logger.error(
                 "\(ConfigIssue.escapingControlCharacters(path)): \(problem); not reloaded, the running configuration stays")
             notifier.notify(
-                .ready, .status("reload failed (\(problem)); \(status(running))"), logger: logger)
-            return running
+                .ready, .status("reload failed (\(problem)); \(status(await configuration.running))"), logger: logger)
+            return
         }
-        let plan = ReloadPlan(from: running, to: new, hasEmbeddedCollector: embedded != nil)
-        await agent.apply(plan, configuration: plan.running.agentConfiguration(embedded: embedded))
+        let change = await configuration.replaceLocal(with: new)
+        afterReload()
+        let plan = change.plan
         var metadata: Logger.Metadata = [
             "added": "\(plan.added)", "removed": "\(plan.removed)", "changed": "\(plan.changed)",
             "unchanged": "\(plan.unchanged)", "uplink": "\(plan.uplinkChanged ? "changed" : "unchanged")",
         ]
         if plan.isEmpty { metadata["note"] = "nothing to change" }
         logger.info("configuration reloaded", metadata: metadata)
+        if !change.conflicts.isEmpty {
+            logger.warning(
+                "remote sources left out: the local file has sources of the same names (the local file wins): \(change.conflicts.joined(separator: ", "))")
+        }
         if !plan.deferred.isEmpty {
             logger.warning(
                 "not applied until the next start (uplink run keeps the running values): \(plan.deferred.joined(separator: ", "))")
         }
         notifier.notify(.ready, .status(status(plan.running)), logger: logger)
-        return plan.running
     }
 
     private func status(_ file: UplinkFile) -> String {

@@ -36,10 +36,12 @@ final class SourceSupervisor: Service, Sendable {
         state.withLock { $0.running.map(\.name) }
     }
 
-    /// Every source started and not stopped, with its kind (`sources[].type`), whether its task has begun and
-    /// whether it has ended (returned or failed), in start order.
-    var sourceStates: [(name: String, kind: String, started: Bool, ended: Bool)] {
-        state.withLock { $0.running }.map { ($0.name, $0.kind, $0.hasStarted, $0.hasEnded) }
+    /// Every source started and not stopped, with its kind (`sources[].type`), whether its task has begun,
+    /// whether it has ended (returned or failed) and what it reports about its health, in start order.
+    var sourceStates: [(name: String, kind: String, started: Bool, ended: Bool, health: SourceHealth.Snapshot)] {
+        state.withLock { $0.running }.map {
+            ($0.name, $0.kind, $0.hasStarted, $0.hasEnded, $0.service.context.health.snapshot)
+        }
     }
 
     /// Starts `service` under `name` (at once when `run()` is running, else when it starts); `kind` is its

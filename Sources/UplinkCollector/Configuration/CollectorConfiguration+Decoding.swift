@@ -6,7 +6,7 @@ extension CollectorConfiguration {
     public static let keys = [
         "listen", "data_dir", "stdout", "jsonl", "token", "token_file", "max_line_bytes", "fsync", "rejects_file",
         "request_head_timeout", "stream_idle_timeout", "max_streams", "tls", "sinks", "retention", "log",
-        "accept_encodings",
+        "accept_encodings", "remote_config",
     ]
     /// Smallest `max_line_bytes` a file may set.
     public static let minimumLineBytes = 1024
@@ -40,6 +40,9 @@ extension CollectorConfiguration {
         }
         if let encodings = decodeAcceptEncodings(section) { collector.acceptEncodings = Set(encodings) }
         collector.decodeForwarding(section)
+        if let mapping = section.mapping("remote_config", allowedKeys: RemoteConfigSettings.keys) {
+            collector.remoteConfig = RemoteConfigSettings.decode(mapping)
+        }
         return collector
     }
 

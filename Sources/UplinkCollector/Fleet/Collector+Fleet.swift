@@ -40,7 +40,9 @@ extension Collector {
         var headers = Self.fleetHeaders
         headers[.contentType] = "application/json"
         return Response(
-            status: .ok, headers: headers, body: ResponseBody(byteBuffer: ByteBuffer(bytes: FleetJSON.render(fleet()))))
+            status: .ok, headers: headers,
+            body: ResponseBody(byteBuffer: ByteBuffer(bytes: FleetJSON.render(
+                fleet(), config: remoteConfigStatuses(), rollouts: remoteConfig.map { $0.rollouts() }))))
     }
 
     /// A `401` asking for the token (bearer, or basic with the token as password) when one is configured and the

@@ -9,7 +9,11 @@ enum FleetJSON {
     /// Version of the shape below; raised only for changes that break readers (new keys do not).
     static let version = 1
 
-    static func render(_ snapshot: FleetSnapshot) -> [UInt8] {
+    /// `config`: each agent's last remote configuration report (`null` without one); `rollouts`: the served
+    /// rollouts, or nil without `collector.remote_config` (the key is then left out).
+    static func render(
+        _ snapshot: FleetSnapshot, config: [String: AgentConfigStatus] = [:], rollouts: [RolloutStatus]? = nil
+    ) -> [UInt8] {
         var out: [UInt8] = []
         out.reserveCapacity(256 + snapshot.agents.count * 640)
         out.append(contentsOf: #"{"version":"#.utf8)
@@ -25,13 +29,51 @@ enum FleetJSON {
         out.append(contentsOf: #","agents":["#.utf8)
         for (index, agent) in snapshot.agents.enumerated() {
             if index > 0 { out.append(UInt8(ascii: ",")) }
-            append(agent, to: &out)
+            append(agent, config: config[agent.agent], to: &out)
         }
-        out.append(contentsOf: "]}\n".utf8)
+        out.append(UInt8(ascii: "]"))
+        if let rollouts {
+            out.append(contentsOf: #","rollouts":["#.utf8)
+            for (index, rollout) in rollouts.enumerated() {
+                if index > 0 { out.append(UInt8(ascii: ",")) }
+                out.append(contentsOf: #"{"name":"#.utf8)
+                WireLineWriter.appendJSONString(rollout.name, to: &out)
+                out.append(contentsOf: #","stage":"#.utf8)
+                appendNumber(rollout.stage, to: &out)
+                out.append(contentsOf: #","halted":"#.utf8)
+                out.append(contentsOf: (rollout.halted ? "true" : "false").utf8)
+                out.append(contentsOf: #","reason":"#.utf8)
+                appendOptional(rollout.reason, to: &out)
+                out.append(UInt8(ascii: "}"))
+            }
+            out.append(UInt8(ascii: "]"))
+        }
+        out.append(contentsOf: "}\n".utf8)
         return out
     }
 
-    private static func append(_ agent: AgentActivity, to out: inout [UInt8]) {
+    /// `{"desired":…,"effective":…,"lkg":…,"state":…,"error":…,"generation":…,"reported_ms":…}` or `null`.
+    private static func append(_ config: AgentConfigStatus?, to out: inout [UInt8]) {
+        guard let config else { return out.append(contentsOf: "null".utf8) }
+        let status = config.status
+        out.append(contentsOf: #"{"desired":"#.utf8)
+        appendOptional(status.desired, to: &out)
+        out.append(contentsOf: #","effective":"#.utf8)
+        appendOptional(status.effective, to: &out)
+        out.append(contentsOf: #","lkg":"#.utf8)
+        appendOptional(status.lastKnownGood, to: &out)
+        out.append(contentsOf: #","state":"#.utf8)
+        WireLineWriter.appendJSONString(status.state.rawValue, to: &out)
+        out.append(contentsOf: #","error":"#.utf8)
+        appendOptional(status.error, to: &out)
+        out.append(contentsOf: #","generation":"#.utf8)
+        if let generation = status.generation { appendNumber(generation, to: &out) } else { out.append(contentsOf: "null".utf8) }
+        out.append(contentsOf: #","reported_ms":"#.utf8)
+        appendNumber(milliseconds(config.reportedAt), to: &out)
+        out.append(UInt8(ascii: "}"))
+    }
+
+    private static func append(_ agent: AgentActivity, config: AgentConfigStatus?, to out: inout [UInt8]) {
         out.append(contentsOf: #"{"agent":"#.utf8)
         WireLineWriter.appendJSONString(agent.agent, to: &out)
         out.append(contentsOf: #","connected":"#.utf8)
@@ -67,7 +109,9 @@ enum FleetJSON {
             if index > 0 { out.append(UInt8(ascii: ",")) }
             appendNumber(count, to: &out)
         }
-        out.append(contentsOf: "]}".utf8)
+        out.append(contentsOf: #"],"config":"#.utf8)
+        append(config, to: &out)
+        out.append(UInt8(ascii: "}"))
     }
 
     /// Nanoseconds to whole milliseconds, rounded toward negative infinity.

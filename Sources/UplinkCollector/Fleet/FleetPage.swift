@@ -104,7 +104,7 @@ td.identity { white-space: normal; overflow-wrap: anywhere; max-width: 22rem; co
       <thead><tr>
         <th>Agent</th><th>State</th><th class="num">Records/s</th><th class="num">Lag</th>
         <th class="num">Stored</th><th class="num">Missing</th><th class="num">Resent</th><th class="num">Rejected</th>
-        <th>TLS identity</th>
+        <th>TLS identity</th><th>Config</th>
       </tr></thead>
       <tbody id="agents"></tbody>
     </table>
@@ -252,7 +252,30 @@ function row(agent, now) {
   tr.append(countCell("Rejected", agent.rejected_lines, true));
 
   tr.append(cell("TLS identity", "identity", agent.tls_identity === null ? "–" : agent.tls_identity));
+  tr.append(configCell(agent.config));
   return tr;
+}
+
+function shortRevision(rev) { return rev ? rev.replace("sha256:", "").slice(0, 8) : "–"; }
+
+function configCell(config) {
+  const td = cell("Config", "config");
+  if (!config) {
+    td.textContent = "–";
+    td.classList.add("zero");
+    return td;
+  }
+  td.dataset.state = config.state;
+  const box = el("span");
+  box.append(el("span", "pill", config.state.replace("_", " ")));
+  box.append(el("span", "sub", shortRevision(config.effective)
+    + (config.desired && config.desired !== config.effective ? " → " + shortRevision(config.desired) : "")));
+  td.append(box);
+  if (config.state === "failed" || config.state === "rolled_back") td.classList.add("bad");
+  else if (config.state === "applying") td.classList.add("warn");
+  td.title = "desired " + (config.desired || "–") + "\neffective " + (config.effective || "–")
+    + "\nlast-known-good " + (config.lkg || "–") + (config.error ? "\nerror: " + config.error : "");
+  return td;
 }
 
 function render(data) {
@@ -273,9 +296,12 @@ function render(data) {
   document.getElementById("sum-rate").textContent = rateText(total);
   document.getElementById("sum-missing").textContent = count(data.agents.reduce((s, a) => s + a.records_missing, 0));
   document.getElementById("sum-stored").textContent = count(data.agents.reduce((s, a) => s + a.records_stored, 0));
-  document.getElementById("bounds").textContent = data.agents_evicted > 0
+  const bounds = data.agents_evicted > 0
     ? "keeps " + count(data.capacity) + " agents; " + count(data.agents_evicted) + " evicted"
     : "";
+  const rollouts = (data.rollouts || []).map(r => "rollout " + r.name + ": stage " + r.stage
+    + (r.halted ? " (halted: " + r.reason + ")" : ""));
+  document.getElementById("bounds").textContent = [bounds].concat(rollouts).filter(Boolean).join(" · ");
 }
 
 function setStatus(text, cls) {

@@ -6,9 +6,12 @@ struct MetricEmitter: Sendable {
     let source: String
     /// The source's configured tags (`tags:` in the configuration), added after each metric's own tags.
     let extraTags: [Tag]
+    /// Told that the source works whenever it emits.
+    let health: SourceHealth
 
     init(context: SourceContext, source: String, extraTags: [Tag]) {
         self.sink = context.sink
+        self.health = context.health
         self.source = source
         self.extraTags = extraTags
     }
@@ -26,6 +29,7 @@ struct MetricEmitter: Sendable {
         _ name: String, _ value: Double, unit: String, tags: [Tag] = [], tagsAreComplete: Bool = false, timestamp: Int64
     ) {
         let all = tagsAreComplete ? tags : self.tags(tags)
+        health.succeeded()
         sink.emit(.metric(name, value: value, unit: unit, tags: all, source: source, timestamp: timestamp))
     }
 }

@@ -20,6 +20,8 @@ public struct PeriodicSensorDriver {
     let logger: Logger
     /// Emits the source's metrics, adding the configured tags.
     let emitter: MetricEmitter
+    /// Told when a sample fails or the sensor disables itself (a sample that emits tells it the sensor works).
+    let health: SourceHealth
 
     /// A driver for the source `name` of the sensor kind `Config`.
     init<Config: PeriodicSensorConfig>(_ config: Config, source name: String, clock: any TickClock, context: SourceContext) {
@@ -28,6 +30,7 @@ public struct PeriodicSensorDriver {
         self.clock = clock
         self.logger = context.logger
         self.emitter = MetricEmitter(context: context, source: name, extraTags: config.schedule.tags)
+        self.health = context.health
     }
 
     /// Why a procfs file may be missing, for the warning that disables a sensor reading one.
@@ -36,6 +39,7 @@ public struct PeriodicSensorDriver {
     /// Logs the one warning of a sensor that turns itself off at start, `<kind> source disabled: <reason>`; the
     /// caller then returns without sampling (the agent goes on without it).
     func disable(_ reason: String, metadata: Logger.Metadata? = nil) {
+        health.failed("disabled: \(reason)")
         logger.warning("\(kind) source disabled: \(reason)", metadata: metadata)
     }
 
@@ -87,6 +91,7 @@ public struct PeriodicSensorDriver {
                 try reader.read()
                 timestamp = clock.nowNanoseconds()
             } catch {
+                health.failed("cannot read \(reader.pathString): \(error)")
                 if !failing {
                     failing = true
                     logger.warning(
@@ -147,8 +152,13 @@ public struct PeriodicSensorDriver {
     /// tags and the configured ones), timestamped right after its read. A channel that cannot be read is skipped
     /// (`SysfsChannel.read` logs it once).
     func readChannels(_ channels: inout [SysfsChannel], tags: (Int) -> [Tag]) {
+        var readAny = false
+        defer {
+            if !readAny, let first = channels.first { health.failed("cannot read any of its \(channels.count) channels, e.g. \(first.metric)") }
+        }
         for index in channels.indices {
             guard let value = channels[index].read(logger: logger, kind: kind) else { continue }
+            readAny = true
             let channel = channels[index]
             emitter.emit(
                 channel.metric, value, unit: channel.unit, tags: tags(index), tagsAreComplete: true,

@@ -51,6 +51,7 @@ extension ExecConfig {
                 }
             }
             if let problem = ExecSource.problem(outcome, parsed: parsed, timeout: timeout) {
+                sensor.health.failed(problem)
                 let metadata: Logger.Metadata = ["command": "\(command.joined(separator: " "))"]
                 if failing {
                     logger.debug("exec source: \(problem)", metadata: metadata)

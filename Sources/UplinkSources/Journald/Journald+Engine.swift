@@ -98,6 +98,8 @@ final class JournaldEngine {
                 throw SourceError("journald source '\(name)': cannot add the match \(match): \(JournaldJournal.errorText(result))")
             }
         }
+        // The journal is open with its matches: the source works, whether or not entries come.
+        context.health.succeeded()
         batch = LogLineBatch(source: name, fields: [], originID: 0)
         lastCheckpointWrite = clock.now
     }

@@ -28,6 +28,8 @@ final class TailEngine {
     let config: TailConfig
     let sink: any RecordSink
     let logger: Logger
+    /// Told whether every matched file could be opened (`SourceHealth`).
+    let health: SourceHealth
     /// nil: checkpoints in memory only.
     let checkpointPath: String?
     let globs: [TailGlob]
@@ -37,7 +39,7 @@ final class TailEngine {
     let clock: any TickClock
     /// `uplink.linger`: how long to let lines gather after an idle wait before reading them.
     let linger: Duration
-    let opener = TailOpener()
+    let opener: TailOpener
     let wakeup: SourceWakeup
     var inotify: TailInotify? {
         // Polling stands in for inotify's events; with inotify, looking now and then is only a safety net.
@@ -103,6 +105,8 @@ final class TailEngine {
     var lastCheckpointWrite: ContinuousClock.Instant
     var checkpointWriteReport = CheckpointWriteReport()
     var warnedPaths: Set<String> = []
+    /// Paths refused (and logged) because of `TailConfig.allowedRealPaths`.
+    var refusedPaths: Set<String> = []
     var warnedNothingFound = false
     var warnedSkipped = 0
     /// Set when the sink dropped lines: the task was cancelled.
@@ -132,10 +136,12 @@ final class TailEngine {
         self.config = config
         sink = context.sink
         logger = context.logger
+        health = context.health
         linger = context.linger
         self.clock = clock
         wakeup = SourceWakeup(clock: clock)
         globs = config.paths.map(TailGlob.init)
+        opener = TailOpener(allowedRealPaths: config.allowedRealPaths.map { $0.map(TailGlob.init) })
         exclude = TailExclude(config.exclude)
         if let pattern = config.multilineStartPattern {
             do {
@@ -234,7 +240,7 @@ final class TailEngine {
                 discoveryRequested = true
             } else if !changes.paths.isEmpty {
                 for path in changes.paths.sorted() where TailGlob.matches(path, globs, exclude: exclude) {
-                    follow(path, initial: false)
+                    if let problem = follow(path, initial: false) { health.failed(problem) }
                 }
                 handleOpenerEvents()
             }
@@ -337,6 +343,7 @@ final class TailEngine {
                 "truncations": "\(statistics.truncations)", "copies_finished": "\(statistics.copiesFinished)",
                 "rotations": "\(statistics.rotations)",
                 "files_opened": "\(statistics.filesOpened)",
+                "refused_outside_allowed_paths": "\(statistics.refusedOutsideAllowedPaths)",
             ])
     }
 
@@ -384,7 +391,17 @@ final class TailEngine {
         for directory in expansion.directories {
             directoryTimes[directory] = TailFS.status(path: directory).map { ($0.modified, wallNow) }
         }
-        for path in expansion.files { follow(path, initial: initial) }
+        var failure: String?
+        for path in expansion.files {
+            if let problem = follow(path, initial: initial) { failure = failure ?? problem }
+        }
+        if let failure {
+            health.failed(failure)
+        } else if expansion.files.isEmpty, statistics.filesOpened == 0 {
+            health.idle("no file matches \(config.paths.joined(separator: ", ")) yet")
+        } else {
+            health.succeeded()
+        }
         if expansion.files.isEmpty, statistics.filesOpened == 0 {
             if !warnedNothingFound {
                 warnedNothingFound = true
@@ -428,22 +445,42 @@ final class TailEngine {
     }
 
     /// Starts watching a path the globs match and following the file there, unless it is followed already.
-    func follow(_ path: String, initial: Bool) {
-        guard activeByPath[path] == nil else { return }
+    /// Returns why the file there cannot be opened (it exists but is unreadable, or outside the allowed paths), for
+    /// the source's health; nil otherwise.
+    @discardableResult
+    func follow(_ path: String, initial: Bool) -> String? {
+        guard activeByPath[path] == nil else { return nil }
         if let alias = aliases[path] {
-            if TailFS.status(path: path)?.inode == alias, byInode[alias] != nil { return }
+            if TailFS.status(path: path)?.inode == alias, byInode[alias] != nil { return nil }
             aliases[path] = nil
         }
         switch opener.track(path) {
         case nil:
-            return  // watched already: its events tell what is there
+            return nil  // watched already: its events tell what is there
         case .success(let opened):
             adopt(opened, at: path, initial: initial)
+            return nil
         case .failure(let error):
-            if error.code != ENOENT, warnedPaths.insert(path).inserted {
+            if reportRefusal(at: path) { return "not opening \(path): its real path is outside the allowed paths" }
+            guard error.code != ENOENT else { return nil }
+            if warnedPaths.insert(path).inserted {
                 logger.warning("tail source: cannot open \(path): \(error)", metadata: ["path": "\(path)"])
             }
+            return "cannot open \(path): \(error)"
         }
+    }
+
+    /// Logs (once per path) and counts a file the opener refused at `path` because its real path is outside
+    /// `TailConfig.allowedRealPaths`; false when that was not why opening failed.
+    func reportRefusal(at path: String) -> Bool {
+        guard let real = opener.takeRefusal(at: path) else { return false }
+        if refusedPaths.insert(path).inserted {
+            statistics.refusedOutsideAllowedPaths += 1
+            logger.warning(
+                "tail source: not opening \(path): its real path \(real) is outside the allowed paths (remote_config.allow.tail_paths)",
+                metadata: ["path": "\(path)", "real_path": "\(real)"])
+        }
+        return true
     }
 
     /// Starts following a file opened at `path`, or, when it is a file followed already (renamed here), moves
@@ -563,6 +600,7 @@ final class TailEngine {
                     if let active = activeByPath[path] { detach(active) }
                 case .failed(let error):
                     if let active = activeByPath[path] { detach(active) }
+                    if reportRefusal(at: path) { continue }
                     if warnedPaths.insert(path).inserted {
                         logger.warning("tail source: cannot open \(path): \(error)", metadata: ["path": "\(path)"])
                     }

@@ -61,6 +61,22 @@ enum TailFS {
         return (raw.st_mode & S_IFMT) == S_IFLNK
     }
 
+    /// The real path (symbolic links resolved, absolute) of the file open as `descriptor`, which was opened at `path`
+    /// and has `inode`: read from `/proc/self/fd`, or where that is missing, `realpath(3)` of `path` if it still names
+    /// the same file. nil when neither tells.
+    static func realPath(descriptor: Int32, openedAt path: String, inode: Inode) -> String? {
+        var buffer = [CChar](repeating: 0, count: Int(PATH_MAX) + 1)
+        let count = readlink("/proc/self/fd/\(descriptor)", &buffer, buffer.count - 1)
+        if count > 0 {
+            let real = String(decoding: buffer.prefix(count).map { UInt8(bitPattern: $0) }, as: UTF8.self)
+            if real.hasPrefix("/") { return real }
+        }
+        guard let resolved = realpath(path, nil) else { return nil }
+        defer { free(resolved) }
+        let real = String(cString: resolved)
+        return status(path: real)?.inode == inode ? real : nil
+    }
+
     /// A directory that is not a symbolic link to one.
     static func isRealDirectory(_ path: String) -> Bool {
         var raw = stat()

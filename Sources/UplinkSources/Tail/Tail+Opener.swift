@@ -46,6 +46,8 @@ final class TailOpener: Sendable {
     private struct State {
         var paths: [String: PathState] = [:]
         var skipped = 0
+        /// Real paths of files refused by `allowedRealPaths`, by the path they were opened at, until taken.
+        var refused: [String: String] = [:]
         /// Paths whose `events` are not empty, so taking them does not visit every watched path.
         var eventful: Set<String> = []
 
@@ -65,6 +67,12 @@ final class TailOpener: Sendable {
     }()
 
     private let state = Mutex(State())
+    /// The patterns every opened file's real path must match (`TailConfig.allowedRealPaths`); nil: no check.
+    private let allowedRealPaths: [TailGlob]?
+
+    init(allowedRealPaths: [TailGlob]? = nil) {
+        self.allowedRealPaths = allowedRealPaths
+    }
 
     /// Starts watching `path` and opens the file there now. Fails when it is missing, not a regular file or
     /// cannot be opened; the path is then not watched. Returns nil when the path is watched already (what happens
@@ -72,7 +80,7 @@ final class TailOpener: Sendable {
     func track(_ path: String) -> Result<Opened, SourceFiles.Errno>? {
         state.withLock { state in
             if state.paths[path] != nil { return nil }
-            switch Self.open(path) {
+            switch Self.open(path, allowed: allowedRealPaths, &state) {
             case .failure(let error):
                 return .failure(error)
             case .success(let opened):
@@ -108,7 +116,7 @@ final class TailOpener: Sendable {
     func scan() -> Bool {
         state.withLock { state in
             var changed = false
-            for path in Array(state.paths.keys) where Self.look(at: path, &state) { changed = true }
+            for path in Array(state.paths.keys) where Self.look(at: path, allowed: allowedRealPaths, &state) { changed = true }
             return changed
         }
     }
@@ -118,13 +126,15 @@ final class TailOpener: Sendable {
     func scan<Paths: Sequence<String>>(_ paths: Paths) -> Bool {
         state.withLock { state in
             var changed = false
-            for path in paths where state.paths[path] != nil && Self.look(at: path, &state) { changed = true }
+            for path in paths where state.paths[path] != nil && Self.look(at: path, allowed: allowedRealPaths, &state) {
+                changed = true
+            }
             return changed
         }
     }
 
     /// Compares the file at the watched `path` with the one last seen there; queues an event when it changed.
-    private static func look(at path: String, _ state: inout State) -> Bool {
+    private static func look(at path: String, allowed: [TailGlob]?, _ state: inout State) -> Bool {
         guard var pathState = state.paths[path] else { return false }
         defer { state.paths[path] = pathState }
         guard let status = TailFS.status(path: path), status.isRegular else {
@@ -141,7 +151,7 @@ final class TailOpener: Sendable {
             state.skipped += 1
             return false
         }
-        switch open(path) {
+        switch open(path, allowed: allowed, &state) {
         case .success(let opened):
             if opened.status.inode == pathState.current {
                 // Replaced again between stat and open, by the file we already have.
@@ -175,7 +185,7 @@ final class TailOpener: Sendable {
     func renamed(from path: String, to target: String) -> Bool {
         state.withLock { state in
             guard var pathState = state.paths[path], pathState.pendingOpened < Self.maximumPendingPerPath,
-                case .success(let opened) = Self.open(target)
+                case .success(let opened) = Self.open(target, allowed: allowedRealPaths, &state)
             else { return false }
             let inode = opened.status.inode
             if inode == pathState.current || pathState.recent.contains(inode) {
@@ -205,6 +215,12 @@ final class TailOpener: Sendable {
         }
     }
 
+    /// The real path of the file refused at `path` because it is outside `allowedRealPaths`, if the last failure to
+    /// open there was that; taking it forgets it.
+    func takeRefusal(at path: String) -> String? {
+        state.withLock { $0.refused.removeValue(forKey: path) }
+    }
+
     /// How many new files were not opened because too many were waiting at their path.
     var skipped: Int { state.withLock { $0.skipped } }
 
@@ -223,7 +239,10 @@ final class TailOpener: Sendable {
         for case .opened(let opened) in events { SourceFiles.closeDescriptor(opened.descriptor) }
     }
 
-    private static func open(_ path: String) -> Result<Opened, SourceFiles.Errno> {
+    /// Opens the regular file at `path`. With `allowed`, the real path of what was opened (read back from the
+    /// descriptor, so a symbolic link swapped in between cannot pass) must match one of the patterns; otherwise the
+    /// file is closed, its real path noted in `state.refused`, and the result is `EACCES`.
+    private static func open(_ path: String, allowed: [TailGlob]?, _ state: inout State) -> Result<Opened, SourceFiles.Errno> {
         switch SourceFiles.openForReading(path) {
         case .failure(let error):
             return .failure(error)
@@ -232,7 +251,25 @@ final class TailOpener: Sendable {
                 SourceFiles.closeDescriptor(descriptor)
                 return .failure(SourceFiles.Errno(EINVAL))
             }
+            if let refusal = refusal(descriptor: descriptor, path: path, inode: status.inode, allowed: allowed) {
+                SourceFiles.closeDescriptor(descriptor)
+                state.refused[path] = refusal
+                return .failure(SourceFiles.Errno(EACCES))
+            }
             return .success(Opened(descriptor: descriptor, status: status))
         }
+    }
+
+    /// Whether the file open as `descriptor` (opened at `path`, with `inode`) may be read: always without
+    /// `allowedRealPaths`, else when its real path matches one of them.
+    func allows(descriptor: Int32, path: String, inode: TailFS.Inode) -> Bool {
+        Self.refusal(descriptor: descriptor, path: path, inode: inode, allowed: allowedRealPaths) == nil
+    }
+
+    /// The real path of a file that `allowed` refuses (`(unknown)` when it cannot be told), or nil when it may be read.
+    private static func refusal(descriptor: Int32, path: String, inode: TailFS.Inode, allowed: [TailGlob]?) -> String? {
+        guard let allowed else { return nil }
+        guard let real = TailFS.realPath(descriptor: descriptor, openedAt: path, inode: inode) else { return "(unknown)" }
+        return allowed.contains(where: { $0.matches(real) }) ? nil : real
     }
 }

@@ -541,6 +541,10 @@ extension TailEngine {
             guard path != file.path, let status = TailFS.status(path: path), status.isRegular, status.inode != file.inode
             else { continue }
             guard case .success(let descriptor) = SourceFiles.openForReading(path) else { continue }
+            guard opener.allows(descriptor: descriptor, path: path, inode: status.inode) else {
+                SourceFiles.closeDescriptor(descriptor)
+                continue
+            }
             var info = stat()
             let modified = fstat(descriptor, &info) == 0 ? Int(info.st_mtim.tv_sec) * 1_000_000_000 + Int(info.st_mtim.tv_nsec) : 0
             guard file.fingerprint.verified(descriptor: descriptor, scratch: scratch) != nil, modified >= (best?.modified ?? Int.min)

@@ -48,4 +48,6 @@ struct TailStatistics: Sendable, Equatable {
     var rotations = 0
     /// Files opened.
     var filesOpened = 0
+    /// Paths not followed because the real path of the file there is outside `TailConfig.allowedRealPaths`.
+    var refusedOutsideAllowedPaths = 0
 }

@@ -77,6 +77,12 @@ public struct TailConfig: RunnableSourceKindConfig {
     /// many files moved); without a state directory checkpoints are kept in memory only.
     public var checkpointInterval: Duration
 
+    /// Glob patterns (the `paths` syntax) that the real path of every file must match when it is opened, its symbolic
+    /// links resolved; nil: no check. Not a YAML key: the agent sets it on the `tail` sources of a remote configuration
+    /// document, to `remote_config.allow.tail_paths`. A file whose real path is outside them is not opened (it is
+    /// closed again at once): the source logs a warning once per path and counts it. Default: nil.
+    public var allowedRealPaths: [String]?
+
     /// The defaults listed with each property (no paths: the decoder requires at least one).
     public init() {
         paths = []
@@ -90,6 +96,7 @@ public struct TailConfig: RunnableSourceKindConfig {
         multilineStartPattern = nil
         multilineTimeout = .seconds(1)
         checkpointInterval = .seconds(1)
+        allowedRealPaths = nil
     }
 
     /// Checks a `multiline.start_pattern`: returns a message describing why it is not a valid regular expression,

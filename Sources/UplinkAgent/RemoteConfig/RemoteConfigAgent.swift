@@ -1,0 +1,440 @@
+import Logging
+import ServiceLifecycle
+import Synchronization
+import UplinkCore
+import UplinkRemoteConfig
+import UplinkTransport
+
+/// The box's side of remote configuration (docs/remote-config.md): asks the collector what it assigns (at a hint on
+/// the stream, else every `poll_interval` ± 10 %), downloads the documents it does not have, checks them (digests,
+/// signatures, audience, serials, expiry, the document rules and the local `allow`), applies them through
+/// `RunningConfiguration`, and keeps them only when they pass their `Probation`; otherwise the last-known-good set
+/// runs again and the revision is remembered as bad.
+///
+/// Nothing the collector does or fails to do removes sources that run: no answer, an error, `204` or `404` change
+/// nothing. Every check is made again on the last-known-good at each start (`startup`), before the agent runs.
+public final class RemoteConfigAgent<C: Clock<Duration>>: Service, Sendable where C.Instant == ContinuousClock.Instant {
+    /// What the agent starts with, from `startup`.
+    public struct Startup: Sendable {
+        /// The remote sources of the last-known-good set (none without one).
+        public var sources: [AgentConfiguration.NamedSource]
+        /// The set they come from.
+        public var set: RemoteConfigStore.DocumentSet?
+        public var status: RemoteConfigStatus
+    }
+
+    private struct State {
+        var status: RemoteConfigStatus
+        /// The set that runs (nil: no remote source runs).
+        var effective: RemoteConfigStore.DocumentSet?
+        /// The manifest's ETag of the last `200`, for `If-None-Match`.
+        var etag: String?
+        /// Revisions refused by a check before they were applied, with why, for this local file: not downloaded or
+        /// checked again until the local file changes (a reload) or the collector assigns another revision.
+        var refused: [SHA256Digest: String] = [:]
+    }
+
+    private let settings: UplinkFile.RemoteConfigSection
+    private let agentID: String
+    private let store: RemoteConfigStore
+    private let client: RemoteConfigClient
+    private let configuration: RunningConfiguration
+    private let agent: Agent
+    private let clock: C
+    private let logger: Logger
+    private let wake = WakeSignal()
+    private let state: Mutex<State>
+    /// When this was made (with the agent), for the local sources' usual drop rate.
+    private let created: ContinuousClock.Instant
+
+    /// - Parameters:
+    ///   - startup: What `startup` found (the agent was started with its sources).
+    ///   - local: The local file the agent was started with (`remote_config`, the agent id).
+    ///   - client: Requests to the collector (the uplink's URL, TLS, token and proxy).
+    ///   - clock: What the poll interval and the probation are measured on.
+    public init(
+        startup: Startup, local: UplinkFile, store: RemoteConfigStore, client: RemoteConfigClient,
+        configuration: RunningConfiguration, agent: Agent, clock: C, logger: Logger
+    ) {
+        self.settings = local.remoteConfig
+        self.agentID = local.agent.id
+        self.store = store
+        self.client = client
+        self.configuration = configuration
+        self.agent = agent
+        self.clock = clock
+        var logger = logger
+        logger[metadataKey: "component"] = "remote_config"
+        self.logger = logger
+        self.state = Mutex(State(status: startup.status, effective: startup.set))
+        self.created = clock.now
+    }
+
+    /// The status now.
+    public var status: RemoteConfigStatus { state.withLock { $0.status } }
+
+    /// The collector named the revision it assigns (the stream's `Uplink-Config` header or `config` line): look now,
+    /// unless that revision runs already.
+    public func hint(revision: SHA256Digest) {
+        let runs = state.withLock { $0.effective?.revision == revision || $0.refused[revision] != nil }
+        if !runs { wake.signal() }
+    }
+
+    /// The local file was reloaded: what was refused may pass now (a key or an allowed path was added), and what
+    /// runs must still pass the new `allow` (checked at the next look, which this starts).
+    public func localFileChanged() {
+        state.withLock { $0.refused = [:] }
+        wake.signal()
+    }
+
+    public func run() async throws {
+        await cancelWhenGracefulShutdown {
+            while !Task.isCancelled {
+                await self.check()
+                await self.waitForNextCheck()
+            }
+        }
+        try? await client.shutdown()
+    }
+
+    /// Waits for a hint or the poll interval (± 10 %), whichever comes first.
+    private func waitForNextCheck() async {
+        let interval = settings.pollInterval
+        let jittered = interval * Double.random(in: 0.9...1.1)
+        await withTaskGroup(of: Void.self) { group in
+            group.addTask { [wake] in await wake.wait() }
+            group.addTask { [clock] in try? await clock.sleep(for: jittered) }
+            await group.next()
+            group.cancelAll()
+        }
+    }
+
+    /// Asks the collector for the manifest and acts on the answer.
+    public func check() async {
+        if store.isPinned {
+            update { $0.state = .pinned }
+            return
+        }
+        let local = await configuration.local
+        if let effective = state.withLock({ $0.effective }), let problem = Self.problems(of: effective, local: local, seen: nil, isNewApply: false) {
+            // The local file changed under the running set (a key or an allowed path removed): it may not run.
+            logger.warning("remote sources removed: the running set no longer passes the local file's checks: \(problem)")
+            _ = await configuration.replaceRemote(with: [])
+            update {
+                $0.state = .failed
+                $0.effective = nil
+                $0.error = problem
+            }
+            state.withLock { $0.effective = nil }
+        }
+        let etag = state.withLock { $0.etag }
+        switch await client.fetchManifest(previousETag: etag) {
+        case .notModified:
+            return
+        case .nothingAssigned, .unsupported:
+            // Never a reason to remove what runs.
+            update { status in if status.state == .disabled { status.state = .idle } }
+        case .failed(let reason):
+            logger.debug("cannot fetch the remote configuration manifest; trying again later", metadata: ["reason": "\(reason)"])
+        case .manifest(let manifest, let newETag):
+            await consider(manifest, local: local)
+            state.withLock { $0.etag = newETag }
+        }
+    }
+
+    private func update(_ change: (inout RemoteConfigStatus) -> Void) {
+        state.withLock { state in
+            let before = state.status.state
+            change(&state.status)
+            if state.status.state != before { state.status.sinceMilliseconds = WallClock.nowNanoseconds() / 1_000_000 }
+        }
+    }
+}
+
+// MARK: - Checking and applying
+
+extension RemoteConfigAgent {
+    /// Checks `manifest` and, when it names a new set that passes every check, applies it on probation.
+    func consider(_ manifest: ConfigManifest, local: UplinkFile) async {
+        let revision = manifest.revision
+        update {
+            $0.desired = revision.prefixed
+            $0.generation = manifest.generation
+        }
+        let current = state.withLock { state in (effective: state.effective?.revision, refused: state.refused[revision]) }
+        if current.effective == revision {
+            update {
+                $0.state = .applied
+                $0.error = nil
+            }
+            return
+        }
+        if let reason = current.refused {
+            update {
+                $0.state = .failed
+                $0.error = reason
+            }
+            return
+        }
+        let seen: RemoteConfigStore.Seen
+        switch store.seen() {
+        case .absent: seen = RemoteConfigStore.Seen()
+        case .valid(let value): seen = value
+        case .invalid(let reason):
+            // Without it an older document could be replayed: apply nothing new until it is fixed.
+            return refuse(revision, "\(store.directory)/seen.json cannot be read (\(reason)); remove it to accept documents again")
+        }
+        guard manifest.generation >= seen.highestGeneration else {
+            // Another collector with older assignments: not this revision's fault, so not remembered.
+            update {
+                $0.error = "the collector's assignments are generation \(manifest.generation), below \(seen.highestGeneration) seen before"
+            }
+            return
+        }
+        var bad = store.badRevisions().value ?? RemoteConfigStore.BadRevisions()
+        if let known = bad.matching(revision: revision) {
+            update {
+                $0.state = .rolledBack
+                $0.error = known.reason
+            }
+            return
+        }
+        for document in manifest.documents {
+            if document.size > settings.maxDocumentBytes {
+                return refuse(revision, "document '\(document.name)' is \(document.size) bytes, more than max_document_bytes (\(settings.maxDocumentBytes))")
+            }
+            if document.signatureSize > ConfigEnvelope.maximumBytes {
+                return refuse(revision, "the envelope of '\(document.name)' is \(document.signatureSize) bytes, more than \(ConfigEnvelope.maximumBytes)")
+            }
+        }
+        // Downloads: a failure is retried at the next look (the `.part` files resume).
+        for document in manifest.documents {
+            for (digest, size) in [(document.sha256, document.size), (document.signatureSHA256, document.signatureSize)] {
+                do {
+                    _ = try await client.downloadBlob(digest, size: size, into: store.blobsDirectory)
+                } catch {
+                    logger.warning("cannot download the remote configuration yet; trying again later", metadata: [
+                        "blob": "\(digest.prefixed)", "reason": "\(error)",
+                    ])
+                    update { $0.error = "download of \(digest.hex.prefix(12)): \(error)" }
+                    return
+                }
+            }
+        }
+        let set: RemoteConfigStore.DocumentSet
+        do {
+            set = try RemoteConfigStore.DocumentSet(manifest: manifest, blobsIn: store)
+        } catch {
+            return refuse(revision, error.description)
+        }
+        if let known = bad.matching(set) {
+            update {
+                $0.state = .rolledBack
+                $0.error = known.reason
+            }
+            return
+        }
+        if let problem = Self.problems(of: set, local: local, seen: seen, isNewApply: true) {
+            return refuse(revision, problem)
+        }
+        let remoteSources = Self.sources(of: set, local: local)
+        await apply(set, sources: remoteSources, local: local, seen: seen, bad: &bad)
+    }
+
+    private func refuse(_ revision: SHA256Digest, _ reason: String) {
+        logger.error("remote configuration refused; the running configuration stays", metadata: [
+            "revision": "\(revision.prefixed)", "reason": "\(reason)",
+        ])
+        state.withLock { $0.refused[revision] = reason }
+        update {
+            $0.state = .failed
+            $0.error = reason
+        }
+    }
+
+    /// Why `set` may not run on this box with `local`, or nil: each envelope (signature, audience, serial against
+    /// `seen`, expiry for a new apply), then the document rules and the local `allow` (`RemoteConfiguration.merge`).
+    static func problems(
+        of set: RemoteConfigStore.DocumentSet, local: UplinkFile, seen: RemoteConfigStore.Seen?, isNewApply: Bool
+    ) -> String? {
+        let settings = local.remoteConfig
+        guard settings.enabled else { return "remote_config is not enabled in the local file" }
+        if settings.requireSignature {
+            let verifier = EnvelopeVerifier(trustedKeys: settings.signingKeys)
+            let now = WallClock.nowNanoseconds() / 1_000_000_000
+            for document in set.documents {
+                let verdict = verifier.verify(
+                    document.envelope, document: document.content, named: document.name, agentID: local.agent.id,
+                    labels: settings.labels, seen: seen?.serials[document.name], now: now, isNewApply: isNewApply)
+                if case .failure(let refusal) = verdict { return "document '\(document.name)': \(refusal)" }
+            }
+        }
+        let merged = RemoteConfiguration.merge(
+            local: local, documents: set.documents.map { ($0.name, $0.content, $0.envelope.sha256.hex) })
+        guard merged.issues.isEmpty else {
+            let shown = merged.issues.prefix(3).map(\.description).joined(separator: "; ")
+            return merged.issues.count > 3 ? "\(shown) (and \(merged.issues.count - 3) more)" : shown
+        }
+        return nil
+    }
+
+    /// The remote sources `set` adds to `local` (checked by `problems` before).
+    static func sources(of set: RemoteConfigStore.DocumentSet, local: UplinkFile) -> [AgentConfiguration.NamedSource] {
+        let merged = RemoteConfiguration.merge(
+            local: local, documents: set.documents.map { ($0.name, $0.content, $0.envelope.sha256.hex) })
+        guard let file = merged.value else { return [] }
+        return Array(file.sources.dropFirst(local.sources.count))
+    }
+
+    /// Applies `set`, runs its probation, and keeps it or rolls back.
+    private func apply(
+        _ set: RemoteConfigStore.DocumentSet, sources: [AgentConfiguration.NamedSource], local: UplinkFile,
+        seen: RemoteConfigStore.Seen, bad: inout RemoteConfigStore.BadRevisions
+    ) async {
+        let revision = set.revision
+        let nowMilliseconds = WallClock.nowNanoseconds() / 1_000_000
+        do {
+            try store.saveTrial(RemoteConfigStore.Trial(
+                revision: revision, generation: set.manifest.generation, startedAtMilliseconds: nowMilliseconds))
+        } catch {
+            // Without the marker a crash during probation would not roll back: do not start one.
+            update { $0.error = "cannot write the trial marker: \(error)" }
+            return
+        }
+        let localNames = Set(local.sources.map(\.name))
+        let before = reading(watched: [], localNames: localNames)
+        let previous = await configuration.remote
+        let change = await configuration.replaceRemote(with: sources)
+        let remoteNames = Set(sources.map(\.name))
+        let watched = (change.plan.added + change.plan.changed).filter { remoteNames.contains($0) }
+        logger.info("remote configuration applied; on probation", metadata: [
+            "revision": "\(revision.prefixed)", "added": "\(change.plan.added)", "changed": "\(change.plan.changed)",
+            "removed": "\(change.plan.removed)", "probation": "\(settings.probation)",
+        ])
+        update {
+            $0.state = .applying
+            $0.effective = revision.prefixed
+            $0.error = nil
+        }
+        let probation = Probation(
+            watched: watched, window: settings.probation, swapSequence: before.lastAppended,
+            localDropsAtSwap: before.localDrops, uptime: clock.now - created, started: clock.now)
+        let verdict = await probation.run(clock: clock) { [self] in reading(watched: watched, localNames: localNames) }
+        let seenNow = seen.recording(set, generation: set.manifest.generation)
+        switch verdict {
+        case .pending:
+            // Stopped during the probation: inconclusive, tried again after the next start.
+            var trial = RemoteConfigStore.Trial(
+                revision: revision, generation: set.manifest.generation, startedAtMilliseconds: nowMilliseconds)
+            trial.cleanShutdown = true
+            try? store.saveTrial(trial)
+        case .passed(let skipped):
+            do {
+                try store.saveLastKnownGood(set)
+                try store.saveSeen(seenNow)
+                try store.removeTrial()
+            } catch {
+                logger.error("the remote configuration passed its probation but cannot be kept: \(error)")
+            }
+            store.pruneBlobs(keeping: set.blobs)
+            state.withLock { $0.effective = set }
+            logger.info("remote configuration passed its probation", metadata: [
+                "revision": "\(revision.prefixed)", "skipped": "\(skipped)",
+            ])
+            update {
+                $0.state = .applied
+                $0.lastKnownGood = revision.prefixed
+                $0.error = nil
+            }
+        case .failed(let reason):
+            _ = await configuration.replaceRemote(with: previous)
+            bad.add(RemoteConfigStore.BadRevision(
+                revision: revision, serials: set.serials, reason: reason, atMilliseconds: WallClock.nowNanoseconds() / 1_000_000))
+            do {
+                try store.saveBadRevisions(bad)
+                try store.saveSeen(seenNow)
+                try store.removeTrial()
+            } catch {
+                logger.error("cannot record the rolled-back remote configuration: \(error)")
+            }
+            let restored = state.withLock { $0.effective?.revision }
+            logger.error("remote configuration failed its probation and was rolled back", metadata: [
+                "revision": "\(revision.prefixed)", "reason": "\(reason)",
+            ])
+            update {
+                $0.state = .rolledBack
+                $0.effective = restored?.prefixed
+                $0.error = reason
+            }
+        }
+    }
+
+    /// What probation reads: the watched sources' health, the local sources' drops, the stream and the ring.
+    private func reading(watched: [String], localNames: Set<String>) -> Probation.Reading {
+        var sources: [String: Probation.SourceReading] = [:]
+        for source in agent.sourceSupervisor.sourceStates where watched.contains(source.name) {
+            sources[source.name] = Probation.SourceReading(ended: source.ended, health: source.health)
+        }
+        let ring = agent.ring.statistics()
+        let localDrops = ring.sources.filter { localNames.contains($0.name) }
+            .reduce(0) { $0 + $1.droppedOldest + $1.droppedNewest + $1.rejectedOversize }
+        return Probation.Reading(
+            sources: sources, localDrops: localDrops, streaming: agent.uplink.statistics().state == .streaming,
+            acknowledged: ring.acknowledged, lastAppended: ring.nextToWrite > 0 ? ring.nextToWrite - 1 : 0)
+    }
+}
+
+// MARK: - Start-up
+
+extension RemoteConfigAgent {
+    /// What the agent starts with, before it runs and without the collector: the last-known-good set, checked again
+    /// against the local file as it is now (keys, labels and `allow` may have changed). A trial marker left by a
+    /// crash or a kill during a probation marks that revision bad (the last-known-good was never replaced); one left
+    /// by a clean stop is dropped, so the revision is tried again.
+    public static func startup(local: UplinkFile, store: RemoteConfigStore, logger: Logger) -> Startup {
+        let now = WallClock.nowNanoseconds() / 1_000_000
+        func status(_ state: RemoteConfigStatus.State, error: String? = nil) -> RemoteConfigStatus {
+            RemoteConfigStatus(state: state, error: error, sinceMilliseconds: now)
+        }
+        guard local.remoteConfig.enabled else { return Startup(sources: [], set: nil, status: status(.disabled)) }
+        do {
+            try store.prepare()
+        } catch {
+            return Startup(sources: [], set: nil, status: status(.failed, error: "cannot prepare \(store.directory): \(error)"))
+        }
+        if store.isPinned { return Startup(sources: [], set: nil, status: status(.pinned)) }
+        if case .valid(let trial) = store.trial() {
+            if !trial.cleanShutdown {
+                var bad = store.badRevisions().value ?? RemoteConfigStore.BadRevisions()
+                let reason = "the agent stopped during the probation of this revision (a crash or a kill)"
+                bad.add(RemoteConfigStore.BadRevision(revision: trial.revision, serials: [:], reason: reason, atMilliseconds: now))
+                do {
+                    try store.saveBadRevisions(bad)
+                } catch {
+                    logger.error("cannot record the revision that was on probation as bad: \(error)")
+                }
+                logger.warning("the last start ended during a remote configuration's probation: it is not tried again", metadata: [
+                    "revision": "\(trial.revision.prefixed)",
+                ])
+            }
+            try? store.removeTrial()
+        }
+        switch store.lastKnownGood() {
+        case .absent:
+            return Startup(sources: [], set: nil, status: status(.idle))
+        case .invalid(let reason):
+            logger.error("the last-known-good remote configuration cannot be used; starting with the local file only: \(reason)")
+            return Startup(sources: [], set: nil, status: status(.failed, error: "last-known-good unusable: \(reason)"))
+        case .valid(let set):
+            if let problem = problems(of: set, local: local, seen: store.seen().value, isNewApply: false) {
+                logger.error("the last-known-good remote configuration does not pass the local file's checks; starting with the local file only: \(problem)")
+                return Startup(sources: [], set: nil, status: status(.failed, error: problem))
+            }
+            var started = status(.applied)
+            started.effective = set.revision.prefixed
+            started.lastKnownGood = set.revision.prefixed
+            started.generation = set.manifest.generation
+            return Startup(sources: sources(of: set, local: local), set: set, status: started)
+        }
+    }
+}

@@ -1,0 +1,328 @@
+import Logging
+import Metrics
+import Synchronization
+import UplinkRemoteConfig
+import UplinkWire
+
+/// The labels an agent brings with a request, before the inventory (which a reload may change) is added.
+struct PresentedLabels: Sendable, Equatable {
+    /// From the client certificate's `uplink:label:NAME=VALUE` URIs.
+    var certificate: [String: String] = [:]
+    /// From the `Uplink-Labels` header.
+    var reported: [String: String] = [:]
+}
+
+/// An agent's last reported remote configuration status, as `/v1/fleet` shows it.
+public struct AgentConfigStatus: Sendable, Equatable {
+    public var status: ConfigStatus
+    /// When it was reported, ns since the Unix epoch.
+    public var reportedAt: Int64
+}
+
+/// A rollout as `/v1/fleet` shows it.
+public struct RolloutStatus: Sendable, Equatable {
+    public var name: String
+    /// The active stage (0-based; stages 0 to it are active).
+    public var stage: Int
+    public var halted: Bool
+    /// Why it halted: the agents and their errors.
+    public var reason: String?
+}
+
+/// The collector's remote configuration: the loaded directory, the halted rollouts, what agents reported, and the
+/// open streams to tell when their assignment changes. One per collector with `collector.remote_config`.
+final class RemoteConfigService: Sendable {
+    let settings: RemoteConfigSettings
+    private let validator: RemoteDocumentValidator
+    private let logger: Logger
+
+    private struct Subscriber {
+        var agent: String
+        var labels: PresentedLabels
+        var sent: ConfigHint?
+        var notify: @Sendable (ConfigHint) -> Void
+    }
+
+    private struct Halt {
+        var reason: String
+        /// Agents that ran the rollout's new documents when it halted (their report said `applied` with the revision
+        /// they were assigned): they keep them.
+        var keep: Set<String>
+    }
+
+    private struct State {
+        var set: RemoteConfigSet
+        var statuses: [String: AgentConfigStatus] = [:]
+        /// The labels each reporting agent presented with its last report.
+        var presented: [String: PresentedLabels] = [:]
+        /// Rollout name → distinct agents of its active stages that reported a failure.
+        var failures: [String: [String: String]] = [:]
+        var halts: [String: Halt] = [:]
+        var subscribers: [UInt64: Subscriber] = [:]
+        var nextSubscriber: UInt64 = 0
+        var requests: [RequestKey: UInt64] = [:]
+    }
+
+    struct RequestKey: Hashable, Sendable {
+        var endpoint: String
+        var code: Int
+    }
+
+    private let state: Mutex<State>
+    /// Most agents whose reports are kept: beyond it the agent that reported least recently is forgotten, so that
+    /// a peer inventing agent ids cannot grow the table without bound.
+    static let maximumReportingAgents = 16_384
+
+    /// Loads the directory; throws a `CollectorError` (`remote_config`) naming every problem.
+    init(settings: RemoteConfigSettings, validator: @escaping RemoteDocumentValidator, logger: Logger) throws(CollectorError) {
+        self.settings = settings
+        self.validator = validator
+        self.logger = logger
+        switch RemoteConfigSet.load(settings, validator: validator) {
+        case .failure(let failure):
+            throw CollectorError(code: "remote_config", message: "collector.remote_config.dir \(settings.directory): \(failure)")
+        case .success(let set):
+            state = Mutex(State(set: set))
+            logger.info(
+                "Remote configuration loaded",
+                metadata: ["dir": "\(settings.directory)", "generation": "\(set.generation)", "documents": "\(set.documents.count)"])
+        }
+    }
+
+    /// The generation being served.
+    var generation: UInt64 { state.withLock { $0.set.generation } }
+
+    /// Reads the directory again (SIGHUP). A directory that fails to load, or whose generation is lower than the
+    /// one served, is refused: the previous set stays, and the reason is logged and returned. On success, open
+    /// streams whose assignment changed are told.
+    @discardableResult
+    func reload() -> Result<UInt64, RemoteConfigLoadFailure> {
+        let loaded = RemoteConfigSet.load(settings, validator: validator)
+        let result: Result<UInt64, RemoteConfigLoadFailure> = state.withLock { state in
+            switch loaded {
+            case .failure(let failure):
+                return .failure(failure)
+            case .success(let set):
+                guard set.generation >= state.set.generation else {
+                    return .failure(RemoteConfigLoadFailure(problems: [
+                        "\(settings.directory)/assignments.yaml: generation \(set.generation) is lower than \(state.set.generation), "
+                            + "the one served (generations only grow)"
+                    ]))
+                }
+                if set.generation > state.set.generation {
+                    // A new generation is the operator's next step: halts and failure counts start over.
+                    state.halts = [:]
+                    state.failures = [:]
+                }
+                state.set = set
+                return .success(set.generation)
+            }
+        }
+        switch result {
+        case .failure(let failure):
+            logger.error(
+                "Remote configuration not reloaded; the previous documents are still served",
+                metadata: ["dir": "\(settings.directory)", "reason": "\(failure)"])
+        case .success(let generation):
+            logger.info("Remote configuration reloaded", metadata: ["dir": "\(settings.directory)", "generation": "\(generation)"])
+            notifyChanged()
+        }
+        return result
+    }
+
+    // MARK: - Assignment
+
+    /// The labels of an agent: certificate, inventory and reported labels as `labels_from` allows, the first
+    /// source naming a label winning.
+    private func mergedLabels(agent: String, _ presented: PresentedLabels, set: RemoteConfigSet) -> [String: String] {
+        var labels: [String: String] = [:]
+        if settings.labelsFrom.contains(.agent) { labels = presented.reported }
+        if settings.labelsFrom.contains(.inventory), let inventory = set.inventory[agent] {
+            labels.merge(inventory) { _, new in new }
+        }
+        if settings.labelsFrom.contains(.certificate) { labels.merge(presented.certificate) { _, new in new } }
+        return labels
+    }
+
+    /// The documents of `agent`, in rule order (a document that several rules assign counts once, where the first
+    /// rule puts it), and the rollouts whose active stages it is in.
+    private func assignment(agent: String, _ presented: PresentedLabels, state: State) -> (documents: [ServedDocument], rollouts: [String]) {
+        let set = state.set
+        let labels = mergedLabels(agent: agent, presented, set: set)
+        var names: [String] = []
+        var rollouts: [String] = []
+        func add(_ list: [String]) {
+            for name in list where !names.contains(name) { names.append(name) }
+        }
+        for rule in set.rules where rule.matches(agent: agent, labels: labels) {
+            guard let rollout = rule.rollout else {
+                add(rule.documents)
+                continue
+            }
+            let inStage = RemoteConfigSet.inActiveStage(rule, rollout, agent: agent, labels: labels)
+            if inStage { rollouts.append(rule.name) }
+            if let halt = state.halts[rule.name] {
+                // Halted: an agent already running the new documents keeps them; every other one gets `previous`.
+                add(inStage && halt.keep.contains(agent) ? rule.documents : rollout.previous)
+            } else {
+                add(inStage ? rule.documents : rollout.previous)
+            }
+        }
+        return (names.compactMap { set.documents[$0] }, rollouts)
+    }
+
+    private func manifest(agent: String, _ presented: PresentedLabels, state: State) -> ConfigManifest {
+        let documents = assignment(agent: agent, presented, state: state).documents
+        return ConfigManifest(generation: state.set.generation, documents: documents.map(\.manifestEntry))
+    }
+
+    private func revision(agent: String, _ presented: PresentedLabels, state: State) -> String {
+        manifest(agent: agent, presented, state: state).revision.prefixed
+    }
+
+    /// The manifest of `agent`; its documents are empty when nothing is assigned.
+    func manifest(agent: String, labels presented: PresentedLabels) -> ConfigManifest {
+        state.withLock { manifest(agent: agent, presented, state: $0) }
+    }
+
+    /// The hint of the stream header and line: the revision of the agent's manifest and the generation.
+    func hint(agent: String, labels presented: PresentedLabels) -> ConfigHint {
+        let current = manifest(agent: agent, labels: presented)
+        return ConfigHint(revision: current.revision.prefixed, generation: current.generation)!
+    }
+
+    /// The bytes of blob `digest` when it is a document or envelope assigned to `agent`; nil otherwise (unknown, or
+    /// another agent's).
+    func blob(_ digest: SHA256Digest, agent: String, labels presented: PresentedLabels) -> [UInt8]? {
+        state.withLock { state in
+            guard let bytes = state.set.blobs[digest] else { return nil }
+            let documents = assignment(agent: agent, presented, state: state).documents
+            guard documents.contains(where: { $0.sha256 == digest || $0.envelopeSHA256 == digest }) else { return nil }
+            return bytes
+        }
+    }
+
+    // MARK: - Status
+
+    /// Records an agent's report; a failure from an agent in a rollout's active stages counts towards halting it.
+    func record(_ status: ConfigStatus, agent: String, labels presented: PresentedLabels, wall: Int64) {
+        var halted: [(String, String)] = []
+        state.withLock { state in
+            if state.statuses[agent] == nil, state.statuses.count >= Self.maximumReportingAgents,
+                let oldest = state.statuses.min(by: { $0.value.reportedAt < $1.value.reportedAt })?.key
+            {
+                state.statuses[oldest] = nil
+                state.presented[oldest] = nil
+            }
+            state.statuses[agent] = AgentConfigStatus(status: status, reportedAt: wall)
+            state.presented[agent] = presented
+            guard status.state == .failed || status.state == .rolledBack else { return }
+            let (_, rollouts) = assignment(agent: agent, presented, state: state)
+            for name in rollouts where state.halts[name] == nil {
+                guard let rule = state.set.rules.first(where: { $0.name == name }), let rollout = rule.rollout else { continue }
+                state.failures[name, default: [:]][agent] = status.error ?? status.state.rawValue
+                let failing = state.failures[name]!
+                guard failing.count >= rollout.haltOnFailures else { continue }
+                let reason = failing.keys.sorted().map { "\($0): \(failing[$0]!)" }.joined(separator: "; ")
+                // Agents that already applied the new documents keep them: note the revisions they run.
+                var keep = Set<String>()
+                for (other, report) in state.statuses where report.status.state == .applied && failing[other] == nil {
+                    let labels = state.presented[other] ?? PresentedLabels()
+                    if report.status.effective == revision(agent: other, labels, state: state) { keep.insert(other) }
+                }
+                state.halts[name] = Halt(reason: reason, keep: keep)
+                halted.append((name, reason))
+            }
+        }
+        for (name, reason) in halted {
+            logger.error(
+                "Rollout halted: an agent of its active stages reported a failure; agents not yet on its new documents keep 'previous'",
+                metadata: ["rollout": "\(name)", "reason": "\(reason)"])
+        }
+        if !halted.isEmpty { notifyChanged() }
+    }
+
+    /// Every agent's last report.
+    func statuses() -> [String: AgentConfigStatus] {
+        state.withLock { $0.statuses }
+    }
+
+    /// Every rollout of the served assignments.
+    func rollouts() -> [RolloutStatus] {
+        state.withLock { state in
+            state.set.rules.compactMap { rule in
+                guard let rollout = rule.rollout else { return nil }
+                let halt = state.halts[rule.name]
+                return RolloutStatus(name: rule.name, stage: rollout.currentStage, halted: halt != nil, reason: halt?.reason)
+            }
+        }
+    }
+
+    // MARK: - Requests
+
+    /// Counts an answer of a remote configuration endpoint (`uplink_collector_config_requests_total`).
+    func countRequest(endpoint: String, code: Int) {
+        state.withLock { $0.requests[RequestKey(endpoint: endpoint, code: code), default: 0] += 1 }
+        Counter(label: "uplink_collector_config_requests_total", dimensions: [("endpoint", endpoint), ("code", String(code))])
+            .increment()
+    }
+
+    /// How many agents last reported each state (`uplink_collector_config_agents`).
+    func agentsByState() -> [ConfigStatus.State: Int] {
+        state.withLock { state in
+            var counts: [ConfigStatus.State: Int] = [:]
+            for state in ConfigStatus.State.allCases { counts[state] = 0 }
+            for report in state.statuses.values { counts[report.status.state, default: 0] += 1 }
+            return counts
+        }
+    }
+
+    func requestCounts() -> [RequestKey: UInt64] {
+        state.withLock { $0.requests }
+    }
+
+    // MARK: - Streams
+
+    /// Registers an open stream: `notify` is called with the new hint whenever the agent's assignment changes
+    /// (a reload, a halted rollout). Returns the hint to send now and the id for `unsubscribe`.
+    func subscribe(
+        agent: String, labels presented: PresentedLabels, notify: @escaping @Sendable (ConfigHint) -> Void
+    ) -> (id: UInt64, hint: ConfigHint) {
+        state.withLock { state in
+            // Under the lock: a reload cannot slip between computing the hint and registering the stream.
+            let hint = ConfigHint(revision: revision(agent: agent, presented, state: state), generation: state.set.generation)!
+            state.nextSubscriber += 1
+            state.subscribers[state.nextSubscriber] = Subscriber(agent: agent, labels: presented, sent: hint, notify: notify)
+            return (state.nextSubscriber, hint)
+        }
+    }
+
+    /// Records a `config_status` line of an open stream, with the labels its stream presented.
+    func recordFromStream(_ status: ConfigStatus, agent: String, wall: Int64) {
+        let presented = state.withLock { state in
+            state.subscribers.values.first(where: { $0.agent == agent })?.labels
+        }
+        record(status, agent: agent, labels: presented ?? PresentedLabels(), wall: wall)
+    }
+
+    func unsubscribe(_ id: UInt64) {
+        _ = state.withLock { $0.subscribers.removeValue(forKey: id) }
+    }
+
+    /// Tells every open stream whose revision changed.
+    private func notifyChanged() {
+        let changed: [(@Sendable (ConfigHint) -> Void, ConfigHint)] = state.withLock { state in
+            var changed: [(@Sendable (ConfigHint) -> Void, ConfigHint)] = []
+            for (id, subscriber) in state.subscribers {
+                let current = revision(agent: subscriber.agent, subscriber.labels, state: state)
+                // Only a new revision is news: a generation alone changes nothing an agent would fetch.
+                guard current != subscriber.sent?.revision else { continue }
+                let hint = ConfigHint(revision: current, generation: state.set.generation)!
+                state.subscribers[id]?.sent = hint
+                changed.append((subscriber.notify, hint))
+            }
+            return changed
+        }
+        for (notify, hint) in changed { notify(hint) }
+    }
+}

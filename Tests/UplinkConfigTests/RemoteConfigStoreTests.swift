@@ -74,8 +74,12 @@ struct RemoteConfigStoreTests {
         #expect(store.trial() == .valid(trial))
         var clean = trial
         clean.cleanShutdown = true
+        clean.serials = ["base": 3, "gpu": 1]
         try store.saveTrial(clean)
         #expect(store.trial() == .valid(clean))
+        // A marker without serials (as written before they were added) reads with none.
+        try AtomicFile.write(Array(#"{"clean_shutdown":false,"generation":17,"rev":"\#(digest.prefixed)","started_at_ms":5,"version":1}"#.utf8), to: store.trialPath)
+        #expect(store.trial() == .valid(.init(revision: digest, generation: 17, startedAtMilliseconds: 5)))
         try store.removeTrial()
         #expect(store.trial() == .absent)
         try store.removeTrial()

@@ -74,8 +74,12 @@ struct RemoteConfigStoreTests {
         #expect(store.trial() == .valid(trial))
         var clean = trial
         clean.cleanShutdown = true
+        clean.serials = ["base": 3, "gpu": 1]
         try store.saveTrial(clean)
         #expect(store.trial() == .valid(clean))
+        // A marker without serials (as written before they were added) reads with none.
+        try AtomicFile.write(Array(#"{"clean_shutdown":false,"generation":17,"rev":"\#(digest.prefixed)","started_at_ms":5,"version":1}"#.utf8), to: store.trialPath)
+        #expect(store.trial() == .valid(.init(revision: digest, generation: 17, startedAtMilliseconds: 5)))
         try store.removeTrial()
         #expect(store.trial() == .absent)
         try store.removeTrial()
@@ -156,7 +160,7 @@ struct RemoteConfigStoreTests {
         #expect(RemoteStateFiles.list(store.setsDirectory).isEmpty)
     }
 
-    @Test("A switch interrupted before its rename leaves the old set current; the next save completes")
+    @Test("A switch interrupted before its rename leaves the old set current; prepare() clears the leftovers")
     func interruptedSwitch() throws {
         let store = try makeStore()
         let first = try Self.documentSet(["base": ("sources: {}\n", 1)])
@@ -167,6 +171,13 @@ struct RemoteConfigStoreTests {
         try FileManager.default.createDirectory(atPath: half, withIntermediateDirectories: false)
         _ = FileManager.default.createFile(atPath: half + "/manifest.json", contents: Data("{\"vers".utf8))
         symlink("sets/" + second.revision.hex, store.currentPath + ".tmp")
+        #expect(store.lastKnownGood() == .valid(first))
+
+        // At the next start, prepare() removes the leftovers; the old set is still current.
+        try AtomicFile.write([1], to: store.trialPath + ".tmp")
+        try store.prepare()
+        #expect(RemoteStateFiles.list(store.setsDirectory) == [first.revision.hex])
+        #expect(RemoteStateFiles.list(store.directory).sorted() == ["blobs", "current", "sets"])
         #expect(store.lastKnownGood() == .valid(first))
 
         try store.saveLastKnownGood(second)

@@ -79,6 +79,22 @@ struct RemoteConfigManifestTests {
         #expect(reason.hasPrefix("the manifest is invalid"))
     }
 
+    @Test("A manifest that trickles past the request timeout (on the client's clock): failed")
+    func manifestDeadline() async throws {
+        let server = TestHTTPServer { _ in .stall(status: 200, headers: [], body: Array("{\"version\"".utf8)) }
+        try await server.start()
+        let clock = ManualClock()
+        let timeouts = RemoteConfigClient.Timeouts(connect: .seconds(5), readIdle: .seconds(600), request: .seconds(30))
+        let result = try await T.withClient(url: server.url, timeouts: timeouts, clock: clock) { client in
+            let task = Task { await client.fetchManifest(previousETag: nil) }
+            #expect(await eventually { server.requests.count == 1 && clock.sleepers == 1 })
+            clock.advance(by: .seconds(30))
+            return await task.value
+        }
+        #expect(result == .failed("the request took longer than 30.0 seconds"))
+        await server.stop()
+    }
+
     @Test("No collector listening: failed, nothing else")
     func noCollector() async throws {
         let port = try TestNginx.freeLoopbackPort()

@@ -13,11 +13,12 @@ enum RemoteConfigTesting {
     /// Runs `body` with a client of `url` and shuts the client down afterwards.
     static func withClient<T: Sendable>(
         url: String, labels: [String: String] = [:], timeouts: RemoteConfigClient.Timeouts = .init(),
-        tls: UplinkTLS = UplinkTLS(), _ body: (RemoteConfigClient) async throws -> T
+        tls: UplinkTLS = UplinkTLS(), clock: any Clock<Duration> = ContinuousClock(),
+        _ body: (RemoteConfigClient) async throws -> T
     ) async throws -> T {
         let client = RemoteConfigClient(
             uplink: UplinkConfiguration(url: url, agentID: agentID, token: token, tls: tls), labels: labels,
-            timeouts: timeouts, logger: Logger(label: "remote-config-test"))
+            timeouts: timeouts, logger: Logger(label: "remote-config-test"), clock: clock)
         do {
             let result = try await body(client)
             try await client.shutdown()
@@ -51,6 +52,11 @@ enum RemoteConfigTesting {
 
     static func contents(_ path: String) -> [UInt8]? {
         FileManager.default.contents(atPath: path).map { Array($0) }
+    }
+
+    /// The digest of the file at `path` (what tests compare: a failure then prints two digests, not two blobs).
+    static func digest(_ path: String) -> SHA256Digest? {
+        contents(path).map { SHA256Digest(of: $0) }
     }
 
     static func write(_ bytes: [UInt8], to path: String) {

@@ -83,8 +83,9 @@ public struct RemoteConfigStore: Sendable {
     var pinPath: String { directory + "/pin" }
     var currentPath: String { directory + "/current" }
 
-    /// Creates `remote/`, `remote/blobs/` and `remote/sets/` (0700; existing ones are set to 0700). The state directory
-    /// itself must exist.
+    /// Creates `remote/`, `remote/blobs/` and `remote/sets/` (0700; existing ones are set to 0700) and removes what
+    /// an interrupted write left (`*.tmp` in `remote/` and `sets/`). The state directory itself must exist. Call it
+    /// once at start, before anything else of the store.
     public func prepare() throws(Failure) {
         for path in [directory, blobsDirectory, setsDirectory] {
             if mkdir(path, 0o700) != 0 {
@@ -95,6 +96,11 @@ public struct RemoteConfigStore: Sendable {
                 if info.st_mode & 0o7777 != 0o700, chmod(path, 0o700) != 0 {
                     throw Failure(operation: "chmod 0700", path: path, errno: errno)
                 }
+            }
+        }
+        for parent in [directory, setsDirectory] {
+            for name in RemoteStateFiles.list(parent) where name.hasSuffix(".tmp") {
+                RemoteStateFiles.removeTree(parent + "/" + name)
             }
         }
         RemoteStateFiles.syncDirectory(directory)
@@ -243,12 +249,19 @@ public struct RemoteConfigStore: Sendable {
         public var startedAtMilliseconds: Int64
         /// Set when the agent stopped cleanly during the probation (inconclusive, rather than a crash).
         public var cleanShutdown: Bool
+        /// Each document's serial in the set on probation (`DocumentSet.serials`): a crash marks the revision bad with
+        /// them, so the same documents re-signed without a new serial stay bad too.
+        public var serials: [String: UInt64]
 
-        public init(revision: SHA256Digest, generation: UInt64, startedAtMilliseconds: Int64, cleanShutdown: Bool = false) {
+        public init(
+            revision: SHA256Digest, generation: UInt64, startedAtMilliseconds: Int64, cleanShutdown: Bool = false,
+            serials: [String: UInt64] = [:]
+        ) {
             self.revision = revision
             self.generation = generation
             self.startedAtMilliseconds = startedAtMilliseconds
             self.cleanShutdown = cleanShutdown
+            self.serials = serials
         }
     }
 
@@ -256,16 +269,18 @@ public struct RemoteConfigStore: Sendable {
         RemoteStateFiles.readJSON(trialPath, as: TrialFile.self).flatMap { file -> StoredState<Trial> in
             guard file.version == Self.version else { return .invalid("version \(file.version), not \(Self.version)") }
             guard let revision = SHA256Digest(prefixed: file.rev) else { return .invalid("'\(file.rev)' is not a revision") }
+            let serials = file.serials ?? [:]
+            guard serials.keys.allSatisfy(ConfigEnvelope.isValidName) else { return .invalid("a document name is not valid") }
             return .valid(Trial(
                 revision: revision, generation: file.generation, startedAtMilliseconds: file.startedAtMs,
-                cleanShutdown: file.cleanShutdown))
+                cleanShutdown: file.cleanShutdown, serials: serials))
         }
     }
 
     public func saveTrial(_ trial: Trial) throws(Failure) {
         let file = TrialFile(
             version: Self.version, rev: trial.revision.prefixed, generation: trial.generation,
-            startedAtMs: trial.startedAtMilliseconds, cleanShutdown: trial.cleanShutdown)
+            startedAtMs: trial.startedAtMilliseconds, cleanShutdown: trial.cleanShutdown, serials: trial.serials)
         try RemoteStateFiles.writeJSON(file, to: trialPath)
     }
 
@@ -371,9 +386,11 @@ struct TrialFile: Codable {
     var generation: UInt64
     var startedAtMs: Int64
     var cleanShutdown: Bool
+    /// Absent in markers written before it was added.
+    var serials: [String: UInt64]?
 
     enum CodingKeys: String, CodingKey {
-        case version, rev, generation
+        case version, rev, generation, serials
         case startedAtMs = "started_at_ms"
         case cleanShutdown = "clean_shutdown"
     }

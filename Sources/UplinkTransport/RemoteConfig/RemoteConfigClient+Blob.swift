@@ -107,7 +107,7 @@ extension RemoteConfigClient {
         progress?(BlobProgress(bytesWritten: length, totalBytes: size))
         let download: BlobDownload
         do throws(BlobDownloadFailure) {
-            download = try await receive(
+            download = try await receiveWithinDeadline(
                 digest, size: size, into: file, length: length, hasher: prefixHasher, progress: progress)
         } catch {
             switch error {
@@ -123,6 +123,24 @@ extension RemoteConfigClient {
         // Closes the file whether it succeeds or not.
         try await Self.onThreadPool { () throws(BlobDownloadFailure) in try file.moveIntoPlace() }
         return download
+    }
+
+    /// `receive` bounded by `timeouts.request`.
+    private func receiveWithinDeadline(
+        _ digest: SHA256Digest, size: Int, into file: BlobPartFile, length: Int, hasher: SHA256Hasher,
+        progress: (@Sendable (BlobProgress) -> Void)?
+    ) async throws(BlobDownloadFailure) -> BlobDownload {
+        do {
+            return try await withinRequestDeadline {
+                try await self.receive(digest, size: size, into: file, length: length, hasher: hasher, progress: progress)
+            }
+        } catch let failure as BlobDownloadFailure {
+            throw failure
+        } catch is RequestDeadlineExceeded {
+            throw .transport(RequestDeadlineExceeded.description(timeouts.request))
+        } catch {
+            throw .cancelled
+        }
     }
 
     /// The request and its body, into the open `.part` that holds `length` bytes hashing to `hasher`'s state; returns

@@ -12,8 +12,9 @@ import UplinkWire
 ///
 /// It reaches the collector the way the uplink does (`uplink.url`, TLS and mTLS with certificates read again when they
 /// change, the proxy, the token, the `Uplink-Agent` header) with a client of its own, because its requests have a read
-/// timeout and a deadline and the stream's must not. It never waits on its own: no retries, no polling; the caller
-/// decides when to ask again (a hint line, the poll interval). Call `shutdown()` when done.
+/// timeout and a deadline and the stream's must not. It makes one request per call: no retries, no polling; the
+/// caller decides when to ask again (a hint line, the poll interval). Call `shutdown()` when done (AsyncHTTPClient
+/// requires it before the client is released).
 public final class RemoteConfigClient: Sendable {
     /// How long a request may take. Every remote configuration request is small (a manifest is at most 64 KiB, a
     /// document at most `remote_config.max_document_bytes`), so a collector that stops answering is given up on.
@@ -22,10 +23,14 @@ public final class RemoteConfigClient: Sendable {
         public var connect: Duration
         /// The longest pause between two reads of the answer (head or body). Default 30 s.
         public var readIdle: Duration
-        /// The whole request, body included (a body trickling in a byte at a time ends here). Default 5 min.
+        /// The whole request, body included (a body trickling in a byte at a time ends here), measured on the
+        /// client's clock. Default 5 min.
         public var request: Duration
 
-        public init(connect: Duration = .seconds(5), readIdle: Duration = .seconds(30), request: Duration = .seconds(300)) {
+        public init(
+            connect: Duration = UplinkConfiguration.defaultConnectTimeout, readIdle: Duration = .seconds(30),
+            request: Duration = .seconds(300)
+        ) {
             self.connect = connect
             self.readIdle = readIdle
             self.request = request
@@ -52,20 +57,26 @@ public final class RemoteConfigClient: Sendable {
     /// `remote_config.labels`, sent as `Uplink-Labels: k=v,k=v` (sorted by key) with `GET /v1/config`.
     public let labels: [String: String]
     public let timeouts: Timeouts
+    /// What `timeouts.request` is measured on.
+    let clock: any Clock<Duration>
     let client: HTTPClient
     let logger: Logger
     private let tlsReloader: TLSReloader?
 
     /// - Parameters:
+    ///   - clock: what `timeouts.request` is measured on (tests advance a manual one). The connect and read-idle
+    ///     timeouts are the HTTP client's, on its event loop.
     ///   - eventLoopGroup: where the client's connections live (the agent passes its uplink's loop).
     public init(
         uplink: UplinkConfiguration, labels: [String: String] = [:], timeouts: Timeouts = Timeouts(), logger: Logger,
+        clock: any Clock<Duration> = ContinuousClock(),
         eventLoopGroup: any EventLoopGroup = MultiThreadedEventLoopGroup.singleton
     ) {
         self.uplink = uplink
         self.labels = labels
         self.timeouts = timeouts
         self.logger = logger
+        self.clock = clock
         var configuration = Uplink.clientConfiguration(uplink)
         configuration.timeout = .init(connect: TimeAmount(timeouts.connect), read: TimeAmount(timeouts.readIdle))
         client = HTTPClient(eventLoopGroup: eventLoopGroup, configuration: configuration)
@@ -86,6 +97,16 @@ public final class RemoteConfigClient: Sendable {
     /// answers `304` while it is unchanged. The body is read up to `ConfigManifest.maximumBytes`; a longer one is given
     /// up on while it streams.
     public func fetchManifest(previousETag: String?) async -> ManifestResult {
+        do {
+            return try await withinRequestDeadline { await self.requestManifest(previousETag: previousETag) }
+        } catch is RequestDeadlineExceeded {
+            return .failed(RequestDeadlineExceeded.description(timeouts.request))
+        } catch {
+            return .failed("cancelled")
+        }
+    }
+
+    private func requestManifest(previousETag: String?) async -> ManifestResult {
         var extra = HTTPHeaders()
         if !labels.isEmpty { extra.add(name: "Uplink-Labels", value: Self.labelsHeader(labels)) }
         if let previousETag { extra.add(name: "If-None-Match", value: previousETag) }
@@ -165,21 +186,40 @@ public final class RemoteConfigClient: Sendable {
             }
         }
         do {
-            return try await client.execute(request, deadline: .now() + TimeAmount(timeouts.request), logger: logger)
+            // No deadline here: AsyncHTTPClient's ends at the response head; `withinRequestDeadline` covers the body.
+            return try await client.execute(request, deadline: .distantFuture, logger: logger)
         } catch {
             throw RequestFailure(description: describe(error))
         }
     }
 
     func describe(_ error: any Error) -> String {
-        if let error = error as? HTTPClientError {
-            switch error {
-            case .readTimeout: return "no data from the collector for \(timeouts.readIdle) (read timeout)"
-            case .deadlineExceeded: return "the request took longer than \(timeouts.request)"
-            default: break
-            }
+        if let error = error as? HTTPClientError, error == .readTimeout {
+            return "no data from the collector for \(timeouts.readIdle) (read timeout)"
         }
         return UplinkDriver.describe(error, connectTimeout: timeouts.connect)
+    }
+
+    /// `timeouts.request` passed before the request and its body were done.
+    struct RequestDeadlineExceeded: Error {
+        static func description(_ limit: Duration) -> String { "the request took longer than \(limit)" }
+    }
+
+    /// Runs `operation` (a request and the reading of its body), cancelling it when `timeouts.request` has passed on
+    /// the clock; then throws `RequestDeadlineExceeded`. Returns once `operation` has ended either way.
+    func withinRequestDeadline<R: Sendable>(_ operation: @escaping @Sendable () async throws -> R) async throws -> R {
+        let clock = self.clock
+        let limit = timeouts.request
+        return try await withThrowingTaskGroup(of: R?.self) { group in
+            group.addTask { try await operation() }
+            group.addTask {
+                try await clock.sleep(for: limit)
+                return nil
+            }
+            defer { group.cancelAll() }
+            guard let first = try await group.next(), let result = first else { throw RequestDeadlineExceeded() }
+            return result
+        }
     }
 
     /// The readable start of an error answer's body (what a proxy says), if any.

@@ -1,0 +1,94 @@
+import NIOPosix
+import UplinkRemoteConfig
+import UplinkTransport
+
+extension RemoteConfigStore {
+    /// Why the set a manifest names is not on disk.
+    public enum DownloadFailure: Error, Sendable, Equatable, CustomStringConvertible {
+        /// The manifest lists a document larger than `remote_config.max_document_bytes`: nothing was downloaded.
+        case documentTooLarge(name: String, size: Int, limit: Int)
+        /// The manifest lists an envelope larger than `ConfigEnvelope.maximumBytes`: nothing was downloaded.
+        case envelopeTooLarge(name: String, size: Int)
+        /// A blob could not be downloaded (its `.part` is kept or not as `BlobDownloadFailure` says).
+        case blob(name: String, part: DocumentSet.Part, BlobDownloadFailure)
+        /// The downloads are there but are not the set (changed on disk meanwhile, or an envelope that does not parse).
+        case invalidSet(DocumentSet.Invalid)
+
+        public var description: String {
+            switch self {
+            case .documentTooLarge(let name, let size, let limit):
+                "document '\(name)' is \(size) bytes, more than remote_config.max_document_bytes (\(limit))"
+            case .envelopeTooLarge(let name, let size):
+                "the envelope of '\(name)' is \(size) bytes, more than \(ConfigEnvelope.maximumBytes)"
+            case .blob(let name, let part, let failure):
+                "\(part == .document ? "document" : "the envelope of") '\(name)': \(failure)"
+            case .invalidSet(let invalid):
+                invalid.description
+            }
+        }
+    }
+
+    /// Downloads every document and envelope `manifest` names into `blobs/` with `client` (one at a time; each
+    /// resumes its `.part`; blobs already there are not fetched again), after removing every other download (a
+    /// `.part` of an earlier manifest is of no use), and reads the set back, checked against the manifest.
+    ///
+    /// Sizes are checked before anything is fetched: a document above `maximumDocumentBytes` or an envelope above
+    /// `ConfigEnvelope.maximumBytes` fails the whole set. Nothing here verifies signatures or applies anything.
+    ///
+    /// - Parameter progress: the bytes on disk of all the set's blobs, of their total, after each part written.
+    public func download(
+        _ manifest: ConfigManifest, with client: RemoteConfigClient, maximumDocumentBytes: Int,
+        progress: (@Sendable (BlobProgress) -> Void)? = nil
+    ) async throws(DownloadFailure) -> DocumentSet {
+        for document in manifest.documents {
+            guard document.size <= maximumDocumentBytes else {
+                throw .documentTooLarge(name: document.name, size: document.size, limit: maximumDocumentBytes)
+            }
+            guard document.signatureSize <= ConfigEnvelope.maximumBytes else {
+                throw .envelopeTooLarge(name: document.name, size: document.signatureSize)
+            }
+        }
+        let blobs = Set(manifest.documents.flatMap { [$0.sha256, $0.signatureSHA256] })
+        await Self.blocking { self.pruneBlobs(keeping: blobs) }
+
+        let parts = manifest.documents.flatMap { document -> [(ConfigManifest.Document, DocumentSet.Part)] in
+            [(document, .document), (document, .envelope)]
+        }
+        let total = parts.reduce(0) { $0 + ($1.1 == .document ? $1.0.size : $1.0.signatureSize) }
+        var done = 0
+        for (document, part) in parts {
+            let digest = part == .document ? document.sha256 : document.signatureSHA256
+            let size = part == .document ? document.size : document.signatureSize
+            let before = done
+            do throws(BlobDownloadFailure) {
+                _ = try await client.downloadBlob(digest, size: size, into: blobsDirectory) { blob in
+                    progress?(BlobProgress(bytesWritten: before + blob.bytesWritten, totalBytes: total))
+                }
+            } catch {
+                throw .blob(name: document.name, part: part, error)
+            }
+            done += size
+        }
+        let result = await Self.blocking { () -> Result<DocumentSet, DocumentSet.Invalid> in
+            do throws(DocumentSet.Invalid) {
+                return .success(try DocumentSet(manifest: manifest, blobsIn: self))
+            } catch {
+                return .failure(error)
+            }
+        }
+        switch result {
+        case .success(let set): return set
+        case .failure(let invalid): throw .invalidSet(invalid)
+        }
+    }
+
+    /// Runs blocking file work on NIO's thread pool (here when the pool is not running, or the task was cancelled
+    /// before the work started).
+    static func blocking<T: Sendable>(_ body: @escaping @Sendable () -> T) async -> T {
+        do {
+            return try await NIOThreadPool.singleton.runIfActive(body)
+        } catch {
+            return body()
+        }
+    }
+}

@@ -212,33 +212,25 @@ extension RemoteConfigAgent {
             }
             return
         }
-        for document in manifest.documents {
-            if document.size > settings.maxDocumentBytes {
-                return refuse(revision, "document '\(document.name)' is \(document.size) bytes, more than max_document_bytes (\(settings.maxDocumentBytes))")
-            }
-            if document.signatureSize > ConfigEnvelope.maximumBytes {
-                return refuse(revision, "the envelope of '\(document.name)' is \(document.signatureSize) bytes, more than \(ConfigEnvelope.maximumBytes)")
-            }
-        }
-        // Downloads: a failure is retried at the next look (the `.part` files resume).
-        for document in manifest.documents {
-            for (digest, size) in [(document.sha256, document.size), (document.signatureSHA256, document.signatureSize)] {
-                do {
-                    _ = try await client.downloadBlob(digest, size: size, into: store.blobsDirectory)
-                } catch {
-                    logger.warning("cannot download the remote configuration yet; trying again later", metadata: [
-                        "blob": "\(digest.prefixed)", "reason": "\(error)",
-                    ])
-                    update { $0.error = "download of \(digest.hex.prefix(12)): \(error)" }
-                    return
-                }
-            }
-        }
         let set: RemoteConfigStore.DocumentSet
         do {
-            set = try RemoteConfigStore.DocumentSet(manifest: manifest, blobsIn: store)
+            try store.prepare()
+            set = try await store.download(manifest, with: client, maximumDocumentBytes: settings.maxDocumentBytes)
+        } catch let failure as RemoteConfigStore.DownloadFailure {
+            switch failure {
+            case .documentTooLarge, .envelopeTooLarge, .invalidSet:
+                return refuse(revision, failure.description)
+            case .blob:
+                // Retried at the next look; the `.part` files resume.
+                logger.warning("cannot download the remote configuration yet; trying again later", metadata: [
+                    "revision": "\(revision.prefixed)", "reason": "\(failure)",
+                ])
+                update { $0.error = "download: \(failure)" }
+                return
+            }
         } catch {
-            return refuse(revision, error.description)
+            update { $0.error = "\(error)" }
+            return
         }
         if let known = bad.matching(set) {
             update {
@@ -308,7 +300,8 @@ extension RemoteConfigAgent {
         let nowMilliseconds = WallClock.nowNanoseconds() / 1_000_000
         do {
             try store.saveTrial(RemoteConfigStore.Trial(
-                revision: revision, generation: set.manifest.generation, startedAtMilliseconds: nowMilliseconds))
+                revision: revision, generation: set.manifest.generation, startedAtMilliseconds: nowMilliseconds,
+                serials: set.serials))
         } catch {
             // Without the marker a crash during probation would not roll back: do not start one.
             update { $0.error = "cannot write the trial marker: \(error)" }
@@ -338,9 +331,9 @@ extension RemoteConfigAgent {
         switch verdict {
         case .pending:
             // Stopped during the probation: inconclusive, tried again after the next start.
-            var trial = RemoteConfigStore.Trial(
-                revision: revision, generation: set.manifest.generation, startedAtMilliseconds: nowMilliseconds)
-            trial.cleanShutdown = true
+            let trial = RemoteConfigStore.Trial(
+                revision: revision, generation: set.manifest.generation, startedAtMilliseconds: nowMilliseconds,
+                cleanShutdown: true, serials: set.serials)
             try? store.saveTrial(trial)
         case .passed(let skipped):
             do {
@@ -421,7 +414,8 @@ extension RemoteConfigAgent {
             if !trial.cleanShutdown {
                 var bad = store.badRevisions().value ?? RemoteConfigStore.BadRevisions()
                 let reason = "the agent stopped during the probation of this revision (a crash or a kill)"
-                bad.add(RemoteConfigStore.BadRevision(revision: trial.revision, serials: [:], reason: reason, atMilliseconds: now))
+                bad.add(RemoteConfigStore.BadRevision(
+                    revision: trial.revision, serials: trial.serials, reason: reason, atMilliseconds: now))
                 do {
                     try store.saveBadRevisions(bad)
                 } catch {

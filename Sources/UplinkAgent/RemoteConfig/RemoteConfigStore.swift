@@ -87,6 +87,10 @@ public struct RemoteConfigStore: Sendable {
     /// an interrupted write left (`*.tmp` in `remote/` and `sets/`). The state directory itself must exist. Call it
     /// once at start, before anything else of the store.
     public func prepare() throws(Failure) {
+        // The agent's state directory may not exist yet: remote sources start before the agent made it.
+        if let failure = Directories.create(AtomicFile.parentDirectory(of: directory), mode: 0o755) {
+            throw Failure(operation: "create directory", path: failure.path, errno: failure.errno)
+        }
         for path in [directory, blobsDirectory, setsDirectory] {
             if mkdir(path, 0o700) != 0 {
                 guard errno == EEXIST else { throw Failure(operation: "create directory", path: path, errno: errno) }

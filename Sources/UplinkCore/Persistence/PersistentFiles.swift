@@ -21,17 +21,9 @@ public struct PersistentBufferError: Error, CustomStringConvertible, Sendable {
 enum PersistentFiles {
     /// Creates `path` and its missing parents (mode 0700: buffered records may be sensitive).
     static func makeDirectories(_ path: String) throws(PersistentBufferError) {
-        var prefix = path.hasPrefix("/") ? "/" : ""
-        for component in path.split(separator: "/", omittingEmptySubsequences: true) {
-            prefix += component
-            if mkdir(prefix, 0o700) != 0 && errno != EEXIST {
-                throw PersistentBufferError(operation: "create directory", path: prefix, errno: errno)
-            }
-            prefix += "/"
+        if let failure = Directories.create(path, mode: 0o700) {
+            throw PersistentBufferError(operation: "create directory", path: failure.path, errno: failure.errno)
         }
-        let fd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
-        guard fd >= 0 else { throw PersistentBufferError(operation: "open directory", path: path, errno: errno) }
-        close(fd)
     }
 
     /// The names of the entries in `directory`.

@@ -1,4 +1,5 @@
 import ArgumentParser
+import UplinkAgent
 import UplinkCore
 import UplinkRemoteConfig
 
@@ -21,8 +22,9 @@ struct ConfigCommand: ParsableCommand {
                   --expires 180d documents/modbus.yaml        # writes documents/modbus.yaml.sig
               uplink config verify --trusted-key ops-2026.pub --agent-id edge-1 --label site=berlin-3 \\
                   documents/modbus.yaml
+              uplink config pin --config /etc/uplink/uplink.yaml    # on a box: ignore remote documents
             """,
-        subcommands: [Keygen.self, Sign.self, Verify.self]
+        subcommands: [Keygen.self, Sign.self, Verify.self, Pin.self, Unpin.self]
     )
 
     /// `uplink config keygen`.
@@ -208,6 +210,58 @@ struct ConfigCommand: ParsableCommand {
                 throw ExitCode(1)
             }
         }
+    }
+}
+
+extension ConfigCommand {
+    /// `uplink config pin`.
+    struct Pin: ParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Break glass on a box: ignore remote documents until `uplink config unpin`.",
+            discussion: """
+                Writes state_dir/remote/pin. Reload (systemctl reload uplink) or restart the agent for it to take \
+                effect: it stops its remote sources, runs its local file only and reports the state pinned. The \
+                last-known-good set stays on disk. Exits 0 when the box is pinned.
+                """)
+
+        @Option(name: .shortAndLong, help: "The agent's configuration file (for agent.state_dir).")
+        var config: String = "/etc/uplink/uplink.yaml"
+
+        func run() throws {
+            let store = try ConfigCommand.store(config)
+            do {
+                try store.prepare()
+                try store.pin(atMilliseconds: WallClock.nowNanoseconds() / 1_000_000)
+            } catch {
+                throw CommandFailure("cannot pin: \(error)")
+            }
+            print("pinned: remote documents are ignored on this box (\(store.directory)/pin); restart or reload the agent")
+        }
+    }
+
+    /// `uplink config unpin`.
+    struct Unpin: ParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Take remote documents again after `uplink config pin`.")
+
+        @Option(name: .shortAndLong, help: "The agent's configuration file (for agent.state_dir).")
+        var config: String = "/etc/uplink/uplink.yaml"
+
+        func run() throws {
+            let store = try ConfigCommand.store(config)
+            do {
+                try store.unpin()
+            } catch {
+                throw CommandFailure("cannot unpin: \(error)")
+            }
+            print("unpinned: remote documents are taken again (restart or reload the agent)")
+        }
+    }
+
+    /// The remote configuration state of the agent configured in `path`.
+    static func store(_ path: String) throws -> RemoteConfigStore {
+        let file = try ConfigurationLoading.load(path).file
+        return RemoteConfigStore(stateDirectory: file.agent.stateDirectory)
     }
 }
 

@@ -20,7 +20,8 @@ struct RemoteConfigEndToEndTests {
         var agentLog: OutputCollector?
         let client = HTTPClient(eventLoopGroupProvider: .singleton)
 
-        init() throws {
+        /// - Parameter probation: `remote_config.probation`.
+        init(probation: String = "3s") throws {
             root = try Harness.temporaryDirectory("remote-e2e")
             collectorPort = try FreePort.pick()
             agentPort = try FreePort.pick()
@@ -45,7 +46,7 @@ struct RemoteConfigEndToEndTests {
                   - { name: local-load, type: load, interval: 1s }
                 remote_config:
                   enabled: true
-                  probation: 3s
+                  probation: \(probation)
                   trusted_keys: [\(root)/keys/ops.pub]
                   labels: { site: lab }
                   allow:
@@ -177,6 +178,70 @@ struct RemoteConfigEndToEndTests {
                     let body = try? await response.body.collect(upTo: 1 << 20)
                 else { return false }
                 return String(buffer: body).contains("rolled_back")
+            }, "\(fleet.logs)")
+        } catch {
+            await fleet.stop()
+            throw error
+        }
+        await fleet.stop()
+    }
+}
+
+extension RemoteConfigEndToEndTests {
+    @Test("a kill during probation: the next start runs the last-known-good and never retries that revision; pin stops remote sources")
+    func killDuringProbation() async throws {
+        // A long probation: every kill below lands inside it, however slowly this machine answers.
+        let fleet = try Fleet(probation: "20s")
+        let logFile = fleet.root + "/logs/app.log"
+        try "line-1\n".write(toFile: logFile, atomically: true, encoding: .utf8)
+        try fleet.document("logs", serial: 1, """
+            sources:
+              - { name: app, type: tail, paths: ["\(logFile)"], start_at: beginning }
+            """)
+        try fleet.assign(generation: 1, ["logs"])
+        try fleet.startCollector()
+        try fleet.startAgent()
+        do {
+            #expect(await eventually(timeout: .seconds(120)) { await fleet.remoteState().state == "applied" }, "\(fleet.logs)")
+            let lastKnownGood = try FileManager.default.destinationOfSymbolicLink(atPath: fleet.root + "/state/remote/current")
+            // Runs, bounded: each assigns a new revision (a second tail source, a new serial), kills the agent while
+            // that revision is on probation, and starts it again as systemd would.
+            var generator = SystemRandomNumberGenerator()
+            for run in 1...20 {
+                try fleet.document("extra", serial: run, """
+                    sources:
+                      - { name: extra-\(run), type: tail, paths: ["\(fleet.root)/logs/extra.log"] }
+                    """)
+                try fleet.assign(generation: 1 + run, ["logs", "extra"])
+                kill(fleet.collector!.processIdentifier, SIGHUP)
+                #expect(await eventually(timeout: .seconds(30)) { await fleet.remoteState().state == "applying" }, "run \(run): \(fleet.logs)")
+                // At a random point of the probation's first seconds (the kill is what is random, not a wait).
+                try await Task.sleep(for: .milliseconds(Int.random(in: 0..<2_500, using: &generator)))
+                kill(fleet.agent!.processIdentifier, SIGKILL)
+                fleet.agent!.waitUntilExit()
+                try fleet.startAgent()
+                #expect(await eventually(timeout: .seconds(30)) { await fleet.remoteState().state == "rolled_back" }, "run \(run): \(fleet.logs)")
+                let state = await fleet.remoteState()
+                #expect(state.error?.contains("stopped during the probation") == true, "run \(run): \(state)")
+                #expect(state.sources.sorted() == ["app", "local-load"], "run \(run): the last-known-good runs")
+                #expect(try FileManager.default.destinationOfSymbolicLink(atPath: fleet.root + "/state/remote/current") == lastKnownGood)
+            }
+            #expect(fleet.storedMessages(source: "app") == ["line-1"], "each start resumed the tail from its checkpoint")
+
+            // Break glass: pin, reload: the remote sources stop; unpin, reload: the assignment is applied again.
+            #expect(try UplinkBinary.run(["config", "pin", "--config", fleet.root + "/agent.yaml"]).status == 0)
+            kill(fleet.agent!.processIdentifier, SIGHUP)
+            #expect(await eventually(timeout: .seconds(30)) {
+                let state = await fleet.remoteState()
+                return state.state == "pinned" && state.sources == ["local-load"]
+            }, "\(fleet.logs)")
+            #expect(try UplinkBinary.run(["config", "unpin", "--config", fleet.root + "/agent.yaml"]).status == 0)
+            try fleet.assign(generation: 100, ["logs"])
+            kill(fleet.collector!.processIdentifier, SIGHUP)
+            kill(fleet.agent!.processIdentifier, SIGHUP)
+            #expect(await eventually(timeout: .seconds(60)) {
+                let state = await fleet.remoteState()
+                return state.state == "applying" && state.sources.sorted() == ["app", "local-load"]
             }, "\(fleet.logs)")
         } catch {
             await fleet.stop()

@@ -115,7 +115,20 @@ public final class RemoteConfigAgent<C: Clock<Duration>>: Service, Sendable wher
     /// Asks the collector for the manifest and acts on the answer.
     public func check() async {
         if store.isPinned {
-            update { $0.state = .pinned }
+            // Break glass: the remote sources stop (the last-known-good stays on disk for `unpin`).
+            if await !configuration.remote.isEmpty {
+                logger.warning("remote configuration pinned: remote sources stopped, remote documents ignored")
+                _ = await configuration.replaceRemote(with: [])
+            }
+            state.withLock {
+                $0.effective = nil
+                $0.etag = nil  // after `unpin`, the assigned set is fetched and applied anew
+            }
+            update {
+                $0.state = .pinned
+                $0.effective = nil
+            }
+            await reportStatus()
             return
         }
         let local = await configuration.local

@@ -250,3 +250,39 @@ extension RemoteConfigEndToEndTests {
         await fleet.stop()
     }
 }
+
+extension RemoteConfigEndToEndTests {
+    @Test("the collector away during probation: no rollback (the acknowledgement is skipped), the status arrives after it is back")
+    func collectorDownDuringProbation() async throws {
+        let fleet = try Fleet(probation: "5s")
+        let logFile = fleet.root + "/logs/app.log"
+        try "line-1\n".write(toFile: logFile, atomically: true, encoding: .utf8)
+        try fleet.document("logs", serial: 1, """
+            sources:
+              - { name: app, type: tail, paths: ["\(logFile)"], start_at: beginning }
+            """)
+        try fleet.assign(generation: 1, ["logs"])
+        try fleet.startCollector()
+        try fleet.startAgent()
+        do {
+            #expect(await eventually(timeout: .seconds(60)) { await fleet.remoteState().state == "applying" }, "\(fleet.logs)")
+            fleet.collector!.terminate()
+            fleet.collector!.waitUntilExit()
+            #expect(await eventually(timeout: .seconds(60)) { await fleet.remoteState().state == "applied" }, "\(fleet.logs)")
+            #expect(FileManager.default.fileExists(atPath: fleet.root + "/state/remote/current"))
+            try fleet.startCollector()
+            #expect(await eventually(timeout: .seconds(60)) {
+                guard let response = try? await fleet.client.execute(
+                    HTTPClientRequest(url: "http://127.0.0.1:\(fleet.collectorPort)/v1/fleet"), timeout: .seconds(5)),
+                    let body = try? await response.body.collect(upTo: 1 << 20)
+                else { return false }
+                return String(buffer: body).contains("\"applied\"")
+            }, "\(fleet.logs)")
+            #expect(await eventually(timeout: .seconds(30)) { fleet.storedMessages(source: "app") == ["line-1"] }, "\(fleet.logs)")
+        } catch {
+            await fleet.stop()
+            throw error
+        }
+        await fleet.stop()
+    }
+}

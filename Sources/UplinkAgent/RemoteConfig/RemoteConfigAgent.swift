@@ -77,10 +77,13 @@ public final class RemoteConfigAgent<C: Clock<Duration>>: Service, Sendable wher
     public var status: RemoteConfigStatus { state.withLock { $0.status } }
 
     /// The collector named the revision it assigns (the stream's `Uplink-Config` header or `config` line): look now,
-    /// unless that revision runs already.
+    /// unless that revision runs already (or was refused) and the collector has the current status (a stream that
+    /// starts after the collector was away is when a status it missed gets delivered).
     public func hint(revision: SHA256Digest) {
-        let runs = state.withLock { $0.effective?.revision == revision || $0.refused[revision] != nil }
-        if !runs { wake.signal() }
+        let settled = state.withLock { state in
+            (state.effective?.revision == revision || state.refused[revision] != nil) && state.status.report == state.reported
+        }
+        if !settled { wake.signal() }
     }
 
     /// The local file was reloaded: what was refused may pass now (a key or an allowed path was added), and what
@@ -146,7 +149,7 @@ public final class RemoteConfigAgent<C: Clock<Duration>>: Service, Sendable wher
         let etag = state.withLock { $0.etag }
         switch await client.fetchManifest(previousETag: etag) {
         case .notModified:
-            return
+            break
         case .nothingAssigned, .unsupported:
             // Never a reason to remove what runs.
             update { status in if status.state == .disabled { status.state = .idle } }

@@ -20,8 +20,10 @@ struct RemoteConfigEndToEndTests {
         var agentLog: OutputCollector?
         let client = HTTPClient(eventLoopGroupProvider: .singleton)
 
-        /// - Parameter probation: `remote_config.probation`.
-        init(probation: String = "3s") throws {
+        /// - Parameters:
+        ///   - probation: `remote_config.probation`.
+        ///   - collectorRequiresSignature: `collector.remote_config.require_signature`.
+        init(probation: String = "3s", collectorRequiresSignature: Bool = true) throws {
             root = try Harness.temporaryDirectory("remote-e2e")
             collectorPort = try FreePort.pick()
             agentPort = try FreePort.pick()
@@ -37,6 +39,7 @@ struct RemoteConfigEndToEndTests {
                   stdout: false
                   remote_config:
                     dir: \(root)/fleet
+                    require_signature: \(collectorRequiresSignature)
                     trusted_keys: [\(root)/keys/ops.pub]
                 """, to: "collector.yaml")
             try write("""
@@ -61,11 +64,11 @@ struct RemoteConfigEndToEndTests {
             try (text + "\n").write(toFile: root + "/" + path, atomically: true, encoding: .utf8)
         }
 
-        /// Writes `documents/<name>.yaml` and signs it with `uplink config sign`.
-        func document(_ name: String, serial: Int, _ text: String) throws {
+        /// Writes `documents/<name>.yaml` and signs it with `uplink config sign` (with `key`, by default the trusted one).
+        func document(_ name: String, serial: Int, key: String = "ops", _ text: String) throws {
             try write(text, to: "fleet/documents/\(name).yaml")
             let sign = try UplinkBinary.run([
-                "config", "sign", "--key", root + "/keys/ops.key", "--serial", "\(serial)", "--audience", "labels.site=lab",
+                "config", "sign", "--key", root + "/keys/\(key).key", "--serial", "\(serial)", "--audience", "labels.site=lab",
                 "--expires", "30d", root + "/fleet/documents/\(name).yaml",
             ])
             precondition(sign.status == 0, sign.standardError)
@@ -279,6 +282,49 @@ extension RemoteConfigEndToEndTests {
                 return String(buffer: body).contains("\"applied\"")
             }, "\(fleet.logs)")
             #expect(await eventually(timeout: .seconds(30)) { fleet.storedMessages(source: "app") == ["line-1"] }, "\(fleet.logs)")
+        } catch {
+            await fleet.stop()
+            throw error
+        }
+        await fleet.stop()
+    }
+}
+
+extension RemoteConfigEndToEndTests {
+    @Test("documents the box refuses leave what runs untouched: an untrusted key; an exec outside allow.exec never runs")
+    func refusedDocuments() async throws {
+        // A collector that does not check signatures: the box is what refuses.
+        let fleet = try Fleet(collectorRequiresSignature: false)
+        #expect(try UplinkBinary.run(["config", "keygen", "--out", fleet.root + "/keys/rogue"]).status == 0)
+        let marker = fleet.root + "/exec-ran"
+        try fleet.document("rogue", serial: 1, key: "rogue", """
+            sources:
+              - { name: other, type: tail, paths: ["\(fleet.root)/logs/other.log"] }
+            """)
+        try fleet.assign(generation: 1, ["rogue"])
+        try fleet.startCollector()
+        try fleet.startAgent()
+        do {
+            #expect(await eventually(timeout: .seconds(60)) { await fleet.remoteState().state == "failed" }, "\(fleet.logs)")
+            var state = await fleet.remoteState()
+            #expect(state.error?.contains("signed with key 'rogue', which is not in remote_config.trusted_keys") == true, "\(state)")
+            #expect(state.sources == ["local-load"])
+
+            // Signed by the trusted key, but the command line is not the one allow.exec names (one argument more).
+            try fleet.document("probe", serial: 1, """
+                sources:
+                  - { name: probe, type: exec, command: ["\(fleet.root)/missing-probe", "1", "2"], interval: 1s }
+                  - { name: touch, type: exec, command: [/usr/bin/touch, "\(marker)"], interval: 1s }
+                """)
+            try fleet.assign(generation: 2, ["probe"])
+            kill(fleet.collector!.processIdentifier, SIGHUP)
+            #expect(await eventually(timeout: .seconds(60)) {
+                await fleet.remoteState().error?.contains("remote_config.allow.exec") == true
+            }, "\(fleet.logs)")
+            state = await fleet.remoteState()
+            #expect(state.state == "failed" && state.sources == ["local-load"], "\(state)")
+            #expect(!FileManager.default.fileExists(atPath: marker), "no process of a refused document was started")
+            #expect(!FileManager.default.fileExists(atPath: fleet.root + "/state/remote/current"), "nothing became last-known-good")
         } catch {
             await fleet.stop()
             throw error

@@ -105,7 +105,7 @@ struct RemoteConfigSectionTests {
             "test.yaml:11:18: remote_config.trusted_keys[0]: 'keys/ops.pub' is not an absolute path (hint: give the key file's full path, e.g. /etc/uplink/fleet-keys/ops.pub)",
             "test.yaml:11:32: remote_config.trusted_keys[1]: cannot read the public key: errno 2 (No such file or directory) (hint: a public key file from `uplink config keygen` (PREFIX.pub))",
             "test.yaml:12:13: remote_config.labels.bad label: invalid label name 'bad label' (letters, digits, '.', '_' and '-')",
-            "test.yaml:12:35: remote_config.labels.site: invalid label value 'two words': at most 255 bytes, without whitespace or control characters",
+            "test.yaml:12:35: remote_config.labels.site: invalid label value 'two words': at most 255 bytes, without whitespace, control characters, ',' or '='",
             "test.yaml:14:20: remote_config.allow.source_types[0]: the generator kind cannot be allowed remotely (it exists for load tests)",
             "test.yaml:14:31: remote_config.allow.source_types[1]: unknown source type 'cpuu' (hint: did you mean 'cpu'? known types: cpu, memory, load, uptime, network, diskio, disk, thermal, hwmon, power, sysfs, exec, tail, journald)",
             "test.yaml:15:18: remote_config.allow.tail_paths[0]: 'var/log/*.log' is a relative path; only absolute paths are allowed (hint: an absolute glob pattern such as /var/log/app/**)",

@@ -132,7 +132,7 @@ extension UplinkFile {
             DocumentedKey(
                 "labels", "mapping of strings", default: "none",
                 "This agent's labels (`site: berlin-3`), reported to the collector and checked against a document's audience. "
-                    + "Label names: letters, digits, `.`, `_`, `-`, at most 63."),
+                    + "Label names: letters, digits, `.`, `_`, `-`, at most 63; values: no whitespace, `,` or `=`."),
             DocumentedKey(
                 "allow.source_types", "list of source types (not `generator`)", default: "none",
                 "The kinds a remote source may be. Empty: no remote source is accepted."),
@@ -221,10 +221,11 @@ extension UplinkFile.RemoteConfigSection {
                     continue
                 }
                 guard let value = decoder.string(entry.value, at: labels.path(entry.name)) else { continue }
-                if UplinkFile.AgentSection.identifierProblem(value) != nil {
+                // Labels travel as `Uplink-Labels: name=value,name=value`: a value cannot hold the separators.
+                if UplinkFile.AgentSection.identifierProblem(value) != nil || value.contains(",") || value.contains("=") {
                     decoder.report(
                         .invalidValue, at: entry.value.mark, path: labels.path(entry.name),
-                        "invalid label value '\(value)': at most 255 bytes, without whitespace or control characters")
+                        "invalid label value '\(value)': at most 255 bytes, without whitespace, control characters, ',' or '='")
                     continue
                 }
                 remote.labels[entry.name] = value

@@ -1,4 +1,5 @@
 import Logging
+import NIOPosix
 import ServiceLifecycle
 import Synchronization
 import UplinkCore
@@ -230,7 +231,7 @@ extension RemoteConfigAgent {
         }
         let set: RemoteConfigStore.DocumentSet
         do {
-            try store.prepare()
+            try await onThreadPool { [store] in try store.prepare() }
             set = try await store.download(manifest, with: client, maximumDocumentBytes: settings.maxDocumentBytes)
         } catch let failure as RemoteConfigStore.DownloadFailure {
             switch failure {
@@ -315,9 +316,10 @@ extension RemoteConfigAgent {
         let revision = set.revision
         let nowMilliseconds = WallClock.nowNanoseconds() / 1_000_000
         do {
-            try store.saveTrial(RemoteConfigStore.Trial(
+            let trial = RemoteConfigStore.Trial(
                 revision: revision, generation: set.manifest.generation, startedAtMilliseconds: nowMilliseconds,
-                serials: set.serials))
+                serials: set.serials)
+            try await onThreadPool { [store] in try store.saveTrial(trial) }
         } catch {
             // Without the marker a crash during probation would not roll back: do not start one.
             update { $0.error = "cannot write the trial marker: \(error)" }
@@ -350,16 +352,18 @@ extension RemoteConfigAgent {
             let trial = RemoteConfigStore.Trial(
                 revision: revision, generation: set.manifest.generation, startedAtMilliseconds: nowMilliseconds,
                 cleanShutdown: true, serials: set.serials)
-            try? store.saveTrial(trial)
+            try? await onThreadPool { [store] in try store.saveTrial(trial) }
         case .passed(let skipped):
             do {
-                try store.saveLastKnownGood(set)
-                try store.saveSeen(seenNow)
-                try store.removeTrial()
+                try await onThreadPool { [store] in
+                    try store.saveLastKnownGood(set)
+                    try store.saveSeen(seenNow)
+                    try store.removeTrial()
+                    store.pruneBlobs(keeping: set.blobs)
+                }
             } catch {
                 logger.error("the remote configuration passed its probation but cannot be kept: \(error)")
             }
-            store.pruneBlobs(keeping: set.blobs)
             state.withLock { $0.effective = set }
             logger.info("remote configuration passed its probation", metadata: [
                 "revision": "\(revision.prefixed)", "skipped": "\(skipped)",
@@ -373,10 +377,13 @@ extension RemoteConfigAgent {
             _ = await configuration.replaceRemote(with: previous)
             bad.add(RemoteConfigStore.BadRevision(
                 revision: revision, serials: set.serials, reason: reason, atMilliseconds: WallClock.nowNanoseconds() / 1_000_000))
+            let badNow = bad
             do {
-                try store.saveBadRevisions(bad)
-                try store.saveSeen(seenNow)
-                try store.removeTrial()
+                try await onThreadPool { [store] in
+                    try store.saveBadRevisions(badNow)
+                    try store.saveSeen(seenNow)
+                    try store.removeTrial()
+                }
             } catch {
                 logger.error("cannot record the rolled-back remote configuration: \(error)")
             }
@@ -390,6 +397,12 @@ extension RemoteConfigAgent {
                 $0.error = reason
             }
         }
+    }
+
+    /// Runs `body` (files written and flushed to disk) on NIO's thread pool: blocking calls stay off the executor
+    /// the agent's tasks share.
+    private func onThreadPool<T: Sendable>(_ body: @escaping @Sendable () throws -> T) async throws -> T {
+        try await NIOThreadPool.singleton.runIfActive(body)
     }
 
     /// What probation reads: the watched sources' health, the local sources' drops, the stream and the ring.

@@ -107,6 +107,15 @@ struct RemoteConfigEndToEndTests {
             return (try? JSONSerialization.jsonObject(with: Data(body.readableBytesView))) as? [String: Any]
         }
 
+        /// The collector's `/v1/fleet` as text, nil while it does not answer.
+        func collectorFleet() async -> String? {
+            guard let response = try? await client.execute(
+                HTTPClientRequest(url: "http://127.0.0.1:\(collectorPort)/v1/fleet"), timeout: .seconds(5)),
+                let body = try? await response.body.collect(upTo: 1 << 20)
+            else { return nil }
+            return String(buffer: body)
+        }
+
         func remoteState() async -> (state: String?, error: String?, sources: [String]) {
             let status = await agentStatus()
             let remote = status?["remote_config"] as? [String: Any]
@@ -175,13 +184,7 @@ struct RemoteConfigEndToEndTests {
             #expect(fleet.storedMessages(source: "app") == (1...6).map { "line-\($0)" })
 
             // The collector heard how it went (POST /v1/config/status).
-            #expect(await eventually(timeout: .seconds(30)) {
-                guard let response = try? await fleet.client.execute(
-                    HTTPClientRequest(url: "http://127.0.0.1:\(fleet.collectorPort)/v1/fleet"), timeout: .seconds(5)),
-                    let body = try? await response.body.collect(upTo: 1 << 20)
-                else { return false }
-                return String(buffer: body).contains("rolled_back")
-            }, "\(fleet.logs)")
+            #expect(await eventually(timeout: .seconds(30)) { await fleet.collectorFleet()?.contains("rolled_back") == true }, "\(fleet.logs)")
         } catch {
             await fleet.stop()
             throw error
@@ -274,13 +277,7 @@ extension RemoteConfigEndToEndTests {
             #expect(await eventually(timeout: .seconds(60)) { await fleet.remoteState().state == "applied" }, "\(fleet.logs)")
             #expect(FileManager.default.fileExists(atPath: fleet.root + "/state/remote/current"))
             try fleet.startCollector()
-            #expect(await eventually(timeout: .seconds(60)) {
-                guard let response = try? await fleet.client.execute(
-                    HTTPClientRequest(url: "http://127.0.0.1:\(fleet.collectorPort)/v1/fleet"), timeout: .seconds(5)),
-                    let body = try? await response.body.collect(upTo: 1 << 20)
-                else { return false }
-                return String(buffer: body).contains("\"applied\"")
-            }, "\(fleet.logs)")
+            #expect(await eventually(timeout: .seconds(60)) { await fleet.collectorFleet()?.contains("\"applied\"") == true }, "\(fleet.logs)")
             #expect(await eventually(timeout: .seconds(30)) { fleet.storedMessages(source: "app") == ["line-1"] }, "\(fleet.logs)")
         } catch {
             await fleet.stop()

@@ -94,24 +94,12 @@ enum RemoteStateFiles {
 
     /// The names in `directory` (without `.` and `..`); empty when it cannot be read.
     static func list(_ directory: String) -> [String] {
-        guard let handle = opendir(directory) else { return [] }
-        defer { closedir(handle) }
-        var names: [String] = []
-        while let entry = readdir(handle) {
-            let name = withUnsafeBytes(of: entry.pointee.d_name) { bytes in
-                String(decoding: bytes.prefix { $0 != 0 }, as: UTF8.self)
-            }
-            if name != "." && name != ".." { names.append(name) }
-        }
-        return names
+        (try? Directories.list(directory).get()) ?? []
     }
 
     /// Flushes a directory's entries (after a create, rename or unlink), best effort.
     static func syncDirectory(_ path: String) {
-        let fd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
-        guard fd >= 0 else { return }
-        while fsync(fd) != 0 && errno == EINTR {}
-        _ = systemClose(fd)
+        Directories.sync(path)
     }
 
     /// The target of the symlink `path`; nil when it is not a symlink or cannot be read.

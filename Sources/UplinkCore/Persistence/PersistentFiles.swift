@@ -28,18 +28,10 @@ enum PersistentFiles {
 
     /// The names of the entries in `directory`.
     static func list(_ directory: String) throws(PersistentBufferError) -> [String] {
-        guard let handle = opendir(directory) else {
-            throw PersistentBufferError(operation: "list", path: directory, errno: errno)
+        switch Directories.list(directory) {
+        case .success(let names): return names
+        case .failure(let failure): throw PersistentBufferError(operation: "list", path: directory, errno: failure.errno)
         }
-        defer { closedir(handle) }
-        var names: [String] = []
-        while let entry = readdir(handle) {
-            let name = withUnsafeBytes(of: entry.pointee.d_name) { bytes in
-                String(decoding: bytes.prefix { $0 != 0 }, as: UTF8.self)
-            }
-            if name != "." && name != ".." { names.append(name) }
-        }
-        return names
     }
 
     static func openForReading(_ path: String) throws(PersistentBufferError) -> Int32 {
@@ -99,10 +91,7 @@ enum PersistentFiles {
 
     /// Flushes a directory's entries (after a create, rename or unlink), best effort.
     static func syncDirectory(_ path: String) {
-        let fd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
-        guard fd >= 0 else { return }
-        sync(fd)
-        close(fd)
+        Directories.sync(path)
     }
 
     /// Replaces `path` with `bytes` (`AtomicFile.write`, mode 0600: buffered records may be sensitive).

@@ -3,8 +3,8 @@
 #
 #   fuzz/run.sh TARGET [RUNS] [libFuzzer flags...]
 #
-# TARGET: wire-line, line-splitter, stream-processor, ack-line, stream-headers, decompress, config, remote-document or
-# config-line. RUNS: inputs to run (default 1000000; 0 runs until a crash or Ctrl-C). Builds uplink-fuzz with -sanitize=fuzzer,address into
+# TARGET: wire-line, line-splitter, stream-processor, ack-line, stream-headers, decompress, config, remote-document,
+# config-line or signed-config. RUNS: inputs to run (default 1000000; 0 runs until a crash or Ctrl-C). Builds uplink-fuzz with -sanitize=fuzzer,address into
 # .build-fuzz (a release build of its dependencies the first time: several minutes), keeps the corpus in
 # fuzz/corpus/TARGET (seeded from the target's seeds) and writes crashing inputs to fuzz/crashes/TARGET.
 # Linking needs lld (the toolchain's ld.lld; gold fails on the sanitizer runtimes): set LLD to use another.

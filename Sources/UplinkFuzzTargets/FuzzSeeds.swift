@@ -42,6 +42,16 @@ extension FuzzTarget {
                 #"{"config_status":{"desired":"\#(revision)","effective":null,"lkg":"\#(revision)","state":"rolled_back","error":"tail \u00e9: denied","generation":3}}"#,
                 #"{"config_status":{"state":"applied"}}"#, #"{"config_status":{"state":"applied","state":"failed"}}"#,
             ].map { Array($0.utf8) }
+        case .signedConfig:
+            let digest = String(repeating: "ab", count: 32)
+            return [
+                #"{"alg":"ed25519","audience":{"agent":"edge-*","labels":{"site":"berlin-*"}},"key_id":"ops-2026","name":"modbus","#
+                    + #""not_after":"2027-05-27T00:00:00Z","serial":42,"sha256":"\#(digest)","sig":""#
+                    + String(repeating: "A", count: 86) + #"==","size":2311}"#,
+                #"{"documents":[{"name":"base","sha256":"\#(digest)","sig_sha256":"\#(digest)","sig_size":300,"size":1}],"#
+                    + #""generation":17,"rev":"sha256:00","version":1}"#,
+                #"{"documents":[],"generation":0,"rev":"sha256:e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855","version":1}"#,
+            ].map { Array($0.utf8) }
         case .decompress:
             // Valid bodies of each encoding (a flush after each line), and the lines themselves as plain text.
             let text = Self.wireLines.joined(separator: "\n") + "\n"
@@ -73,6 +83,13 @@ extension FuzzTarget {
                 #""config""#, #""rev""#, #""generation""#, #""config_status""#, #""desired""#, #""effective""#, #""lkg""#,
                 #""state""#, #""error""#, #""applied""#, #""rolled_back""#, "sha256:", "rev=", "generation=", ", ", "null",
                 "9223372036854775807", "9223372036854775808", "{", "}", ":", ",", " ", "\\u0000",
+            ]
+        case .signedConfig:
+            strings = [
+                #""alg""#, #""ed25519""#, #""key_id""#, #""name""#, #""sha256""#, #""size""#, #""serial""#, #""audience""#,
+                #""agent""#, #""labels""#, #""not_after""#, #""sig""#, #""documents""#, #""sig_sha256""#, #""sig_size""#,
+                #""generation""#, #""rev""#, #""version""#, "sha256:", "2027-02-30T00:00:00Z", "9999-12-31T23:59:59Z",
+                "18446744073709551615", "18446744073709551616", "-1", "==", "{", "}", "[", "]", ":", ",", "\\u0000",
             ]
         case .ackLine:
             strings = [#""ack""#, #""resume""#, #""heartbeat""#, ":", "{", "}", " ", "\t", "9223372036854775807", "0", "-"]

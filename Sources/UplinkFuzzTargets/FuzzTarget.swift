@@ -34,6 +34,10 @@ public enum FuzzTarget: String, CaseIterable, Sendable {
     /// The remote configuration lines (`ConfigHint.parse`, the `Uplink-Config` header, `ConfigStatus.parse`):
     /// what they accept is well formed and writes back to an equal value.
     case configLine = "config-line"
+    /// The signed remote configuration's JSON (`ConfigEnvelope(json:)`, `ConfigManifest(json:)`): what they accept
+    /// is well formed (valid names and digests, a manifest's revision matching its documents) and writes back to an
+    /// equal value; an accepted envelope's signature never verifies with a key that did not make it.
+    case signedConfig = "signed-config"
 
     /// Runs the target on one input.
     public func run(_ data: UnsafeRawBufferPointer) {
@@ -47,6 +51,7 @@ public enum FuzzTarget: String, CaseIterable, Sendable {
         case .remoteDocument: FuzzChecks.remoteDocument(data)
         case .decompress: FuzzChecks.decompress(data)
         case .configLine: FuzzChecks.configLine(data)
+        case .signedConfig: FuzzChecks.signedConfig(data)
         }
     }
 
@@ -207,6 +212,31 @@ enum FuzzChecks {
         // Only spaces and tabs may separate what the writer writes.
         let stripped = data.filter { $0 != UInt8(ascii: " ") && $0 != UInt8(ascii: "\t") }
         require(stripped == Array(buffer.readableBytesView), "a non-canonical line was accepted")
+    }
+
+    // MARK: signed-config
+
+    /// A key no fuzz input was signed with.
+    static let unrelatedKey = Ed25519.SecretKey(seed: [UInt8](repeating: 7, count: 32))!.publicKey
+
+    static func signedConfig(_ data: UnsafeRawBufferPointer) {
+        let bytes = Array(data)
+        if let envelope = try? ConfigEnvelope(json: bytes) {
+            require(ConfigEnvelope.isValidName(envelope.name), "an envelope with an invalid name was accepted")
+            require(envelope.signature.count == 64, "an envelope with a malformed signature was accepted")
+            require(ConfigEnvelope.seconds(rfc3339: ConfigEnvelope.rfc3339(envelope.notAfter)) == envelope.notAfter,
+                "not_after does not write back")
+            require((try? ConfigEnvelope(json: envelope.json)) == envelope, "an envelope does not write back")
+            require(!unrelatedKey.isValidSignature(envelope.signature, for: envelope.signedBytes),
+                "a signature verified with a key that did not make it")
+        }
+        if let manifest = try? ConfigManifest(json: bytes) {
+            require(manifest.documents.count <= ConfigManifest.maximumDocuments, "too many documents were accepted")
+            require(Set(manifest.documents.map(\.name)).count == manifest.documents.count, "a name twice was accepted")
+            require(manifest.documents.allSatisfy { ConfigEnvelope.isValidName($0.name) && $0.size >= 0 },
+                "a malformed document entry was accepted")
+            require((try? ConfigManifest(json: manifest.json)) == manifest, "a manifest does not write back")
+        }
     }
 
     // MARK: config-line

@@ -72,6 +72,14 @@ public enum SeriesCatalog {
                 + "compression ratio."),
         .init("uplink_sources_running", .gauge, "Sources whose task runs."),
         .init("uplink_sources_ended", .gauge, "Sources that returned or failed (the log says why)."),
+        .init(
+            "uplink_sources_failing", .gauge,
+            "Running sources whose last report is a failure (a sample, a read or opening a file failed; uplink status "
+                + "says why)."),
+        .init(
+            "uplink_remote_config_state", .gauge,
+            "1 for the remote configuration's state (disabled, idle, applying, applied, failed, rolled_back, pinned), "
+                + "0 for the others; all 0 without remote_config."),
         .init("uplink_start_time_seconds", .gauge, "When the agent started (Unix time)."),
         .init("uplink_buffer_disk_bytes", .gauge, "With buffer.persist: bytes in the segment files."),
         .init(

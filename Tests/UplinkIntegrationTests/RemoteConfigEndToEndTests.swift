@@ -164,6 +164,10 @@ struct RemoteConfigEndToEndTests {
             #expect(await eventually(timeout: .seconds(30)) { fleet.storedMessages(source: "app").count == 5 }, "\(fleet.logs)")
             #expect(FileManager.default.fileExists(atPath: fleet.root + "/state/remote/current"))
             #expect(await fleet.remoteState().sources.sorted() == ["app", "local-load"])
+            let metrics = try await fleet.client.execute(
+                HTTPClientRequest(url: "http://127.0.0.1:\(fleet.agentPort)/metrics"), timeout: .seconds(5)
+            ).body.collect(upTo: 1 << 20)
+            #expect(String(buffer: metrics).contains(#"uplink_remote_config_state{state="applied"} 1"#))
 
             // A new assignment with a broken exec: the hint brings it, probation fails, the previous set runs again.
             try fleet.assign(generation: 2, ["logs", "probe"])

@@ -101,6 +101,11 @@ final class AgentObserver: Sendable {
         started.record(Self.seconds(WallClock.nowNanoseconds()) - (ContinuousClock.now - startedAt).seconds)
         let sourcesRunning = registry.gauge("uplink_sources_running")
         let sourcesEnded = registry.gauge("uplink_sources_ended")
+        let sourcesFailing = registry.gauge("uplink_sources_failing")
+        let remoteStates = Dictionary(
+            uniqueKeysWithValues: RemoteConfigStatus.State.allCases.map { state in
+                (state, registry.gauge("uplink_remote_config_state", labels: [("state", state.rawValue)]))
+            })
         return exposition.addScrapeHook { [self] in
             let ring = agent.ring.statistics(oldestPrefixBytes: NDJSONFrameEncoder.timestampPrefixBytes)
             let stream = agent.uplink.statistics()
@@ -115,6 +120,9 @@ final class AgentObserver: Sendable {
             let sources = agent.sourceSupervisor.sourceStates
             sourcesRunning.record(Int64(sources.filter { $0.started && !$0.ended }.count))
             sourcesEnded.record(Int64(sources.filter(\.ended).count))
+            sourcesFailing.record(Int64(sources.filter { $0.health.state == .failing }.count))
+            let remote = agent.remoteConfigStatus.withLock { $0 }?()
+            for (state, gauge) in remoteStates { gauge.record(Int64(remote?.state == state ? 1 : 0)) }
         }
     }
 }

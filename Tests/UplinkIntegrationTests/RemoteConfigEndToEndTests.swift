@@ -139,6 +139,11 @@ struct RemoteConfigEndToEndTests {
             try? await client.shutdown()
         }
 
+        /// Whether the agent logged that the source `name` stopped (a reload that changes or removes it stops it).
+        func agentStopped(source name: String) -> Bool {
+            (agentLog?.text ?? "").split(separator: "\n").contains { $0.contains("source stopped") && $0.contains("source=\(name)") }
+        }
+
         var logs: String { "agent:\n\(agentLog?.text ?? "")\ncollector:\n\(collectorLog?.text ?? "")" }
     }
 
@@ -176,6 +181,7 @@ struct RemoteConfigEndToEndTests {
             let rolledBack = await fleet.remoteState()
             #expect(rolledBack.error?.contains("probe") == true, "\(rolledBack)")
             #expect(rolledBack.sources.sorted() == ["app", "local-load"], "the last-known-good runs again")
+            #expect(!fleet.agentStopped(source: "app"), "the unchanged tail source was never restarted")
             let bad = (try? String(contentsOfFile: fleet.root + "/state/remote/bad.json", encoding: .utf8)) ?? ""
             #expect(bad.contains("probe"), "the reason is remembered: \(bad)")
 

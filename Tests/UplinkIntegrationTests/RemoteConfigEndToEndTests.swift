@@ -339,3 +339,36 @@ extension RemoteConfigEndToEndTests {
         await fleet.stop()
     }
 }
+
+extension RemoteConfigEndToEndTests {
+    @Test("a clean stop during probation is inconclusive: after the start the same revision is tried again, not marked bad")
+    func cleanStopDuringProbation() async throws {
+        let fleet = try Fleet(probation: "30s")
+        try fleet.document("logs", serial: 1, """
+            sources:
+              - { name: app, type: tail, paths: ["\(fleet.root)/logs/app.log"] }
+            """)
+        try fleet.assign(generation: 1, ["logs"])
+        try fleet.startCollector()
+        try fleet.startAgent()
+        do {
+            #expect(await eventually(timeout: .seconds(60)) { await fleet.remoteState().state == "applying" }, "\(fleet.logs)")
+            fleet.agent!.terminate()
+            fleet.agent!.waitUntilExit()
+            #expect(fleet.agent!.terminationStatus == 0)
+            let trial = (try? String(contentsOfFile: fleet.root + "/state/remote/trial.json", encoding: .utf8)) ?? ""
+            #expect(trial.contains("true"), "the marker says the stop was clean: \(trial)")
+            try fleet.startAgent()
+            #expect(await eventually(timeout: .seconds(60)) {
+                let state = await fleet.remoteState()
+                return state.state == "applying" && state.sources.sorted() == ["app", "local-load"]
+            }, "\(fleet.logs)")
+            let bad = (try? String(contentsOfFile: fleet.root + "/state/remote/bad.json", encoding: .utf8)) ?? ""
+            #expect(!bad.contains("probation"), "not remembered as bad: \(bad)")
+        } catch {
+            await fleet.stop()
+            throw error
+        }
+        await fleet.stop()
+    }
+}

@@ -352,7 +352,12 @@ extension RemoteConfigAgent {
             let trial = RemoteConfigStore.Trial(
                 revision: revision, generation: set.manifest.generation, startedAtMilliseconds: nowMilliseconds,
                 cleanShutdown: true, serials: set.serials)
-            try? await onThreadPool { [store] in try store.saveTrial(trial) }
+            // Here, not on the thread pool: the task is being cancelled, and the agent is stopping anyway.
+            do {
+                try store.saveTrial(trial)
+            } catch {
+                logger.warning("stopped during a probation, and cannot mark it as a clean stop: \(error)")
+            }
         case .passed(let skipped):
             do {
                 try await onThreadPool { [store] in

@@ -32,8 +32,8 @@ public final class Agent: Sendable {
     let eventLoop: any EventLoop
     /// Where the status reads the remote configuration's state (set by whoever runs a `RemoteConfigAgent`).
     let remoteConfigStatus = Mutex<(@Sendable () -> RemoteConfigStatus)?>(nil)
-    /// The collector's remote configuration hints from every uplink this agent runs (a reload's successor too).
-    public let configHints = ConfigHintRelay()
+    /// The streams' remote configuration traffic (hints in, status out), shared by every uplink this agent runs.
+    public let remoteConfigRelay = RemoteConfigRelay()
 
     /// `ring`: a ring built by the caller (`Agent.open` passes one backed by the persistent buffer).
     public init(configuration: AgentConfiguration, logger: Logger, httpClient: HTTPClient? = nil, ring: RecordRing? = nil) {
@@ -47,7 +47,7 @@ public final class Agent: Sendable {
         self.uplinkHost = UplinkHost(
             Uplink(
                 configuration: configuration.uplink, ring: ring, logger: logger, httpClient: httpClient, eventLoop: eventLoop,
-                configHints: configHints),
+                remoteConfig: remoteConfigRelay),
             logger: logger)
         // Stopping runs code that has not run before (checkpoints, closing streams): the ring's free pages go back
         // first, so that it does not come on top of them (after a drained backlog, the whole ring).

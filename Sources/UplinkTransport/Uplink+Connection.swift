@@ -26,6 +26,8 @@ extension UplinkDriver {
         self.pair = pair
         pending = ByteBuffer()
         inFlight.reset()
+        configAdvertised = false
+        configStatusSent = 0
         waitingForAcknowledgements = false
         compressor = makeCompressor()
 

@@ -47,6 +47,10 @@ final class UplinkDriver {
     private var rejectionDetail: String?
     private var endedCleanly = false
     private var stopping = false
+    /// The current stream's collector sent `Uplink-Config`: it reads `config_status` lines.
+    var configAdvertised = false
+    /// The version of the status line the current stream carried (`RemoteConfigRelay.publishedVersion`).
+    var configStatusSent: UInt64 = 0
 
     init(uplink: Uplink, client: HTTPClient, loop: any EventLoop) {
         self.uplink = uplink
@@ -71,6 +75,10 @@ final class UplinkDriver {
 
     /// Opens the first stream.
     func start() {
+        // A status published while this uplink runs is written at once (as new data would be).
+        let driver = bound
+        let loop = self.loop
+        uplink.remoteConfig?.onStatusPublished { loop.execute { driver.value.handle(.dataAvailable) } }
         perform(machine.start(now: .now))
         publishState()
         scheduleTimer()
@@ -128,6 +136,9 @@ final class UplinkDriver {
                 return
             }
             perform(machine.responseHead(connection, status: status, now: now))
+        case .configAdvertised(let connection):
+            guard connection == machine.currentStream?.connection else { return }
+            configAdvertised = true
         case .ackLine(let connection, .resume(let sequence)):
             perform(machine.resumeReceived(connection, collectorHas: sequence, now: now))
             // A resume acknowledges everything through its sequence: a drain that waited for this stream to open

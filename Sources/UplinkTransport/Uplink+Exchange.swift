@@ -113,7 +113,8 @@ final class UplinkExchange: HTTPClientResponseDelegate {
         if status == 200 {
             report(.responseHead(connection, status: status, detail: nil))
             if let value = head.headers.first(name: "Uplink-Config"), let hint = ConfigHint(headerValue: value) {
-                driver.value.uplink.configHints?.relay(hint)
+                report(.configAdvertised(connection))
+                driver.value.uplink.remoteConfig?.relay(hint)
             }
         } else {
             // A proxy or TLS terminator says why in its body (nginx: "No required SSL certificate was sent").
@@ -139,7 +140,7 @@ final class UplinkExchange: HTTPClientResponseDelegate {
             if let ack = AckLine.parse(line) {
                 report(.ackLine(connection, ack))
             } else if let hint = ConfigHint.parse(line) {
-                driver.value.uplink.configHints?.relay(hint)
+                driver.value.uplink.remoteConfig?.relay(hint)
             }
         }
         return task.eventLoop.makeSucceededVoidFuture()

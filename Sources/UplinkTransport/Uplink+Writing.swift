@@ -12,6 +12,7 @@ extension UplinkDriver {
     /// compression. The ring keeps the uncompressed frames (a reconnect resends them through a fresh context).
     func writeAvailable(takingNewFrames: Bool = true) {
         guard let pair, let connection = machine.currentStream?.connection else { return }
+        if pending.readableBytes == 0, takingNewFrames { writeConfigStatusIfDue(pair, connection) }
         while true {
             var lastSequence: UInt64?
             var bytesWritten = 0
@@ -63,6 +64,23 @@ extension UplinkDriver {
             let loop = self.loop
             if ring.notifyWhenDataAvailable({ loop.execute { driver.value.handle(.dataAvailable) } }) { return }
         }
+    }
+
+    /// Writes the agent's remote configuration status line (`RemoteConfigRelay`) when the collector reads them and
+    /// this stream has not carried the latest one. Called at the start of a write pass, with nothing pending; what
+    /// the pair does not take stays in `pending`, ahead of the records.
+    private func writeConfigStatusIfDue(_ pair: BoundStreamPair, _ connection: ConnectionID) {
+        guard configAdvertised, let relay = uplink.remoteConfig, relay.publishedVersion > configStatusSent else { return }
+        let status = relay.latestStatus
+        configStatusSent = status.version
+        var line = ByteBufferAllocator().buffer(capacity: status.line.count)
+        line.writeBytes(status.line)
+        guard let encoded = encode(line, connection: connection) else { return }
+        pending = encoded
+        let written = pair.write(&pending)
+        note(bytes: written, lineBytes: line.readableBytes, records: 0)
+        _ = machine.wrote(
+            connection, lastSequence: nil, wroteBytes: written > 0, pairFull: pending.readableBytes > 0, now: .now)
     }
 
     /// Writes a heartbeat line. Only called while the uplink can write, so no partial frame is pending.

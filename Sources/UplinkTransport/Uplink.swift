@@ -28,8 +28,8 @@ public final class Uplink: Service {
     let metrics = UplinkMetrics()
     /// Reads `uplink.tls`'s files and reads them again when they change; nil for an `http://` URL.
     let tlsReloader: TLSReloader?
-    /// Where the collector's remote configuration hints go.
-    let configHints: ConfigHintRelay?
+    /// Remote configuration hints in, the agent's status out (nil: none).
+    let remoteConfig: RemoteConfigRelay?
     /// The running driver (to hand over or stop), and whether a hand-over was asked for before it ran.
     private let control = Mutex<(driver: NIOLoopBound<UplinkDriver>?, handOverRequested: Bool)>((nil, false))
 
@@ -48,7 +48,7 @@ public final class Uplink: Service {
         httpClient: HTTPClient? = nil,
         eventLoop: (any EventLoop)? = nil,
         backoffSleep: (@Sendable (Duration) async throws -> Void)? = nil,
-        configHints: ConfigHintRelay? = nil
+        remoteConfig: RemoteConfigRelay? = nil
     ) {
         self.configuration = configuration
         self.ring = ring
@@ -61,7 +61,7 @@ public final class Uplink: Service {
         }
         self.eventLoop = eventLoop ?? httpClient?.eventLoopGroup.next() ?? MultiThreadedEventLoopGroup.singleton.next()
         self.backoffSleep = backoffSleep
-        self.configHints = configHints
+        self.remoteConfig = remoteConfig
         self.tlsReloader = configuration.usesTLS ? TLSReloader(settings: configuration.tls, logger: logger) : nil
     }
 
@@ -144,6 +144,8 @@ public final class Uplink: Service {
 enum UplinkEvent: Sendable {
     typealias ConnectionID = UplinkStateMachine.ConnectionID
     case responseHead(ConnectionID, status: Int, detail: String?)
+    /// The response head carried `Uplink-Config`: the collector reads `config_status` lines.
+    case configAdvertised(ConnectionID)
     case ackLine(ConnectionID, AckLine)
     case streamFailed(ConnectionID, StreamFailure)
     case spaceAvailable(ConnectionID)

@@ -137,7 +137,7 @@ struct RunCommand: AsyncParsableCommand {
                 startup: startup, local: file, store: RemoteConfigStore(stateDirectory: file.agent.stateDirectory),
                 client: client, configuration: running, agent: agent, clock: ContinuousClock(), logger: logger)
             agent.reportRemoteConfig { remoteAgent.status }
-            agent.configHints.deliver { hint in
+            agent.remoteConfigRelay.deliver { hint in
                 if let revision = SHA256Digest(prefixed: hint.revision) { remoteAgent.hint(revision: revision) }
             }
             remote = remoteAgent

@@ -27,7 +27,7 @@ extension Agent {
             await uplinkHost.replace(
                 with: Uplink(
                     configuration: settings, ring: ring, logger: logger, httpClient: suppliedClient, eventLoop: eventLoop,
-                    configHints: configHints))
+                    remoteConfig: remoteConfigRelay))
         }
     }
 

@@ -72,6 +72,8 @@ public final class RemoteConfigAgent<C: Clock<Duration>>: Service, Sendable wher
         self.logger = logger
         self.state = Mutex(State(status: startup.status, effective: startup.set))
         self.created = clock.now
+        // What the start found goes out on the first stream.
+        if let report = startup.status.report { agent.remoteConfigRelay.publish(report) }
     }
 
     /// The status now.
@@ -164,20 +166,28 @@ public final class RemoteConfigAgent<C: Clock<Duration>>: Service, Sendable wher
     }
 
     /// Tells the collector the status when it changed since it last took one (again at the next look when it fails).
+    /// While the stream is up the status travels on it (`RemoteConfigRelay`: a `config_status` line at every change
+    /// and at every stream start); `POST /v1/config/status` is for when it is not.
     private func reportStatus() async {
         let (report, reported) = state.withLock { ($0.status.report, $0.reported) }
         guard let report, report != reported else { return }
+        if agent.uplink.statistics().state == .streaming {
+            state.withLock { $0.reported = report }
+            return
+        }
         if await client.reportStatus(report) {
             state.withLock { $0.reported = report }
         }
     }
 
     private func update(_ change: (inout RemoteConfigStatus) -> Void) {
-        state.withLock { state in
-            let before = state.status.state
+        let published = state.withLock { state -> ConfigStatus? in
+            let before = state.status
             change(&state.status)
-            if state.status.state != before { state.status.sinceMilliseconds = WallClock.nowNanoseconds() / 1_000_000 }
+            if state.status.state != before.state { state.status.sinceMilliseconds = WallClock.nowNanoseconds() / 1_000_000 }
+            return state.status.report != before.report ? state.status.report : nil
         }
+        if let published { agent.remoteConfigRelay.publish(published) }
     }
 }
 

@@ -142,8 +142,15 @@ struct RunCommand: AsyncParsableCommand {
             }
             remote = remoteAgent
         }
+        // A reload also reads the embedded collector's collector.remote_config.dir again (as SIGHUP does for
+        // `uplink collector`), and makes the remote configuration check what runs against the new file.
+        let embeddedCollector = embedded?.collector
         let reloader = ConfigurationReloader(
-            agent: agent, path: config, configuration: running, afterReload: { [remote] in remote?.localFileChanged() },
+            agent: agent, path: config, configuration: running,
+            afterReload: { [remote] in
+                _ = embeddedCollector?.reloadRemoteConfig()
+                remote?.localFileChanged()
+            },
             collectorSection: { _ = CollectorConfiguration.decode($0) },
             signals: await UnixSignalsSequence(trapping: .sighup), logger: logger)
         let group = ServiceGroup(

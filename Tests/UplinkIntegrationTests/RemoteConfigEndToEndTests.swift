@@ -372,3 +372,33 @@ extension RemoteConfigEndToEndTests {
         await fleet.stop()
     }
 }
+
+extension RemoteConfigEndToEndTests {
+    @Test("one process, agent and embedded collector: a SIGHUP reloads both the file and the served directory")
+    func embeddedCollectorReload() async throws {
+        let fleet = try Fleet()
+        let agentFile = try String(contentsOfFile: fleet.root + "/agent.yaml", encoding: .utf8)
+            .replacingOccurrences(of: "uplink: { url: \"http://127.0.0.1:\(fleet.collectorPort)\" }", with: "uplink: { url: embedded }")
+        let collectorFile = try String(contentsOfFile: fleet.root + "/collector.yaml", encoding: .utf8)
+        try fleet.write(agentFile + collectorFile, to: "embedded.yaml")
+        try fleet.document("logs", serial: 1, """
+            sources:
+              - { name: app, type: tail, paths: ["\(fleet.root)/logs/app.log"] }
+            """)
+        try fleet.write("generation: 1\nassign: []", to: "fleet/assignments.yaml")
+        (fleet.agent, fleet.agentLog) = try fleet.start(["run", "--config", fleet.root + "/embedded.yaml"])
+        do {
+            #expect(await eventually(timeout: .seconds(60)) { await fleet.remoteState().state == "idle" }, "\(fleet.logs)")
+            try fleet.assign(generation: 2, ["logs"])
+            kill(fleet.agent!.processIdentifier, SIGHUP)
+            #expect(await eventually(timeout: .seconds(60)) {
+                let state = await fleet.remoteState()
+                return state.state == "applied" && state.sources.sorted() == ["app", "local-load"]
+            }, "\(fleet.logs)")
+        } catch {
+            await fleet.stop()
+            throw error
+        }
+        await fleet.stop()
+    }
+}

@@ -77,6 +77,10 @@ public enum SeriesCatalog {
             "Running sources whose last report is a failure (a sample, a read or opening a file failed; uplink status "
                 + "says why)."),
         .init(
+            "uplink_remote_config_applies_total", .counter,
+            "Revisions of the remote configuration the agent checked, by result: applied (passed its probation), "
+                + "rolled_back (failed it), refused (a check failed before anything was applied)."),
+        .init(
             "uplink_remote_config_state", .gauge,
             "1 for the remote configuration's state (disabled, idle, applying, applied, failed, rolled_back, pinned), "
                 + "0 for the others; all 0 without remote_config."),

@@ -182,6 +182,11 @@ struct RemoteConfigEndToEndTests {
             #expect(rolledBack.error?.contains("probe") == true, "\(rolledBack)")
             #expect(rolledBack.sources.sorted() == ["app", "local-load"], "the last-known-good runs again")
             #expect(!fleet.agentStopped(source: "app"), "the unchanged tail source was never restarted")
+            let counted = try await fleet.client.execute(
+                HTTPClientRequest(url: "http://127.0.0.1:\(fleet.agentPort)/metrics"), timeout: .seconds(5)
+            ).body.collect(upTo: 1 << 20)
+            #expect(String(buffer: counted).contains(#"uplink_remote_config_applies_total{result="rolled_back"} 1"#))
+            #expect(String(buffer: counted).contains(#"uplink_remote_config_applies_total{result="applied"} 1"#))
             let bad = (try? String(contentsOfFile: fleet.root + "/state/remote/bad.json", encoding: .utf8)) ?? ""
             #expect(bad.contains("probe"), "the reason is remembered: \(bad)")
 

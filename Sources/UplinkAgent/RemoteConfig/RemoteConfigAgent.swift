@@ -1,4 +1,5 @@
 import Logging
+import Metrics
 import NIOPosix
 import ServiceLifecycle
 import Synchronization
@@ -273,7 +274,13 @@ extension RemoteConfigAgent {
         await apply(set, sources: remoteSources, local: local, seen: seen, bad: &bad)
     }
 
+    /// Counts one outcome of a revision the box looked at (`uplink_remote_config_applies_total`).
+    private static func count(_ result: String) {
+        Counter(label: "uplink_remote_config_applies_total", dimensions: [("result", result)]).increment()
+    }
+
     private func refuse(_ revision: SHA256Digest, _ reason: String) {
+        Self.count("refused")
         logger.error("remote configuration refused; the running configuration stays", metadata: [
             "revision": "\(revision.prefixed)", "reason": "\(reason)",
         ])
@@ -380,6 +387,7 @@ extension RemoteConfigAgent {
                 logger.error("the remote configuration passed its probation but cannot be kept: \(error)")
             }
             state.withLock { $0.effective = set }
+            Self.count("applied")
             logger.info("remote configuration passed its probation", metadata: [
                 "revision": "\(revision.prefixed)", "skipped": "\(skipped)",
             ])
@@ -403,6 +411,7 @@ extension RemoteConfigAgent {
                 logger.error("cannot record the rolled-back remote configuration: \(error)")
             }
             let restored = state.withLock { $0.effective?.revision }
+            Self.count("rolled_back")
             logger.error("remote configuration failed its probation and was rolled back", metadata: [
                 "revision": "\(revision.prefixed)", "reason": "\(reason)",
             ])

@@ -37,6 +37,8 @@ public final class RemoteConfigAgent<C: Clock<Duration>>: Service, Sendable wher
         var refused: [SHA256Digest: String] = [:]
         /// The last status the collector took.
         var reported: ConfigStatus?
+        /// The local file was reloaded since the last look: the running set is checked against it again.
+        var localFileChanged = false
     }
 
     private let settings: UplinkFile.RemoteConfigSection
@@ -93,7 +95,11 @@ public final class RemoteConfigAgent<C: Clock<Duration>>: Service, Sendable wher
     /// The local file was reloaded: what was refused may pass now (a key or an allowed path was added), and what
     /// runs must still pass the new `allow` (checked at the next look, which this starts).
     public func localFileChanged() {
-        state.withLock { $0.refused = [:] }
+        state.withLock {
+            $0.refused = [:]
+            $0.etag = nil  // what the collector assigns is looked at again under the new file
+            $0.localFileChanged = true
+        }
         wake.signal()
     }
 
@@ -139,7 +145,11 @@ public final class RemoteConfigAgent<C: Clock<Duration>>: Service, Sendable wher
             return
         }
         let local = await configuration.local
-        if let effective = state.withLock({ $0.effective }), let problem = Self.problems(of: effective, local: local, seen: nil, isNewApply: false) {
+        let recheck = state.withLock { state -> RemoteConfigStore.DocumentSet? in
+            defer { state.localFileChanged = false }
+            return state.localFileChanged ? state.effective : nil
+        }
+        if let effective = recheck, let problem = Self.problems(of: effective, local: local, seen: nil, isNewApply: false) {
             // The local file changed under the running set (a key or an allowed path removed): it may not run.
             logger.warning("remote sources removed: the running set no longer passes the local file's checks: \(problem)")
             _ = await configuration.replaceRemote(with: [])

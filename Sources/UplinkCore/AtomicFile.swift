@@ -10,7 +10,7 @@ import Darwin
 /// checkpoints, the persistent buffer's metadata and the collector's ledger are written.
 public enum AtomicFile {
     /// The step that failed, the path it worked on and the `errno` it got.
-    public struct Failure: Error, Sendable, Equatable {
+    public struct Failure: Error, Sendable, Equatable, CustomStringConvertible {
         /// `create`, `write`, `sync` or `rename`.
         public let operation: String
         /// The temporary file (`<path>.tmp`) for every step: the target is only touched by the rename.
@@ -21,6 +21,10 @@ public enum AtomicFile {
             self.operation = operation
             self.path = path
             self.errno = errno
+        }
+
+        public var description: String {
+            "cannot \(operation) \(path): \(String(cString: strerror(errno)))"
         }
     }
 

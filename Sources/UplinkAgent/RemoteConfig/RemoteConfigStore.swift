@@ -43,22 +43,8 @@ extension StoredState: Equatable where Value: Equatable {}
 ///
 /// The calls are blocking file system calls on small files: make them at start, or from NIO's thread pool.
 public struct RemoteConfigStore: Sendable {
-    /// A write that failed: the operation, the path and `errno`.
-    public struct Failure: Error, Sendable, Equatable, CustomStringConvertible {
-        public let operation: String
-        public let path: String
-        public let errno: Int32
-
-        public init(operation: String, path: String, errno: Int32) {
-            self.operation = operation
-            self.path = path
-            self.errno = errno
-        }
-
-        public var description: String {
-            "remote config state: cannot \(operation) \(path): \(String(cString: strerror(errno)))"
-        }
-    }
+    /// A write that failed: the operation, the path and `errno` (the same as `AtomicFile`'s, which most writes use).
+    public typealias Failure = AtomicFile.Failure
 
     /// The state files' format version.
     public static let version = 1

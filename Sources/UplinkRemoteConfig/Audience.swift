@@ -36,10 +36,10 @@ public struct Audience: Sendable, Hashable, Codable {
     /// `agent=edge-*,labels.site=berlin-*`. Throws a sentence that names the bad term.
     public init(selector: String) throws(SelectorError) {
         self.init()
-        let trimmed = selector.split(separator: ",", omittingEmptySubsequences: false)
+        let terms = selector.split(separator: ",", omittingEmptySubsequences: false)
         if selector == "*" { return }
         var sawAgent = false
-        for term in trimmed {
+        for term in terms {
             guard let equals = term.firstIndex(of: "=") else {
                 throw SelectorError(term: String(term), reason: "expected agent=GLOB or labels.NAME=GLOB")
             }

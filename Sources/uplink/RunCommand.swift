@@ -132,7 +132,8 @@ struct RunCommand: AsyncParsableCommand {
         }
         var remote: RemoteConfigAgent<ContinuousClock>?
         if let file = loaded, let running, let startup = remoteStartup {
-            let client = RemoteConfigClient(uplink: configuration.uplink, labels: file.remoteConfig.labels, logger: logger)
+            let client = RemoteConfigClient(
+                uplink: configuration.uplink, labels: file.remoteConfig.labels, logger: logger, clock: ContinuousClock())
             let remoteAgent = RemoteConfigAgent(
                 startup: startup, local: file, store: RemoteConfigStore(stateDirectory: file.agent.stateDirectory),
                 client: client, configuration: running, agent: agent, clock: ContinuousClock(), logger: logger)

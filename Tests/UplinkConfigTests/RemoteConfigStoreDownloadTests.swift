@@ -24,7 +24,8 @@ struct RemoteConfigStoreDownloadTests {
     }
 
     func withClient<T: Sendable>(_ url: String, _ body: (RemoteConfigClient) async throws -> T) async throws -> T {
-        let client = RemoteConfigClient(uplink: UplinkConfiguration(url: url, agentID: "edge-1"), logger: Logger(label: "test"))
+        let client = RemoteConfigClient(
+            uplink: UplinkConfiguration(url: url, agentID: "edge-1"), logger: Logger(label: "test"), clock: ContinuousClock())
         do {
             let result = try await body(client)
             try await client.shutdown()

@@ -147,23 +147,36 @@ struct RemoteConfigEndToEndTests {
         var logs: String { "agent:\n\(agentLog?.text ?? "")\ncollector:\n\(collectorLog?.text ?? "")" }
     }
 
+    /// Runs `body` with a new fleet, and stops its processes afterwards, whether `body` returned or threw.
+    static func withFleet(
+        probation: String = "3s", collectorRequiresSignature: Bool = true, _ body: (Fleet) async throws -> Void
+    ) async throws {
+        let fleet = try Fleet(probation: probation, collectorRequiresSignature: collectorRequiresSignature)
+        do {
+            try await body(fleet)
+        } catch {
+            await fleet.stop()
+            throw error
+        }
+        await fleet.stop()
+    }
+
     @Test("a signed document is applied from a hint and kept; a broken one is rolled back and remembered as bad")
     func applyAndRollBack() async throws {
-        let fleet = try Fleet()
-        let logFile = fleet.root + "/logs/app.log"
-        try (1...5).map { "line-\($0)" }.joined(separator: "\n").appending("\n").write(toFile: logFile, atomically: true, encoding: .utf8)
-        try fleet.document("logs", serial: 1, """
-            sources:
-              - { name: app, type: tail, paths: ["\(logFile)"], start_at: beginning }
-            """)
-        try fleet.document("probe", serial: 1, """
-            sources:
-              - { name: probe, type: exec, command: ["\(fleet.root)/missing-probe", "7"], interval: 1s }
-            """)
-        try fleet.assign(generation: 1, ["logs"])
-        try fleet.startCollector()
-        try fleet.startAgent()
-        do {
+        try await Self.withFleet { fleet in
+            let logFile = fleet.root + "/logs/app.log"
+            try (1...5).map { "line-\($0)" }.joined(separator: "\n").appending("\n").write(toFile: logFile, atomically: true, encoding: .utf8)
+            try fleet.document("logs", serial: 1, """
+                sources:
+                  - { name: app, type: tail, paths: ["\(logFile)"], start_at: beginning }
+                """)
+            try fleet.document("probe", serial: 1, """
+                sources:
+                  - { name: probe, type: exec, command: ["\(fleet.root)/missing-probe", "7"], interval: 1s }
+                """)
+            try fleet.assign(generation: 1, ["logs"])
+            try fleet.startCollector()
+            try fleet.startAgent()
             // Applied, on probation, kept: the remote tail's lines arrive and the set is the last-known-good.
             #expect(await eventually(timeout: .seconds(60)) { await fleet.remoteState().state == "applied" }, "\(fleet.logs)")
             #expect(await eventually(timeout: .seconds(30)) { fleet.storedMessages(source: "app").count == 5 }, "\(fleet.logs)")
@@ -200,11 +213,7 @@ struct RemoteConfigEndToEndTests {
 
             // The collector heard how it went (POST /v1/config/status).
             #expect(await eventually(timeout: .seconds(30)) { await fleet.collectorFleet()?.contains("rolled_back") == true }, "\(fleet.logs)")
-        } catch {
-            await fleet.stop()
-            throw error
         }
-        await fleet.stop()
     }
 }
 
@@ -212,17 +221,16 @@ extension RemoteConfigEndToEndTests {
     @Test("a kill during probation: the next start runs the last-known-good and never retries that revision; pin stops remote sources")
     func killDuringProbation() async throws {
         // A long probation: every kill below lands inside it, however slowly this machine answers.
-        let fleet = try Fleet(probation: "20s")
-        let logFile = fleet.root + "/logs/app.log"
-        try "line-1\n".write(toFile: logFile, atomically: true, encoding: .utf8)
-        try fleet.document("logs", serial: 1, """
-            sources:
-              - { name: app, type: tail, paths: ["\(logFile)"], start_at: beginning }
-            """)
-        try fleet.assign(generation: 1, ["logs"])
-        try fleet.startCollector()
-        try fleet.startAgent()
-        do {
+        try await Self.withFleet(probation: "20s") { fleet in
+            let logFile = fleet.root + "/logs/app.log"
+            try "line-1\n".write(toFile: logFile, atomically: true, encoding: .utf8)
+            try fleet.document("logs", serial: 1, """
+                sources:
+                  - { name: app, type: tail, paths: ["\(logFile)"], start_at: beginning }
+                """)
+            try fleet.assign(generation: 1, ["logs"])
+            try fleet.startCollector()
+            try fleet.startAgent()
             #expect(await eventually(timeout: .seconds(120)) { await fleet.remoteState().state == "applied" }, "\(fleet.logs)")
             let lastKnownGood = try FileManager.default.destinationOfSymbolicLink(atPath: fleet.root + "/state/remote/current")
             // Runs, bounded: each assigns a new revision (a second tail source, a new serial), kills the agent while
@@ -236,8 +244,8 @@ extension RemoteConfigEndToEndTests {
                 try fleet.assign(generation: 1 + run, ["logs", "extra"])
                 kill(fleet.collector!.processIdentifier, SIGHUP)
                 #expect(await eventually(timeout: .seconds(30)) { await fleet.remoteState().state == "applying" }, "run \(run): \(fleet.logs)")
-                // At a random point of the probation's first seconds (the kill is what is random, not a wait).
-                try await Task.sleep(for: .milliseconds(Int.random(in: 0..<2_500, using: &generator)))
+                // At a random point of the probation: after a random number of status round trips (no sleep).
+                for _ in 0..<Int.random(in: 0..<50, using: &generator) { _ = await fleet.agentStatus() }
                 kill(fleet.agent!.processIdentifier, SIGKILL)
                 fleet.agent!.waitUntilExit()
                 try fleet.startAgent()
@@ -264,28 +272,23 @@ extension RemoteConfigEndToEndTests {
                 let state = await fleet.remoteState()
                 return state.state == "applying" && state.sources.sorted() == ["app", "local-load"]
             }, "\(fleet.logs)")
-        } catch {
-            await fleet.stop()
-            throw error
         }
-        await fleet.stop()
     }
 }
 
 extension RemoteConfigEndToEndTests {
     @Test("the collector away during probation: no rollback (the acknowledgement is skipped), the status arrives after it is back")
     func collectorDownDuringProbation() async throws {
-        let fleet = try Fleet(probation: "5s")
-        let logFile = fleet.root + "/logs/app.log"
-        try "line-1\n".write(toFile: logFile, atomically: true, encoding: .utf8)
-        try fleet.document("logs", serial: 1, """
-            sources:
-              - { name: app, type: tail, paths: ["\(logFile)"], start_at: beginning }
-            """)
-        try fleet.assign(generation: 1, ["logs"])
-        try fleet.startCollector()
-        try fleet.startAgent()
-        do {
+        try await Self.withFleet(probation: "5s") { fleet in
+            let logFile = fleet.root + "/logs/app.log"
+            try "line-1\n".write(toFile: logFile, atomically: true, encoding: .utf8)
+            try fleet.document("logs", serial: 1, """
+                sources:
+                  - { name: app, type: tail, paths: ["\(logFile)"], start_at: beginning }
+                """)
+            try fleet.assign(generation: 1, ["logs"])
+            try fleet.startCollector()
+            try fleet.startAgent()
             #expect(await eventually(timeout: .seconds(60)) { await fleet.remoteState().state == "applying" }, "\(fleet.logs)")
             fleet.collector!.terminate()
             fleet.collector!.waitUntilExit()
@@ -294,11 +297,7 @@ extension RemoteConfigEndToEndTests {
             try fleet.startCollector()
             #expect(await eventually(timeout: .seconds(60)) { await fleet.collectorFleet()?.contains("\"applied\"") == true }, "\(fleet.logs)")
             #expect(await eventually(timeout: .seconds(30)) { fleet.storedMessages(source: "app") == ["line-1"] }, "\(fleet.logs)")
-        } catch {
-            await fleet.stop()
-            throw error
         }
-        await fleet.stop()
     }
 }
 
@@ -306,17 +305,16 @@ extension RemoteConfigEndToEndTests {
     @Test("documents the box refuses leave what runs untouched: an untrusted key; an exec outside allow.exec never runs")
     func refusedDocuments() async throws {
         // A collector that does not check signatures: the box is what refuses.
-        let fleet = try Fleet(collectorRequiresSignature: false)
-        #expect(try UplinkBinary.run(["config", "keygen", "--out", fleet.root + "/keys/rogue"]).status == 0)
-        let marker = fleet.root + "/exec-ran"
-        try fleet.document("rogue", serial: 1, key: "rogue", """
-            sources:
-              - { name: other, type: tail, paths: ["\(fleet.root)/logs/other.log"] }
-            """)
-        try fleet.assign(generation: 1, ["rogue"])
-        try fleet.startCollector()
-        try fleet.startAgent()
-        do {
+        try await Self.withFleet(collectorRequiresSignature: false) { fleet in
+            #expect(try UplinkBinary.run(["config", "keygen", "--out", fleet.root + "/keys/rogue"]).status == 0)
+            let marker = fleet.root + "/exec-ran"
+            try fleet.document("rogue", serial: 1, key: "rogue", """
+                sources:
+                  - { name: other, type: tail, paths: ["\(fleet.root)/logs/other.log"] }
+                """)
+            try fleet.assign(generation: 1, ["rogue"])
+            try fleet.startCollector()
+            try fleet.startAgent()
             #expect(await eventually(timeout: .seconds(60)) { await fleet.remoteState().state == "failed" }, "\(fleet.logs)")
             var state = await fleet.remoteState()
             #expect(state.error?.contains("signed with key 'rogue', which is not in remote_config.trusted_keys") == true, "\(state)")
@@ -337,26 +335,21 @@ extension RemoteConfigEndToEndTests {
             #expect(state.state == "failed" && state.sources == ["local-load"], "\(state)")
             #expect(!FileManager.default.fileExists(atPath: marker), "no process of a refused document was started")
             #expect(!FileManager.default.fileExists(atPath: fleet.root + "/state/remote/current"), "nothing became last-known-good")
-        } catch {
-            await fleet.stop()
-            throw error
         }
-        await fleet.stop()
     }
 }
 
 extension RemoteConfigEndToEndTests {
     @Test("a clean stop during probation is inconclusive: after the start the same revision is tried again, not marked bad")
     func cleanStopDuringProbation() async throws {
-        let fleet = try Fleet(probation: "30s")
-        try fleet.document("logs", serial: 1, """
-            sources:
-              - { name: app, type: tail, paths: ["\(fleet.root)/logs/app.log"] }
-            """)
-        try fleet.assign(generation: 1, ["logs"])
-        try fleet.startCollector()
-        try fleet.startAgent()
-        do {
+        try await Self.withFleet(probation: "30s") { fleet in
+            try fleet.document("logs", serial: 1, """
+                sources:
+                  - { name: app, type: tail, paths: ["\(fleet.root)/logs/app.log"] }
+                """)
+            try fleet.assign(generation: 1, ["logs"])
+            try fleet.startCollector()
+            try fleet.startAgent()
             #expect(await eventually(timeout: .seconds(60)) { await fleet.remoteState().state == "applying" }, "\(fleet.logs)")
             fleet.agent!.terminate()
             fleet.agent!.waitUntilExit()
@@ -370,29 +363,24 @@ extension RemoteConfigEndToEndTests {
             }, "\(fleet.logs)")
             let bad = (try? String(contentsOfFile: fleet.root + "/state/remote/bad.json", encoding: .utf8)) ?? ""
             #expect(!bad.contains("probation"), "not remembered as bad: \(bad)")
-        } catch {
-            await fleet.stop()
-            throw error
         }
-        await fleet.stop()
     }
 }
 
 extension RemoteConfigEndToEndTests {
     @Test("one process, agent and embedded collector: a SIGHUP reloads both the file and the served directory")
     func embeddedCollectorReload() async throws {
-        let fleet = try Fleet()
-        let agentFile = try String(contentsOfFile: fleet.root + "/agent.yaml", encoding: .utf8)
-            .replacingOccurrences(of: "uplink: { url: \"http://127.0.0.1:\(fleet.collectorPort)\" }", with: "uplink: { url: embedded }")
-        let collectorFile = try String(contentsOfFile: fleet.root + "/collector.yaml", encoding: .utf8)
-        try fleet.write(agentFile + collectorFile, to: "embedded.yaml")
-        try fleet.document("logs", serial: 1, """
-            sources:
-              - { name: app, type: tail, paths: ["\(fleet.root)/logs/app.log"] }
-            """)
-        try fleet.write("generation: 1\nassign: []", to: "fleet/assignments.yaml")
-        (fleet.agent, fleet.agentLog) = try fleet.start(["run", "--config", fleet.root + "/embedded.yaml"])
-        do {
+        try await Self.withFleet { fleet in
+            let agentFile = try String(contentsOfFile: fleet.root + "/agent.yaml", encoding: .utf8)
+                .replacingOccurrences(of: "uplink: { url: \"http://127.0.0.1:\(fleet.collectorPort)\" }", with: "uplink: { url: embedded }")
+            let collectorFile = try String(contentsOfFile: fleet.root + "/collector.yaml", encoding: .utf8)
+            try fleet.write(agentFile + collectorFile, to: "embedded.yaml")
+            try fleet.document("logs", serial: 1, """
+                sources:
+                  - { name: app, type: tail, paths: ["\(fleet.root)/logs/app.log"] }
+                """)
+            try fleet.write("generation: 1\nassign: []", to: "fleet/assignments.yaml")
+            (fleet.agent, fleet.agentLog) = try fleet.start(["run", "--config", fleet.root + "/embedded.yaml"])
             #expect(await eventually(timeout: .seconds(60)) { await fleet.remoteState().state == "idle" }, "\(fleet.logs)")
             try fleet.assign(generation: 2, ["logs"])
             kill(fleet.agent!.processIdentifier, SIGHUP)
@@ -400,10 +388,6 @@ extension RemoteConfigEndToEndTests {
                 let state = await fleet.remoteState()
                 return state.state == "applied" && state.sources.sorted() == ["app", "local-load"]
             }, "\(fleet.logs)")
-        } catch {
-            await fleet.stop()
-            throw error
         }
-        await fleet.stop()
     }
 }

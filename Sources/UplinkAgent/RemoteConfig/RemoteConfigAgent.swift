@@ -149,7 +149,14 @@ public final class RemoteConfigAgent<C: Clock<Duration>>: Service, Sendable wher
             defer { state.localFileChanged = false }
             return state.localFileChanged ? state.effective : nil
         }
-        if let effective = recheck, let problem = Self.problems(of: effective, local: local, seen: nil, isNewApply: false) {
+        switch recheck.map({ Self.sources(of: $0, local: local, seen: nil, isNewApply: false) }) {
+        case nil:
+            break
+        case .success(let sources):
+            // Still allowed; what the new `allow` gives the sources (a tail's allowed real paths) takes effect.
+            _ = await configuration.replaceRemote(with: sources)
+        case .failure(let refusal):
+            let problem = refusal.reason
             // The local file changed under the running set (a key or an allowed path removed): it may not run.
             logger.warning("remote sources removed: the running set no longer passes the local file's checks: \(problem)")
             _ = await configuration.replaceRemote(with: [])
@@ -277,10 +284,11 @@ extension RemoteConfigAgent {
             }
             return
         }
-        if let problem = Self.problems(of: set, local: local, seen: seen, isNewApply: true) {
-            return refuse(revision, problem)
+        let remoteSources: [AgentConfiguration.NamedSource]
+        switch Self.sources(of: set, local: local, seen: seen, isNewApply: true) {
+        case .success(let sources): remoteSources = sources
+        case .failure(let refusal): return refuse(revision, refusal.reason)
         }
-        let remoteSources = Self.sources(of: set, local: local)
         await apply(set, sources: remoteSources, local: local, seen: seen, bad: &bad)
     }
 
@@ -301,13 +309,20 @@ extension RemoteConfigAgent {
         }
     }
 
-    /// Why `set` may not run on this box with `local`, or nil: each envelope (signature, audience, serial against
-    /// `seen`, expiry for a new apply), then the document rules and the local `allow` (`RemoteConfiguration.merge`).
-    static func problems(
+    /// Why a set may not run on this box (the first failed check, as one line for the status).
+    struct Refusal: Error {
+        let reason: String
+    }
+
+    /// The remote sources `set` adds to `local`, or why it may not run on this box: each envelope (signature,
+    /// audience, serial against `seen`, expiry for a new apply), then the document rules and the local `allow`
+    /// (`RemoteConfiguration.merge`).
+    static func sources(
         of set: RemoteConfigStore.DocumentSet, local: UplinkFile, seen: RemoteConfigStore.Seen?, isNewApply: Bool
-    ) -> String? {
+    ) -> Result<[AgentConfiguration.NamedSource], Refusal> {
+        func refused(_ reason: String) -> Result<[AgentConfiguration.NamedSource], Refusal> { .failure(Refusal(reason: reason)) }
         let settings = local.remoteConfig
-        guard settings.enabled else { return "remote_config is not enabled in the local file" }
+        guard settings.enabled else { return refused("remote_config is not enabled in the local file") }
         if settings.requireSignature {
             let verifier = EnvelopeVerifier(trustedKeys: settings.signingKeys)
             let now = WallClock.nowNanoseconds() / 1_000_000_000
@@ -315,24 +330,16 @@ extension RemoteConfigAgent {
                 let verdict = verifier.verify(
                     document.envelope, document: document.content, named: document.name, agentID: local.agent.id,
                     labels: settings.labels, seen: seen?.serials[document.name], now: now, isNewApply: isNewApply)
-                if case .failure(let refusal) = verdict { return "document '\(document.name)': \(refusal)" }
+                if case .failure(let refusal) = verdict { return refused("document '\(document.name)': \(refusal)") }
             }
         }
         let merged = RemoteConfiguration.merge(
             local: local, documents: set.documents.map { ($0.name, $0.content, $0.envelope.sha256.hex) })
-        guard merged.issues.isEmpty else {
+        guard merged.issues.isEmpty, let file = merged.value else {
             let shown = merged.issues.prefix(3).map(\.description).joined(separator: "; ")
-            return merged.issues.count > 3 ? "\(shown) (and \(merged.issues.count - 3) more)" : shown
+            return refused(merged.issues.count > 3 ? "\(shown) (and \(merged.issues.count - 3) more)" : shown)
         }
-        return nil
-    }
-
-    /// The remote sources `set` adds to `local` (checked by `problems` before).
-    static func sources(of set: RemoteConfigStore.DocumentSet, local: UplinkFile) -> [AgentConfiguration.NamedSource] {
-        let merged = RemoteConfiguration.merge(
-            local: local, documents: set.documents.map { ($0.name, $0.content, $0.envelope.sha256.hex) })
-        guard let file = merged.value else { return [] }
-        return Array(file.sources.dropFirst(local.sources.count))
+        return .success(Array(file.sources.dropFirst(local.sources.count)))
     }
 
     /// Applies `set`, runs its probation, and keeps it or rolls back.
@@ -497,15 +504,18 @@ extension RemoteConfigAgent {
             logger.error("the last-known-good remote configuration cannot be used; starting with the local file only: \(reason)")
             return Startup(sources: [], set: nil, status: status(.failed, error: "last-known-good unusable: \(reason)"))
         case .valid(let set):
-            if let problem = problems(of: set, local: local, seen: store.seen().value, isNewApply: false) {
-                logger.error("the last-known-good remote configuration does not pass the local file's checks; starting with the local file only: \(problem)")
-                return Startup(sources: [], set: nil, status: status(.failed, error: problem))
+            let remoteSources: [AgentConfiguration.NamedSource]
+            switch sources(of: set, local: local, seen: store.seen().value, isNewApply: false) {
+            case .success(let sources): remoteSources = sources
+            case .failure(let refusal):
+                logger.error("the last-known-good remote configuration does not pass the local file's checks; starting with the local file only: \(refusal.reason)")
+                return Startup(sources: [], set: nil, status: status(.failed, error: refusal.reason))
             }
             var started = status(.applied)
             started.effective = set.revision.prefixed
             started.lastKnownGood = set.revision.prefixed
             started.generation = set.manifest.generation
-            return Startup(sources: sources(of: set, local: local), set: set, status: started)
+            return Startup(sources: remoteSources, set: set, status: started)
         }
     }
 }

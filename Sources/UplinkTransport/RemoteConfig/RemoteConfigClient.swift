@@ -69,7 +69,7 @@ public final class RemoteConfigClient: Sendable {
     ///   - eventLoopGroup: where the client's connections live (the agent passes its uplink's loop).
     public init(
         uplink: UplinkConfiguration, labels: [String: String] = [:], timeouts: Timeouts = Timeouts(), logger: Logger,
-        clock: any Clock<Duration> = ContinuousClock(),
+        clock: any Clock<Duration>,
         eventLoopGroup: any EventLoopGroup = MultiThreadedEventLoopGroup.singleton
     ) {
         self.uplink = uplink

@@ -63,17 +63,20 @@ struct RemoteConfigRolloutTests {
                 let (process, log) = try fleet.start(["run", "--config", fleet.root + "/agent-\(id).yaml"])
                 boxes.append(Box(id: id, port: port, state: state, process: process, log: log))
             }
-            func remoteState(_ box: Box) async -> String? {
+            func remoteStatus(_ box: Box) async -> [String: Any]? {
                 guard let response = try? await fleet.client.execute(
                     HTTPClientRequest(url: "http://127.0.0.1:\(box.port)/v1/status"), timeout: .seconds(5)),
                     let body = try? await response.body.collect(upTo: 1 << 20),
                     let status = (try? JSONSerialization.jsonObject(with: Data(body.readableBytesView))) as? [String: Any]
                 else { return nil }
-                return (status["remote_config"] as? [String: Any])?["state"] as? String
+                return status["remote_config"] as? [String: Any]
             }
+            func remoteState(_ box: Box) async -> String? { await remoteStatus(box)?["state"] as? String }
             for box in boxes {
                 #expect(await eventually(timeout: .seconds(120)) { await remoteState(box) == "applied" }, "\(box.id): \(box.log.text)")
             }
+            let previous = await remoteStatus(boxes[0])?["effective"] as? String
+            #expect(previous != nil)
 
             try fleet.write("""
                 generation: 2
@@ -91,9 +94,17 @@ struct RemoteConfigRolloutTests {
                 """, to: "fleet/assignments.yaml")
             kill(fleet.collector!.processIdentifier, SIGHUP)
 
+            // `rolled_back` is the canary's state only until the halt reaches it: the halted rollout then serves it
+            // `previous`, which it already runs, and it says `applied` again. What lasts is bad.json.
             let canaries = boxes.filter { ["box-03", "box-11"].contains($0.id) }
+            func remembersBad(_ box: Box) -> Bool {
+                ((try? String(contentsOfFile: box.state + "/remote/bad.json", encoding: .utf8)) ?? "").contains("probe")
+            }
             for box in canaries {
-                #expect(await eventually(timeout: .seconds(120)) { await remoteState(box) == "rolled_back" }, "\(box.id): \(box.log.text)")
+                let rolledBack = await eventually(timeout: .seconds(120)) {
+                    remembersBad(box) && box.log.text.contains("failed its probation and was rolled back")
+                }
+                #expect(rolledBack, "\(box.id): \(box.log.text)")
             }
             let halted = await eventually(timeout: .seconds(60)) {
                 guard let text = await fleet.collectorFleet(),
@@ -110,8 +121,12 @@ struct RemoteConfigRolloutTests {
                 #expect(!blobs.contains { $0.hasPrefix(probeDigest.hex) }, "\(box.id) never downloaded the halted document")
             }
             for box in canaries {
-                let bad = (try? String(contentsOfFile: box.state + "/remote/bad.json", encoding: .utf8)) ?? ""
-                #expect(bad.contains("probe"), "\(box.id): \(bad)")
+                let back = await eventually(timeout: .seconds(60)) {
+                    guard let status = await remoteStatus(box) else { return false }
+                    return status["state"] as? String == "applied" && status["effective"] as? String == previous
+                }
+                let status = await remoteStatus(box)
+                #expect(back, "\(box.id) runs the rollout's previous documents again: \(String(describing: status))")
             }
         } catch {
             await stopAll()

@@ -83,11 +83,15 @@ public final class RemoteConfigAgent<C: Clock<Duration>>: Service, Sendable wher
     public var status: RemoteConfigStatus { state.withLock { $0.status } }
 
     /// The collector named the revision it assigns (the stream's `Uplink-Config` header or `config` line): look now,
-    /// unless that revision runs already (or was refused) and the collector has the current status (a stream that
-    /// starts after the collector was away is when a status it missed gets delivered).
+    /// unless that revision is the one last looked at, runs already (or was refused), and the collector has the
+    /// current status (a stream that starts after the collector was away is when a status it missed gets delivered).
+    /// A halted rollout assigns a canary that rolled back the set it runs again: it still looks, so its status says
+    /// what is assigned now.
     public func hint(revision: SHA256Digest) {
         let settled = state.withLock { state in
-            (state.effective?.revision == revision || state.refused[revision] != nil) && state.status.report == state.reported
+            state.status.desired == revision.prefixed
+                && (state.effective?.revision == revision || state.refused[revision] != nil)
+                && state.status.report == state.reported
         }
         if !settled { wake.signal() }
     }

@@ -102,7 +102,8 @@ public final class Agent: Sendable {
         return SourceService(
             source: makeSource(name: named.name, config: named.config),
             context: SourceContext(
-                sink: sink, logger: sourceLogger, stateDirectory: stateDirectory, linger: linger)
+                sink: sink, logger: sourceLogger, stateDirectory: stateDirectory, linger: linger),
+            executor: named.config.kind.runsOnSendPathLoop ? EventLoopTaskExecutor(loop: eventLoop) : nil
         )
     }
 }
@@ -111,16 +112,22 @@ public final class Agent: Sendable {
 public struct SourceService: Service {
     public let source: any Source
     public let context: SourceContext
+    /// Where the source's task runs its jobs: the send path's event loop, so that what a source appends is written by
+    /// the uplink on the same thread (nil: Swift's global executor).
+    public let executor: (any TaskExecutor)?
 
-    public init(source: any Source, context: SourceContext) {
+    public init(source: any Source, context: SourceContext, executor: (any TaskExecutor)? = nil) {
         self.source = source
         self.context = context
+        self.executor = executor
     }
 
     public func run() async throws {
         do {
-            try await cancelWhenGracefulShutdown {
-                try await source.run(context: context)
+            try await withTaskExecutorPreference(executor) {
+                try await cancelWhenGracefulShutdown {
+                    try await source.run(context: context)
+                }
             }
         } catch is CancellationError {
             // Shutdown.

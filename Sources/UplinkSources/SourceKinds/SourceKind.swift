@@ -18,6 +18,9 @@ public struct SourceKind: Sendable, Hashable, CaseIterable, CustomStringConverti
     /// The name of the kind in the configuration (`type: cpu`).
     public var typeName: String { configType.typeName }
 
+    /// Whether its sources run on the send path's event loop (`SourceKindConfig.runsOnSendPathLoop`).
+    public var runsOnSendPathLoop: Bool { configType.runsOnSendPathLoop }
+
     /// The configuration of this kind with every setting at its default.
     public var defaultConfig: SourceConfig { SourceConfig(configType.defaults) }
 

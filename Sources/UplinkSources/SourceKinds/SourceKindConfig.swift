@@ -36,11 +36,19 @@ public protocol SourceKindConfig: Sendable, Equatable {
     ///   - name: The source's unique name (`sources[].name`).
     ///   - clock: The clock a sensor ticks by (kinds that do not tick ignore it).
     func makeSource(name: String, clock: any TickClock) -> any Source
+
+    /// Whether the agent runs the kind's sources on the send path's event loop (the thread the uplink writes the
+    /// stream on) instead of Swift's global executor: what such a source appends is then written out without waking
+    /// another thread. Only for kinds that never block that thread (no waits on processes, devices or slow file
+    /// systems; their `fsync`s go to a thread pool). Default false.
+    static var runsOnSendPathLoop: Bool { get }
 }
 
 extension SourceKindConfig {
     /// This configuration type's kind.
     public static var kind: SourceKind { SourceKind(Self.self) }
+
+    public static var runsOnSendPathLoop: Bool { false }
 
     /// The keys allowed in a source's mapping besides `name` and `type`: the first part of every key in `keys`, in
     /// order, each once.

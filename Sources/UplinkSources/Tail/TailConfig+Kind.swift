@@ -10,6 +10,10 @@ import UplinkCore
 extension TailConfig {
     public static let typeName = "tail"
 
+    /// A line read is written out on the same thread: the reads are `pread`s of files already open, waits (buffer
+    /// space, the next event) suspend, and checkpoint `fsync`s run on NIO's thread pool.
+    public static let runsOnSendPathLoop = true
+
     public static var defaults: TailConfig { TailConfig() }
 
     public static let summary = #"""

@@ -17,12 +17,13 @@
 # BINARY's collector, once per entry of UPLINK_STEADY_FLOOR_STAGES (default "callback"; also "loop-tasks" and
 # "global-tasks", see OneLoopFloor.swift). The gaps between the rows are what each kind of hand-off costs
 # (issue #16). UPLINK_STEADY_LINGER="1s" adds rows for the last BINARY (the build under test; builds before issue #30
-# lack the key) with `uplink.linger` set to each listed value.
+# lack the key) with `uplink.linger` set to each listed value. UPLINK_STEADY_COMPRESSION (zstd, gzip or none) sets
+# every uplink agent's `uplink.compression` (default: the agent's default, zstd).
 set -euo pipefail
 
 seconds="${UPLINK_STEADY_SECONDS:-30}"
 rates="${UPLINK_STEADY_RATES:-100 1000 10000}"
-[ $# -ge 1 ] || { sed -n '2,21p' "$0" >&2; exit 2; }
+[ $# -ge 1 ] || { sed -n '2,22p' "$0" >&2; exit 2; }
 binaries=() labels=()
 for binary in "$@"; do
     [ -x "$binary" ] || { echo "steady-rate: no executable at $binary" >&2; exit 1; }
@@ -175,7 +176,7 @@ run_uplink() { # BINARY LABEL RATE [FLOOR STAGES [LINGER]]: an uplink agent, or 
     wait_for_port "$port"
     cat >"$dir/agent.yaml" <<YAML
 agent: { id: steady, state_dir: $dir/state }
-uplink: { url: "http://127.0.0.1:$port"${linger:+, linger: $linger} }
+uplink: { url: "http://127.0.0.1:$port"${linger:+, linger: $linger}${UPLINK_STEADY_COMPRESSION:+, compression: $UPLINK_STEADY_COMPRESSION} }
 sources:
   - { name: app, type: tail, paths: [$dir/app.log] }
 YAML

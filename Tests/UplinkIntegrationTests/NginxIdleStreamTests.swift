@@ -21,8 +21,11 @@ struct NginxIdleStreamTests {
             var uplink = UplinkConfiguration(url: nginx.url, agentID: "agent-1", tls: pki.mutualTLS)
             uplink.heartbeatInterval = .milliseconds(250)
             let agent = NetworkAgent(uplink, sources: [])
-            #expect(await eventually(timeout: .seconds(30)) { agent.uplink.statistics().streamsOpened == 1 })
+            #expect(await eventually(timeout: .seconds(30)) { agent.uplink.statistics().state == .streaming })
             let heartbeatsBefore = collector.collector.statistics().heartbeats
+            // An attempt that failed during a slow set-up (nginx answering 408 to a loaded machine) is not the idle
+            // stream's: only what happens from here on counts.
+            let before = agent.uplink.statistics()
             let quietSince = WallClock.nowNanoseconds()
             // Only what nginx logs from here on is about the idle stream: on a loaded machine a slow set-up (the
             // in-process collector answering late) may have timed out an earlier attempt.
@@ -38,8 +41,8 @@ struct NginxIdleStreamTests {
                 collector: \(Self.summary(collector.collector.statistics())); nginx access log: \(nginx.accessLog().suffix(4)); \
                 nginx error log: \(nginx.errorLog().suffix(600))
                 """
-            #expect(statistics.streamsOpened == 1, "the stream was reopened: \(context)")
-            #expect(statistics.failures == 0, "\(context)")
+            #expect(statistics.streamsOpened == before.streamsOpened, "the stream was reopened: \(context)")
+            #expect(statistics.failures == before.failures, "\(context)")
             #expect(collector.collector.statistics().heartbeats > heartbeatsBefore)
             let errorsDuringQuiet = String(decoding: nginx.errorLog().utf8.dropFirst(errorLogBytesBeforeQuiet), as: UTF8.self)
             #expect(!errorsDuringQuiet.contains("timed out"), "\(errorsDuringQuiet.suffix(600))")

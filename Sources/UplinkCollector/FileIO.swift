@@ -147,34 +147,20 @@ enum FileIO {
         _ = unlink(path)
     }
 
-    /// Creates `path` and its missing parents (mode 0755).
+    /// Creates `path` and its missing parents (mode 0755; `Directories.create`).
     static func makeDirectories(_ path: String) throws(CollectorError) {
         guard !path.isEmpty else { return }
-        var prefix = path.hasPrefix("/") ? "/" : ""
-        for component in path.split(separator: "/", omittingEmptySubsequences: true) {
-            prefix += component
-            if mkdir(prefix, 0o755) != 0 && errno != EEXIST {
-                throw .io("mkdir", prefix, errno: errno)
-            }
-            prefix += "/"
+        if let failure = Directories.create(path, mode: 0o755) {
+            throw .io("create directory", failure.path, errno: failure.errno)
         }
-        let directory = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
-        guard directory >= 0 else { throw .io("open directory", path, errno: errno) }
-        _ = close(directory)
     }
 
-    /// The names in directory `path` (without `.` and `..`), unsorted.
+    /// The names in directory `path` (without `.` and `..`), unsorted (`Directories.list`).
     static func listDirectory(_ path: String) throws(CollectorError) -> [String] {
-        guard let directory = opendir(path) else { throw .io("open directory", path, errno: errno) }
-        defer { closedir(directory) }
-        var names: [String] = []
-        while let entry = readdir(directory) {
-            let name = withUnsafeBytes(of: entry.pointee.d_name) { raw in
-                String(decoding: raw.prefix(while: { $0 != 0 }), as: UTF8.self)
-            }
-            if name != "." && name != ".." { names.append(name) }
+        switch Directories.list(path) {
+        case .success(let names): return names
+        case .failure(let failure): throw .io("open directory", path, errno: failure.errno)
         }
-        return names
     }
 
     /// The file's size and last modification time (seconds since the epoch), nil when it does not exist.

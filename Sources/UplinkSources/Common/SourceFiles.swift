@@ -51,16 +51,9 @@ enum SourceFiles {
         return (raw.st_mode & S_IFMT) == S_IFDIR
     }
 
-    /// Creates `path` and its missing parents (mode 0755).
+    /// Creates `path` and its missing parents (mode 0755; `Directories.create`).
     static func makeDirectories(_ path: String) -> Errno? {
-        if isDirectory(path) { return nil }
-        var current = path.hasPrefix("/") ? "/" : ""
-        for part in path.split(separator: "/") {
-            current = joinPath(current, String(part))
-            if isDirectory(current) { continue }
-            if mkdir(current, 0o755) != 0, errno != EEXIST { return Errno(errno) }
-        }
-        return isDirectory(path) ? nil : Errno(ENOTDIR)
+        Directories.create(path, mode: 0o755).map { Errno($0.errno) }
     }
 
     /// The whole content of a file; nil with the `errno` when it cannot be read.

@@ -35,7 +35,7 @@ extension TailEngine {
             }
             if fingerprint != file.fingerprint {
                 file.fingerprint = fingerprint
-                checkpointDirty = true
+                checkpointer.markChanged()
             }
             file.fingerprintVerifiedThisTurn = true
             file.atEnd = false
@@ -209,7 +209,7 @@ extension TailEngine {
         }
         if fingerprint != file.fingerprint {
             file.fingerprint = fingerprint
-            checkpointDirty = true
+            checkpointer.markChanged()
         }
         return false
     }
@@ -227,118 +227,12 @@ extension TailEngine {
         file.restart(
             originID: newTailOriginID(), fingerprint: TailFingerprint.current(descriptor: file.descriptor, scratch: scratch),
             now: clock.now)
-        checkpointDirty = true
+        checkpointer.markChanged()
     }
 }
 
 extension TailEngine {
-    // MARK: Checkpoint file
-
-    /// Reads the checkpoint file and its changes file, if any. A file that cannot be read or parsed gives one
-    /// warning and is ignored (a changes file alone: the checkpoint file's older offsets are used, and the lines
-    /// after them are sent again, for the collector to recognise).
-    func loadCheckpoints() {
-        guard let path = checkpointPath else {
-            logger.debug("tail source: no state directory, checkpoints are kept in memory only")
-            return
-        }
-        let bytes: [UInt8]
-        switch SourceFiles.readAll(path) {
-        case .success(let content): bytes = content
-        case .failure(let error):
-            if error.code != ENOENT {
-                logger.warning("tail source: cannot read the checkpoint file \(path) (\(error)); starting without checkpoints")
-            }
-            return
-        }
-        switch TailCheckpointFile.decode(bytes) {
-        case .success(let fileEntries):
-            for checkpoint in fileEntries { checkpointFileEntries[checkpoint.inode] = checkpoint }
-            checkpointFileHash = TailCheckpointChanges.contentHash(bytes)
-            changesFileWritten = TailFS.status(path: TailCheckpointChanges.path(checkpointFile: path)) != nil
-            let (checkpoints, problem) = TailCheckpointChanges.merge(fileEntries, checkpointFileBytes: bytes, checkpointFile: path)
-            if let problem {
-                logger.warning("tail source: \(problem); using the checkpoint file alone (lines after its offsets are sent again)")
-            }
-            for checkpoint in checkpoints {
-                loadedCheckpoints[checkpoint.inode] = checkpoint
-                checkpointedPaths.insert(checkpoint.path)
-            }
-        case .failure(let error):
-            logger.warning(
-                "tail source: the checkpoint file \(path) is corrupt (\(error)); ignoring it and starting without checkpoints"
-            )
-        }
-    }
-
-    /// Writes the checkpoints when they changed and the interval passed (or now, with `force`). When only a few
-    /// files moved (fewer than a quarter of the entries differ from the checkpoint file), only they are written, to
-    /// the changes file; otherwise the checkpoint file is rewritten whole and the changes file removed. So thousands
-    /// of files at rest cost nothing per checkpoint, and a handful of files keep a single file.
-    func writeCheckpoints(force: Bool) async {
-        guard checkpointDirty else { return }
-        let now = clock.now
-        guard force || lastCheckpointWrite.advanced(by: config.checkpointInterval) <= now else { return }
-        lastCheckpointWrite = now
-        checkpointDirty = false
-        guard let path = checkpointPath else { return }
-        var current: [(file: TailedFile, checkpoint: TailCheckpoint)] = []
-        current.reserveCapacity(files.count)
-        var changed = 0
-        var present = 0
-        for file in files {
-            let checkpoint = TailCheckpoint(
-                inode: file.inode, fingerprint: file.fingerprint, originID: file.originID, offset: file.acknowledgedOffset,
-                path: file.path)
-            if let entry = checkpointFileEntries[file.inode] {
-                present += 1
-                if entry != checkpoint { changed += 1 }
-            } else {
-                changed += 1
-            }
-            current.append((file, checkpoint))
-        }
-        // Entries of files no longer followed (not below 0: a closed file and its successor on the same inode are both
-        // present).
-        let removed = max(0, checkpointFileEntries.count - present)
-        let changesPath = TailCheckpointChanges.path(checkpointFile: path)
-        let error: SourceFiles.Errno?
-        var written = path
-        if checkpointFileHash != nil, changed == 0, removed == 0 {
-            // The checkpoint file says it all.
-            if changesFileWritten { SourceFiles.removeFile(changesPath) }
-            changesFileWritten = false
-            error = nil
-        } else if let base = checkpointFileHash, (changed + removed) * 4 < current.count {
-            let lines = current.compactMap { entry in
-                checkpointFileEntries[entry.checkpoint.inode] == entry.checkpoint ? nil : Self.line(entry.file, entry.checkpoint)
-            }
-            written = changesPath
-            error = await SourceFiles.writeAtomicallyOnThreadPool(changesPath, TailCheckpointChanges.encode(base: base, lines: lines))
-            if error == nil { changesFileWritten = true }
-        } else {
-            let bytes = TailCheckpointFile.encode(lines: current.map { Self.line($0.file, $0.checkpoint) })
-            error = await SourceFiles.writeAtomicallyOnThreadPool(path, bytes)
-            if error == nil {
-                checkpointFileEntries = [:]
-                for entry in current { checkpointFileEntries[entry.checkpoint.inode] = entry.checkpoint }
-                checkpointFileHash = TailCheckpointChanges.contentHash(bytes)
-                // Written against the old content, it would be ignored; removed so the directory shows the state.
-                if changesFileWritten { SourceFiles.removeFile(changesPath) }
-                changesFileWritten = false
-            }
-        }
-        if error != nil { checkpointDirty = true }
-        checkpointWriteReport.record(error, path: written, kind: "tail", logger: logger)
-    }
-
-    /// A file's checkpoint line, made again only when its entry changed: with thousands of files, one moves at a time.
-    private static func line(_ file: TailedFile, _ checkpoint: TailCheckpoint) -> [UInt8] {
-        if let cached = file.encodedCheckpoint, cached.checkpoint == checkpoint { return cached.line }
-        let line = TailCheckpointFile.encodeLine(checkpoint)
-        file.encodedCheckpoint = (checkpoint, line)
-        return line
-    }
+    // MARK: Copies left by copytruncate
 
     /// `copytruncate` (logrotate's, or any copy-then-truncate): the lines written before the copy that were not read
     /// yet are in the copy. Finds it in the file's directory (a regular file, another inode, with the incarnation's
@@ -430,7 +324,7 @@ extension TailEngine {
         copy.multiline?.reset()
         copy.copyState = .none
         copy.atEnd = false
-        checkpointDirty = true
+        checkpointer.markChanged()
         logger.debug(
             "tail source: \(copy.path) is the copy of \(source.path); its incarnation goes on there at offset \(end)",
             metadata: ["path": "\(copy.path)", "source": "\(source.path)", "origin": "\(copy.originID)"])
@@ -461,7 +355,7 @@ extension TailEngine {
             file.emittedOffset = end
             file.acknowledgedOffset = end
             file.copyState = .none
-            checkpointDirty = true
+            checkpointer.markChanged()
             return true
         case .undecided(let since):
             return decideCopy(file, since: since)

@@ -88,6 +88,8 @@ final class TailEngine {
 
     /// The checkpoint file: loaded at start, written when due with the followed files' checkpoints.
     let checkpointer: TailCheckpointer
+    /// Which new files are copies `copytruncate` made of followed ones, and where a truncated file's copy is.
+    let copies: TailCopyDetector
 
     let buffer: UnsafeMutableRawBufferPointer
     let scratch: UnsafeMutableRawBufferPointer
@@ -119,8 +121,6 @@ final class TailEngine {
     static let maximumDetachedOpen = 128
     /// A file at its path read to its end, with nothing pending, quiet this long is parked.
     static let parkAfter: Duration = .seconds(5)
-    /// Longest wait for the first 256 bytes of a new file that may be a copy being written.
-    static let copyDecisionLimit: Duration = .seconds(1)
     /// How often the opener's task wakes to see whether polling began, while inotify makes its looks.
     static let watchedScanInterval: Duration = .seconds(60)
 
@@ -148,6 +148,7 @@ final class TailEngine {
         checkpointer = try TailCheckpointer(
             stateDirectory: context.stateDirectory, sourceName: name, interval: config.checkpointInterval,
             logger: context.logger, now: clock.now)
+        copies = TailCopyDetector(clock: clock, opener: opener, logger: context.logger, emptyFileWait: Self.parkAfter)
         scanInterval = TailScanInterval(config.pollInterval)
         buffer = .allocate(byteCount: Self.chunkBytes, alignment: 16)
         scratch = .allocate(byteCount: TailFingerprint.maximumLength, alignment: 16)
@@ -290,8 +291,8 @@ final class TailEngine {
         let safetyNet = inotify == nil ? config.pollInterval : max(config.pollInterval, config.discoveryInterval)
         var deadline = min(nextDiscovery, now.advanced(by: safetyNet))
         for file in awake where !file.isClosed {
-            if case .undecided(let since?) = file.copyState {
-                deadline = min(deadline, since.advanced(by: Self.copyDecisionLimit))
+            if let decision = copies.decisionDeadline(of: file) {
+                deadline = min(deadline, decision)
             }
             if mayPark(file) {
                 deadline = min(deadline, file.lastGrowth.advanced(by: Self.parkAfter))

@@ -246,8 +246,8 @@ extension TailEngine {
     /// `compress` without `delaycompress`, done before the tailer looked) does not match and is not read.
     ///
     /// When the copy is a file `paths` matches too (`app.log*` and logrotate's `app.log.1`), it is not read as a file
-    /// of its own: the incarnation goes on in it (returned, to be continued with `TailCopyDetector.continueIncarnation` once the
-    /// source's last partial line is sent), so every line is sent once.
+    /// of its own: the incarnation goes on in it (returned, to be continued with `TailCopyDetector.continueIncarnation`
+    /// once the source's last partial line is sent), so every line is sent once.
     private func finishFromCopy(_ file: TailedFile) async -> TailedFile? {
         guard let copy = copies.copy(of: file, among: files, followedByInode: byInode) else { return nil }
         let copyDescriptor = copy.descriptor
@@ -286,7 +286,8 @@ extension TailEngine {
         return nil
     }
 
-    /// Whether `file` may be read now: not while it may be, or is, a copy of a followed incarnation (`TailCopyDetector`).
+    /// Whether `file` may be read now: not while it may be, or is, a copy of a followed incarnation
+    /// (`TailCopyDetector`).
     func mayRead(_ file: TailedFile) -> Bool {
         switch copies.mayRead(file, among: files) {
         case .wait:

@@ -166,10 +166,7 @@ final class TailEngine {
     // MARK: The loop
 
     func run() async {
-        for checkpoint in checkpointer.load() {
-            loadedCheckpoints[checkpoint.inode] = checkpoint
-            checkpointedPaths.insert(checkpoint.path)
-        }
+        loadCheckpoints()
         startWatching()
         let opener = self.opener
         let wakeup = self.wakeup
@@ -618,6 +615,14 @@ final class TailEngine {
     }
 
     // MARK: Acknowledgements and checkpoints
+
+    /// Takes the checkpoints the checkpoint file holds, to resume the files the first discovery finds.
+    private func loadCheckpoints() {
+        for checkpoint in checkpointer.load() {
+            loadedCheckpoints[checkpoint.inode] = checkpoint
+            checkpointedPaths.insert(checkpoint.path)
+        }
+    }
 
     /// Advances every file's checkpoint to the acknowledged sequence.
     func acknowledge() {

@@ -40,7 +40,7 @@ extension TailEngine {
         closedSinceCleanup = false
         let before = files.count
         files.removeAll { $0.isClosed && !$0.hasUnacknowledged }
-        if files.count != before { checkpointDirty = true }
+        if files.count != before { checkpointer.markChanged() }
         if files.contains(where: { $0.isClosed }) { closedSinceCleanup = true }
     }
 

@@ -30,8 +30,6 @@ final class TailEngine {
     let logger: Logger
     /// Told whether every matched file could be opened (`SourceHealth`).
     let health: SourceHealth
-    /// nil: checkpoints in memory only.
-    let checkpointPath: String?
     let globs: [TailGlob]
     let exclude: TailExclude
     let startPattern: Regex<AnyRegexOutput>?
@@ -88,6 +86,11 @@ final class TailEngine {
     var loadedCheckpoints: [TailFS.Inode: TailCheckpoint] = [:]
     var checkpointedPaths: Set<String> = []
 
+    /// The checkpoint file: loaded at start, written when due with the followed files' checkpoints.
+    let checkpointer: TailCheckpointer
+    /// Which new files are copies `copytruncate` made of followed ones, and where a truncated file's copy is.
+    let copies: TailCopyDetector
+
     let buffer: UnsafeMutableRawBufferPointer
     let scratch: UnsafeMutableRawBufferPointer
     var batch = LogLineBatch(source: "", fields: [], originID: 0)
@@ -96,14 +99,6 @@ final class TailEngine {
     var discoveryCount = 0
     var discoveryRequested = false
     var nextDiscovery: ContinuousClock.Instant
-    var checkpointDirty = false
-    /// The entries the checkpoint file holds, and the hash of its bytes that a changes file must name; nil before
-    /// it was read or written (the next write then rewrites it).
-    var checkpointFileEntries: [TailFS.Inode: TailCheckpoint] = [:]
-    var checkpointFileHash: UInt64?
-    var changesFileWritten = false
-    var lastCheckpointWrite: ContinuousClock.Instant
-    var checkpointWriteReport = CheckpointWriteReport()
     var warnedPaths: Set<String> = []
     /// Paths refused (and logged) because of `TailConfig.allowedRealPaths`.
     var refusedPaths: Set<String> = []
@@ -126,8 +121,6 @@ final class TailEngine {
     static let maximumDetachedOpen = 128
     /// A file at its path read to its end, with nothing pending, quiet this long is parked.
     static let parkAfter: Duration = .seconds(5)
-    /// Longest wait for the first 256 bytes of a new file that may be a copy being written.
-    static let copyDecisionLimit: Duration = .seconds(1)
     /// How often the opener's task wakes to see whether polling began, while inotify makes its looks.
     static let watchedScanInterval: Duration = .seconds(60)
 
@@ -152,23 +145,16 @@ final class TailEngine {
         } else {
             startPattern = nil
         }
-        if let stateDirectory = context.stateDirectory {
-            let path = TailCheckpointFile.path(stateDirectory: stateDirectory, sourceName: name)
-            let directory = AtomicFile.parentDirectory(of: path)
-            if let error = SourceFiles.makeDirectories(directory) {
-                throw SourceError("tail source '\(name)': cannot create the checkpoint directory \(directory): \(error)")
-            }
-            checkpointPath = path
-        } else {
-            checkpointPath = nil
-        }
+        checkpointer = try TailCheckpointer(
+            stateDirectory: context.stateDirectory, sourceName: name, interval: config.checkpointInterval,
+            logger: context.logger, now: clock.now)
+        copies = TailCopyDetector(clock: clock, opener: opener, logger: context.logger, emptyFileWait: Self.parkAfter)
         scanInterval = TailScanInterval(config.pollInterval)
         buffer = .allocate(byteCount: Self.chunkBytes, alignment: 16)
         scratch = .allocate(byteCount: TailFingerprint.maximumLength, alignment: 16)
         let now = clock.now
         nextDiscovery = now
         nextParkedCheck = now
-        lastCheckpointWrite = now
         batch.source = name
     }
 
@@ -210,8 +196,8 @@ final class TailEngine {
             loadedCheckpoints = [:]
         }
         checkpointedPaths = []
-        checkpointDirty = true
-        await writeCheckpoints(force: true)
+        checkpointer.markChanged()
+        await checkpointer.write(files, force: true, now: clock.now)
         while !Task.isCancelled, !stopped {
             let more = await turn()
             if Task.isCancelled || stopped { break }
@@ -290,7 +276,7 @@ final class TailEngine {
         await closeFinishedDetached()
         parkQuiet()
         acknowledge()
-        await writeCheckpoints(force: false)
+        await checkpointer.write(files, force: false, now: clock.now)
         reportSkipped()
         return more
     }
@@ -302,8 +288,8 @@ final class TailEngine {
         let safetyNet = inotify == nil ? config.pollInterval : max(config.pollInterval, config.discoveryInterval)
         var deadline = min(nextDiscovery, now.advanced(by: safetyNet))
         for file in awake where !file.isClosed {
-            if case .undecided(let since?) = file.copyState {
-                deadline = min(deadline, since.advanced(by: Self.copyDecisionLimit))
+            if let decision = copies.decisionDeadline(of: file) {
+                deadline = min(deadline, decision)
             }
             if mayPark(file) {
                 deadline = min(deadline, file.lastGrowth.advanced(by: Self.parkAfter))
@@ -318,8 +304,8 @@ final class TailEngine {
                 deadline = min(deadline, max(detachedAt, file.lastGrowth).advanced(by: Self.detachedLinger))
             }
         }
-        if checkpointDirty || awake.contains(where: \.hasUnacknowledged) {
-            deadline = min(deadline, max(now, lastCheckpointWrite.advanced(by: config.checkpointInterval)))
+        if let write = checkpointer.nextWrite(now: now, awaitingAcknowledgement: awake.contains(where: \.hasUnacknowledged)) {
+            deadline = min(deadline, write)
         }
         return max(now.advanced(by: .milliseconds(1)), deadline)
     }
@@ -328,7 +314,7 @@ final class TailEngine {
         await LogReaderStop.awaitAcknowledgement(
             of: lastAppendedSequence, from: sink, kind: "tail", record: "line", logger: logger)
         acknowledge()
-        await writeCheckpoints(force: true)
+        await checkpointer.write(files, force: true, now: clock.now)
         for file in files { closeFile(file) }
         files = []
         activeByPath = [:]
@@ -549,7 +535,7 @@ final class TailEngine {
         byInode[inode] = file
         activeByPath[path] = file
         statistics.filesOpened += 1
-        checkpointDirty = true
+        checkpointer.markChanged()
         if let watcher = inotify {
             switch watcher.watchModifications(of: opened.descriptor) {
             case .success(let watch): file.modifyWatch = watch
@@ -568,7 +554,7 @@ final class TailEngine {
         syncParked(previous)
         syncParked(path)
         file.atEnd = false
-        checkpointDirty = true
+        checkpointer.markChanged()
     }
 
     /// The file is no longer at its path: keep reading it to its end, then close it.
@@ -630,11 +616,19 @@ final class TailEngine {
 
     // MARK: Acknowledgements and checkpoints
 
+    /// Takes the checkpoints the checkpoint file holds, to resume the files the first discovery finds.
+    private func loadCheckpoints() {
+        for checkpoint in checkpointer.load() {
+            loadedCheckpoints[checkpoint.inode] = checkpoint
+            checkpointedPaths.insert(checkpoint.path)
+        }
+    }
+
     /// Advances every file's checkpoint to the acknowledged sequence.
     func acknowledge() {
         let acknowledged = sink.acknowledgedSequence
         for file in awake where file.acknowledge(through: acknowledged) {
-            checkpointDirty = true
+            checkpointer.markChanged()
         }
     }
 }

@@ -35,7 +35,7 @@ extension TailEngine {
             }
             if fingerprint != file.fingerprint {
                 file.fingerprint = fingerprint
-                checkpointDirty = true
+                checkpointer.markChanged()
             }
             file.fingerprintVerifiedThisTurn = true
             file.atEnd = false
@@ -209,7 +209,7 @@ extension TailEngine {
         }
         if fingerprint != file.fingerprint {
             file.fingerprint = fingerprint
-            checkpointDirty = true
+            checkpointer.markChanged()
         }
         return false
     }
@@ -219,7 +219,10 @@ extension TailEngine {
     func restart(_ file: TailedFile, reason: String) async {
         let continuation = await finishFromCopy(file)
         await flushPending(file)
-        if let continuation { continueIncarnation(of: file, in: continuation) }
+        if let continuation {
+            copies.continueIncarnation(of: file, in: continuation)
+            checkpointer.markChanged()
+        }
         statistics.truncations += 1
         logger.info(
             "tail source: \(file.path) was truncated (\(reason)); reading it from the start as a new incarnation",
@@ -227,153 +230,28 @@ extension TailEngine {
         file.restart(
             originID: newTailOriginID(), fingerprint: TailFingerprint.current(descriptor: file.descriptor, scratch: scratch),
             now: clock.now)
-        checkpointDirty = true
+        checkpointer.markChanged()
     }
 }
 
 extension TailEngine {
-    // MARK: Checkpoint file
-
-    /// Reads the checkpoint file and its changes file, if any. A file that cannot be read or parsed gives one
-    /// warning and is ignored (a changes file alone: the checkpoint file's older offsets are used, and the lines
-    /// after them are sent again, for the collector to recognise).
-    func loadCheckpoints() {
-        guard let path = checkpointPath else {
-            logger.debug("tail source: no state directory, checkpoints are kept in memory only")
-            return
-        }
-        let bytes: [UInt8]
-        switch SourceFiles.readAll(path) {
-        case .success(let content): bytes = content
-        case .failure(let error):
-            if error.code != ENOENT {
-                logger.warning("tail source: cannot read the checkpoint file \(path) (\(error)); starting without checkpoints")
-            }
-            return
-        }
-        switch TailCheckpointFile.decode(bytes) {
-        case .success(let fileEntries):
-            for checkpoint in fileEntries { checkpointFileEntries[checkpoint.inode] = checkpoint }
-            checkpointFileHash = TailCheckpointChanges.contentHash(bytes)
-            changesFileWritten = TailFS.status(path: TailCheckpointChanges.path(checkpointFile: path)) != nil
-            let (checkpoints, problem) = TailCheckpointChanges.merge(fileEntries, checkpointFileBytes: bytes, checkpointFile: path)
-            if let problem {
-                logger.warning("tail source: \(problem); using the checkpoint file alone (lines after its offsets are sent again)")
-            }
-            for checkpoint in checkpoints {
-                loadedCheckpoints[checkpoint.inode] = checkpoint
-                checkpointedPaths.insert(checkpoint.path)
-            }
-        case .failure(let error):
-            logger.warning(
-                "tail source: the checkpoint file \(path) is corrupt (\(error)); ignoring it and starting without checkpoints"
-            )
-        }
-    }
-
-    /// Writes the checkpoints when they changed and the interval passed (or now, with `force`). When only a few
-    /// files moved (fewer than a quarter of the entries differ from the checkpoint file), only they are written, to
-    /// the changes file; otherwise the checkpoint file is rewritten whole and the changes file removed. So thousands
-    /// of files at rest cost nothing per checkpoint, and a handful of files keep a single file.
-    func writeCheckpoints(force: Bool) async {
-        guard checkpointDirty else { return }
-        let now = clock.now
-        guard force || lastCheckpointWrite.advanced(by: config.checkpointInterval) <= now else { return }
-        lastCheckpointWrite = now
-        checkpointDirty = false
-        guard let path = checkpointPath else { return }
-        var current: [(file: TailedFile, checkpoint: TailCheckpoint)] = []
-        current.reserveCapacity(files.count)
-        var changed = 0
-        var present = 0
-        for file in files {
-            let checkpoint = TailCheckpoint(
-                inode: file.inode, fingerprint: file.fingerprint, originID: file.originID, offset: file.acknowledgedOffset,
-                path: file.path)
-            if let entry = checkpointFileEntries[file.inode] {
-                present += 1
-                if entry != checkpoint { changed += 1 }
-            } else {
-                changed += 1
-            }
-            current.append((file, checkpoint))
-        }
-        // Entries of files no longer followed (not below 0: a closed file and its successor on the same inode are both
-        // present).
-        let removed = max(0, checkpointFileEntries.count - present)
-        let changesPath = TailCheckpointChanges.path(checkpointFile: path)
-        let error: SourceFiles.Errno?
-        var written = path
-        if checkpointFileHash != nil, changed == 0, removed == 0 {
-            // The checkpoint file says it all.
-            if changesFileWritten { SourceFiles.removeFile(changesPath) }
-            changesFileWritten = false
-            error = nil
-        } else if let base = checkpointFileHash, (changed + removed) * 4 < current.count {
-            let lines = current.compactMap { entry in
-                checkpointFileEntries[entry.checkpoint.inode] == entry.checkpoint ? nil : Self.line(entry.file, entry.checkpoint)
-            }
-            written = changesPath
-            error = await SourceFiles.writeAtomicallyOnThreadPool(changesPath, TailCheckpointChanges.encode(base: base, lines: lines))
-            if error == nil { changesFileWritten = true }
-        } else {
-            let bytes = TailCheckpointFile.encode(lines: current.map { Self.line($0.file, $0.checkpoint) })
-            error = await SourceFiles.writeAtomicallyOnThreadPool(path, bytes)
-            if error == nil {
-                checkpointFileEntries = [:]
-                for entry in current { checkpointFileEntries[entry.checkpoint.inode] = entry.checkpoint }
-                checkpointFileHash = TailCheckpointChanges.contentHash(bytes)
-                // Written against the old content, it would be ignored; removed so the directory shows the state.
-                if changesFileWritten { SourceFiles.removeFile(changesPath) }
-                changesFileWritten = false
-            }
-        }
-        if error != nil { checkpointDirty = true }
-        checkpointWriteReport.record(error, path: written, kind: "tail", logger: logger)
-    }
-
-    /// A file's checkpoint line, made again only when its entry changed: with thousands of files, one moves at a time.
-    private static func line(_ file: TailedFile, _ checkpoint: TailCheckpoint) -> [UInt8] {
-        if let cached = file.encodedCheckpoint, cached.checkpoint == checkpoint { return cached.line }
-        let line = TailCheckpointFile.encodeLine(checkpoint)
-        file.encodedCheckpoint = (checkpoint, line)
-        return line
-    }
+    // MARK: Copies left by copytruncate
 
     /// `copytruncate` (logrotate's, or any copy-then-truncate): the lines written before the copy that were not read
-    /// yet are in the copy. Finds it in the file's directory (a regular file, another inode, with the incarnation's
-    /// first bytes; the newest such) and reads it from the offset reached to its end, as the same incarnation (same
+    /// yet are in the copy. Finds it (`TailCopyDetector.copy(of:among:followedByInode:)`: in the file's directory, a
+    /// regular file, another inode, with the incarnation's first bytes; the newest such) and reads it from the offset
+    /// reached to its end, as the same incarnation (same
     /// origin, offsets going on), so nothing is sent twice. Only lines written
     /// between the copy and the truncation are lost, which no reader can see. A copy already compressed (logrotate's
     /// `compress` without `delaycompress`, done before the tailer looked) does not match and is not read.
     ///
     /// When the copy is a file `paths` matches too (`app.log*` and logrotate's `app.log.1`), it is not read as a file
-    /// of its own: the incarnation goes on in it (returned, to be continued with `continueIncarnation` once the
-    /// source's last partial line is sent), so every line is sent once.
+    /// of its own: the incarnation goes on in it (returned, to be continued with `TailCopyDetector.continueIncarnation`
+    /// once the source's last partial line is sent), so every line is sent once.
     private func finishFromCopy(_ file: TailedFile) async -> TailedFile? {
-        // A followed file known to be this incarnation's copy, or one still undecided that the search finds.
-        var followed = files.first { candidate in
-            guard candidate.isOpen, case .copy(let source, let origin) = candidate.copyState else { return false }
-            return source === file && origin == file.originID
-        }
-        let copyDescriptor: Int32
-        let copyPath: String
-        if let followed {
-            copyDescriptor = followed.descriptor
-            copyPath = followed.path
-        } else {
-            guard let (descriptor, path, inode) = findCopy(of: file) else { return nil }
-            if let known = byInode[inode] {
-                SourceFiles.closeDescriptor(descriptor)
-                // A copy read on its own already (or parked) sent these lines; reading them again would repeat them.
-                guard known.isOpen, case .undecided = known.copyState else { return nil }
-                followed = known
-                copyDescriptor = known.descriptor
-            } else {
-                copyDescriptor = descriptor
-            }
-            copyPath = path
-        }
+        guard let copy = copies.copy(of: file, among: files, followedByInode: byInode) else { return nil }
+        let copyDescriptor = copy.descriptor
+        let copyPath = copy.path
         let from = file.readOffset
         while !stopped && !Task.isCancelled {
             let count = SourceFiles.read(copyDescriptor, into: buffer, at: file.readOffset)
@@ -391,7 +269,7 @@ extension TailEngine {
                 "tail source: \(file.path) was copied and truncated; read its last \(file.readOffset - from) bytes from the copy \(copyPath)",
                 metadata: ["path": "\(file.path)", "copy": "\(copyPath)"])
         }
-        if let followed { return followed }
+        if let followed = copy.followed { return followed }
         // A copy the globs match but not followed yet: followed from here on as the continuation.
         defer { SourceFiles.closeDescriptor(copyDescriptor) }
         guard TailGlob.matches(copyPath, globs, exclude: exclude), let status = TailFS.status(descriptor: copyDescriptor)
@@ -408,153 +286,15 @@ extension TailEngine {
         return nil
     }
 
-    /// The incarnation of `source`, read from its copy `copy` up to `source.readOffset`, goes on in `copy`: same
-    /// origin, offsets and lines waiting for acknowledgement; `copy` is read from there like any file.
-    func continueIncarnation(of source: TailedFile, in copy: TailedFile) {
-        let size = TailFS.status(descriptor: copy.descriptor)?.size ?? 0
-        let end = min(source.readOffset, size)
-        copy.originID = source.originID
-        copy.fingerprint = source.fingerprint
-        copy.readOffset = end
-        copy.emittedOffset = min(source.emittedOffset, end)
-        if source.emittedOffset <= size {
-            copy.pending = source.pending
-            copy.acknowledgedOffset = source.acknowledgedOffset
-            source.pending.removeAll()
-        } else {
-            // Lines past the copy's end were read from the source before its truncation: they stay its own.
-            copy.pending.removeAll()
-            copy.acknowledgedOffset = end
-        }
-        copy.splitter.reset()
-        copy.multiline?.reset()
-        copy.copyState = .none
-        copy.atEnd = false
-        checkpointDirty = true
-        logger.debug(
-            "tail source: \(copy.path) is the copy of \(source.path); its incarnation goes on there at offset \(end)",
-            metadata: ["path": "\(copy.path)", "source": "\(source.path)", "origin": "\(copy.originID)"])
-    }
-
-    // MARK: Copies that `paths` matches
-
-    /// Whether `file` may be read now. A new file that may be a copy of a followed incarnation (logrotate's
-    /// `copytruncate`, with `paths` matching the copy) waits until its first 256 bytes show whether it is one (at most
-    /// `copyDecisionLimit` while it is shorter and begins like a followed file beside it); a copy waits for its
-    /// source's truncation, or its end.
+    /// Whether `file` may be read now: not while it may be, or is, a copy of a followed incarnation
+    /// (`TailCopyDetector`).
     func mayRead(_ file: TailedFile) -> Bool {
-        switch file.copyState {
-        case .none:
-            return true
-        case .copy(let source, let origin):
-            if !source.isClosed && source.originID == origin {
-                file.atEnd = true
-                return false
-            }
-            // The incarnation ended without a truncation (rotated away and closed, or restarted from another copy):
-            // what this copy holds was sent from the source.
-            let size = TailFS.status(descriptor: file.descriptor)?.size ?? 0
-            let end = source.originID == origin ? min(source.emittedOffset, size) : size
-            file.originID = origin
-            file.fingerprint = source.fingerprint
-            file.readOffset = end
-            file.emittedOffset = end
-            file.acknowledgedOffset = end
-            file.copyState = .none
-            checkpointDirty = true
-            return true
-        case .undecided(let since):
-            return decideCopy(file, since: since)
-        }
-    }
-
-    private func decideCopy(_ file: TailedFile, since: ContinuousClock.Instant?) -> Bool {
-        let count = SourceFiles.read(file.descriptor, into: scratch, at: 0)
-        if count == 0 {
-            // Still empty: no copy is being written into it (it may be parked like any quiet file).
-            if file.lastGrowth.advanced(by: Self.parkAfter) <= clock.now { file.copyState = .none }
-            file.atEnd = true
+        switch copies.mayRead(file, among: files) {
+        case .wait:
             return false
-        }
-        let full = TailFingerprint.maximumLength
-        if count >= full {
-            let hash = TailFingerprint.fnv1a(UnsafeRawBufferPointer(rebasing: scratch[0..<full]))
-            var source: TailedFile?
-            for other in files where other !== file && !other.isClosed && other.inode != file.inode {
-                guard other.fingerprint.length == full, other.fingerprint.hash == hash, case .none = other.copyState else { continue }
-                if source == nil || (other.isOpen && !other.isDetached) { source = other }
-            }
-            if let source {
-                file.copyState = .copy(of: source, origin: source.originID)
-                file.atEnd = true
-                logger.debug(
-                    "tail source: \(file.path) begins like \(source.path): a copy, not read as a file of its own",
-                    metadata: ["path": "\(file.path)", "source": "\(source.path)"])
-                return false
-            }
-            file.copyState = .none
+        case .read(let checkpointMoved):
+            if checkpointMoved { checkpointer.markChanged() }
             return true
         }
-        let now = clock.now
-        if count > 0, (since ?? now).advanced(by: Self.copyDecisionLimit) > now, beginsLikeFollowedFile(file, count: count) {
-            if since == nil { file.copyState = .undecided(since: now) }
-            file.atEnd = true
-            return false
-        }
-        file.copyState = .none
-        return true
-    }
-
-    /// Whether the `count` bytes in `scratch` (the first of `file`, fewer than 256) are the beginning of a followed
-    /// file beside it with a full fingerprint: then `file` may be a copy being written. A parked one is not opened to
-    /// compare: it counts as a match.
-    private func beginsLikeFollowedFile(_ file: TailedFile, count: Int) -> Bool {
-        let directory = AtomicFile.parentDirectory(of: file.path)
-        var other = [UInt8](repeating: 0, count: count)
-        for candidate in files where candidate !== file && !candidate.isClosed && candidate.inode != file.inode {
-            guard candidate.fingerprint.length == TailFingerprint.maximumLength,
-                AtomicFile.parentDirectory(of: candidate.path) == directory
-            else { continue }
-            if candidate.isParked { return true }
-            let read = other.withUnsafeMutableBytes { SourceFiles.read(candidate.descriptor, into: $0, at: 0) }
-            if read == count, other.withUnsafeBytes({ memcmp($0.baseAddress!, scratch.baseAddress!, count) == 0 }) {
-                return true
-            }
-        }
-        return false
-    }
-
-    /// The newest file beside `file` that holds its incarnation's content, opened for reading. Only for an
-    /// incarnation with a full-length fingerprint: a few shared first bytes (a short header line) could match another
-    /// file, whose end would then be sent as this one's.
-    private func findCopy(of file: TailedFile) -> (Int32, String, TailFS.Inode)? {
-        guard file.fingerprint.length >= TailFingerprint.maximumLength else { return nil }
-        let slash = file.path.lastIndex(of: "/")
-        let directory = slash.map { String(file.path[..<$0]) } ?? "."
-        let prefix = slash.map { String(file.path[..<file.path.index(after: $0)]) } ?? ""
-        var best: (descriptor: Int32, path: String, modified: Int, inode: TailFS.Inode)?
-        for entry in TailFS.list(directory.isEmpty ? "/" : directory) where entry.isDirectory != true && !entry.isSymbolicLink {
-            let path = prefix + entry.name
-            // A copy may be shorter than what was read: the writer appended between logrotate's copy and its
-            // truncate, and the tailer read that too. Nothing is left to read from it then, but when `paths` matches
-            // it, it must still be known as this incarnation's copy, or it would be read again from 0.
-            guard path != file.path, let status = TailFS.status(path: path), status.isRegular, status.inode != file.inode
-            else { continue }
-            guard case .success(let descriptor) = SourceFiles.openForReading(path) else { continue }
-            guard opener.allows(descriptor: descriptor, path: path, inode: status.inode) else {
-                SourceFiles.closeDescriptor(descriptor)
-                continue
-            }
-            var info = stat()
-            let modified = fstat(descriptor, &info) == 0 ? Int(info.st_mtim.tv_sec) * 1_000_000_000 + Int(info.st_mtim.tv_nsec) : 0
-            guard file.fingerprint.verified(descriptor: descriptor, scratch: scratch) != nil, modified >= (best?.modified ?? Int.min)
-            else {
-                SourceFiles.closeDescriptor(descriptor)
-                continue
-            }
-            if let previous = best { SourceFiles.closeDescriptor(previous.descriptor) }
-            best = (descriptor, path, modified, status.inode)
-        }
-        return best.map { ($0.descriptor, $0.path, $0.inode) }
     }
 }

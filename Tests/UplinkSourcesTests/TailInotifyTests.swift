@@ -50,14 +50,11 @@ struct TailInotifyTests {
             inotify.setParked(path, true)
         }
 
-        // The first write finds the channel armed; every later one lands in the window: the handler read the last
-        // write's event, woke the reader and left the channel without a pending read, and only then the next write
-        // comes, before `arm()`.
-        inotify.arm()
+        // Every write lands in the window: the channel starts disarmed (as after a report), and after each report
+        // the handler has read the write's event, woken the reader and left the channel without a pending read;
+        // only then the next write comes, before `arm()`.
         for line in 0..<100 {
-            if line > 0 {
-                #expect(!inotify.isArmed, "the report disarmed the channel")
-            }
+            #expect(!inotify.isArmed, "line \(line): the channel is disarmed before the write")
             writer.write("line \(line)\n")
             inotify.arm()
             let woken = await Self.nextWakeup(wakeup, clock: clock)

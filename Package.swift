@@ -105,10 +105,11 @@ let package = Package(
                 // Each kind's folder decodes its own keys (`SourceKindConfig.decode`).
                 "UplinkConfig",
                 "CSystemd",
-                "CLinuxIO",
                 .product(name: "SystemPackage", package: "swift-system"),
                 .product(name: "Logging", package: "swift-log"),
-                // Checkpoint writes (`fsync`) run on NIO's blocking-I/O thread pool.
+                // Checkpoint writes (`fsync`) run on NIO's blocking-I/O thread pool; the tailer's inotify descriptors are
+                // channels on the send path's event loop.
+                .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
             ],
             swiftSettings: strict

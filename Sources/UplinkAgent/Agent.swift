@@ -102,7 +102,7 @@ public final class Agent: Sendable {
         return SourceService(
             source: makeSource(name: named.name, config: named.config),
             context: SourceContext(
-                sink: sink, logger: sourceLogger, stateDirectory: stateDirectory, linger: linger),
+                sink: sink, logger: sourceLogger, stateDirectory: stateDirectory, linger: linger, eventLoop: eventLoop),
             executor: named.config.kind.runsOnSendPathLoop ? EventLoopTaskExecutor(loop: eventLoop) : nil
         )
     }

@@ -1,4 +1,5 @@
 import Logging
+import NIOCore
 
 /// A producer of records: a sensor sampled on an interval, a log tailer, a test generator.
 ///
@@ -26,18 +27,23 @@ public struct SourceContext: Sendable {
     public var linger: Duration
     /// Where the source reports whether it works (`SourceHealth` says what each kind reports).
     public var health: SourceHealth
+    /// The send path's event loop (`Agent.eventLoop`: the uplink's connection lives there). A source that waits for
+    /// descriptors (the tailer's inotify) reads them as channels on it, so the wake-up for a line comes from the
+    /// thread that sends it. nil (tests, tools): the source takes a loop of NIO's singleton group.
+    public var eventLoop: (any EventLoop)?
 
     /// A context delivering to `sink`, logging to `logger`, with state kept in `stateDirectory` (none: in memory),
-    /// reading within the latency budget `linger`, reporting to `health`.
+    /// reading within the latency budget `linger`, reporting to `health`, watching descriptors on `eventLoop`.
     public init(
         sink: any RecordSink, logger: Logger, stateDirectory: String? = nil, linger: Duration = .zero,
-        health: SourceHealth = SourceHealth()
+        health: SourceHealth = SourceHealth(), eventLoop: (any EventLoop)? = nil
     ) {
         self.sink = sink
         self.logger = logger
         self.stateDirectory = stateDirectory
         self.linger = linger
         self.health = health
+        self.eventLoop = eventLoop
     }
 }
 

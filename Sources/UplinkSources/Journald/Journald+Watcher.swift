@@ -8,7 +8,7 @@ import Musl
 #endif
 
 /// Waits for sd-journal's descriptor (inotify on the journal's directories and files) on a thread of its own, blocked
-/// in `poll(2)` with a control pipe, and wakes the engine when it becomes readable. Like the tailer's inotify thread,
+/// in `poll(2)` with a control pipe, and wakes the engine when it becomes readable. Like the tailer's inotify channel,
 /// it reports readiness only while the engine is idle ("armed"): the engine calls `sd_journal_process` (which drains
 /// the descriptor) and then `arm()` before it waits again, so a busy journal does not wake a busy reader.
 final class JournaldWatcher: Sendable {

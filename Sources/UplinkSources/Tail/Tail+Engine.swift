@@ -1,4 +1,5 @@
 import Logging
+import NIOCore
 import Synchronization
 import UplinkCore
 
@@ -11,7 +12,8 @@ import Darwin
 #endif
 
 /// The running state of one `tail` source: the files it follows and the loop that reads them. Used only by the
-/// source's task; the opener, the wakeup and the inotify thread are the parts shared with other threads.
+/// source's task; the opener, the wakeup and inotify (whose events are handled on the send path's loop) are the parts
+/// shared with other threads.
 ///
 /// One turn of the loop: take what the opener saw at the followed paths (new files, vanished ones), follow the new
 /// paths inotify named (or expand the globs when due), open parked files that changed, read every awake file (a
@@ -39,6 +41,8 @@ final class TailEngine {
     let linger: Duration
     let opener: TailOpener
     let wakeup: SourceWakeup
+    /// Where inotify's channels live: the send path's loop (`SourceContext.eventLoop`; nil: one of NIO's singleton's).
+    let eventLoop: (any EventLoop)?
     var inotify: TailInotify? {
         // Polling stands in for inotify's events; with inotify, looking now and then is only a safety net.
         didSet { scanInterval.set(inotify == nil ? config.pollInterval : nil) }
@@ -131,6 +135,7 @@ final class TailEngine {
         logger = context.logger
         health = context.health
         linger = context.linger
+        eventLoop = context.eventLoop
         self.clock = clock
         wakeup = SourceWakeup(clock: clock)
         globs = config.paths.map(TailGlob.init)
@@ -174,7 +179,7 @@ final class TailEngine {
         let clock = self.clock
         await withTaskGroup(of: Void.self) { group in
             // Catches files replaced at a followed path while the reader waits (for buffer space, or idle). With
-            // inotify the watcher thread does this on every directory event, so an idle agent stays asleep.
+            // inotify its directory events do this, so an idle agent stays asleep.
             group.addTask {
                 while !Task.isCancelled {
                     // With inotify (no interval) its events make the looks, and the engine's discovery is the safety net.
@@ -217,7 +222,7 @@ final class TailEngine {
 
     /// One turn; returns whether data is left to read right away.
     private func turn() async -> Bool {
-        // With inotify the watcher thread looks at the paths its events name.
+        // With inotify the paths its events name are looked at as they come.
         if inotify == nil { opener.scan() }
         handleOpenerEvents()
         if let watcher = inotify {
@@ -315,11 +320,12 @@ final class TailEngine {
             of: lastAppendedSequence, from: sink, kind: "tail", record: "line", logger: logger)
         acknowledge()
         await checkpointer.write(files, force: true, now: clock.now)
+        // Stopped first: no event handled after it opens a file through the opener that `closeAll` would miss.
+        await inotify?.stop()
         for file in files { closeFile(file) }
         files = []
         activeByPath = [:]
         opener.closeAll()
-        await inotify?.stop()
         inotify = nil
         logger.debug(
             "tail source stopped",
@@ -338,9 +344,8 @@ final class TailEngine {
     private func startWatching() {
         guard config.watch == .auto else { return }
         #if canImport(Glibc) || canImport(Musl)
-        switch TailInotify.make(opener: opener, wakeup: wakeup) {
+        switch TailInotify.make(opener: opener, wakeup: wakeup, eventLoop: eventLoop) {
         case .success(let watcher):
-            watcher.start()
             inotify = watcher
         case .failure(let error):
             logger.warning(

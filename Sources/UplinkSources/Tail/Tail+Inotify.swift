@@ -1,5 +1,5 @@
-import CLinuxIO
-import Dispatch
+import NIOCore
+import NIOPosix
 import Synchronization
 
 #if canImport(Glibc)
@@ -14,27 +14,37 @@ import Musl
 /// the paths named, and the engine checks whether they match `paths`), another modifications: of the open files
 /// (through `/proc/self/fd`, new data: the reader is woken) and, by name, of the files in the watched directories,
 /// which is how a followed file kept closed ("parked", read to its end and quiet) is noticed to grow without a
-/// descriptor or a watch of its own. A thread of its own waits in `epoll_wait(2)` on both and on a control pipe
-/// (which only says "stop").
+/// descriptor or a watch of its own. Both instances are read as NIO channels on the send path's event loop `L`
+/// (`SourceContext.eventLoop`), so a line's wake-up comes from the thread that also sends it: no thread of our own.
 ///
 /// Every event names what changed, so the engine's work per event is proportional to it: a write to one of
 /// 10,000 followed files opens and reads that one. A full look (every path, the globs expanded) is only asked for
 /// when inotify lost events (queue overflow) or a watched directory itself changed.
 ///
 /// Modification events are only read while the reader is idle ("armed"): a busy reader is not woken for every
-/// `write(2)` of a busy file, the kernel coalesces them meanwhile. The modification instance is watched one-shot
-/// (`EPOLLONESHOT`): a report disarms it, and the reader arms it again with `epoll_ctl` from its own thread before
-/// it goes idle, which wakes nobody (a control byte per idle turn would wake this thread once more per line).
+/// `write(2)` of a busy file, the kernel coalesces them meanwhile. The modification channel does not read on its own
+/// (`autoRead` off): a report that concerns the reader leaves it without a pending read (NIO stops polling it), and
+/// the reader arms it with `arm()` (one `channel.read()`) before it goes idle. NIO polls channels level-triggered, so
+/// a write that lands after the report was read and before the next `arm()` is reported as soon as it is armed.
 /// Modifications of files that are neither open nor parked are read and dropped without waking the reader.
+///
+/// Starting costs no wait: `make` creates the instances at once (the engine adds its watches and looks at the paths
+/// right after), and the channels are made on `L` meanwhile; the kernel queues events until they read them. (Waiting
+/// for the channels before the first look delayed the tailer's start by two round trips to a busy loop; files
+/// written and rotated away within that window were missed.)
+///
+/// Descriptors: each channel owns (and NIO closes, once, when the channel closes) a duplicate of its instance's
+/// descriptor; the originals, through which watches are added and removed, belong to this object and are closed in
+/// `deinit` only. So nothing here ever closes a descriptor NIO closes too, and a watch added or removed through this
+/// object never reaches a number that was closed and given to something else (a closed and reused number is how a
+/// double close takes down, say, the descriptor the process's timers wait on).
 final class TailInotify: Sendable {
     private let directoryFD: Int32
     private let modifyFD: Int32
-    /// The thread waits here for the three descriptors, told apart by `WaitTag`.
-    private let epollFD: Int32
-    private let controlRead: Int32
-    private let controlWrite: Int32
     private let opener: TailOpener
     private let wakeup: SourceWakeup
+    /// Where both channels live.
+    private let eventLoop: any EventLoop
 
     private struct State {
         var directories: [String: Int32] = [:]
@@ -51,21 +61,41 @@ final class TailInotify: Sendable {
         var modifiedPaths: Set<String> = []
         /// Modification events were lost: every parked file must be looked at.
         var modificationsLost = false
+        /// A channel closed without `stop()` (a read failed): no more events come. Returned by the next `watch`
+        /// call, so the engine falls back to polling as it does when a watch cannot be added.
+        var broken: SourceFiles.Errno?
     }
     /// More named paths than this waiting for the engine count as lost events (a full look instead).
     private static let maximumQueuedPaths = 65_536
     private let state = Mutex(State())
-    private let exited = Atomic<Bool>(false)
-    private let started = Atomic<Bool>(false)
+
+    /// The two channels, as NIO makes them on `L` (nil after `stop()` took them).
+    private struct Channels {
+        var directories: EventLoopFuture<any Channel>?
+        var modifications: EventLoopFuture<any Channel>?
+        /// `stop()` began: a channel closing from now on is expected.
+        var stopping = false
+    }
+    private let channels = Mutex(Channels())
+    /// The modification channel has no read pending: it reported something to the reader (or was just made), and
+    /// the next `arm()` issues its one `read()`. Set on `L`, taken by the reader; whoever takes it reads once.
+    private let disarmed = Atomic<Bool>(true)
 
     /// Directory events that can change which files match or are at a followed path.
     private static let directoryMask = UInt32(IN_CREATE | IN_MOVED_TO | IN_MOVED_FROM | IN_DELETE | IN_DELETE_SELF | IN_MOVE_SELF)
         | UInt32(IN_ONLYDIR)
     /// Modifications of the files in a directory, by name.
     private static let modifyDirectoryMask = UInt32(IN_MODIFY) | UInt32(IN_ONLYDIR)
+    /// What one read of a channel takes: an inotify read refuses (`EINVAL`) a buffer smaller than the next event, and
+    /// one event is at most 16 bytes and a name of `NAME_MAX` + 1, so 4 KiB always fits one (and holds dozens).
+    static let receiveBytes = 4096
 
-    /// Creates both instances; fails with the `errno` of `inotify_init1` (e.g. `EMFILE`: the per-user limit).
-    static func make(opener: TailOpener, wakeup: SourceWakeup) -> Result<TailInotify, SourceFiles.Errno> {
+    /// Creates both instances and starts making their channels on `eventLoop` (nil: a loop of NIO's singleton group);
+    /// fails with the `errno` of `inotify_init1` (e.g. `EMFILE`: the per-user limit) or of `dup`. A channel that NIO
+    /// cannot make later ends inotify like a failed read (`channelClosed`).
+    static func make(
+        opener: TailOpener, wakeup: SourceWakeup, eventLoop: (any EventLoop)?
+    ) -> Result<TailInotify, SourceFiles.Errno> {
         let flags = Int32(IN_NONBLOCK) | Int32(IN_CLOEXEC)
         let directoryFD = inotify_init1(flags)
         guard directoryFD >= 0 else { return .failure(SourceFiles.Errno(errno)) }
@@ -75,65 +105,84 @@ final class TailInotify: Sendable {
             close(directoryFD)
             return .failure(error)
         }
-        var pipeFDs: [Int32] = [-1, -1]
-        guard pipe(&pipeFDs) == 0 else {
+        // The channels' duplicates, made here so that running out of descriptors is reported at once.
+        let directoryDuplicate = fcntl(directoryFD, F_DUPFD_CLOEXEC, 0)
+        let modifyDuplicate = directoryDuplicate >= 0 ? fcntl(modifyFD, F_DUPFD_CLOEXEC, 0) : -1
+        guard directoryDuplicate >= 0, modifyDuplicate >= 0 else {
             let error = SourceFiles.Errno(errno)
-            close(directoryFD)
-            close(modifyFD)
+            for fd in [directoryFD, modifyFD, directoryDuplicate] where fd >= 0 { close(fd) }
             return .failure(error)
         }
-        for fd in pipeFDs {
-            _ = fcntl(fd, F_SETFD, FD_CLOEXEC)
-            _ = fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK)
+        // From here on `deinit` closes the originals, and NIO (or `makeChannel`, when NIO did not take it) each duplicate.
+        let inotify = TailInotify(
+            directoryFD: directoryFD, modifyFD: modifyFD, opener: opener, wakeup: wakeup,
+            eventLoop: eventLoop ?? MultiThreadedEventLoopGroup.singleton.next())
+        let directories = inotify.makeChannel(reading: directoryDuplicate) { inotify in
+            (DirectoryEventsHandler(inotify), autoRead: true)
         }
-        let epollFD = uplink_epoll_create()
-        guard epollFD >= 0,
-            uplink_epoll_add(epollFD, pipeFDs[0], WaitTag.control.rawValue, 0) == 0,
-            uplink_epoll_add(epollFD, directoryFD, WaitTag.directories.rawValue, 0) == 0,
-            uplink_epoll_add(epollFD, modifyFD, WaitTag.modifications.rawValue, 1) == 0
-        else {
-            let error = SourceFiles.Errno(errno)
-            for fd in [directoryFD, modifyFD, pipeFDs[0], pipeFDs[1], epollFD] where fd >= 0 { close(fd) }
-            return .failure(error)
+        let modifications = inotify.makeChannel(reading: modifyDuplicate) { inotify in
+            (ModificationEventsHandler(inotify), autoRead: false)
         }
-        return .success(TailInotify(
-            directoryFD: directoryFD, modifyFD: modifyFD, epollFD: epollFD, controlRead: pipeFDs[0],
-            controlWrite: pipeFDs[1], opener: opener, wakeup: wakeup))
+        inotify.channels.withLock { channels in
+            channels.directories = directories
+            channels.modifications = modifications
+        }
+        return .success(inotify)
     }
 
-    /// What an `epoll_wait` report is about.
-    private enum WaitTag: UInt32 {
-        case control, directories, modifications
-    }
-
-    private init(
-        directoryFD: Int32, modifyFD: Int32, epollFD: Int32, controlRead: Int32, controlWrite: Int32,
-        opener: TailOpener, wakeup: SourceWakeup
-    ) {
+    private init(directoryFD: Int32, modifyFD: Int32, opener: TailOpener, wakeup: SourceWakeup, eventLoop: any EventLoop) {
         self.directoryFD = directoryFD
         self.modifyFD = modifyFD
-        self.epollFD = epollFD
-        self.controlRead = controlRead
-        self.controlWrite = controlWrite
         self.opener = opener
         self.wakeup = wakeup
+        self.eventLoop = eventLoop
     }
 
-    /// Starts the thread that waits for events.
-    func start() {
-        started.store(true, ordering: .sequentiallyConsistent)
-        DispatchQueue(label: "uplink.tail.inotify").async { [self] in
-            self.eventLoop()
-            self.exited.store(true, ordering: .sequentiallyConsistent)
+    /// The only place our own descriptors are closed: nothing can use them any more, and the channels (which hold
+    /// this object through their handlers until they close) have closed their duplicates.
+    deinit {
+        close(directoryFD)
+        close(modifyFD)
+    }
+
+    /// Makes a channel on `L` that owns and reads `duplicate`, with the handler and `autoRead` that `handler` gives.
+    /// A failure ends inotify (`channelClosed`).
+    private func makeChannel(
+        reading duplicate: Int32,
+        _ handler: @escaping @Sendable (TailInotify) -> (any ChannelInboundHandler, autoRead: Bool)
+    ) -> EventLoopFuture<any Channel> {
+        // NIO closes the duplicate on every failure after it made the channel (the initializer runs then; no channel
+        // option is set before it, so nothing can fail in between), and hands it back on a failure before: only
+        // then is it ours to close.
+        let madeChannel = ChannelMade()
+        let future = NIOPipeBootstrap(group: eventLoop)
+            .channelInitializer { [self] channel in
+                madeChannel.value.store(true, ordering: .releasing)
+                let (handler, autoRead) = handler(self)
+                do {
+                    try channel.pipeline.syncOperations.addHandler(handler)
+                } catch {
+                    return channel.eventLoop.makeFailedFuture(error)
+                }
+                return channel.setOption(.recvAllocator, value: FixedSizeRecvByteBufferAllocator(capacity: Self.receiveBytes))
+                    .flatMap { channel.setOption(.autoRead, value: autoRead) }
+            }
+            .takingOwnershipOfDescriptor(input: duplicate)
+        future.whenFailure { [self] error in
+            if !madeChannel.value.load(ordering: .acquiring) { close(duplicate) }
+            channelClosed(error)
         }
+        return future
     }
 
     // MARK: Watches
 
     /// Watches exactly `directories` (adding new ones, removing others). Returns the `errno` of the first watch
-    /// that could not be added for a reason other than the directory having gone (`ENOSPC`: the watch limit).
+    /// that could not be added for a reason other than the directory having gone (`ENOSPC`: the watch limit), or
+    /// the error that ended a channel's reading.
     func watch(directories: Set<String>) -> SourceFiles.Errno? {
         state.withLock { state in
+            if let broken = state.broken { return broken }
             var failure: SourceFiles.Errno?
             for (directory, descriptor) in state.directories where !directories.contains(directory) {
                 inotify_rm_watch(directoryFD, descriptor)
@@ -169,8 +218,9 @@ final class TailInotify: Sendable {
     }
 
     /// Watches an open file for modifications (through `/proc/self/fd`, so it is this very file even if it was
-    /// renamed). Returns the watch descriptor, or the `errno`.
+    /// renamed). Returns the watch descriptor, or the `errno` (or the error that ended a channel's reading).
     func watchModifications(of descriptor: Int32) -> Result<Int32, SourceFiles.Errno> {
+        if let broken = state.withLock({ $0.broken }) { return .failure(broken) }
         let watch = inotify_add_watch(modifyFD, "/proc/self/fd/\(descriptor)", UInt32(IN_MODIFY))
         return watch >= 0 ? .success(watch) : .failure(SourceFiles.Errno(errno))
     }
@@ -214,34 +264,74 @@ final class TailInotify: Sendable {
         }
     }
 
-    /// Lets the thread report the next modification (call before going idle). Wakes the thread only if one is
-    /// waiting to be read already.
+    /// Whether the modification channel will report the next modification (a read is pending or about to be).
+    var isArmed: Bool { !disarmed.load(ordering: .acquiring) }
+
+    /// The instances' own descriptors (tests: they stay open until `deinit`, whatever the channels do).
+    var descriptors: (directories: Int32, modifications: Int32) { (directoryFD, modifyFD) }
+
+    /// Lets the modification channel report the next modification (call before going idle). Does nothing while
+    /// it is armed already; otherwise one `channel.read()` on `L` (once the channel is made: a write before that is
+    /// queued by the kernel and read then).
     func arm() {
-        _ = uplink_epoll_rearm(epollFD, modifyFD, WaitTag.modifications.rawValue)
+        guard disarmed.exchange(false, ordering: .acquiringAndReleasing) else { return }
+        channels.withLock { $0.modifications }?.whenSuccess { $0.read() }
     }
 
-    /// Stops the thread (waiting up to a second for it) and closes the instances.
+    /// Closes both channels and waits until they are closed (waiting first for one still being made): after it no
+    /// event is handled any more (nothing opens a file through the opener, nothing signals). The instances' own
+    /// descriptors stay open until `deinit`, so the engine may still remove watches (closing its files) after it.
     func stop() async {
-        var byte = UInt8(ascii: "q")
-        _ = write(controlWrite, &byte, 1)
-        if started.load(ordering: .sequentiallyConsistent) {
-            for _ in 0..<1000 where !exited.load(ordering: .sequentiallyConsistent) {
-                // Not cancellable: the thread must be gone before its descriptors are closed.
-                let clock = ContinuousClock()
-                let until = clock.now.advanced(by: .milliseconds(1))
-                while clock.now < until { await Task.yield() }
+        let made = channels.withLock { channels -> [EventLoopFuture<any Channel>] in
+            channels.stopping = true
+            defer {
+                channels.directories = nil
+                channels.modifications = nil
             }
-            // A thread still polling (never seen) keeps its descriptors: closing them under it could hit reused ones.
-            guard exited.load(ordering: .sequentiallyConsistent) else { return }
+            return [channels.directories, channels.modifications].compactMap { $0 }
         }
-        close(epollFD)
-        close(directoryFD)
-        close(modifyFD)
-        close(controlRead)
-        close(controlWrite)
+        for future in made {
+            // A channel that could not be made is closed already; one closed already (a failed read) fails `close`.
+            guard let channel = try? await future.get() else { continue }
+            try? await channel.close().get()
+        }
     }
 
-    // MARK: The thread
+    /// A channel closed, on `L`: expected after `stop()`; otherwise a read failed (`error`, the last one seen) and no
+    /// event comes any more, so the engine is woken for a full look, whose `watch(directories:)` returns the error
+    /// and makes it poll.
+    fileprivate func channelClosed(_ error: (any Error)?) {
+        guard !channels.withLock({ $0.stopping }) else { return }
+        let code = (error as? IOError)?.errnoCode ?? EIO
+        state.withLock { state in
+            state.broken = state.broken ?? SourceFiles.Errno(code)
+            state.discoveryRequested = true
+        }
+        wakeup.signal()
+    }
+
+    /// What the directory channel read up to a `channelReadComplete`, on `L`: `changed` (nil: a full look is needed)
+    /// is noted for the engine, the opener looks at those paths, and the engine is woken.
+    fileprivate func directoriesChanged(_ changed: Set<String>?) {
+        state.withLock { state in
+            if let changed, state.changedPaths.count + changed.count <= Self.maximumQueuedPaths {
+                state.changedPaths.formUnion(changed)
+            } else {
+                state.discoveryRequested = true
+            }
+        }
+        if let changed { opener.scan(changed) } else { opener.scan() }
+        wakeup.signal()
+    }
+
+    /// The modification channel read something that concerns the reader, on `L`: it stays without a pending read
+    /// until the reader's next `arm()`, and the reader is woken.
+    fileprivate func modificationsReported() {
+        disarmed.store(true, ordering: .releasing)
+        wakeup.signal()
+    }
+
+    // MARK: Events
 
     /// Renames seen (`IN_MOVED_FROM`) of followed paths, by cookie, until their `IN_MOVED_TO` arrives.
     struct PendingMoves {
@@ -288,7 +378,7 @@ final class TailInotify: Sendable {
     /// Goes through directory events in order: notes the paths they name (or that a full look is needed), and
     /// hands a followed file renamed away to the opener under its new name (in case it was never opened).
     /// Returns the paths named, nil when a full look is needed.
-    private func handleDirectoryEvents(_ events: UnsafeRawBufferPointer, _ moves: inout PendingMoves) -> Set<String>? {
+    fileprivate func handleDirectoryEvents(_ events: UnsafeRawBufferPointer, _ moves: inout PendingMoves) -> Set<String>? {
         var paths: Set<String>? = []
         Self.forEachEvent(events) { event in
             let structural = UInt32(IN_Q_OVERFLOW | IN_DELETE_SELF | IN_MOVE_SELF) | UInt32(IN_ISDIR)
@@ -308,7 +398,7 @@ final class TailInotify: Sendable {
 
     /// Goes through modification events: returns whether one concerns an open file (a watch of its own) or a
     /// parked one (noted in `modifiedPaths`); events about other files in the watched directories are dropped.
-    private func handleModifyEvents(_ events: UnsafeRawBufferPointer) -> Bool {
+    fileprivate func handleModifyEvents(_ events: UnsafeRawBufferPointer) -> Bool {
         var relevant = false
         state.withLock { state in
             Self.forEachEvent(events) { event in
@@ -333,62 +423,90 @@ final class TailInotify: Sendable {
         }
         return relevant
     }
+}
 
-    private func eventLoop() {
-        var moves = PendingMoves()
-        let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: 64 * 1024, alignment: 8)
-        defer { buffer.deallocate() }
-        var tags = [UInt32](repeating: 0, count: 3)
-        while true {
-            let ready = tags.withUnsafeMutableBufferPointer { uplink_epoll_wait(epollFD, $0.baseAddress, 3, -1) }
-            if ready < 0 {
-                if errno == EINTR { continue }
-                return
-            }
-            for index in 0..<Int(ready) {
-                switch WaitTag(rawValue: tags[index]) {
-                case nil:
-                    continue
-                case .control:
-                    while true {
-                        let count = read(controlRead, buffer.baseAddress, buffer.count)
-                        if count <= 0 { break }
-                        if UnsafeRawBufferPointer(rebasing: buffer[0..<count]).contains(UInt8(ascii: "q")) { return }
-                    }
-                case .directories:
-                    var changed: Set<String>? = []
-                    while true {
-                        let count = read(directoryFD, buffer.baseAddress, buffer.count)
-                        if count <= 0 { break }
-                        let paths = handleDirectoryEvents(UnsafeRawBufferPointer(rebasing: buffer[0..<count]), &moves)
-                        if let paths, changed != nil { changed!.formUnion(paths) } else { changed = nil }
-                    }
-                    state.withLock { state in
-                        if let changed, state.changedPaths.count + changed.count <= Self.maximumQueuedPaths {
-                            state.changedPaths.formUnion(changed)
-                        } else {
-                            state.discoveryRequested = true
-                        }
-                    }
-                    if let changed { opener.scan(changed) } else { opener.scan() }
-                    wakeup.signal()
-                case .modifications:
-                    // The report disarmed the watch: it stays so until the reader, done with what it was woken
-                    // for, arms it again.
-                    var relevant = false
-                    while true {
-                        let count = read(modifyFD, buffer.baseAddress, buffer.count)
-                        if count <= 0 { break }
-                        if handleModifyEvents(UnsafeRawBufferPointer(rebasing: buffer[0..<count])) { relevant = true }
-                    }
-                    if relevant {
-                        wakeup.signal()
-                    } else {
-                        arm()
-                    }
-                }
-            }
+/// Whether NIO made the channel for a descriptor (and so owns it), set by its initializer on `L`.
+private final class ChannelMade: Sendable {
+    let value = Atomic<Bool>(false)
+}
+
+/// Reads the directory instance (`autoRead` on): parses every read, and at the end of each batch of reads hands what
+/// they named to `TailInotify.directoriesChanged`. Runs on `L` only.
+private final class DirectoryEventsHandler: ChannelInboundHandler {
+    typealias InboundIn = ByteBuffer
+    private let inotify: TailInotify
+    /// Renames of followed paths whose other half has not come yet; kept across reads, as the kernel may split a
+    /// pair between two.
+    private var moves = TailInotify.PendingMoves()
+    /// Paths named since the last `channelReadComplete` (nil: a full look is needed), and whether anything was read.
+    private var changed: Set<String>? = []
+    private var read = false
+    /// The last read error, reported when the channel closes.
+    private var failure: (any Error)?
+
+    init(_ inotify: TailInotify) {
+        self.inotify = inotify
+    }
+
+    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+        let events = unwrapInboundIn(data)
+        let paths = events.withUnsafeReadableBytes { inotify.handleDirectoryEvents($0, &moves) }
+        if let paths, changed != nil { changed!.formUnion(paths) } else { changed = nil }
+        read = true
+    }
+
+    func channelReadComplete(context: ChannelHandlerContext) {
+        guard read else { return }
+        let changed = self.changed
+        self.changed = []
+        read = false
+        inotify.directoriesChanged(changed)
+    }
+
+    func errorCaught(context: ChannelHandlerContext, error: any Error) {
+        failure = error
+    }
+
+    func channelInactive(context: ChannelHandlerContext) {
+        inotify.channelClosed(failure)
+    }
+}
+
+/// Reads the modification instance (`autoRead` off): each `read()` (an `arm()`, or one of its own) reads once; what
+/// concerns the reader wakes it and leaves the channel disarmed, anything else is dropped and the channel reads on.
+/// Runs on `L` only.
+private final class ModificationEventsHandler: ChannelInboundHandler {
+    typealias InboundIn = ByteBuffer
+    private let inotify: TailInotify
+    private var relevant = false
+    /// The last read error, reported when the channel closes.
+    private var failure: (any Error)?
+
+    init(_ inotify: TailInotify) {
+        self.inotify = inotify
+    }
+
+    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+        let events = unwrapInboundIn(data)
+        if events.withUnsafeReadableBytes({ inotify.handleModifyEvents($0) }) { relevant = true }
+    }
+
+    func channelReadComplete(context: ChannelHandlerContext) {
+        if relevant {
+            relevant = false
+            inotify.modificationsReported()
+        } else {
+            // Nothing the reader waits for: stay armed (NIO keeps polling while a read is pending).
+            context.read()
         }
+    }
+
+    func errorCaught(context: ChannelHandlerContext, error: any Error) {
+        failure = error
+    }
+
+    func channelInactive(context: ChannelHandlerContext) {
+        inotify.channelClosed(failure)
     }
 }
 

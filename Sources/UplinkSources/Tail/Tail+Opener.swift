@@ -10,7 +10,7 @@ import Darwin
 
 /// Keeps an eye on the followed paths and opens every new file that appears at one of them at once, so that a file
 /// rotated away again before the reader gets to it (the reader may be waiting for buffer space) is still held
-/// open and read. Called from the reader's task, the polling task and the inotify thread.
+/// open and read. Called from the reader's task, the polling task and inotify's handlers (on the send path's loop).
 final class TailOpener: Sendable {
     /// A file opened at a path: its descriptor and what `fstat` said about it.
     struct Opened: Sendable {

@@ -1,0 +1,109 @@
+import Glibc
+import Synchronization
+import Testing
+import UplinkTestSupport
+
+@testable import UplinkSources
+
+/// `TailInotify` driven directly, with real files and real inotify instances read as channels on a NIO event loop.
+/// The wakeup runs on a clock nobody advances, so a wait ends only when inotify's handler signals it; every wait is
+/// bounded by `eventually` (a missed wake-up fails the test instead of hanging it).
+@Suite("Tail inotify", .timeLimit(.minutes(2)))
+struct TailInotifyTests {
+    /// How the written file is watched: through its open descriptor, or by name in its watched directory while it is
+    /// parked (closed).
+    enum Watched: String, CaseIterable, CustomTestStringConvertible {
+        case openFile, parkedByName
+        var testDescription: String { rawValue }
+    }
+
+    /// The next wake-up of `wakeup`, awaited in a task of its own; whether it came (within `eventually`'s bound).
+    static func nextWakeup(_ wakeup: SourceWakeup, clock: ManualTickClock) async -> Bool {
+        let woken = Flag()
+        let waiting = Task {
+            await wakeup.wait(until: clock.now.advanced(by: .seconds(3600)))
+            woken.set()
+        }
+        let came = await eventually { woken.isSet }
+        waiting.cancel()
+        return came
+    }
+
+    @Test(
+        "a write after the reader took the events and before it armed again is reported once it arms",
+        arguments: Watched.allCases)
+    func writeBetweenReportAndArm(watched: Watched) async throws {
+        let directory = try TailTemporaryDirectory()
+        defer { directory.remove() }
+        let path = directory.file("app.log")
+        let writer = TailTestWriter(path)
+        let clock = ManualTickClock()
+        let wakeup = SourceWakeup(clock: clock)
+        let inotify = try TailInotify.make(opener: TailOpener(), wakeup: wakeup, eventLoop: nil).get()
+        let reading = try SourceFiles.openForReading(path).get()
+        defer { SourceFiles.closeDescriptor(reading) }
+        switch watched {
+        case .openFile:
+            _ = try inotify.watchModifications(of: reading).get()
+        case .parkedByName:
+            #expect(inotify.watch(directories: [directory.path]) == nil)
+            inotify.setParked(path, true)
+        }
+
+        // Every write lands in the window: the channel starts disarmed (as after a report), and after each report
+        // the handler has read the write's event, woken the reader and left the channel without a pending read;
+        // only then the next write comes, before `arm()`.
+        for line in 0..<100 {
+            #expect(!inotify.isArmed, "line \(line): the channel is disarmed before the write")
+            writer.write("line \(line)\n")
+            inotify.arm()
+            let woken = await Self.nextWakeup(wakeup, clock: clock)
+            #expect(woken, "the write before line \(line)'s arm was reported")
+            guard woken else { break }
+            if watched == .parkedByName {
+                let modified = inotify.takeModifiedParked()
+                #expect(modified.paths == [path] && !modified.lost, "line \(line): \(modified)")
+            }
+        }
+        await inotify.stop()
+    }
+
+    @Test("stop closes the channels, never the instances' own descriptors: nothing is closed twice")
+    func stopClosesOnlyTheChannels() async throws {
+        let directory = try TailTemporaryDirectory()
+        defer { directory.remove() }
+        let path = directory.file("app.log")
+        let writer = TailTestWriter(path)
+        let clock = ManualTickClock()
+        // Made and stopped again and again: a descriptor closed twice would, sooner or later, be one that another
+        // instance (or the process's timers) holds by then.
+        for _ in 0..<50 {
+            let inotify = try TailInotify.make(opener: TailOpener(), wakeup: SourceWakeup(clock: clock), eventLoop: nil).get()
+            #expect(inotify.watch(directories: [directory.path]) == nil)
+            inotify.arm()
+            await inotify.stop()
+            // Held by the object until it goes: still the inotify instances, however the channels were closed.
+            for descriptor in [inotify.descriptors.directories, inotify.descriptors.modifications] {
+                #expect(Self.target(of: descriptor) == "anon_inode:inotify")
+            }
+        }
+        // A fresh instance still works, and so do the waits that follow it.
+        let wakeup = SourceWakeup(clock: clock)
+        let inotify = try TailInotify.make(opener: TailOpener(), wakeup: wakeup, eventLoop: nil).get()
+        let reading = try SourceFiles.openForReading(path).get()
+        defer { SourceFiles.closeDescriptor(reading) }
+        _ = try inotify.watchModifications(of: reading).get()
+        inotify.arm()
+        writer.write("after the churn\n")
+        #expect(await Self.nextWakeup(wakeup, clock: clock))
+        await inotify.stop()
+    }
+
+    /// What `/proc/self/fd/<descriptor>` points to.
+    static func target(of descriptor: Int32) -> String? {
+        var buffer = [CChar](repeating: 0, count: 256)
+        let count = readlink("/proc/self/fd/\(descriptor)", &buffer, buffer.count - 1)
+        guard count >= 0 else { return nil }
+        return String(decoding: buffer[..<count].map { UInt8(bitPattern: $0) }, as: UTF8.self)
+    }
+}

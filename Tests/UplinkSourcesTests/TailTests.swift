@@ -20,7 +20,8 @@ struct TailTests {
         let sink = CollectingSink()
         let logs = LogCapture()
         let tail = RunningTail(config, sink: sink, logger: logs.logger)
-        try await Task.sleep(for: .milliseconds(100))
+        // The tailer looked and found nothing: the file is new to it.
+        #expect(await eventually { logs.warnings.contains { $0.message.contains("no file matches") } })
         writeFile(directory.file("new.log"), "first\nsecond\n")
         #expect(await eventually { sink.count >= 2 })
         try await tail.stop()
@@ -173,7 +174,8 @@ struct TailTests {
         let tail = RunningTail(tailTestConfig([path], watch: watch), sink: sink, logger: logs.logger)
         let rotations = 50
         let linesPerFile = 400
-        try await Task.sleep(for: .milliseconds(100))
+        // The tailer has the file before its first rotation (a file renamed away unseen is out of `paths`' reach).
+        #expect(await eventually { isOpenForReadingInThisProcess(path) })
         var counter = 0
         for rotation in 0..<rotations {
             for _ in 0..<(linesPerFile / 20) {

@@ -53,15 +53,19 @@ final class TailTestWriter {
 }
 
 /// Writes a whole file at once.
+/// This process's descriptors (names in /proc/self/fd) whose target is `target` (for a deleted file: its path and
+/// " (deleted)").
+func descriptorsOpen(on target: String) -> [String] {
+    let entries = (try? FileManager.default.contentsOfDirectory(atPath: "/proc/self/fd")) ?? []
+    return entries.filter { (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/fd/" + $0)) == target }
+}
+
 /// Whether this process holds `path` open for reading only (a tailer following it; a test's writer holds it for
-/// writing), from /proc/self/fd and /proc/self/fdinfo: how a test knows the tailer has the file before it rotates
-/// it, instead of sleeping.
+/// writing), from /proc/self/fdinfo: how a test knows the tailer has the file before it rotates it, instead of
+/// sleeping.
 func isOpenForReadingInThisProcess(_ path: String) -> Bool {
-    guard let entries = try? FileManager.default.contentsOfDirectory(atPath: "/proc/self/fd") else { return false }
-    let target = URL(fileURLWithPath: path).resolvingSymlinksInPath().path
-    return entries.contains { entry in
-        guard (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/fd/" + entry)) == target,
-            let info = try? String(contentsOfFile: "/proc/self/fdinfo/" + entry, encoding: .utf8),
+    descriptorsOpen(on: URL(fileURLWithPath: path).resolvingSymlinksInPath().path).contains { entry in
+        guard let info = try? String(contentsOfFile: "/proc/self/fdinfo/" + entry, encoding: .utf8),
             let flagsLine = info.split(separator: "\n").first(where: { $0.hasPrefix("flags:") }),
             let flags = Int(flagsLine.dropFirst("flags:".count).trimmingCharacters(in: .whitespaces), radix: 8)
         else { return false }

@@ -417,12 +417,12 @@ struct TailTests {
         writer.close()
         #expect(await eventually { sink.count >= 1010 })
         // Deleted and quiet, the file stays open while the clock stands still (a writer may not have reopened yet)...
-        #expect(Self.descriptorsOpen(on: path + " (deleted)") >= 1)
+        #expect(descriptorsOpen(on: path + " (deleted)").count >= 1)
         // ...and is closed once it has been quiet for the linger (moved on in steps: the reader may not have seen
         // the deletion yet when the clock first moves).
         #expect(
             await eventually {
-                if Self.descriptorsOpen(on: path + " (deleted)") == 0 { return true }
+                if descriptorsOpen(on: path + " (deleted)").isEmpty { return true }
                 clock.advance(by: .milliseconds(250))
                 return false
             })
@@ -432,13 +432,6 @@ struct TailTests {
         let got = messages(sink.records)
         #expect(got == (0..<1010).map { "line \($0)" } + ["reborn"])
         #expect(sink.records[0].logLine?.origin?.id != sink.records[1010].logLine?.origin?.id)
-    }
-
-    /// Descriptors of this process whose target is `target` (for a deleted file: its path and " (deleted)").
-    static func descriptorsOpen(on target: String) -> Int {
-        let entries = (try? FileManager.default.contentsOfDirectory(atPath: "/proc/self/fd")) ?? []
-        return entries.filter { (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/fd/" + $0)) == target }
-            .count
     }
 
     // MARK: Back-pressure

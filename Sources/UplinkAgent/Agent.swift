@@ -35,14 +35,20 @@ public final class Agent: Sendable {
     /// The streams' remote configuration traffic (hints in, status out), shared by every uplink this agent runs.
     public let remoteConfigRelay = RemoteConfigRelay()
 
-    /// `ring`: a ring built by the caller (`Agent.open` passes one backed by the persistent buffer).
-    public init(configuration: AgentConfiguration, logger: Logger, httpClient: HTTPClient? = nil, ring: RecordRing? = nil) {
+    /// `ring`: a ring built by the caller (`Agent.open` passes one backed by the persistent buffer). `eventLoop`: the
+    /// send path's loop (by default one of `httpClient`'s group, else of NIO's singleton group); a process that runs
+    /// other work on the singleton's loops (tests, with hundreds of channels) passes a loop of the agent's own, as an
+    /// agent process has.
+    public init(
+        configuration: AgentConfiguration, logger: Logger, httpClient: HTTPClient? = nil, ring: RecordRing? = nil,
+        eventLoop: (any EventLoop)? = nil
+    ) {
         self.configuration = configuration
         let ring = ring ?? RecordRing(capacity: configuration.bufferBytes, policy: configuration.overflow)
         self.ring = ring
         self.logger = logger
         self.suppliedClient = httpClient
-        let eventLoop = httpClient?.eventLoopGroup.next() ?? MultiThreadedEventLoopGroup.singleton.next()
+        let eventLoop = eventLoop ?? httpClient?.eventLoopGroup.next() ?? MultiThreadedEventLoopGroup.singleton.next()
         self.eventLoop = eventLoop
         self.uplinkHost = UplinkHost(
             Uplink(
@@ -103,7 +109,7 @@ public final class Agent: Sendable {
             source: makeSource(name: named.name, config: named.config),
             context: SourceContext(
                 sink: sink, logger: sourceLogger, stateDirectory: stateDirectory, linger: linger, eventLoop: eventLoop),
-            executor: named.config.kind.runsOnSendPathLoop ? EventLoopTaskExecutor(loop: eventLoop) : nil
+            runsOnEventLoop: named.config.kind.runsOnSendPathLoop
         )
     }
 }
@@ -112,14 +118,15 @@ public final class Agent: Sendable {
 public struct SourceService: Service {
     public let source: any Source
     public let context: SourceContext
-    /// Where the source's task runs its jobs: the send path's event loop, so that what a source appends is written by
-    /// the uplink on the same thread (nil: Swift's global executor).
+    /// Where the source's task runs its jobs: `context.eventLoop` (the send path's loop, so that what the source
+    /// appends is written by the uplink on the same thread) or, nil, Swift's global executor.
     public let executor: (any TaskExecutor)?
 
-    public init(source: any Source, context: SourceContext, executor: (any TaskExecutor)? = nil) {
+    /// Runs `source` with `context`; on `context.eventLoop` when `runsOnEventLoop` (and the context has one).
+    public init(source: any Source, context: SourceContext, runsOnEventLoop: Bool = false) {
         self.source = source
         self.context = context
-        self.executor = executor
+        self.executor = runsOnEventLoop ? context.eventLoop.map { EventLoopTaskExecutor(loop: $0) } : nil
     }
 
     public func run() async throws {

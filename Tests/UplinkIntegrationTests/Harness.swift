@@ -1,5 +1,6 @@
 import Foundation
 import Logging
+import NIOPosix
 import ServiceLifecycle
 import Testing
 import UplinkAgent
@@ -104,6 +105,9 @@ final class RunningAgent: Sendable {
     let agent: Agent
     private let group: ServiceGroup
     private let task: Task<Void, any Error>
+    /// The agent's send path loop, its own as in an agent process: the singleton's loops carry every other test's
+    /// channels, and the tailer runs on this loop.
+    private let loops = MultiThreadedEventLoopGroup(numberOfThreads: 1)
 
     init(
         url: String,
@@ -120,7 +124,8 @@ final class RunningAgent: Sendable {
             configuration: AgentConfiguration(
                 uplink: uplink, sources: sources, bufferBytes: bufferBytes, overflow: overflow,
                 stateDirectory: stateDirectory ?? Harness.agentStateDirectory()),
-            logger: Harness.logger
+            logger: Harness.logger,
+            eventLoop: loops.next()
         )
         let group = ServiceGroup(
             configuration: .init(services: agent.serviceConfigurations, gracefulShutdownSignals: [], logger: Harness.logger))
@@ -136,6 +141,7 @@ final class RunningAgent: Sendable {
     func stop() async throws {
         await group.triggerGracefulShutdown()
         try await task.value
+        try await loops.shutdownGracefully()
     }
 
     /// Waits until at least `records` records were appended and the collector acknowledged every record the

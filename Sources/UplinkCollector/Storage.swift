@@ -103,10 +103,9 @@ final class Storage: Sendable {
     /// Set by `close()`: later commits go to the (stopped) pool, which refuses them.
     private let closed = Atomic(false)
 
-    /// The largest commit, in bytes of stored lines, that may be stored on the calling thread: what a trickling
-    /// stream sends per chunk (a few dozen lines at most). A bulk chunk goes to the storage thread, so its stream's
-    /// loop reads and checks the next one while it is written.
-    static let inlineCommitBytes = 16 << 10
+    /// The largest commit, in bytes of stored lines, that may be stored on the calling thread: a bulk chunk goes to
+    /// the storage thread, so its stream's loop reads on while it is written.
+    static let inlineCommitBytes = 64 << 10
 
     /// Stores `commit` and returns once its records are in the log and its mark is in the ledger and the mark
     /// table. Throws when the records could not be stored; they must not be acknowledged then.

@@ -12,13 +12,6 @@ import UplinkWire
 /// as one group (group commit): one write to the log, then one ledger append, then it raises the marks and
 /// resumes the waiting streams, which only then acknowledge. A stream's batches are committed in order because
 /// a stream waits for each commit before reading on.
-///
-/// A small commit that finds the storage idle is stored as a group of its own on the calling thread (the stream's
-/// event loop) when nothing in it can wait for the device: `collector.fsync` off, no segment to roll, no step of the
-/// page cache's writeback, no ledger rewrite due. That is the common case at ordinary rates (a few lines per chunk),
-/// and it saves the two thread hand-offs per chunk (to the storage thread and back), about a quarter of the
-/// collector's CPU per line at 1,000 lines/s. Whatever may wait, and anything that queued meanwhile, goes to the
-/// storage thread as before.
 final class Storage: Sendable {
     /// What one stream hands in for one received chunk.
     struct Commit: Sendable {
@@ -96,16 +89,8 @@ final class Storage: Sendable {
 
     /// Stops the storage thread once queued work is done.
     func close() async {
-        closed.store(true, ordering: .sequentiallyConsistent)
         try? await pool.shutdownGracefully()
     }
-
-    /// Set by `close()`: later commits go to the (stopped) pool, which refuses them.
-    private let closed = Atomic(false)
-
-    /// The largest commit, in bytes of stored lines, that may be stored on the calling thread: a bulk chunk goes to
-    /// the storage thread, so its stream's loop reads on while it is written.
-    static let inlineCommitBytes = 64 << 10
 
     /// Stores `commit` and returns once its records are in the log and its mark is in the ledger and the mark
     /// table. Throws when the records could not be stored; they must not be acknowledged then.
@@ -117,29 +102,15 @@ final class Storage: Sendable {
                 queue.draining = true
                 return true
             }
-            guard startDraining else { return }
-            if mayStoreHere(commit) {
-                storeQueuedGroup()
-                groupsStoredByCaller.add(1, ordering: .relaxed)
-                if finishDraining() { return }
-            }
-            pool.submit { state in
-                switch state {
-                case .active: self.drain()
-                case .cancelled: self.failPending()
+            if startDraining {
+                pool.submit { state in
+                    switch state {
+                    case .active: self.drain()
+                    case .cancelled: self.failPending()
+                    }
                 }
             }
         }
-    }
-
-    /// Whether `commit`, the only one queued, may be stored on the calling thread: it is small and nothing its
-    /// group does can wait for the device. Called by the drainer, so the storage thread's state holds still.
-    private func mayStoreHere(_ commit: Commit) -> Bool {
-        guard !closed.load(ordering: .relaxed) else { return false }
-        let bytes = commit.batch.map(StoredLine.maximumStoredBytes(of:)) ?? 0
-        guard bytes <= Self.inlineCommitBytes, !log.writeMayWait(bytes: bytes) else { return false }
-        let ledgerBytes = commit.batch.map { (1 + $0.origins.count) * MarksLedger.maximumLineBytes } ?? 0
-        return files.withLock { !$0.ledger.appendMayWait(bytes: ledgerBytes) }
     }
 
     /// Whether the last group of records could not be stored (the collector is then not ready: `/readyz`).
@@ -148,45 +119,25 @@ final class Storage: Sendable {
 
     /// Storage thread: commits groups until the queue is empty.
     private func drain() {
-        repeat {
-            storeQueuedGroup()
-            groupsStoredByThread.add(1, ordering: .relaxed)
-        } while !finishDraining()
-    }
-
-    /// How many groups were stored on a committing stream's thread and how many on the storage thread (tests and
-    /// measurements read it).
-    var storedGroups: (byCaller: Int, byThread: Int) {
-        (groupsStoredByCaller.load(ordering: .relaxed), groupsStoredByThread.load(ordering: .relaxed))
-    }
-    private let groupsStoredByCaller = Atomic(0)
-    private let groupsStoredByThread = Atomic(0)
-
-    /// The drainer (the storage thread, or a caller storing its own commit): stores everything queued as one group
-    /// and resumes its streams.
-    private func storeQueuedGroup() {
-        let work = queue.withLock { queue -> [Pending] in
-            defer { queue.pending = [] }
-            return queue.pending
-        }
-        if work.isEmpty { return }
-        let failure = files.withLock { files in store(work.map(\.commit), files: &files) }
-        if work.contains(where: { $0.commit.batch != nil }) { failing.store(failure != nil, ordering: .relaxed) }
-        for pending in work {
-            if let failure, pending.commit.batch != nil {
-                pending.continuation.resume(throwing: failure)
-            } else {
-                pending.continuation.resume()
+        while true {
+            let work = queue.withLock { queue -> [Pending] in
+                if queue.pending.isEmpty {
+                    queue.draining = false
+                    return []
+                }
+                defer { queue.pending = [] }
+                return queue.pending
             }
-        }
-    }
-
-    /// The drainer stops when nothing more is queued; false: more was queued meanwhile, go on.
-    private func finishDraining() -> Bool {
-        queue.withLock { queue in
-            guard queue.pending.isEmpty else { return false }
-            queue.draining = false
-            return true
+            if work.isEmpty { return }
+            let failure = files.withLock { files in store(work.map(\.commit), files: &files) }
+            if work.contains(where: { $0.commit.batch != nil }) { failing.store(failure != nil, ordering: .relaxed) }
+            for pending in work {
+                if let failure, pending.commit.batch != nil {
+                    pending.continuation.resume(throwing: failure)
+                } else {
+                    pending.continuation.resume()
+                }
+            }
         }
     }
 

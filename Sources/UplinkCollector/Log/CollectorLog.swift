@@ -84,18 +84,6 @@ final class CollectorLog: Sendable {
         }
     }
 
-    /// Whether a write of about `bytes` may wait for the device: `fsync` is on, the active segment is due to roll
-    /// (a new file, with a directory `fsync` when on), or the write crosses a step of the page cache's writeback.
-    func writeMayWait(bytes: Int) -> Bool {
-        active.withLock { active in
-            let size = active.writer.size
-            if case .segments = layout, size > 0, size >= segmentBytes || ContinuousClock.now - active.opened >= segmentAge {
-                return true
-            }
-            return active.writer.writeMayWait(bytes: bytes)
-        }
-    }
-
     /// Storage thread: appends the batches to the active segment, rolling first when it is full or old (never in
     /// the `single` layout). Throws when they could not be written; the log is then as it was.
     func write(_ batches: [CollectorBatch]) throws(CollectorError) {

@@ -286,7 +286,7 @@ let package = Package(
             name: "UplinkCollectorTests",
             dependencies: [
                 "UplinkCollector", "UplinkConfig", "UplinkCore", "UplinkWire", "UplinkTestSupport", "UplinkObservability",
-                "UplinkRemoteConfig",
+                "UplinkRemoteConfig", "CLinuxIO",
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "NIOSSL", package: "swift-nio-ssl"),
             ],

@@ -1,5 +1,6 @@
 #define _GNU_SOURCE
 #include <fcntl.h>
+#include <sys/resource.h>
 
 #include "CLinuxIO.h"
 
@@ -10,4 +11,10 @@ int uplink_start_writeback(int fd, int64_t offset, int64_t count) {
 int uplink_finish_writeback(int fd, int64_t offset, int64_t count) {
     return sync_file_range(fd, offset, count,
                            SYNC_FILE_RANGE_WAIT_BEFORE | SYNC_FILE_RANGE_WRITE | SYNC_FILE_RANGE_WAIT_AFTER);
+}
+
+int64_t uplink_thread_voluntary_switches(void) {
+    struct rusage usage;
+    if (getrusage(RUSAGE_THREAD, &usage) != 0) return -1;
+    return usage.ru_nvcsw;
 }

@@ -64,6 +64,12 @@ final class MarksLedger {
     /// Whether the ledger should be rewritten now.
     var shouldCompact: Bool { needsCompaction || length >= compactionBytes }
 
+    /// Whether an append of about `bytes` may wait for the device: `fsync` is on, or the append may bring the
+    /// rewrite (a temporary file, `fsync`, `rename`).
+    func appendMayWait(bytes: Int) -> Bool {
+        fsync || needsCompaction || length + Int64(bytes) >= compactionBytes
+    }
+
     /// Rewrites the ledger with one line per stream.
     func compact(marks: [StreamKey: UInt64], recordsSize: Int64) throws(CollectorError) {
         let newLength = try MarksLedger.writeCompacted(path: path, marks: marks, recordsSize: recordsSize)
@@ -85,6 +91,10 @@ final class MarksLedger {
         try FileIO.writeAtomically(path, bytes)
         return Int64(bytes.count)
     }
+
+    /// An upper bound of one line's length: a stream key (an agent id of up to 128 bytes, or an origin's key) and
+    /// three numbers of up to 20 digits.
+    static let maximumLineBytes = 320
 
     static func appendLine(_ stream: StreamKey, _ mark: UInt64, _ recordsSize: Int64, to bytes: inout [UInt8]) {
         bytes.append(contentsOf: stream.agent.utf8)

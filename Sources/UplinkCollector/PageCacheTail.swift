@@ -15,7 +15,7 @@
 ///
 /// The file's content, its durability and what an acknowledgement means do not change: `fsync` still decides when
 /// writes reach the device before they are acknowledged; this only decides what stays in memory afterwards.
-struct PageCacheTail {
+struct PageCacheTail: Equatable {
     /// How much of the file's end stays cached, in bytes.
     let tailBytes: Int64
     /// How many bytes of new pages make one writeback step, and one drop step.
@@ -41,6 +41,15 @@ struct PageCacheTail {
         self.stepBytes = stepBytes
         self.writebackStartedUpTo = 0
         self.droppedUpTo = 0
+    }
+
+    /// Whether `fileGrew(to: size)` would start a writeback or wait for one (a step boundary is crossed), which
+    /// can wait for the device; between steps it does nothing.
+    func actsOnGrowth(to size: Int64) -> Bool {
+        if size < writebackStartedUpTo || size < droppedUpTo { return false }
+        let wholePages = size & ~(PageCacheTail.pageBytes - 1)
+        let dropEnd = (size - tailBytes) & ~(PageCacheTail.pageBytes - 1)
+        return wholePages - writebackStartedUpTo >= stepBytes || dropEnd - droppedUpTo >= stepBytes
     }
 
     /// Called after the file (descriptor `fd`) has grown to `size` bytes.

@@ -41,6 +41,12 @@ public enum StoredLine {
         return prefix
     }
 
+    /// At most how many bytes `append(_:to:)` writes for `batch`: each line with the prefix (the agent id, the
+    /// keys and an epoch of up to 20 digits) and a newline.
+    public static func maximumStoredBytes(of batch: CollectorBatch) -> Int {
+        batch.lines.byteCount + batch.lines.count * (batch.stream.agent.utf8.count + 48)
+    }
+
     /// Appends the stored form of every line of `batch`, each ending in `\n`.
     public static func append(_ batch: CollectorBatch, to bytes: inout [UInt8]) {
         let prefix = prefix(for: batch.stream)

@@ -60,6 +60,31 @@ import UplinkTestSupport
         #expect((attributes[.size] as? Int) == written)
     }
 
+    /// `actsOnGrowth(to:)` says beforehand whether `fileGrew(to:)` does anything (so the storage may write on a
+    /// stream's thread only when nothing can wait for the device), for growths of every size across many steps.
+    @Test func actsOnGrowthForetellsWhatFileGrewDoes() throws {
+        let directory = NSTemporaryDirectory() + "uplink-page-steps-\(UUID().uuidString)"
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let descriptor = try FileIO.openForAppending(directory + "/file")
+        defer { FileIO.closeFile(descriptor) }
+        var tail = PageCacheTail(tailBytes: 64 << 10, stepBytes: 16 << 10)
+        var random = SystemRandomNumberGenerator()
+        var size: Int64 = 0
+        var acted = 0
+        for _ in 0..<2_000 {
+            size += Int64.random(in: 1...(6 << 10), using: &random)
+            let foretold = tail.actsOnGrowth(to: size)
+            let before = tail
+            tail.fileGrew(to: size, descriptor: descriptor)
+            #expect(foretold == (tail != before), "at \(size) bytes")
+            if foretold { acted += 1 }
+        }
+        #expect(acted > 100, "the steps were crossed")
+        // A file truncated behind the writer starts over without acting.
+        #expect(!tail.actsOnGrowth(to: 100))
+    }
+
     /// A directory where page-cache hints act: tmpfs keeps every page in memory whatever it is told, so when the
     /// temporary directory is on one, the test uses one in the package's build folder.
     private static func directoryOnARealFileSystem() throws -> String {

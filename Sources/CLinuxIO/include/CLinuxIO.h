@@ -13,4 +13,8 @@ int uplink_start_writeback(int fd, int64_t offset, int64_t count);
 /// errno set.
 int uplink_finish_writeback(int fd, int64_t offset, int64_t count);
 
+/// How many times the calling thread has given up the CPU voluntarily (slept in the kernel: waited for a lock, for
+/// I/O, or was throttled), from getrusage(RUSAGE_THREAD); preemptions are not counted. -1 with errno set.
+int64_t uplink_thread_voluntary_switches(void);
+
 #endif

@@ -84,15 +84,25 @@ final class CollectorLog: Sendable {
         }
     }
 
+    /// Whether a write of about `bytes` may wait for the device: `fsync` is on, the active segment is due to roll
+    /// (a new file, with a directory `fsync` when on), or the write crosses a step of the page cache's writeback.
+    func writeMayWait(bytes: Int) -> Bool {
+        active.withLock { active in dueToRoll(active) || active.writer.writeMayWait(bytes: bytes) }
+    }
+
+    /// Whether the next write rolls to a new segment first: the active one is full or old (never in `single`).
+    private func dueToRoll(_ active: Active) -> Bool {
+        guard case .segments = layout else { return false }
+        let size = active.writer.size
+        return size > 0 && (size >= segmentBytes || ContinuousClock.now - active.opened >= segmentAge)
+    }
+
     /// Storage thread: appends the batches to the active segment, rolling first when it is full or old (never in
     /// the `single` layout). Throws when they could not be written; the log is then as it was.
     func write(_ batches: [CollectorBatch]) throws(CollectorError) {
         try active.withLock { active throws(CollectorError) in
-            let size = active.writer.size
-            if case .segments(let directory) = layout, size > 0,
-                size >= segmentBytes || ContinuousClock.now - active.opened >= segmentAge
-            {
-                let base = active.base + size
+            if case .segments(let directory) = layout, dueToRoll(active) {
+                let base = active.base + active.writer.size
                 let path = CollectorLog.segmentPath(directory, base: base)
                 let descriptor = try FileIO.openForAppending(path)
                 if fsync { FileIO.syncDirectory(directory) }

@@ -37,6 +37,12 @@ final class LogSegmentWriter: Sendable {
     /// The file's length after the last write.
     var size: Int64 { state.withLock { $0.size } }
 
+    /// Whether a write of about `bytes` may wait for the device: `fsync` is on, or it crosses a step of the page
+    /// cache's writeback (`PageCacheTail.actsOnGrowth(to:)`).
+    func writeMayWait(bytes: Int) -> Bool {
+        fsync || state.withLock { $0.cachedTail.actsOnGrowth(to: $0.size + Int64(bytes)) }
+    }
+
     /// Appends the stored form of every line of `batches`, in order, in one write (and `fsync` when on).
     func write(_ batches: [CollectorBatch]) throws(CollectorError) {
         try state.withLock { state throws(CollectorError) in

@@ -9,6 +9,7 @@ import UplinkWire
 extension HTTPField.Name {
     static let uplinkAgent = HTTPField.Name("Uplink-Agent")!
     static let uplinkEpoch = HTTPField.Name("Uplink-Epoch")!
+    static let uplinkWindow = HTTPField.Name("Uplink-Window")!
     static let uplinkProtocol = HTTPField.Name("Uplink-Protocol")!
 }
 
@@ -26,6 +27,8 @@ enum StreamEnding: Sendable {
 enum StreamEvent: Sendable {
     /// Records were stored: write the newest acknowledgement (see `PendingAck`).
     case ack
+    /// The time a held-back acknowledgement waited for has come.
+    case ackDue
     /// Heartbeat lines arrived: answer with one (see `HeartbeatAnswer`).
     case heartbeat
     /// The agent's remote configuration changed: write a `config` line (see `PendingConfigHint`).
@@ -41,12 +44,31 @@ enum StreamEvent: Sendable {
 /// of record lines were stored since (docs/protocol.md, "Response"). At a steady trickle each stored line
 /// would otherwise cost an ack on both ends (a write here, a wake-up and a read on the agent); a bulk stream stores
 /// large batches, each urgent, so its acks are not held back and the agent's window of unacknowledged bytes keeps
-/// moving.
+/// moving. An agent that says how much it can hold unacknowledged (`Uplink-Window`) gets its ack once a quarter of
+/// that is stored, so a small ring never fills (and drops) while an ack is held back.
 final class PendingAck: Sendable {
-    /// Shortest time between two acks of a stream, unless one is urgent.
-    static let interval = Duration.milliseconds(50)
-    /// Bytes of stored record lines after which an ack is written at once.
-    static let urgentBytes = 128 << 10
+    /// Shortest time between two acks of a stream, unless one is urgent, by default
+    /// (`CollectorConfiguration.ackInterval`).
+    static let interval = Duration.milliseconds(250)
+    /// Bytes of stored record lines after which an ack is written at once, for an agent that sent no window.
+    static let defaultUrgentBytes = 128 << 10
+
+    /// The urgent size for an agent that holds at most `window` bytes unacknowledged: a quarter of it, at most
+    /// `defaultUrgentBytes`.
+    static func urgentBytes(window: UInt64?) -> Int {
+        guard let window else { return defaultUrgentBytes }
+        return Int(max(1, min(UInt64(defaultUrgentBytes), window / 4)))
+    }
+
+    /// Bytes of stored record lines after which this stream's ack is written at once.
+    let urgentBytes: Int
+    /// Shortest time between two of this stream's acks, unless one is urgent.
+    let interval: Duration
+
+    init(urgentBytes: Int = PendingAck.defaultUrgentBytes, interval: Duration = PendingAck.interval) {
+        self.urgentBytes = urgentBytes
+        self.interval = interval
+    }
 
     private struct State {
         var sequence: UInt64?
@@ -60,18 +82,18 @@ final class PendingAck: Sendable {
     func offer(_ value: UInt64, bytes: Int) -> Bool {
         state.withLock { state in
             let wasWaiting = state.sequence != nil
-            let wasUrgent = state.bytes >= Self.urgentBytes
+            let wasUrgent = state.bytes >= urgentBytes
             state.sequence = max(state.sequence ?? 0, value)
             state.bytes += bytes
-            return !wasWaiting || (!wasUrgent && state.bytes >= Self.urgentBytes)
+            return !wasWaiting || (!wasUrgent && state.bytes >= urgentBytes)
         }
     }
 
     /// Called by the response side: how long to wait before taking the ack, or nil when it may be taken now.
     func delay(now: ContinuousClock.Instant = .now) -> Duration? {
         state.withLock { state in
-            guard state.sequence != nil, state.bytes < Self.urgentBytes, let last = state.lastWritten else { return nil }
-            let due = last + Self.interval
+            guard state.sequence != nil, state.bytes < urgentBytes, let last = state.lastWritten else { return nil }
+            let due = last + interval
             return due > now ? due - now : nil
         }
     }
@@ -205,6 +227,9 @@ extension Collector {
             headers[.uplinkConfig] = remote.hint(agent: agent, labels: labels).headerValue
         }
         let remoteLabels = presented
+        // A malformed or missing window leaves the default: the header only makes acks come sooner.
+        let ackUrgentBytes = PendingAck.urgentBytes(
+            window: request.headers[.uplinkWindow].flatMap { StreamHeaders.window($0.utf8) })
         return Response(
             status: .ok,
             headers: headers,
@@ -216,7 +241,7 @@ extension Collector {
                 await withTaskExecutorPreference(EventLoopTaskExecutor(loop: control.channel.eventLoop)) {
                     await self.serveStream(
                         stream, control: control, body: body, encoding: bodyEncoding, remoteLabels: remoteLabels,
-                        writer: &writer, storage: storage, logger: logger)
+                        ackUrgentBytes: ackUrgentBytes, writer: &writer, storage: storage, logger: logger)
                 }
             }
         )
@@ -258,7 +283,8 @@ extension Collector {
     /// stopped, or the connection breaks.
     func serveStream(
         _ stream: StreamKey, control: StreamControl, body: RequestBody, encoding: WireCompression,
-        remoteLabels: PresentedLabels? = nil, writer: inout any ResponseBodyWriter, storage: Storage, logger: Logger
+        remoteLabels: PresentedLabels? = nil, ackUrgentBytes: Int = PendingAck.defaultUrgentBytes,
+        writer: inout any ResponseBodyWriter, storage: Storage, logger: Logger
     ) async {
         var logger = logger
         logger[metadataKey: "agent"] = "\(stream.agent)"
@@ -273,8 +299,8 @@ extension Collector {
         }
         if encoding != .none { logger[metadataKey: "encoding"] = "\(encoding)" }
         let ending = await exchange(
-            stream, control: control, body: body, encoding: encoding, remoteLabels: remoteLabels, writer: &writer,
-            storage: storage, logger: logger)
+            stream, control: control, body: body, encoding: encoding, remoteLabels: remoteLabels,
+            ackUrgentBytes: ackUrgentBytes, writer: &writer, storage: storage, logger: logger)
         // Let go of the agent before the response ends, so that whoever sees the end sees the stream closed.
         registry.release(agent: stream.agent, control: control)
         control.markReleased()
@@ -314,7 +340,8 @@ extension Collector {
     /// side stores until the stream ends; a `config` line follows whenever the agent's revision changes.
     private func exchange(
         _ stream: StreamKey, control: StreamControl, body: RequestBody, encoding: WireCompression,
-        remoteLabels: PresentedLabels?, writer: inout any ResponseBodyWriter, storage: Storage, logger: Logger
+        remoteLabels: PresentedLabels?, ackUrgentBytes: Int, writer: inout any ResponseBodyWriter, storage: Storage,
+        logger: Logger
     ) async -> StreamEnding {
         let mark = marks.mark(for: stream)
         logger.debug("Stream opened", metadata: ["resume": "\(mark)"])
@@ -337,7 +364,7 @@ extension Collector {
 
         control.onStop { eventSink.yield(.stop) }
         let heartbeat = HeartbeatAnswer()
-        let pendingAck = PendingAck()
+        let pendingAck = PendingAck(urgentBytes: ackUrgentBytes, interval: configuration.ackInterval)
         return await withTaskGroup(of: StreamEnding.self) { group in
             group.addTask {
                 defer { eventSink.finish() }
@@ -346,11 +373,25 @@ extension Collector {
                     events: eventSink, pendingAck: pendingAck, heartbeat: heartbeat, logger: logger)
             }
             var writeFailure: (any Error)?
+            // A held-back ack is due later: a timer on the stream's loop asks for it again then, while heartbeats,
+            // hints and a stop are answered meanwhile.
+            var ackTimer: Scheduled<Void>?
+            defer { ackTimer?.cancel() }
             loop: for await event in events {
                 switch event {
-                case .ack:
-                    // Held back at most `PendingAck.interval`; stored lines meanwhile join this ack.
-                    if let delay = pendingAck.delay() { await Self.wait(delay, on: control.channel.eventLoop) }
+                case .ack, .ackDue:
+                    if case .ackDue = event { ackTimer = nil }
+                    // Held back at most `ackInterval`; stored lines meanwhile join this ack.
+                    if let delay = pendingAck.delay() {
+                        if ackTimer == nil {
+                            ackTimer = control.channel.eventLoop.scheduleTask(in: .nanoseconds(delay.nanoseconds)) {
+                                eventSink.yield(.ackDue)
+                            }
+                        }
+                        continue
+                    }
+                    ackTimer?.cancel()
+                    ackTimer = nil
                     guard let sequence = pendingAck.take() else { continue }
                     do {
                         try await writer.write(Self.ackBuffer(.ack(sequence)))
@@ -384,11 +425,6 @@ extension Collector {
             if let writeFailure { return .failed(writeFailure) }
             return ending
         }
-    }
-
-    /// Waits `delay` on the stream's own loop, where its tasks run: a loop timer wakes no other thread.
-    private static func wait(_ delay: Duration, on loop: any EventLoop) async {
-        try? await loop.scheduleTask(in: .nanoseconds(delay.nanoseconds)) {}.futureResult.get()
     }
 
     /// `{"heartbeat":<the collector's wall clock, ns since the Unix epoch>}` and its newline.

@@ -45,6 +45,10 @@ public struct CollectorConfiguration: Sendable, Equatable {
     /// `uplink.heartbeat`), so the default, 90 s, lets several heartbeats go missing before a live agent is cut.
     /// Time during which the collector itself is not reading (its storage is busy) does not count.
     public var streamIdleTimeout: Duration
+    /// Shortest time between two acknowledgements of a stream, unless one is urgent (a quarter of the agent's
+    /// `Uplink-Window`, at most 128 KiB, was stored since; docs/protocol.md, "Response"). Not a configuration key:
+    /// fewer acks cost less on both ends at a trickle, and an agent's ring never waits on it. Default 250 ms.
+    public var ackInterval: Duration = PendingAck.interval
     /// Most streams served at once. A stream beyond it is answered `503 Service Unavailable` (counted in
     /// `CollectorEdgeStatistics.streamsOverLimit`); an agent that already has a stream may always replace it.
     /// Default 1024.
@@ -131,6 +135,7 @@ extension CollectorConfiguration {
         guard maxStreams > 0 else { throw invalid("maxStreams must be at least 1") }
         guard requestHeadTimeout > .zero else { throw invalid("requestHeadTimeout must be longer than zero") }
         guard streamIdleTimeout > .zero else { throw invalid("streamIdleTimeout must be longer than zero") }
+        guard ackInterval >= .zero else { throw invalid("ackInterval must not be negative") }
         if let sinks {
             try log.check()
             var names = Set<String>()

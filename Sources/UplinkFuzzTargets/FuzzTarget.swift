@@ -292,6 +292,12 @@ enum FuzzChecks {
             fatalError("fuzz property violated: canonical epoch \(text) refused")
         }
 
+        // `Uplink-Window` has the epoch's spelling and range: the same field checks it.
+        if let value = StreamHeaders.window(epoch) {
+            require(WireIntegers.window.contains(value) && Array(String(value).utf8) == epoch, "window not canonical")
+        }
+        require((StreamHeaders.window(epoch) == nil) == (StreamHeaders.epoch(epoch) == nil), "window and epoch disagree")
+
         let trimmed = version.drop { $0 == 32 || $0 == 9 }.reversed().drop { $0 == 32 || $0 == 9 }
         require(StreamHeaders.isSupportedProtocol(version) == (Array(trimmed) == [UInt8(ascii: "1")]), "protocol check")
 

@@ -44,7 +44,8 @@ extension UplinkDriver {
         do {
             request = try HTTPClient.Request(
                 url: configuration.requestURL, method: .POST,
-                headers: Self.requestHeaders(configuration, encoding: compressor?.encoding ?? .none),
+                headers: Self.requestHeaders(
+                    configuration, encoding: compressor?.encoding ?? .none, windowBytes: ring.capacity),
                 body: UplinkBodySink.body(draining: pair), tlsConfiguration: tlsConfiguration)
         } catch {
             handleLater(.streamFailed(connection, .transport("cannot make a request to \(configuration.requestURL): \(error)")))
@@ -63,7 +64,11 @@ extension UplinkDriver {
         task.futureResult.whenComplete { exchange.requestEnded($0) }
     }
 
-    private static func requestHeaders(_ configuration: UplinkConfiguration, encoding: WireCompression) -> HTTPHeaders {
+    /// The stream request's headers (docs/protocol.md, "Request"). `windowBytes`: how many bytes of records the ring
+    /// holds unacknowledged at most, so the collector acknowledges before it fills (`Uplink-Window`).
+    private static func requestHeaders(
+        _ configuration: UplinkConfiguration, encoding: WireCompression, windowBytes: Int
+    ) -> HTTPHeaders {
         var headers = HTTPHeaders()
         headers.add(name: "Content-Type", value: "application/x-ndjson")
         if let contentEncoding = encoding.contentEncoding {
@@ -72,6 +77,7 @@ extension UplinkDriver {
         headers.add(name: "Uplink-Protocol", value: "1")
         headers.add(name: "Uplink-Agent", value: configuration.agentID)
         headers.add(name: "Uplink-Epoch", value: String(configuration.epoch))
+        headers.add(name: "Uplink-Window", value: String(windowBytes))
         if let token = configuration.token {
             headers.add(name: "Authorization", value: "Bearer \(token)")
         }

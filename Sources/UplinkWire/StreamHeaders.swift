@@ -27,6 +27,11 @@ public enum StreamHeaders {
         WireIntegers.decimal(bytes, in: WireIntegers.epoch)
     }
 
+    /// The `Uplink-Window` value when it is a canonical decimal in `WireIntegers.window` (1 to 2^63 − 1).
+    public static func window<Bytes: Collection<UInt8>>(_ bytes: Bytes) -> UInt64? {
+        WireIntegers.decimal(bytes, in: WireIntegers.window)
+    }
+
     /// Whether an `Uplink-Protocol` value names the version this implementation speaks (`1`, spaces and tabs
     /// around it allowed).
     public static func isSupportedProtocol<Bytes: Collection<UInt8>>(_ bytes: Bytes) -> Bool {

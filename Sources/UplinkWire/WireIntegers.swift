@@ -19,6 +19,8 @@ public enum WireIntegers {
     public static let origin: ClosedRange<UInt64> = 1...maximum
     /// `offset`: a byte offset in a log file.
     public static let offset: ClosedRange<UInt64> = 0...maximum
+    /// The `Uplink-Window` header: the bytes of records the agent can hold unacknowledged (its ring's capacity).
+    public static let window: ClosedRange<UInt64> = 1...maximum
 
     /// Reads a canonical decimal: ASCII digits only, no sign, no spaces, no leading zero (except `0` itself).
     /// Returns nil for anything else and for values outside `range`, however many digits the text has.

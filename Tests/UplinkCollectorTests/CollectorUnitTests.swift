@@ -201,12 +201,37 @@ import UplinkWire
         #expect(pending.delay(now: start + PendingAck.interval) == nil)
 
         // Lines stored meanwhile wake the response side once more when they make the waiting ack urgent.
-        #expect(!pending.offer(3, bytes: PendingAck.urgentBytes - 201))
+        #expect(!pending.offer(3, bytes: PendingAck.defaultUrgentBytes - 201))
         #expect(pending.delay(now: soon) != nil, "one byte below the urgent size")
         #expect(pending.offer(4, bytes: 1), "crossing the urgent size wakes the response side")
         #expect(!pending.offer(5, bytes: 1), "once")
         #expect(pending.delay(now: soon) == nil, "an urgent ack is written at once")
         #expect(pending.take(now: soon) == 5)
+    }
+
+    @Test func anAgentsWindowMakesItsAcksUrgentAtAQuarterOfIt() {
+        #expect(PendingAck.urgentBytes(window: nil) == PendingAck.defaultUrgentBytes, "no window: the default")
+        #expect(PendingAck.urgentBytes(window: 16 << 20) == PendingAck.defaultUrgentBytes, "a large ring: the default")
+        #expect(PendingAck.urgentBytes(window: 4096) == 1024, "a 4 KiB ring: a quarter of it")
+        #expect(PendingAck.urgentBytes(window: 3) == 1, "never zero")
+        #expect(PendingAck.urgentBytes(window: UInt64(Int64.max)) == PendingAck.defaultUrgentBytes)
+
+        let pending = PendingAck(urgentBytes: PendingAck.urgentBytes(window: 4096))
+        let start = ContinuousClock.now
+        #expect(pending.offer(1, bytes: 200))
+        #expect(pending.take(now: start) == 1)
+        #expect(pending.offer(2, bytes: 800))
+        #expect(pending.delay(now: start) != nil, "below a quarter of the window: paced")
+        #expect(pending.offer(3, bytes: 224), "a quarter of the window stored: wakes the response side")
+        #expect(pending.delay(now: start) == nil, "and is written at once")
+    }
+
+    @Test func theWindowHeaderIsACanonicalDecimal() {
+        #expect(StreamHeaders.window("4096".utf8) == 4096)
+        #expect(StreamHeaders.window("9223372036854775807".utf8) == UInt64(Int64.max))
+        for bad in ["", "0", "04096", "-1", "+5", " 5", "5 ", "4k", "9223372036854775808", "99999999999999999999999"] {
+            #expect(StreamHeaders.window(bad.utf8) == nil, "\(bad)")
+        }
     }
 }
 

@@ -41,7 +41,9 @@ struct CollectorLimitsTests {
                     #expect(String(decoding: noBody.received, as: UTF8.self).contains(#"{"resume":0}"#))
                     #expect(silent.receivedCount == 0)
                     let edge = collector.edgeStatistics()
-                    #expect(edge.headTimeouts == 2)
+                    // The silent and the half head; on a loaded machine also the /healthz client's kept-alive
+                    // connection, when its shutdown takes longer than the head deadline.
+                    #expect(edge.headTimeouts >= 2)
                     #expect(edge.idleTimeouts == 1)
                     #expect(!log.entries(containing: "sent no complete request head in time").isEmpty)
                     #expect(!log.entries(containing: "brought nothing for the idle timeout").isEmpty)

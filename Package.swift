@@ -88,6 +88,17 @@ let package = Package(
             ],
             swiftSettings: sendPath
         ),
+        // Process tuning at start: the open-file limit and giving back the code pages that starting touched. For the
+        // executables (`uplink`, and `uplink-bench`, which cannot import `uplink`'s files); no library imports it.
+        .target(
+            name: "UplinkProcess",
+            dependencies: [
+                // `WholeFile`, to read /proc/self/smaps.
+                "UplinkCore",
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            swiftSettings: strict
+        ),
         .target(
             name: "UplinkWire",
             dependencies: [
@@ -191,6 +202,7 @@ let package = Package(
                 "UplinkTransport",
                 "UplinkCollector",
                 "UplinkObservability",
+                "UplinkProcess",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
@@ -208,6 +220,7 @@ let package = Package(
                 "UplinkTransport",
                 "UplinkCollector",
                 "UplinkAgent",
+                "UplinkProcess",
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "NIOCore", package: "swift-nio"),
@@ -259,7 +272,12 @@ let package = Package(
         .testTarget(
             name: "UplinkRemoteConfigTests", dependencies: ["UplinkRemoteConfig", "UplinkCore", "UplinkTestSupport"],
             swiftSettings: strict),
-        .testTarget(name: "UplinkCoreTests", dependencies: ["UplinkCore", "UplinkTestSupport"], swiftSettings: strict),
+        // UplinkProcess: a ring test reads the ring's mapping from /proc/self/smaps with its parser.
+        .testTarget(
+            name: "UplinkCoreTests", dependencies: ["UplinkCore", "UplinkProcess", "UplinkTestSupport"],
+            swiftSettings: strict),
+        .testTarget(
+            name: "UplinkProcessTests", dependencies: ["UplinkProcess", "UplinkTestSupport"], swiftSettings: strict),
         .testTarget(
             name: "UplinkFuzzTargetsTests", dependencies: ["UplinkFuzzTargets", "UplinkTestSupport"], swiftSettings: strict),
         .testTarget(

@@ -197,6 +197,7 @@ let package = Package(
             name: "uplink",
             dependencies: [
                 "UplinkCore",
+                "UplinkConfig",
                 "UplinkRemoteConfig",
                 "UplinkAgent",
                 "UplinkTransport",
@@ -285,7 +286,7 @@ let package = Package(
         .testTarget(
             name: "UplinkSourcesTests",
             dependencies: [
-                "UplinkSources", "UplinkCore", "UplinkTestSupport",
+                "UplinkSources", "UplinkConfig", "UplinkCore", "UplinkTestSupport",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "SystemPackage", package: "swift-system"),
             ],
@@ -313,8 +314,8 @@ let package = Package(
         .testTarget(
             name: "UplinkIntegrationTests",
             dependencies: [
-                "UplinkAgent", "UplinkCollector", "UplinkTransport", "UplinkSources", "UplinkCore", "UplinkWire",
-                "UplinkRemoteConfig", "UplinkTestSupport", "UplinkObservability",
+                "UplinkAgent", "UplinkCollector", "UplinkConfig", "UplinkTransport", "UplinkSources", "UplinkCore",
+                "UplinkWire", "UplinkRemoteConfig", "UplinkTestSupport", "UplinkObservability",
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "NIOSSL", package: "swift-nio-ssl"),

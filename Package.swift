@@ -199,6 +199,7 @@ let package = Package(
                 "UplinkCore",
                 "UplinkConfig",
                 "UplinkRemoteConfig",
+                "UplinkSources",
                 "UplinkAgent",
                 "UplinkTransport",
                 "UplinkCollector",

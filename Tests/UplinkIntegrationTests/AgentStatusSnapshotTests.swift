@@ -11,7 +11,9 @@ import UplinkWire
 /// The buffer part of `/v1/status` (which `uplink status` prints) is one snapshot of the ring: a status that counts
 /// frames also says how old the oldest one is. Read under two locks, the ring could empty in between and a status
 /// showed `frames > 0` without `oldest_unacknowledged_age_seconds`.
-@Suite("Agent status: the ring in one snapshot", .timeLimit(.minutes(1)))
+// No time limit: the body bounds itself (a second), but as a compute-bound body it may first wait minutes for
+// a thread of `DedicatedThreads.compute` while the suite runs.
+@Suite("Agent status: the ring in one snapshot")
 struct AgentStatusSnapshotTests {
     @Test("frames > 0 always comes with the oldest frame's age while frames come and go", .computeBound)
     func framesComeWithTheirAge() async throws {
@@ -49,7 +51,8 @@ struct AgentStatusSnapshotTests {
             }
         }
         // Bounded in count and in time: 100,000 statuses or 1 second. With the ring read under two locks (the
-        // statistics, then the oldest frame) this found 80 to 1,400 torn statuses in every run on a 2-core machine.
+        // statistics, then the oldest frame) this found torn statuses in every run on a 2-core machine: 80 to 1,400
+        // while it was quiet, 1 to 6 at a load average of 11 (it races, so a busier machine finds fewer).
         var withFrames = 0
         var empty = 0
         var inconsistent = 0

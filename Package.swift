@@ -88,6 +88,17 @@ let package = Package(
             ],
             swiftSettings: sendPath
         ),
+        // Process tuning at start: the open-file limit and giving back the code pages that starting touched. For the
+        // executables (`uplink`, and `uplink-bench`, which cannot import `uplink`'s files); no library imports it.
+        .target(
+            name: "UplinkProcess",
+            dependencies: [
+                // `WholeFile`, to read /proc/self/smaps.
+                "UplinkCore",
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            swiftSettings: strict
+        ),
         .target(
             name: "UplinkWire",
             dependencies: [
@@ -186,11 +197,14 @@ let package = Package(
             name: "uplink",
             dependencies: [
                 "UplinkCore",
+                "UplinkConfig",
                 "UplinkRemoteConfig",
+                "UplinkSources",
                 "UplinkAgent",
                 "UplinkTransport",
                 "UplinkCollector",
                 "UplinkObservability",
+                "UplinkProcess",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
@@ -208,6 +222,7 @@ let package = Package(
                 "UplinkTransport",
                 "UplinkCollector",
                 "UplinkAgent",
+                "UplinkProcess",
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "NIOCore", package: "swift-nio"),
@@ -259,7 +274,12 @@ let package = Package(
         .testTarget(
             name: "UplinkRemoteConfigTests", dependencies: ["UplinkRemoteConfig", "UplinkCore", "UplinkTestSupport"],
             swiftSettings: strict),
-        .testTarget(name: "UplinkCoreTests", dependencies: ["UplinkCore", "UplinkTestSupport"], swiftSettings: strict),
+        // UplinkProcess: a ring test reads the ring's mapping from /proc/self/smaps with its parser.
+        .testTarget(
+            name: "UplinkCoreTests", dependencies: ["UplinkCore", "UplinkProcess", "UplinkTestSupport"],
+            swiftSettings: strict),
+        .testTarget(
+            name: "UplinkProcessTests", dependencies: ["UplinkProcess", "UplinkTestSupport"], swiftSettings: strict),
         .testTarget(
             name: "UplinkFuzzTargetsTests", dependencies: ["UplinkFuzzTargets", "UplinkTestSupport"], swiftSettings: strict),
         .testTarget(
@@ -267,7 +287,7 @@ let package = Package(
         .testTarget(
             name: "UplinkSourcesTests",
             dependencies: [
-                "UplinkSources", "UplinkCore", "UplinkTestSupport",
+                "UplinkSources", "UplinkConfig", "UplinkCore", "UplinkTestSupport",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "SystemPackage", package: "swift-system"),
             ],
@@ -295,8 +315,8 @@ let package = Package(
         .testTarget(
             name: "UplinkIntegrationTests",
             dependencies: [
-                "UplinkAgent", "UplinkCollector", "UplinkTransport", "UplinkSources", "UplinkCore", "UplinkWire",
-                "UplinkRemoteConfig", "UplinkTestSupport", "UplinkObservability",
+                "UplinkAgent", "UplinkCollector", "UplinkConfig", "UplinkTransport", "UplinkSources", "UplinkCore",
+                "UplinkWire", "UplinkRemoteConfig", "UplinkTestSupport", "UplinkObservability",
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "NIOSSL", package: "swift-nio-ssl"),

@@ -62,7 +62,7 @@ for kind in cpu memory load uptime network diskio disk thermal hwmon power; do
 done
 
 valgrind --tool=callgrind --demangle=no --dump-instr=no --callgrind-out-file="$work/callgrind.out" \
-    --zero-before='$s10UplinkCore16StartupCodePagesO7release6logger5after*' \
+    --zero-before='$s13UplinkProcess16StartupCodePagesO7release6logger5after*' \
     "$binary" run --config "$work/agent.yaml" --log-level debug >"$work/agent.log" 2>&1 &
 agent=$!
 for _ in $(seq 1 600); do

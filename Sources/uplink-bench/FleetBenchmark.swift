@@ -5,6 +5,7 @@ import NIOHTTP1
 import NIOPosix
 import Synchronization
 import UplinkCore
+import UplinkProcess
 import UplinkWire
 
 /// `uplink-bench fleet --port P --agents N --rate R --seconds S [--warmup W] [--line-bytes B] [--threads T]

@@ -6,6 +6,7 @@ import UplinkAgent
 import UplinkCollector
 import UplinkCore
 import UplinkObservability
+import UplinkProcess
 
 /// `uplink collector`: the receiving server.
 struct CollectorCommand: AsyncParsableCommand {

@@ -1,5 +1,6 @@
 import ArgumentParser
 import UplinkAgent
+import UplinkConfig
 import UplinkCore
 import UplinkRemoteConfig
 

@@ -7,6 +7,7 @@ import UplinkCollector
 import UplinkCore
 import UplinkRemoteConfig
 import UplinkObservability
+import UplinkProcess
 import UplinkSources
 import UplinkTransport
 
@@ -152,6 +153,8 @@ struct RunCommand: AsyncParsableCommand {
                 _ = embeddedCollector?.reloadRemoteConfig()
                 remote?.localFileChanged()
             },
+            // Parsing and checking the file ran code that streaming does not need: its pages need not stay resident.
+            afterAttempt: { StartupCodePages.release(logger: logger, after: "reload") },
             collectorSection: { _ = CollectorConfiguration.decode($0) },
             signals: await UnixSignalsSequence(trapping: .sighup), logger: logger)
         let group = ServiceGroup(

@@ -1,4 +1,5 @@
 import Testing
+import UplinkConfig
 import UplinkCore
 
 @Suite("Duration and size parsing")

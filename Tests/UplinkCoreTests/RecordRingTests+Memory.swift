@@ -5,6 +5,8 @@ import Testing
 import UplinkTestSupport
 
 @testable import UplinkCore
+// `SmapsMapping`: the kernel's view of the ring's mapping.
+@testable import UplinkProcess
 
 /// The ring gives the memory of acknowledged regions back to the system (as the kernel's `mincore` reports it)
 /// and still keeps every retained byte.

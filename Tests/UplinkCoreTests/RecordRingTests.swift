@@ -1,3 +1,4 @@
+import Synchronization
 import Testing
 import UplinkCore
 import UplinkTestSupport
@@ -567,31 +568,51 @@ struct RecordRingOldestFrameTests {
         #expect(ring.oldestFramePrefix(maxBytes: 10) == nil)
     }
 
-    @Test("statistics with the oldest frame are one snapshot: frames held always come with the oldest one's bytes")
+    @Test(
+        "statistics with the oldest frame are one snapshot: frames held always come with the oldest one's bytes",
+        .computeBound)
     func snapshotIsConsistent() async {
         let ring = RecordRing(capacity: 4096)
         let source = ring.registerSource("s")
         #expect(ring.statistics(oldestPrefixBytes: 4).oldestFramePrefix == nil)
-        let rounds = 20_000
         // One task appends and acknowledges frame by frame, so the ring keeps going from empty to one frame and back;
-        // the other reads snapshots meanwhile.
-        let writer = Task.detached {
-            for round in 1...rounds {
+        // the other reads snapshots meanwhile. The writer stays a random few microseconds in each state, outside the
+        // lock: back to back, it mostly waited for the reader's lock and hardly ever acknowledged between two reads
+        // (a snapshot read under two locks passed two runs in three, and every run beside another busy test).
+        let stop = Atomic<Bool>(false)
+        // On a thread of its own: on the global executor it could wait for the reader's thread the whole time.
+        let writer = Task.detached(executorPreference: DedicatedThreads.blocking) {
+            var round: UInt64 = 0
+            var random = SystemRandomNumberGenerator()
+            func pause() {
+                let until = ContinuousClock.now + .nanoseconds(Int.random(in: 0...4_000, using: &random))
+                while ContinuousClock.now < until {}
+            }
+            while !stop.load(ordering: .relaxed) {
+                round += 1
                 ring.append(Array("frame \(round)".utf8), source: source)
+                pause()
                 ring.readUnsent(maxBytes: 1 << 20) { _, _, _ in }
-                ring.acknowledge(through: UInt64(round))
+                ring.acknowledge(through: round)
+                pause()
             }
         }
+        // Bounded in count and in time: 200,000 snapshots or 1 second.
         var inconsistent = 0
-        for _ in 0..<rounds {
+        var withFrames = 0
+        let deadline = ContinuousClock.now + .seconds(1)
+        for _ in 0..<200_000 where ContinuousClock.now < deadline {
             let snapshot = ring.statistics(oldestPrefixBytes: 5)
             if (snapshot.retainedFrames > 0) != (snapshot.oldestFramePrefix != nil) { inconsistent += 1 }
             if snapshot.retainedFrames > 0 {
+                withFrames += 1
                 #expect(snapshot.oldestFramePrefix == Array("frame".utf8))
             }
         }
+        stop.store(true, ordering: .relaxed)
         await writer.value
-        #expect(inconsistent == 0)
+        #expect(inconsistent == 0, "\(inconsistent) of \(withFrames) snapshots with frames had no oldest frame")
+        #expect(withFrames > 0)
         #expect(ring.statistics().oldestFramePrefix == nil, "not read unless asked for")
     }
 }

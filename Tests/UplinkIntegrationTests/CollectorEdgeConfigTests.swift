@@ -2,6 +2,7 @@ import Foundation
 import Testing
 import UplinkAgent
 import UplinkCollector
+import UplinkConfig
 import UplinkCore
 import UplinkTestSupport
 

@@ -1,6 +1,7 @@
 import Foundation
 import Logging
 import Testing
+import UplinkConfig
 import UplinkCore
 import UplinkTestSupport
 

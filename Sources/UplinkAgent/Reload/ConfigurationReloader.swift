@@ -23,6 +23,7 @@ public struct ConfigurationReloader: Service {
     /// What runs, when the agent was started from a file; nil without one.
     private let configuration: RunningConfiguration?
     private let afterReload: @Sendable () -> Void
+    private let afterAttempt: @Sendable () -> Void
     private let collectorSection: @Sendable (ConfigMapping) -> Void
     private let signals: UnixSignalsSequence
     private let notifier: SystemdNotifier
@@ -34,11 +35,14 @@ public struct ConfigurationReloader: Service {
     ///     SIGHUP is logged and ignored).
     ///   - configuration: The owner of what runs (the file and any remote sources), when started from a file.
     ///   - afterReload: Runs after a valid file was applied (the remote configuration checks its sources again).
+    ///   - afterAttempt: Runs at the end of every reload, applied or not (`uplink` gives back the code pages that
+    ///     parsing and checking the file touched: `StartupCodePages`, in UplinkProcess).
     ///   - collectorSection: Checks the file's `collector` section (`uplink` passes UplinkCollector's decoder), so
     ///     that a reload refuses exactly what `uplink validate` refuses.
     ///   - signals: SIGHUP, trapped before the agent reports that it runs, so that an early signal is not fatal.
     public init(
-        agent: Agent, path: String?, configuration: RunningConfiguration?, afterReload: @escaping @Sendable () -> Void = {},
+        agent: Agent, path: String?, configuration: RunningConfiguration?,
+        afterReload: @escaping @Sendable () -> Void = {}, afterAttempt: @escaping @Sendable () -> Void = {},
         collectorSection: @escaping @Sendable (ConfigMapping) -> Void, signals: UnixSignalsSequence,
         notifier: SystemdNotifier = SystemdNotifier(), logger: Logger
     ) {
@@ -46,6 +50,7 @@ public struct ConfigurationReloader: Service {
         self.path = path
         self.configuration = configuration
         self.afterReload = afterReload
+        self.afterAttempt = afterAttempt
         self.collectorSection = collectorSection
         self.signals = signals
         self.notifier = notifier
@@ -73,8 +78,7 @@ public struct ConfigurationReloader: Service {
     public func reload(path: String, configuration: RunningConfiguration) async {
         notifier.notify(.reloading, .monotonicNow(), logger: logger)
         logger.info("reloading the configuration", metadata: ["file": "\(path)"])
-        // Parsing and checking the file ran code that streaming does not need: its pages need not stay resident.
-        defer { StartupCodePages.release(logger: logger, after: "reload") }
+        defer { afterAttempt() }
         let result = UplinkFile.load(path: path, collectorSection: collectorSection)
         guard let new = result.value, new.configuresAgent else {
             let problem: String

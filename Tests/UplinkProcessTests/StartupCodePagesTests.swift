@@ -2,7 +2,7 @@ import Foundation
 import Testing
 import UplinkTestSupport
 
-@testable import UplinkCore
+@testable import UplinkProcess
 
 #if os(Linux)
 @Suite("Start-up code pages given back")

@@ -1,4 +1,5 @@
 import Logging
+import UplinkCore
 
 #if canImport(Glibc)
 import Glibc

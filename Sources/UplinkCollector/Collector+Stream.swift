@@ -423,6 +423,15 @@ extension Collector {
             group.cancelAll()
             let ending = await group.next() ?? .stopped
             if let writeFailure { return .failed(writeFailure) }
+            // What was stored since the last ack is acknowledged before the response ends, even when the ack was
+            // still held back: a sender that ended its body waits for it.
+            if let sequence = pendingAck.take() {
+                do {
+                    try await writer.write(Self.ackBuffer(.ack(sequence)))
+                } catch {
+                    return .failed(error)
+                }
+            }
             return ending
         }
     }

@@ -49,6 +49,26 @@ struct CollectorStreamTests {
         }
     }
 
+    @Test("an ack held back by the pacing is written before the response ends when the sender ends its body")
+    func heldBackAckIsWrittenAtTheEnd() async throws {
+        try await withTemporaryDirectory { directory in
+            var configuration = testConfiguration(directory)
+            configuration.ackInterval = .seconds(3600)
+            try await withCollector(configuration) { collector, port in
+                try await withClient { client in
+                    let connection = try await AgentConnection.open(client, port: port, agent: "edge-1", epoch: 7)
+                    #expect(try await connection.nextAck() == .resume(0))
+                    connection.send(body(1...3))
+                    #expect(try await connection.nextAck() == .ack(3), "the first ack is not held back")
+                    connection.send(body(4...10))
+                    #expect(await eventually { collector.statistics().recordsStored == 10 })
+                    // The ack of 4...10 waits for the hour; ending the body ends the wait.
+                    #expect(try await connection.close() == [.ack(10)])
+                }
+            }
+        }
+    }
+
     @Test func duplicatesAreDiscardedOnResend() async throws {
         try await withTemporaryDirectory { directory in
             try await withCollector(testConfiguration(directory)) { collector, port in

@@ -50,6 +50,8 @@ public final class RemoteConfigAgent<C: Clock<Duration>>: Service, Sendable wher
     private let clock: C
     private let logger: Logger
     private let wake = WakeSignal()
+    /// Where the poll interval's jitter comes from.
+    private let random: Mutex<any RandomNumberGenerator & Sendable>
     private let state: Mutex<State>
     /// When this was made (with the agent), for the local sources' usual drop rate.
     private let created: ContinuousClock.Instant
@@ -59,9 +61,11 @@ public final class RemoteConfigAgent<C: Clock<Duration>>: Service, Sendable wher
     ///   - local: The local file the agent was started with (`remote_config`, the agent id).
     ///   - client: Requests to the collector (the uplink's URL, TLS, token and proxy).
     ///   - clock: What the poll interval and the probation are measured on.
+    ///   - random: Where the poll interval's ± 10 % jitter comes from (tests pass a generator of their own).
     public init(
         startup: Startup, local: UplinkFile, store: RemoteConfigStore, client: RemoteConfigClient,
-        configuration: RunningConfiguration, agent: Agent, clock: C, logger: Logger
+        configuration: RunningConfiguration, agent: Agent, clock: C, logger: Logger,
+        random: some RandomNumberGenerator & Sendable = SystemRandomNumberGenerator()
     ) {
         self.settings = local.remoteConfig
         self.agentID = local.agent.id
@@ -70,6 +74,7 @@ public final class RemoteConfigAgent<C: Clock<Duration>>: Service, Sendable wher
         self.configuration = configuration
         self.agent = agent
         self.clock = clock
+        self.random = Mutex(random)
         var logger = logger
         logger[metadataKey: "component"] = "remote_config"
         self.logger = logger
@@ -117,10 +122,16 @@ public final class RemoteConfigAgent<C: Clock<Duration>>: Service, Sendable wher
         try? await client.shutdown()
     }
 
+    /// How long to wait for the next look without a hint: `interval` times a factor drawn from `random`, uniformly
+    /// in 0.9 to 1.1 (both included), so that a fleet started together does not ask in step.
+    public static func pollDelay(_ interval: Duration, using random: inout some RandomNumberGenerator) -> Duration {
+        interval * Double.random(in: 0.9...1.1, using: &random)
+    }
+
     /// Waits for a hint or the poll interval (± 10 %), whichever comes first.
     private func waitForNextCheck() async {
         let interval = settings.pollInterval
-        let jittered = interval * Double.random(in: 0.9...1.1)
+        let jittered = random.withLock { Self.pollDelay(interval, using: &$0) }
         await withTaskGroup(of: Void.self) { group in
             group.addTask { [wake] in await wake.wait() }
             group.addTask { [clock] in try? await clock.sleep(for: jittered) }

@@ -342,6 +342,58 @@ struct RemoteConfigTests {
         }
     }
 
+    @Test("require_signature: false: a document without an envelope is served unsigned; an envelope it has must name it")
+    func unsignedDocuments() async throws {
+        try await withTemporaryDirectory { root in
+            let fixture = try RemoteConfigFixture(root)
+            let (plain, _) = try fixture.document("plain", tailDocument, signed: false)
+            let (signed, envelope) = try fixture.document("signed", cpuDocument)
+            try fixture.assignments("generation: 2\nassign:\n  - {name: all, documents: [plain, signed]}\n")
+            var settings = fixture.settings
+            settings.requireSignature = false
+            settings.trustedKeys = []
+            try await withRemoteCollector(remoteConfiguration(root, settings)) { collector, port in
+                try await withClient { client in
+                    let answer = try await request(client, port: port, "/v1/config", agent: "edge-1")
+                    #expect(answer.status == .ok)
+                    let text = String(decoding: answer.body, as: UTF8.self)
+                    // The unsigned document's entry has no sig_ keys; the signed one keeps its envelope.
+                    #expect(text.contains(#"{"name":"plain","sha256":"\#(SHA256Digest(of: plain).hex)","size":\#(plain.count)}"#), "\(text)")
+                    let manifest = try ConfigManifest(json: answer.body)
+                    #expect(manifest.documents == [
+                        ConfigManifest.Document(name: "plain", sha256: SHA256Digest(of: plain), size: plain.count, envelope: nil),
+                        ConfigManifest.Document(
+                            name: "signed", sha256: SHA256Digest(of: signed), size: signed.count,
+                            signatureSHA256: SHA256Digest(of: envelope), signatureSize: envelope.count),
+                    ])
+                    let blob = try await request(
+                        client, port: port, "/v1/config/blobs/\(SHA256Digest(of: plain).prefixed)", agent: "edge-1")
+                    #expect(blob.status == .ok)
+                    #expect(blob.body == plain)
+
+                    // An envelope is still checked where there is one: signed for another name, the load fails.
+                    try fixture.document("plain", tailDocument, signedName: "signed")
+                    try fixture.assignments("generation: 3\nassign:\n  - {name: all, documents: [plain, signed]}\n")
+                    guard case .failure(let failure)? = collector.reloadRemoteConfig() else {
+                        Issue.record("an envelope naming another document was loaded")
+                        return
+                    }
+                    #expect(failure.description.contains("document 'plain'"))
+                    #expect(failure.description.contains("the envelope signs document 'signed', not 'plain'"))
+                }
+            }
+
+            // With require_signature (the default) the same unsigned document stops the start, saying what to do.
+            try fixture.document("plain", tailDocument, signed: false)
+            await #expect {
+                try await withRemoteCollector(remoteConfiguration(root, fixture.settings)) { _, _ in }
+            } throws: { error in
+                "\(error)".contains("it has no envelope (plain.yaml.sig): sign it with `uplink config sign`, or set "
+                    + "collector.remote_config.require_signature: false to serve it unsigned")
+            }
+        }
+    }
+
     @Test("A reload that finds a refused document, or a lower generation, keeps serving the previous set")
     func reloadKeepsTheLastGoodSet() async throws {
         try await withTemporaryDirectory { root in

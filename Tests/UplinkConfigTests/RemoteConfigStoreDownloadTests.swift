@@ -15,7 +15,7 @@ struct RemoteConfigStoreDownloadTests {
         var blobs: [String: [UInt8]] = [:]
         for (entry, document) in zip(set.manifest.documents, set.documents) {
             blobs["/v1/config/blobs/" + entry.sha256.prefixed] = document.content
-            blobs["/v1/config/blobs/" + entry.signatureSHA256.prefixed] = document.envelopeJSON
+            if let envelope = entry.envelope { blobs["/v1/config/blobs/" + envelope.sha256.prefixed] = document.envelopeJSON }
         }
         return TestHTTPServer { [blobs] request in
             guard let bytes = blobs[request.uri] else { return .full(status: 404, headers: [], body: []) }

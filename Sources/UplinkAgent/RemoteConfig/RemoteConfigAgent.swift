@@ -330,26 +330,41 @@ extension RemoteConfigAgent {
     }
 
     /// The remote sources `set` adds to `local`, or why it may not run on this box: each envelope (signature,
-    /// audience, serial against `seen`, expiry for a new apply), then the document rules and the local `allow`
-    /// (`RemoteConfiguration.merge`).
+    /// audience, serial against `seen`, expiry for a new apply; without `require_signature` only that it names its
+    /// document; a document without one only without `require_signature`), then the document rules and the local
+    /// `allow` (`RemoteConfiguration.merge`).
     static func sources(
         of set: RemoteConfigStore.DocumentSet, local: UplinkFile, seen: RemoteConfigStore.Seen?, isNewApply: Bool
     ) -> Result<[AgentConfiguration.NamedSource], Refusal> {
         func refused(_ reason: String) -> Result<[AgentConfiguration.NamedSource], Refusal> { .failure(Refusal(reason: reason)) }
         let settings = local.remoteConfig
         guard settings.enabled else { return refused("remote_config is not enabled in the local file") }
-        if settings.requireSignature {
-            let verifier = EnvelopeVerifier(trustedKeys: settings.signingKeys)
-            let now = WallClock.nowNanoseconds() / 1_000_000_000
-            for document in set.documents {
-                let verdict = verifier.verify(
-                    document.envelope, document: document.content, named: document.name, agentID: local.agent.id,
-                    labels: settings.labels, seen: seen?.serials[document.name], now: now, isNewApply: isNewApply)
-                if case .failure(let refusal) = verdict { return refused("document '\(document.name)': \(refusal)") }
+        let verifier = EnvelopeVerifier(trustedKeys: settings.signingKeys)
+        let now = WallClock.nowNanoseconds() / 1_000_000_000
+        for document in set.documents {
+            guard let envelope = document.envelope else {
+                // Served unsigned (a collector with `require_signature: false`): the manifest's digest and size,
+                // checked when it was downloaded, are all that vouches for it.
+                guard !settings.requireSignature else {
+                    return refused(
+                        "document '\(document.name)': the collector serves it without an envelope (unsigned), and "
+                            + "remote_config.require_signature is true: sign it with `uplink config sign` on the "
+                            + "collector, or set remote_config.require_signature: false on this box to accept unsigned documents")
+                }
+                continue
             }
+            let verdict =
+                settings.requireSignature
+                ? verifier.verify(
+                    envelope, document: document.content, named: document.name, agentID: local.agent.id,
+                    labels: settings.labels, seen: seen?.serials[document.name], now: now, isNewApply: isNewApply)
+                // Signatures off: an envelope that comes with the document must still be this document's.
+                : EnvelopeVerifier.verifyContent(of: envelope, document: document.content, named: document.name)
+            if case .failure(let refusal) = verdict { return refused("document '\(document.name)': \(refusal)") }
         }
         let merged = RemoteConfiguration.merge(
-            local: local, documents: set.documents.map { ($0.name, $0.content, $0.envelope.sha256.hex) })
+            local: local,
+            documents: zip(set.manifest.documents, set.documents).map { ($1.name, $1.content, $0.sha256.hex) })
         guard merged.issues.isEmpty, let file = merged.value else {
             let shown = merged.issues.prefix(3).map(\.description).joined(separator: "; ")
             return refused(merged.issues.count > 3 ? "\(shown) (and \(merged.issues.count - 3) more)" : shown)

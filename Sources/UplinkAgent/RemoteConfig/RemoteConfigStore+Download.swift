@@ -44,28 +44,29 @@ extension RemoteConfigStore {
             guard document.size <= maximumDocumentBytes else {
                 throw .documentTooLarge(name: document.name, size: document.size, limit: maximumDocumentBytes)
             }
-            guard document.signatureSize <= ConfigEnvelope.maximumBytes else {
-                throw .envelopeTooLarge(name: document.name, size: document.signatureSize)
+            if let envelope = document.envelope, envelope.size > ConfigEnvelope.maximumBytes {
+                throw .envelopeTooLarge(name: document.name, size: envelope.size)
             }
         }
-        let blobs = Set(manifest.documents.flatMap { [$0.sha256, $0.signatureSHA256] })
+        let blobs = Set(manifest.blobs.map(\.sha256))
         await Self.blocking { self.pruneBlobs(keeping: blobs) }
 
-        let parts = manifest.documents.flatMap { document -> [(ConfigManifest.Document, DocumentSet.Part)] in
-            [(document, .document), (document, .envelope)]
+        // Each document, then its envelope when the manifest lists one.
+        let parts = manifest.documents.flatMap { document -> [(String, DocumentSet.Part, ConfigManifest.Blob)] in
+            [(document.name, .document, document.blob)] + (document.envelope.map { [(document.name, .envelope, $0)] } ?? [])
         }
-        let total = parts.reduce(0) { $0 + ($1.1 == .document ? $1.0.size : $1.0.signatureSize) }
+        let total = parts.reduce(0) { $0 + $1.2.size }
         var done = 0
-        for (document, part) in parts {
-            let digest = part == .document ? document.sha256 : document.signatureSHA256
-            let size = part == .document ? document.size : document.signatureSize
+        for (name, part, blob) in parts {
+            let digest = blob.sha256
+            let size = blob.size
             let before = done
             do throws(BlobDownloadFailure) {
-                _ = try await client.downloadBlob(digest, size: size, into: blobsDirectory) { blob in
-                    progress?(BlobProgress(bytesWritten: before + blob.bytesWritten, totalBytes: total))
+                _ = try await client.downloadBlob(digest, size: size, into: blobsDirectory) { progressed in
+                    progress?(BlobProgress(bytesWritten: before + progressed.bytesWritten, totalBytes: total))
                 }
             } catch {
-                throw .blob(name: document.name, part: part, error)
+                throw .blob(name: name, part: part, error)
             }
             done += size
         }

@@ -186,6 +186,9 @@ struct RemoteConfigEndToEndTests {
                 HTTPClientRequest(url: "http://127.0.0.1:\(fleet.agentPort)/metrics"), timeout: .seconds(5)
             ).body.collect(upTo: 1 << 20)
             #expect(String(buffer: metrics).contains(#"uplink_remote_config_state{state="applied"} 1"#))
+            // One document and its envelope, each fetched whole.
+            #expect(String(buffer: metrics).contains(#"uplink_remote_config_downloads_total{result="complete"} 2"#))
+            #expect(String(buffer: metrics).contains(#"uplink_remote_config_downloads_total{result="resumed"} 0"#))
 
             // A new assignment with a broken exec: the hint brings it, probation fails, the previous set runs again.
             try fleet.assign(generation: 2, ["logs", "probe"])

@@ -55,6 +55,8 @@ public final class RemoteConfigAgent<C: Clock<Duration>>: Service, Sendable wher
     private let state: Mutex<State>
     /// When this was made (with the agent), for the local sources' usual drop rate.
     private let created: ContinuousClock.Instant
+    /// Blob downloads and their bytes, counted (made with the agent, so the series are there before the first one).
+    private let downloadMetrics = RemoteConfigDownloadMetrics()
 
     /// - Parameters:
     ///   - startup: What `startup` found (the agent was started with its sources).
@@ -275,7 +277,8 @@ extension RemoteConfigAgent {
         let set: RemoteConfigStore.DocumentSet
         do {
             try await onThreadPool { [store] in try store.prepare() }
-            set = try await store.download(manifest, with: client, maximumDocumentBytes: settings.maxDocumentBytes)
+            set = try await store.download(
+                manifest, with: client, maximumDocumentBytes: settings.maxDocumentBytes, metrics: downloadMetrics)
         } catch let failure as RemoteConfigStore.DownloadFailure {
             switch failure {
             case .documentTooLarge, .envelopeTooLarge, .invalidSet:

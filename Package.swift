@@ -266,7 +266,7 @@ let package = Package(
             name: "UplinkConfigTests",
             dependencies: [
                 "UplinkConfig", "UplinkCore", "UplinkAgent", "UplinkCollector", "UplinkSources", "UplinkTransport",
-                "UplinkRemoteConfig", "UplinkTestSupport",
+                "UplinkRemoteConfig", "UplinkTestSupport", "UplinkObservability",
             ],
             exclude: ["Fixtures"],
             swiftSettings: strict

@@ -50,6 +50,9 @@ extension FuzzTarget {
                     + String(repeating: "A", count: 86) + #"==","size":2311}"#,
                 #"{"documents":[{"name":"base","sha256":"\#(digest)","sig_sha256":"\#(digest)","sig_size":300,"size":1}],"#
                     + #""generation":17,"rev":"sha256:00","version":1}"#,
+                // A document served unsigned (no sig_ keys), beside a signed one.
+                #"{"documents":[{"name":"base","sha256":"\#(digest)","sig_sha256":"\#(digest)","sig_size":300,"size":1},"#
+                    + #"{"name":"lab","sha256":"\#(digest)","size":2}],"generation":3,"rev":"sha256:00","version":1}"#,
                 #"{"documents":[],"generation":0,"rev":"sha256:e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855","version":1}"#,
             ].map { Array($0.utf8) }
         case .decompress:

@@ -35,6 +35,11 @@ public final class MetricsExposition: Sendable {
         }
     }
 
+    /// A swift-metrics factory whose counters and gauges are series of this exposition, with their help texts (what
+    /// `bootstrap()` installs as the process's backend). Code that takes a factory can be pointed at an exposition
+    /// of its own with it, without bootstrapping the process (tests).
+    public var factory: any MetricsFactory { HelpTextMetricsFactory(registry: registry) }
+
     /// The process's exposition if `bootstrap()` was called, else nil.
     public static var current: MetricsExposition? { process.withLock { $0 } }
 

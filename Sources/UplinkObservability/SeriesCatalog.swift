@@ -84,6 +84,15 @@ public enum SeriesCatalog {
             "uplink_remote_config_state", .gauge,
             "1 for the remote configuration's state (disabled, idle, applying, applied, failed, rolled_back, pinned), "
                 + "0 for the others; all 0 without remote_config."),
+        .init(
+            "uplink_remote_config_downloads_total", .counter,
+            "Documents and envelopes the agent downloaded from the collector (GET /v1/config/blobs), by result: "
+                + "complete (fetched from the start), resumed (a .part left by a cut resumed with Range), restarted "
+                + "(the collector sent the whole blob instead of the rest), failed (not in place: a cut, a timeout, a "
+                + "status, a hash mismatch; tried again at the next look). A blob already on disk is not counted."),
+        .init(
+            "uplink_remote_config_download_bytes_total", .counter,
+            "Body bytes of those downloads written to disk (a failed attempt's too)."),
         .init("uplink_start_time_seconds", .gauge, "When the agent started (Unix time)."),
         .init("uplink_buffer_disk_bytes", .gauge, "With buffer.persist: bytes in the segment files."),
         .init(

@@ -6,8 +6,13 @@ import FoundationEssentials
 ///
 /// ```json
 /// {"version":1,"generation":17,"rev":"sha256:1d3e…",
-///  "documents":[{"name":"base","sha256":"ab12…","size":1874,"sig_sha256":"77aa…","sig_size":412}]}
+///  "documents":[{"name":"base","sha256":"ab12…","size":1874,"sig_sha256":"77aa…","sig_size":412},
+///               {"name":"lab","sha256":"c0de…","size":310}]}
 /// ```
+///
+/// A document without `sig_sha256` and `sig_size` has no envelope: a collector with `require_signature: false`
+/// serves it unsigned, and only an agent with `require_signature: false` applies it. (Agents from before unsigned
+/// documents refuse such a manifest as a whole, and keep what runs.)
 public struct ConfigManifest: Sendable, Equatable {
     /// The only version: 1.
     public static let version = 1
@@ -16,6 +21,17 @@ public struct ConfigManifest: Sendable, Equatable {
     /// Manifests are small; a larger body is refused while it streams.
     public static let maximumBytes = 64 * 1024
 
+    /// A blob the manifest names: its digest and length.
+    public struct Blob: Sendable, Equatable, Hashable {
+        public var sha256: SHA256Digest
+        public var size: Int
+
+        public init(sha256: SHA256Digest, size: Int) {
+            self.sha256 = sha256
+            self.size = size
+        }
+    }
+
     /// One assigned document.
     public struct Document: Sendable, Equatable, Codable {
         /// The document's name (`documents/<name>.yaml` on the collector).
@@ -23,17 +39,24 @@ public struct ConfigManifest: Sendable, Equatable {
         /// The document's digest and length.
         public var sha256: SHA256Digest
         public var size: Int
-        /// The digest and length of its envelope (`<name>.yaml.sig`).
-        public var signatureSHA256: SHA256Digest
-        public var signatureSize: Int
+        /// The digest and length of its envelope (`<name>.yaml.sig`); nil for a document served unsigned.
+        public var envelope: Blob?
 
-        public init(name: String, sha256: SHA256Digest, size: Int, signatureSHA256: SHA256Digest, signatureSize: Int) {
+        /// A document and its envelope, or without one (`envelope: nil`).
+        public init(name: String, sha256: SHA256Digest, size: Int, envelope: Blob?) {
             self.name = name
             self.sha256 = sha256
             self.size = size
-            self.signatureSHA256 = signatureSHA256
-            self.signatureSize = signatureSize
+            self.envelope = envelope
         }
+
+        /// A signed document: its envelope's digest and length.
+        public init(name: String, sha256: SHA256Digest, size: Int, signatureSHA256: SHA256Digest, signatureSize: Int) {
+            self.init(name: name, sha256: sha256, size: size, envelope: Blob(sha256: signatureSHA256, size: signatureSize))
+        }
+
+        /// The document's own blob.
+        public var blob: Blob { Blob(sha256: sha256, size: size) }
 
         enum CodingKeys: String, CodingKey {
             case name, sha256, size
@@ -47,15 +70,26 @@ public struct ConfigManifest: Sendable, Equatable {
             guard ConfigEnvelope.isValidName(name) else {
                 throw ConfigEnvelope.DecodingFailure(reason: "document name '\(name)' is not 1 to 128 of A-Z a-z 0-9 . _ -")
             }
-            guard let digest = SHA256Digest(hex: try container.decode(String.self, forKey: .sha256)),
-                let signatureDigest = SHA256Digest(hex: try container.decode(String.self, forKey: .signatureSHA256))
-            else { throw ConfigEnvelope.DecodingFailure(reason: "document '\(name)': a digest is not 64 lower-case hex digits") }
+            guard let digest = SHA256Digest(hex: try container.decode(String.self, forKey: .sha256)) else {
+                throw ConfigEnvelope.DecodingFailure(reason: "document '\(name)': a digest is not 64 lower-case hex digits")
+            }
             sha256 = digest
-            signatureSHA256 = signatureDigest
             size = try container.decode(Int.self, forKey: .size)
-            signatureSize = try container.decode(Int.self, forKey: .signatureSize)
-            guard size >= 0, signatureSize >= 0 else {
-                throw ConfigEnvelope.DecodingFailure(reason: "document '\(name)': a size is negative")
+            guard size >= 0 else { throw ConfigEnvelope.DecodingFailure(reason: "document '\(name)': a size is negative") }
+            let signatureHex = try container.decodeIfPresent(String.self, forKey: .signatureSHA256)
+            let signatureSize = try container.decodeIfPresent(Int.self, forKey: .signatureSize)
+            switch (signatureHex, signatureSize) {
+            case (nil, nil):
+                envelope = nil
+            case (let hex?, let size?):
+                guard let signatureDigest = SHA256Digest(hex: hex) else {
+                    throw ConfigEnvelope.DecodingFailure(reason: "document '\(name)': a digest is not 64 lower-case hex digits")
+                }
+                guard size >= 0 else { throw ConfigEnvelope.DecodingFailure(reason: "document '\(name)': a size is negative") }
+                envelope = Blob(sha256: signatureDigest, size: size)
+            default:
+                throw ConfigEnvelope.DecodingFailure(
+                    reason: "document '\(name)': sig_sha256 and sig_size come together (both for an envelope, neither without)")
             }
         }
 
@@ -64,8 +98,10 @@ public struct ConfigManifest: Sendable, Equatable {
             try container.encode(name, forKey: .name)
             try container.encode(sha256.hex, forKey: .sha256)
             try container.encode(size, forKey: .size)
-            try container.encode(signatureSHA256.hex, forKey: .signatureSHA256)
-            try container.encode(signatureSize, forKey: .signatureSize)
+            if let envelope {
+                try container.encode(envelope.sha256.hex, forKey: .signatureSHA256)
+                try container.encode(envelope.size, forKey: .signatureSize)
+            }
         }
     }
 
@@ -81,15 +117,20 @@ public struct ConfigManifest: Sendable, Equatable {
         self.documents = documents.sorted { $0.name < $1.name }
     }
 
-    /// The revision of this set of documents: SHA-256 over `name`, `sha256` and `sig_sha256` of each document in
-    /// name order, one line each, separated by spaces. The generation is not part of it: moving a rollout on
-    /// without changing what an agent gets leaves its revision alone.
+    /// The revision of this set of documents: SHA-256 over `name`, `sha256` and `sig_sha256` (`-` for a document
+    /// without an envelope) of each document in name order, one line each, separated by spaces. The generation is
+    /// not part of it: moving a rollout on without changing what an agent gets leaves its revision alone.
     public var revision: SHA256Digest {
         var text = ""
         for document in documents {
-            text += "\(document.name) \(document.sha256.hex) \(document.signatureSHA256.hex)\n"
+            text += "\(document.name) \(document.sha256.hex) \(document.envelope?.sha256.hex ?? "-")\n"
         }
         return SHA256Digest(of: Array(text.utf8))
+    }
+
+    /// Every blob the manifest names: each document and each envelope.
+    public var blobs: [Blob] {
+        documents.flatMap { [$0.blob] + ($0.envelope.map { [$0] } ?? []) }
     }
 
     /// The manifest as JSON (keys sorted, one line, a final newline).

@@ -52,8 +52,9 @@ public struct EnvelopeVerifier: Sendable {
         self.trustedKeys = byID
     }
 
-    /// The document is the signed one and a trusted key signed it (the collector's check when it loads documents).
-    public func verifySignature(
+    /// The envelope names this document: its digest, size and name (no key, no signature). What is checked of an
+    /// envelope where signatures are not required.
+    public static func verifyContent(
         of envelope: ConfigEnvelope, document: [UInt8], named name: String
     ) -> Result<Void, Refusal> {
         let actual = SHA256Digest(of: document)
@@ -62,6 +63,16 @@ public struct EnvelopeVerifier: Sendable {
                 expected: envelope.sha256, actual: actual, expectedSize: envelope.size, actualSize: document.count))
         }
         guard envelope.name == name else { return .failure(.nameMismatch(envelope: envelope.name, document: name)) }
+        return .success(())
+    }
+
+    /// The document is the signed one and a trusted key signed it (the collector's check when it loads documents).
+    public func verifySignature(
+        of envelope: ConfigEnvelope, document: [UInt8], named name: String
+    ) -> Result<Void, Refusal> {
+        if case .failure(let refusal) = Self.verifyContent(of: envelope, document: document, named: name) {
+            return .failure(refusal)
+        }
         guard let trusted = trustedKeys[envelope.keyID] else { return .failure(.untrustedKey(id: envelope.keyID)) }
         guard trusted.key.isValidSignature(envelope.signature, for: envelope.signedBytes) else {
             return .failure(.badSignature(keyID: envelope.keyID))

@@ -342,6 +342,119 @@ struct RemoteConfigTests {
         }
     }
 
+    @Test("require_signature: false: a document without an envelope is served unsigned; an envelope it has must name it")
+    func unsignedDocuments() async throws {
+        try await withTemporaryDirectory { root in
+            let fixture = try RemoteConfigFixture(root)
+            let (plain, _) = try fixture.document("plain", tailDocument, signed: false)
+            let (signed, envelope) = try fixture.document("signed", cpuDocument)
+            try fixture.assignments("generation: 2\nassign:\n  - {name: all, documents: [plain, signed]}\n")
+            var settings = fixture.settings
+            settings.requireSignature = false
+            settings.trustedKeys = []
+            try await withRemoteCollector(remoteConfiguration(root, settings)) { collector, port in
+                try await withClient { client in
+                    let answer = try await request(client, port: port, "/v1/config", agent: "edge-1")
+                    #expect(answer.status == .ok)
+                    let text = String(decoding: answer.body, as: UTF8.self)
+                    // The unsigned document's entry has no sig_ keys; the signed one keeps its envelope.
+                    #expect(text.contains(#"{"name":"plain","sha256":"\#(SHA256Digest(of: plain).hex)","size":\#(plain.count)}"#), "\(text)")
+                    let manifest = try ConfigManifest(json: answer.body)
+                    #expect(manifest.documents == [
+                        ConfigManifest.Document(name: "plain", sha256: SHA256Digest(of: plain), size: plain.count, envelope: nil),
+                        ConfigManifest.Document(
+                            name: "signed", sha256: SHA256Digest(of: signed), size: signed.count,
+                            signatureSHA256: SHA256Digest(of: envelope), signatureSize: envelope.count),
+                    ])
+                    let blob = try await request(
+                        client, port: port, "/v1/config/blobs/\(SHA256Digest(of: plain).prefixed)", agent: "edge-1")
+                    #expect(blob.status == .ok)
+                    #expect(blob.body == plain)
+
+                    // An envelope is still checked where there is one: signed for another name, the load fails.
+                    try fixture.document("plain", tailDocument, signedName: "signed")
+                    try fixture.assignments("generation: 3\nassign:\n  - {name: all, documents: [plain, signed]}\n")
+                    guard case .failure(let failure)? = collector.reloadRemoteConfig() else {
+                        Issue.record("an envelope naming another document was loaded")
+                        return
+                    }
+                    #expect(failure.description.contains("document 'plain'"))
+                    #expect(failure.description.contains("the envelope signs document 'signed', not 'plain'"))
+                }
+            }
+
+            // With require_signature (the default) the same unsigned document stops the start, saying what to do.
+            try fixture.document("plain", tailDocument, signed: false)
+            await #expect {
+                try await withRemoteCollector(remoteConfiguration(root, fixture.settings)) { _, _ in }
+            } throws: { error in
+                "\(error)".contains("it has no envelope (plain.yaml.sig): sign it with `uplink config sign`, or set "
+                    + "collector.remote_config.require_signature: false to serve it unsigned")
+            }
+        }
+    }
+
+    @Test("An agent that never streams and reports by POST /v1/config/status is in /v1/fleet: not connected, last seen, its status")
+    func postOnlyAgentInTheFleet() async throws {
+        try await withTemporaryDirectory { root in
+            let fixture = try RemoteConfigFixture(root)
+            try fixture.document("base", tailDocument)
+            try fixture.assignments("generation: 1\nassign:\n  - {name: all, documents: [base]}\n")
+            var configuration = remoteConfiguration(root, fixture.settings)
+            configuration.token = "s3cret"
+            try await withRemoteCollector(configuration) { collector, port in
+                try await withClient { client in
+                    let bearer = [("Authorization", "Bearer s3cret")]
+                    // Refused requests name no one: nothing enters the table.
+                    let refused = try await request(
+                        client, port: port, "/v1/config/status", agent: "intruder", method: .POST,
+                        headers: [("Authorization", "Bearer guess")], body: Array(#"{"config_status":{"state":"applied"}}"#.utf8))
+                    #expect(refused.status == .unauthorized)
+                    #expect(try await request(client, port: port, "/v1/config", agent: nil, headers: bearer).status == .badRequest)
+                    #expect(collector.agents().isEmpty)
+
+                    let before = WallClock.nowNanoseconds()
+                    let status = #"{"config_status":{"desired":"sha256:\#(String(repeating: "a", count: 64))","effective":null,"lkg":null,"state":"failed","error":"no envelope","generation":1}}"#
+                    let posted = try await request(
+                        client, port: port, "/v1/config/status", agent: "edge-9", method: .POST, headers: bearer,
+                        body: Array(status.utf8))
+                    #expect(posted.status == .noContent)
+                    let after = WallClock.nowNanoseconds()
+
+                    let agent = try #require(collector.agents().first { $0.agent == "edge-9" })
+                    #expect(!agent.connected && agent.connectedSince == nil && agent.streamsOpened == 0)
+                    #expect(agent.lastSeen >= before && agent.lastSeen <= after)
+                    #expect(agent.recordsStored == 0 && agent.peer == nil && agent.httpVersion == nil)
+
+                    let fleet = try await request(client, port: port, "/v1/fleet", agent: nil, headers: bearer)
+                    #expect(fleet.status == .ok)
+                    let object = try JSONSerialization.jsonObject(with: Data(fleet.body)) as? [String: Any]
+                    let agents = try #require(object?["agents"] as? [[String: Any]])
+                    #expect(agents.map { $0["agent"] as? String } == ["edge-9"])
+                    let row = agents[0]
+                    #expect(row["connected"] as? Bool == false)
+                    #expect(row["connected_since_ms"] is NSNull)
+                    #expect(row["streams_opened"] as? Int == 0)
+                    #expect((row["last_seen_ms"] as? NSNumber)?.int64Value == agent.lastSeen / 1_000_000)
+                    let config = try #require(row["config"] as? [String: Any])
+                    #expect(config["state"] as? String == "failed")
+                    #expect(config["error"] as? String == "no envelope")
+                    #expect(config["generation"] as? Int == 1)
+
+                    // Its polls keep it seen: a later manifest request moves last_seen on.
+                    let polled = WallClock.nowNanoseconds()
+                    #expect(try await request(client, port: port, "/v1/config", agent: "edge-9", headers: bearer).status == .ok)
+                    let seenAgain = try #require(collector.agents().first { $0.agent == "edge-9" })
+                    #expect(seenAgain.lastSeen >= polled && !seenAgain.connected)
+
+                    // The fleet page says so for an agent without a stream.
+                    let page = try await request(client, port: port, "/", agent: nil, headers: bearer)
+                    #expect(String(decoding: page.body, as: UTF8.self).contains(#"agent.streams_opened === 0 ? "no stream; " : """#))
+                }
+            }
+        }
+    }
+
     @Test("A reload that finds a refused document, or a lower generation, keeps serving the previous set")
     func reloadKeepsTheLastGoodSet() async throws {
         try await withTemporaryDirectory { root in

@@ -18,12 +18,20 @@ struct RemoteConfigStoreTests {
         return store
     }
 
-    /// A set of signed documents (`name: (yaml, serial)`), with the manifest naming them.
-    static func documentSet(_ documents: [String: (String, UInt64)], generation: UInt64 = 1) throws -> RemoteConfigStore.DocumentSet {
-        var files: [String: ([UInt8], [UInt8])] = [:]
+    /// A set of signed documents (`name: (yaml, serial)`), with the manifest naming them; those named in `unsigned`
+    /// have no envelope (served by a collector with `require_signature: false`).
+    static func documentSet(
+        _ documents: [String: (String, UInt64)], generation: UInt64 = 1, unsigned: Set<String> = []
+    ) throws -> RemoteConfigStore.DocumentSet {
+        var files: [String: ([UInt8], [UInt8]?)] = [:]
         var entries: [ConfigManifest.Document] = []
         for (name, (yaml, serial)) in documents {
             let content = Array(yaml.utf8)
+            guard !unsigned.contains(name) else {
+                files[name] = (content, nil)
+                entries.append(.init(name: name, sha256: SHA256Digest(of: content), size: content.count, envelope: nil))
+                continue
+            }
             let envelope = ConfigEnvelope.sign(
                 document: content, name: name, serial: serial, audience: .everyone, notAfter: 4_000_000_000, with: key)
             files[name] = (content, envelope.json)
@@ -33,7 +41,7 @@ struct RemoteConfigStoreTests {
         }
         let manifest = ConfigManifest(generation: generation, documents: entries)
         return try RemoteConfigStore.DocumentSet(manifest: manifest) { entry, part in
-            part == .document ? files[entry.name]?.0 : files[entry.name]?.1
+            part == .document ? files[entry.name]?.0 : files[entry.name]?.1 ?? nil
         }
     }
 
@@ -227,8 +235,8 @@ struct RemoteConfigStoreTests {
         #expect(throws: RemoteConfigStore.DocumentSet.Invalid.self) {
             try RemoteConfigStore.DocumentSet(manifest: set.manifest, blobsIn: store)
         }
-        try AtomicFile.write(document.content, to: store.blobPath(document.envelope.sha256))
-        try AtomicFile.write(document.envelopeJSON, to: store.blobPath(set.manifest.documents[0].signatureSHA256))
+        try AtomicFile.write(document.content, to: store.blobPath(set.manifest.documents[0].sha256))
+        try AtomicFile.write(document.envelopeJSON!, to: store.blobPath(set.manifest.documents[0].envelope!.sha256))
         let loaded = try RemoteConfigStore.DocumentSet(manifest: set.manifest, blobsIn: store)
         #expect(loaded == set)
 
@@ -247,4 +255,90 @@ struct RemoteConfigStoreTests {
         store.pruneBlobs(keeping: set.blobs)
         #expect(RemoteStateFiles.list(store.blobsDirectory).sorted() == set.blobs.map(\.hex).sorted())
     }
+
+    @Test("A document without an envelope: the set holds none, saved and read back as the last-known-good without a .sig")
+    func unsignedDocuments() throws {
+        let store = try makeStore()
+        let set = try Self.documentSet(
+            ["base": ("sources: {}\n", 3), "lab": ("sources: {}\n# lab\n", 0)], unsigned: ["lab"])
+        let lab = try #require(set.documents.first { $0.name == "lab" })
+        #expect(lab.envelope == nil && lab.envelopeJSON == nil)
+        // Only the document's blob, and the other document's two.
+        #expect(set.blobs.count == 3)
+        #expect(set.blobs.contains(set.manifest.documents.first { $0.name == "lab" }!.sha256))
+        // No envelope asked for where the manifest lists none.
+        let asked = try RemoteConfigStore.DocumentSet(manifest: set.manifest) { entry, part in
+            #expect(!(entry.name == "lab" && part == .envelope), "an envelope was asked for an unsigned document")
+            let document = set.documents.first { $0.name == entry.name }
+            return part == .document ? document?.content : document?.envelopeJSON
+        }
+        #expect(asked == set)
+
+        try store.saveLastKnownGood(set)
+        #expect(store.lastKnownGood() == .valid(set))
+        let setPath = store.setsDirectory + "/" + set.revision.hex
+        #expect(RemoteStateFiles.list(setPath).sorted() == ["base.yaml", "base.yaml.sig", "lab.yaml", "manifest.json"])
+
+        // No serial without an envelope: nothing recorded for it, and the set is known by its revision alone.
+        let seen = RemoteConfigStore.Seen().recording(set, generation: 1)
+        #expect(seen.serials.keys.sorted() == ["base"])
+        #expect(set.serials.isEmpty)
+        var bad = RemoteConfigStore.BadRevisions()
+        bad.add(.init(revision: set.revision, serials: set.serials, reason: "failed", atMilliseconds: 1))
+        #expect(bad.matching(set) != nil)
+        let changed = try Self.documentSet(
+            ["base": ("sources: {}\n", 3), "lab": ("sources: {}\n# lab, fixed\n", 0)], unsigned: ["lab"])
+        #expect(bad.matching(changed) == nil, "another unsigned document with the same signed ones is another set")
+    }
+
+    @Test("An unsigned document runs only without require_signature; an envelope it comes with must still name it")
+    func unsignedDocumentsAndTheLocalFile() throws {
+        let root = try TestDirectories.make("uplink-remote-unsigned")
+        try writePublicKey(to: root + "/ops.pub", id: "ops")
+        func local(requireSignature: Bool) throws -> UplinkFile {
+            let decoded = decode("""
+                agent: { id: edge-1, state_dir: \(root)/state }
+                uplink: { url: "http://127.0.0.1:9" }
+                sources: [{ name: load, type: load }]
+                remote_config:
+                  enabled: true
+                  require_signature: \(requireSignature)
+                  trusted_keys: [\(root)/ops.pub]
+                  allow: { source_types: [cpu] }
+                """)
+            guard let file = decoded.value else { throw LocalFileInvalid(issues: decoded.issues.map(\.description)) }
+            return file
+        }
+        let document = "sources:\n  - { name: remote-cpu, type: cpu, interval: 10s }\n"
+        let set = try Self.documentSet(["lab": (document, 0)], unsigned: ["lab"])
+        typealias RemoteAgent = RemoteConfigAgent<ContinuousClock>
+
+        switch RemoteAgent.sources(of: set, local: try local(requireSignature: true), seen: nil, isNewApply: true) {
+        case .success: Issue.record("an unsigned document passed require_signature")
+        case .failure(let refusal):
+            #expect(refusal.reason == "document 'lab': the collector serves it without an envelope (unsigned), and "
+                + "remote_config.require_signature is true: sign it with `uplink config sign` on the collector, or set "
+                + "remote_config.require_signature: false on this box to accept unsigned documents")
+        }
+        let accepted = RemoteAgent.sources(of: set, local: try local(requireSignature: false), seen: nil, isNewApply: true)
+        #expect((try? accepted.get())?.map(\.name) == ["remote-cpu"], "\(accepted)")
+
+        // Signatures off, but the envelope names another document: refused (as the collector refuses to serve it).
+        let content = Array(document.utf8)
+        let envelope = ConfigEnvelope.sign(
+            document: content, name: "other", serial: 1, audience: .everyone, notAfter: 4_000_000_000, with: Self.key)
+        let mislabelled = try RemoteConfigStore.DocumentSet(manifest: ConfigManifest(generation: 1, documents: [
+            .init(name: "lab", sha256: SHA256Digest(of: content), size: content.count,
+                  signatureSHA256: SHA256Digest(of: envelope.json), signatureSize: envelope.json.count)
+        ])) { _, part in part == .document ? content : envelope.json }
+        switch RemoteAgent.sources(of: mislabelled, local: try local(requireSignature: false), seen: nil, isNewApply: true) {
+        case .success: Issue.record("an envelope naming another document passed")
+        case .failure(let refusal): #expect(refusal.reason == "document 'lab': the envelope signs document 'other', not 'lab'")
+        }
+    }
+}
+
+/// The test's local file did not decode.
+struct LocalFileInvalid: Error {
+    let issues: [String]
 }

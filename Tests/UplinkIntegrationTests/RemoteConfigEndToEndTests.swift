@@ -186,6 +186,9 @@ struct RemoteConfigEndToEndTests {
                 HTTPClientRequest(url: "http://127.0.0.1:\(fleet.agentPort)/metrics"), timeout: .seconds(5)
             ).body.collect(upTo: 1 << 20)
             #expect(String(buffer: metrics).contains(#"uplink_remote_config_state{state="applied"} 1"#))
+            // One document and its envelope, each fetched whole.
+            #expect(String(buffer: metrics).contains(#"uplink_remote_config_downloads_total{result="complete"} 2"#))
+            #expect(String(buffer: metrics).contains(#"uplink_remote_config_downloads_total{result="resumed"} 0"#))
 
             // A new assignment with a broken exec: the hint brings it, probation fails, the previous set runs again.
             try fleet.assign(generation: 2, ["logs", "probe"])
@@ -335,6 +338,45 @@ extension RemoteConfigEndToEndTests {
             #expect(state.state == "failed" && state.sources == ["local-load"], "\(state)")
             #expect(!FileManager.default.fileExists(atPath: marker), "no process of a refused document was started")
             #expect(!FileManager.default.fileExists(atPath: fleet.root + "/state/remote/current"), "nothing became last-known-good")
+        }
+    }
+}
+
+extension RemoteConfigEndToEndTests {
+    @Test("an unsigned document from a collector with require_signature false: refused by a box that requires signatures, applied once it does not")
+    func unsignedDocument() async throws {
+        try await Self.withFleet(probation: "2s", collectorRequiresSignature: false) { fleet in
+            let logFile = fleet.root + "/logs/app.log"
+            try "line-1\n".write(toFile: logFile, atomically: true, encoding: .utf8)
+            // No `uplink config sign`: the collector serves it without an envelope.
+            try fleet.write("""
+                sources:
+                  - { name: app, type: tail, paths: ["\(logFile)"], start_at: beginning }
+                """, to: "fleet/documents/logs.yaml")
+            try fleet.assign(generation: 1, ["logs"])
+            try fleet.startCollector()
+            try fleet.startAgent()
+            #expect(await eventually(timeout: .seconds(60)) { await fleet.remoteState().state == "failed" }, "\(fleet.logs)")
+            let refused = await fleet.remoteState()
+            #expect(refused.error?.contains("the collector serves it without an envelope (unsigned), and remote_config.require_signature is true") == true, "\(refused)")
+            #expect(refused.sources == ["local-load"])
+            // The collector heard why.
+            #expect(await eventually(timeout: .seconds(30)) {
+                await fleet.collectorFleet()?.contains("without an envelope") == true
+            }, "\(fleet.logs)")
+
+            // The box's own file says unsigned documents are fine: a reload, and it is applied.
+            let path = fleet.root + "/agent.yaml"
+            let agentFile = try String(contentsOfFile: path, encoding: .utf8)
+            try agentFile.replacingOccurrences(of: "  enabled: true\n", with: "  enabled: true\n  require_signature: false\n")
+                .write(toFile: path, atomically: true, encoding: .utf8)
+            kill(fleet.agent!.processIdentifier, SIGHUP)
+            #expect(await eventually(timeout: .seconds(60)) { await fleet.remoteState().state == "applied" }, "\(fleet.logs)")
+            #expect(await fleet.remoteState().sources.sorted() == ["app", "local-load"])
+            #expect(await eventually(timeout: .seconds(30)) { fleet.storedMessages(source: "app") == ["line-1"] }, "\(fleet.logs)")
+            let set = fleet.root + "/state/remote/current"
+            #expect(FileManager.default.fileExists(atPath: set + "/logs.yaml"))
+            #expect(!FileManager.default.fileExists(atPath: set + "/logs.yaml.sig"))
         }
     }
 }

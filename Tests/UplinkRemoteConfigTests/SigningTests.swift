@@ -210,9 +210,42 @@ struct ConfigManifestTests {
         #expect(ConfigManifest(generation: 18, documents: [base, modbus]).revision == manifest.revision)
         #expect(ConfigManifest(generation: 17, documents: [base]).revision != manifest.revision)
         var changed = modbus
-        changed.signatureSHA256 = SHA256Digest(of: [5])
+        changed.envelope?.sha256 = SHA256Digest(of: [5])
         #expect(ConfigManifest(generation: 17, documents: [base, changed]).revision != manifest.revision,
             "a new envelope (new serial, same document) is a new revision")
+    }
+
+    @Test("a document without an envelope: no sig_ keys, read back as such, its own revision; a lone sig_ key is refused")
+    func unsigned() throws {
+        var lab = modbus
+        lab.envelope = nil
+        let manifest = ConfigManifest(generation: 4, documents: [base, lab])
+        let text = String(decoding: manifest.json, as: UTF8.self)
+        #expect(text.contains(#"{"name":"modbus","sha256":"\#(lab.sha256.hex)","size":2}"#), "\(text)")
+        let read = try ConfigManifest(json: manifest.json)
+        #expect(read == manifest)
+        #expect(read.documents[1].envelope == nil)
+        #expect(read.blobs == [base.blob, base.envelope!, lab.blob])
+        #expect(manifest.revision != ConfigManifest(generation: 4, documents: [base, modbus]).revision,
+            "the same document with and without an envelope are different sets")
+        // A manifest of a signed set keeps the revision it always had (agents and collectors of before agree).
+        let signedText = "base \(base.sha256.hex) \(base.envelope!.sha256.hex)\nmodbus \(modbus.sha256.hex) \(modbus.envelope!.sha256.hex)\n"
+        #expect(ConfigManifest(generation: 4, documents: [base, modbus]).revision == SHA256Digest(of: Array(signedText.utf8)))
+        let unsignedText = "base \(base.sha256.hex) \(base.envelope!.sha256.hex)\nmodbus \(lab.sha256.hex) -\n"
+        #expect(manifest.revision == SHA256Digest(of: Array(unsignedText.utf8)))
+
+        func refused(_ text: String) -> String? {
+            do {
+                _ = try ConfigManifest(json: Array(text.utf8))
+                return nil
+            } catch {
+                return error.reason
+            }
+        }
+        let loneDigest = text.replacingOccurrences(of: #""size":2}"#, with: #""size":2,"sig_sha256":"\#(base.sha256.hex)"}"#)
+        #expect(refused(loneDigest)?.contains("sig_sha256 and sig_size come together") == true)
+        let loneSize = text.replacingOccurrences(of: #""size":2}"#, with: #""size":2,"sig_size":3}"#)
+        #expect(refused(loneSize)?.contains("sig_sha256 and sig_size come together") == true)
     }
 
     @Test("malformed manifests are refused")
@@ -224,7 +257,7 @@ struct ConfigManifestTests {
         #expect(refused(good.replacingOccurrences(of: "\"rev\":\"sha256:", with: "\"rev\":\"sha256:0")))
         #expect(refused(good.replacingOccurrences(of: "\"name\":\"base\"", with: "\"name\":\"../x\"")))
         #expect(refused(good.replacingOccurrences(of: "\"size\":1", with: "\"size\":-1")))
-        #expect(refused(good.replacingOccurrences(of: "[{", with: "[{\"name\":\"base\",\"sha256\":\"\(base.sha256.hex)\",\"size\":1,\"sig_sha256\":\"\(base.signatureSHA256.hex)\",\"sig_size\":3},{")))
+        #expect(refused(good.replacingOccurrences(of: "[{", with: "[{\"name\":\"base\",\"sha256\":\"\(base.sha256.hex)\",\"size\":1,\"sig_sha256\":\"\(base.envelope!.sha256.hex)\",\"sig_size\":3},{")))
         #expect(refused("[]"))
         #expect(refused(String(repeating: " ", count: ConfigManifest.maximumBytes + 1)))
     }

@@ -26,7 +26,10 @@ extension UplinkFile {
         /// The keys in `trustedKeys`, read when the file was loaded (each with its own key id).
         public var signingKeys: [SigningKeyFile.TrustedKey] = []
         /// `remote_config.require_signature` (bool): refuse documents without a valid signature by one of
-        /// `trusted_keys`. With `enabled: true` and `true` here, `trusted_keys` must not be empty. Default `true`.
+        /// `trusted_keys` (a document the collector serves without an envelope included). `false`: documents without
+        /// an envelope are accepted (vouched for by the manifest's digest alone, with no serial and so no replay
+        /// protection), and an envelope that comes with one must still name it. With `enabled: true` and `true` here,
+        /// `trusted_keys` must not be empty. Default `true`.
         public var requireSignature: Bool
         /// `remote_config.labels` (mapping of strings to strings): this agent's labels, reported to the collector and
         /// checked against a document's audience. Default: none.
@@ -127,8 +130,10 @@ extension UplinkFile {
                     + "when the configuration is loaded."),
             DocumentedKey(
                 "require_signature", "bool", default: "`true`",
-                "Refuse documents without a valid signature by a trusted key. With `enabled: true`, `trusted_keys` must "
-                    + "then list at least one file."),
+                "Refuse documents without a valid signature by a trusted key, and those a collector serves unsigned. "
+                    + "`false`: documents without an envelope are accepted (the manifest's digest vouches for them; no "
+                    + "serial, so no replay protection). With `enabled: true` and `true`, `trusted_keys` must list at "
+                    + "least one file."),
             DocumentedKey(
                 "labels", "mapping of strings", default: "none",
                 "This agent's labels (`site: berlin-3`), reported to the collector and checked against a document's audience. "

@@ -50,18 +50,24 @@ public final class RemoteConfigAgent<C: Clock<Duration>>: Service, Sendable wher
     private let clock: C
     private let logger: Logger
     private let wake = WakeSignal()
+    /// Where the poll interval's jitter comes from.
+    private let random: Mutex<any RandomNumberGenerator & Sendable>
     private let state: Mutex<State>
     /// When this was made (with the agent), for the local sources' usual drop rate.
     private let created: ContinuousClock.Instant
+    /// Blob downloads and their bytes, counted (made with the agent, so the series are there before the first one).
+    private let downloadMetrics = RemoteConfigDownloadMetrics()
 
     /// - Parameters:
     ///   - startup: What `startup` found (the agent was started with its sources).
     ///   - local: The local file the agent was started with (`remote_config`, the agent id).
     ///   - client: Requests to the collector (the uplink's URL, TLS, token and proxy).
     ///   - clock: What the poll interval and the probation are measured on.
+    ///   - random: Where the poll interval's ± 10 % jitter comes from (tests pass a generator of their own).
     public init(
         startup: Startup, local: UplinkFile, store: RemoteConfigStore, client: RemoteConfigClient,
-        configuration: RunningConfiguration, agent: Agent, clock: C, logger: Logger
+        configuration: RunningConfiguration, agent: Agent, clock: C, logger: Logger,
+        random: some RandomNumberGenerator & Sendable = SystemRandomNumberGenerator()
     ) {
         self.settings = local.remoteConfig
         self.agentID = local.agent.id
@@ -70,6 +76,7 @@ public final class RemoteConfigAgent<C: Clock<Duration>>: Service, Sendable wher
         self.configuration = configuration
         self.agent = agent
         self.clock = clock
+        self.random = Mutex(random)
         var logger = logger
         logger[metadataKey: "component"] = "remote_config"
         self.logger = logger
@@ -117,10 +124,16 @@ public final class RemoteConfigAgent<C: Clock<Duration>>: Service, Sendable wher
         try? await client.shutdown()
     }
 
+    /// How long to wait for the next look without a hint: `interval` times a factor drawn from `random`, uniformly
+    /// in 0.9 to 1.1 (both included), so that a fleet started together does not ask in step.
+    public static func pollDelay(_ interval: Duration, using random: inout some RandomNumberGenerator) -> Duration {
+        interval * Double.random(in: 0.9...1.1, using: &random)
+    }
+
     /// Waits for a hint or the poll interval (± 10 %), whichever comes first.
     private func waitForNextCheck() async {
         let interval = settings.pollInterval
-        let jittered = interval * Double.random(in: 0.9...1.1)
+        let jittered = random.withLock { Self.pollDelay(interval, using: &$0) }
         await withTaskGroup(of: Void.self) { group in
             group.addTask { [wake] in await wake.wait() }
             group.addTask { [clock] in try? await clock.sleep(for: jittered) }
@@ -264,7 +277,8 @@ extension RemoteConfigAgent {
         let set: RemoteConfigStore.DocumentSet
         do {
             try await onThreadPool { [store] in try store.prepare() }
-            set = try await store.download(manifest, with: client, maximumDocumentBytes: settings.maxDocumentBytes)
+            set = try await store.download(
+                manifest, with: client, maximumDocumentBytes: settings.maxDocumentBytes, metrics: downloadMetrics)
         } catch let failure as RemoteConfigStore.DownloadFailure {
             switch failure {
             case .documentTooLarge, .envelopeTooLarge, .invalidSet:
@@ -319,26 +333,41 @@ extension RemoteConfigAgent {
     }
 
     /// The remote sources `set` adds to `local`, or why it may not run on this box: each envelope (signature,
-    /// audience, serial against `seen`, expiry for a new apply), then the document rules and the local `allow`
-    /// (`RemoteConfiguration.merge`).
+    /// audience, serial against `seen`, expiry for a new apply; without `require_signature` only that it names its
+    /// document; a document without one only without `require_signature`), then the document rules and the local
+    /// `allow` (`RemoteConfiguration.merge`).
     static func sources(
         of set: RemoteConfigStore.DocumentSet, local: UplinkFile, seen: RemoteConfigStore.Seen?, isNewApply: Bool
     ) -> Result<[AgentConfiguration.NamedSource], Refusal> {
         func refused(_ reason: String) -> Result<[AgentConfiguration.NamedSource], Refusal> { .failure(Refusal(reason: reason)) }
         let settings = local.remoteConfig
         guard settings.enabled else { return refused("remote_config is not enabled in the local file") }
-        if settings.requireSignature {
-            let verifier = EnvelopeVerifier(trustedKeys: settings.signingKeys)
-            let now = WallClock.nowNanoseconds() / 1_000_000_000
-            for document in set.documents {
-                let verdict = verifier.verify(
-                    document.envelope, document: document.content, named: document.name, agentID: local.agent.id,
-                    labels: settings.labels, seen: seen?.serials[document.name], now: now, isNewApply: isNewApply)
-                if case .failure(let refusal) = verdict { return refused("document '\(document.name)': \(refusal)") }
+        let verifier = EnvelopeVerifier(trustedKeys: settings.signingKeys)
+        let now = WallClock.nowNanoseconds() / 1_000_000_000
+        for document in set.documents {
+            guard let envelope = document.envelope else {
+                // Served unsigned (a collector with `require_signature: false`): the manifest's digest and size,
+                // checked when it was downloaded, are all that vouches for it.
+                guard !settings.requireSignature else {
+                    return refused(
+                        "document '\(document.name)': the collector serves it without an envelope (unsigned), and "
+                            + "remote_config.require_signature is true: sign it with `uplink config sign` on the "
+                            + "collector, or set remote_config.require_signature: false on this box to accept unsigned documents")
+                }
+                continue
             }
+            let verdict =
+                settings.requireSignature
+                ? verifier.verify(
+                    envelope, document: document.content, named: document.name, agentID: local.agent.id,
+                    labels: settings.labels, seen: seen?.serials[document.name], now: now, isNewApply: isNewApply)
+                // Signatures off: an envelope that comes with the document must still be this document's.
+                : EnvelopeVerifier.verifyContent(of: envelope, document: document.content, named: document.name)
+            if case .failure(let refusal) = verdict { return refused("document '\(document.name)': \(refusal)") }
         }
         let merged = RemoteConfiguration.merge(
-            local: local, documents: set.documents.map { ($0.name, $0.content, $0.envelope.sha256.hex) })
+            local: local,
+            documents: zip(set.manifest.documents, set.documents).map { ($1.name, $1.content, $0.sha256.hex) })
         guard merged.issues.isEmpty, let file = merged.value else {
             let shown = merged.issues.prefix(3).map(\.description).joined(separator: "; ")
             return refused(merged.issues.count > 3 ? "\(shown) (and \(merged.issues.count - 3) more)" : shown)

@@ -1,6 +1,51 @@
+import Metrics
 import NIOPosix
+import Synchronization
 import UplinkRemoteConfig
 import UplinkTransport
+
+/// The agent's remote configuration download counters (docs/metrics.md): `uplink_remote_config_downloads_total`
+/// by result, and `uplink_remote_config_download_bytes_total`. A blob already on disk is not a download and is not
+/// counted.
+public struct RemoteConfigDownloadMetrics: Sendable {
+    /// How one blob download ended (the `result` label).
+    public enum Outcome: String, Sendable, CaseIterable {
+        /// Fetched from byte 0 and in place.
+        case complete
+        /// A `.part` left by an earlier attempt was resumed (`Range` answered `206`) and the blob is in place.
+        case resumed
+        /// The collector answered a `Range` request with the whole blob (`200`): started over, and in place.
+        case restarted
+        /// Not in place: a cut or refused connection, a timeout, a status, a hash mismatch, a body too long (the
+        /// `.part` is kept or discarded as `BlobDownloadFailure` says). A download the agent's stop cancelled is not
+        /// counted.
+        case failed
+    }
+
+    private let downloads: [Outcome: Counter]
+    private let bytes: Counter
+
+    /// The counters, made with `factory` (by default swift-metrics' backend: the process's `/metrics`).
+    public init(factory: any MetricsFactory = MetricsSystem.factory) {
+        var downloads: [Outcome: Counter] = [:]
+        for result in Outcome.allCases {
+            downloads[result] = Counter(
+                label: "uplink_remote_config_downloads_total", dimensions: [("result", result.rawValue)], factory: factory)
+        }
+        self.downloads = downloads
+        bytes = Counter(label: "uplink_remote_config_download_bytes_total", dimensions: [], factory: factory)
+    }
+
+    /// Counts one blob download that ended as `result`.
+    func count(_ result: Outcome) {
+        downloads[result]?.increment()
+    }
+
+    /// Counts body bytes written to `.part` files.
+    func count(bytes count: Int) {
+        if count > 0 { bytes.increment(by: count) }
+    }
+}
 
 extension RemoteConfigStore {
     /// Why the set a manifest names is not on disk.
@@ -35,37 +80,63 @@ extension RemoteConfigStore {
     /// Sizes are checked before anything is fetched: a document above `maximumDocumentBytes` or an envelope above
     /// `ConfigEnvelope.maximumBytes` fails the whole set. Nothing here verifies signatures or applies anything.
     ///
-    /// - Parameter progress: the bytes on disk of all the set's blobs, of their total, after each part written.
+    /// - Parameters:
+    ///   - metrics: Where each blob download and the bytes received are counted.
+    ///   - progress: the bytes on disk of all the set's blobs, of their total, after each part written.
     public func download(
         _ manifest: ConfigManifest, with client: RemoteConfigClient, maximumDocumentBytes: Int,
+        metrics: RemoteConfigDownloadMetrics = RemoteConfigDownloadMetrics(),
         progress: (@Sendable (BlobProgress) -> Void)? = nil
     ) async throws(DownloadFailure) -> DocumentSet {
         for document in manifest.documents {
             guard document.size <= maximumDocumentBytes else {
                 throw .documentTooLarge(name: document.name, size: document.size, limit: maximumDocumentBytes)
             }
-            guard document.signatureSize <= ConfigEnvelope.maximumBytes else {
-                throw .envelopeTooLarge(name: document.name, size: document.signatureSize)
+            if let envelope = document.envelope, envelope.size > ConfigEnvelope.maximumBytes {
+                throw .envelopeTooLarge(name: document.name, size: envelope.size)
             }
         }
-        let blobs = Set(manifest.documents.flatMap { [$0.sha256, $0.signatureSHA256] })
+        let blobs = Set(manifest.blobs.map(\.sha256))
         await Self.blocking { self.pruneBlobs(keeping: blobs) }
 
-        let parts = manifest.documents.flatMap { document -> [(ConfigManifest.Document, DocumentSet.Part)] in
-            [(document, .document), (document, .envelope)]
+        // Each document, then its envelope when the manifest lists one.
+        let parts = manifest.documents.flatMap { document -> [(String, DocumentSet.Part, ConfigManifest.Blob)] in
+            [(document.name, .document, document.blob)] + (document.envelope.map { [(document.name, .envelope, $0)] } ?? [])
         }
-        let total = parts.reduce(0) { $0 + ($1.1 == .document ? $1.0.size : $1.0.signatureSize) }
+        let total = parts.reduce(0) { $0 + $1.2.size }
         var done = 0
-        for (document, part) in parts {
-            let digest = part == .document ? document.sha256 : document.signatureSHA256
-            let size = part == .document ? document.size : document.signatureSize
+        for (name, part, blob) in parts {
+            let digest = blob.sha256
+            let size = blob.size
             let before = done
+            // The bytes written to the `.part`: what each report adds to the one before (the first report is what
+            // was on disk already; a restart reports 0 and counts up again).
+            let written = Mutex<(last: Int?, total: Int)>((nil, 0))
+            let result: Result<BlobDownload, BlobDownloadFailure>
             do throws(BlobDownloadFailure) {
-                _ = try await client.downloadBlob(digest, size: size, into: blobsDirectory) { blob in
-                    progress?(BlobProgress(bytesWritten: before + blob.bytesWritten, totalBytes: total))
-                }
+                result = .success(try await client.downloadBlob(digest, size: size, into: blobsDirectory) { progressed in
+                    written.withLock { written in
+                        if let last = written.last, progressed.bytesWritten > last {
+                            written.total += progressed.bytesWritten - last
+                        }
+                        written.last = progressed.bytesWritten
+                    }
+                    progress?(BlobProgress(bytesWritten: before + progressed.bytesWritten, totalBytes: total))
+                })
             } catch {
-                throw .blob(name: document.name, part: part, error)
+                result = .failure(error)
+            }
+            metrics.count(bytes: written.withLock { $0.total })
+            switch result {
+            case .success(let download) where download.wasPresent:
+                break
+            case .success(let download):
+                metrics.count(download.restarted ? .restarted : download.resumedAt > 0 ? .resumed : .complete)
+            case .failure(.cancelled):
+                throw .blob(name: name, part: part, .cancelled)
+            case .failure(let failure):
+                metrics.count(.failed)
+                throw .blob(name: name, part: part, failure)
             }
             done += size
         }

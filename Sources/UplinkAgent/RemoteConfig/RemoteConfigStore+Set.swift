@@ -10,16 +10,17 @@ import Musl
 extension RemoteConfigStore {
     /// A manifest with every document and envelope it names, each checked against the manifest's digest and size and
     /// each envelope parsed. (Not yet verified: signatures, audience, serials and the policy are the apply's checks,
-    /// made again on the last-known-good at every start, since trusted keys and the policy may have changed.)
+    /// made again on the last-known-good at every start, since trusted keys and the policy may have changed. A
+    /// document the manifest lists without an envelope has none here; whether it may run is the apply's check too.)
     public struct DocumentSet: Sendable, Equatable {
         /// One document of the set.
         public struct Document: Sendable, Equatable {
             public var name: String
             /// The YAML as signed.
             public var content: [UInt8]
-            /// The envelope as downloaded (`<name>.yaml.sig`).
-            public var envelopeJSON: [UInt8]
-            public var envelope: ConfigEnvelope
+            /// The envelope as downloaded (`<name>.yaml.sig`); nil for a document served unsigned.
+            public var envelopeJSON: [UInt8]?
+            public var envelope: ConfigEnvelope?
         }
 
         /// Which of a document's two blobs `init(manifest:read:)` asks for.
@@ -39,7 +40,8 @@ extension RemoteConfigStore {
         public let documents: [Document]
 
         /// Collects the set: `read` returns the bytes of one part of one document (nil: missing); each must have the
-        /// manifest's size and digest, and each envelope must parse.
+        /// manifest's size and digest, and each envelope must parse. `.envelope` is asked for only for a document the
+        /// manifest lists with one.
         public init(
             manifest: ConfigManifest, read: (ConfigManifest.Document, Part) -> [UInt8]?
         ) throws(Invalid) {
@@ -49,10 +51,14 @@ extension RemoteConfigStore {
                 guard content.count == entry.size, SHA256Digest(of: content) == entry.sha256 else {
                     throw Invalid(reason: "document '\(entry.name)' is not the one the manifest names")
                 }
+                guard let listed = entry.envelope else {
+                    documents.append(Document(name: entry.name, content: content, envelopeJSON: nil, envelope: nil))
+                    continue
+                }
                 guard let envelopeJSON = read(entry, .envelope) else {
                     throw Invalid(reason: "the envelope of '\(entry.name)' is missing")
                 }
-                guard envelopeJSON.count == entry.signatureSize, SHA256Digest(of: envelopeJSON) == entry.signatureSHA256 else {
+                guard envelopeJSON.count == listed.size, SHA256Digest(of: envelopeJSON) == listed.sha256 else {
                     throw Invalid(reason: "the envelope of '\(entry.name)' is not the one the manifest names")
                 }
                 let envelope: ConfigEnvelope
@@ -72,21 +78,27 @@ extension RemoteConfigStore {
             try self.init(manifest: manifest) { entry, part in
                 switch part {
                 case .document: store.readBlob(entry.sha256, size: entry.size).value
-                case .envelope: store.readBlob(entry.signatureSHA256, size: entry.signatureSize).value
+                case .envelope: entry.envelope.flatMap { store.readBlob($0.sha256, size: $0.size).value }
                 }
             }
         }
 
         public var revision: SHA256Digest { manifest.revision }
 
-        /// Each document's serial, by name.
+        /// Each document's serial, by name; empty when a document has no envelope (serials then say nothing of the
+        /// whole set: such a set is known only by its revision).
         public var serials: [String: UInt64] {
-            Dictionary(uniqueKeysWithValues: documents.map { ($0.name, $0.envelope.serial) })
+            var serials: [String: UInt64] = [:]
+            for document in documents {
+                guard let envelope = document.envelope else { return [:] }
+                serials[document.name] = envelope.serial
+            }
+            return serials
         }
 
         /// Every blob of the set (documents and envelopes): what `pruneBlobs(keeping:)` keeps.
         public var blobs: Set<SHA256Digest> {
-            Set(manifest.documents.flatMap { [$0.sha256, $0.signatureSHA256] })
+            Set(manifest.blobs.map(\.sha256))
         }
     }
 
@@ -131,7 +143,7 @@ extension RemoteConfigStore {
                 case .document:
                     try? WholeFile.read(path: Self.documentPath(setPath, entry.name), limit: entry.size).get()
                 case .envelope:
-                    try? WholeFile.read(path: Self.envelopePath(setPath, entry.name), limit: entry.signatureSize).get()
+                    try? WholeFile.read(path: Self.envelopePath(setPath, entry.name), limit: entry.envelope?.size ?? 0).get()
                 }
             })
         } catch {
@@ -158,7 +170,9 @@ extension RemoteConfigStore {
         try RemoteStateFiles.writeNew(set.manifest.json, to: temporary + "/manifest.json")
         for document in set.documents {
             try RemoteStateFiles.writeNew(document.content, to: Self.documentPath(temporary, document.name))
-            try RemoteStateFiles.writeNew(document.envelopeJSON, to: Self.envelopePath(temporary, document.name))
+            if let envelopeJSON = document.envelopeJSON {
+                try RemoteStateFiles.writeNew(envelopeJSON, to: Self.envelopePath(temporary, document.name))
+            }
         }
         RemoteStateFiles.syncDirectory(temporary)
         RemoteStateFiles.removeTree(final)

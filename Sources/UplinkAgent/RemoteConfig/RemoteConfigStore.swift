@@ -111,12 +111,12 @@ public struct RemoteConfigStore: Sendable {
         }
 
         /// This with `set`'s documents and `generation` recorded: each serial above the one seen for its name replaces
-        /// it; the generation only grows.
+        /// it (a document without an envelope has no serial and records nothing); the generation only grows.
         public func recording(_ set: DocumentSet, generation: UInt64) -> Seen {
             var copy = self
             copy.highestGeneration = max(highestGeneration, generation)
             for document in set.documents {
-                let envelope = document.envelope
+                guard let envelope = document.envelope else { continue }
                 if let seen = copy.serials[document.name], seen.serial >= envelope.serial { continue }
                 copy.serials[document.name] = EnvelopeVerifier.SeenSerial(serial: envelope.serial, sha256: envelope.sha256)
             }

@@ -1,5 +1,6 @@
 /// One agent as the collector has seen it since it started: whether it streams now, what it sent, how far behind
-/// it is, and how its current (or last) stream is connected. `Collector.agents()` lists them; `GET /v1/fleet`
+/// it is, and how its current (or last) stream is connected. An agent that only made remote configuration requests
+/// is here too, never connected, with `streamsOpened` 0. `Collector.agents()` lists them; `GET /v1/fleet`
 /// serves the same values as JSON (docs/fleet.md).
 ///
 /// Counts are cumulative since the agent entered the table (the collector's start, or its first stream after it was
@@ -14,7 +15,9 @@ public struct AgentActivity: Sendable, Equatable {
     /// is disconnected.
     public var connectedSince: Int64?
     /// The last time the collector heard of the agent (ns since the Unix epoch): a received chunk of its body
-    /// (records, heartbeats), or its stream opening or closing. While it streams, heartbeats keep this recent.
+    /// (records, heartbeats), its stream opening or closing, or a remote configuration request it made (an agent
+    /// without a stream reports its status with `POST /v1/config/status` and asks for `GET /v1/config`). While it
+    /// streams, heartbeats keep this recent.
     public var lastSeen: Int64
     /// Streams of the agent the collector accepted (`200`); more than one means it reconnected.
     public var streamsOpened: UInt64 = 0

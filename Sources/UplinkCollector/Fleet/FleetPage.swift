@@ -212,7 +212,7 @@ function row(agent, now) {
   stateBox.append(el("span", "pill", agent.connected ? "streaming" : "disconnected"));
   stateBox.append(el("span", "sub", agent.connected
     ? "for " + age(now - agent.connected_since_ms)
-    : "last seen " + age(now - agent.last_seen_ms) + " ago"));
+    : (agent.streams_opened === 0 ? "no stream; " : "") + "last seen " + age(now - agent.last_seen_ms) + " ago"));
   state.append(stateBox);
   tr.append(state);
 

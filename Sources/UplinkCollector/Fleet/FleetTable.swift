@@ -39,8 +39,8 @@ struct FleetBatch: Sendable, Equatable {
 }
 
 /// The collector's per-agent activity (`Collector.fleet()`): one entry per agent id, updated once per stream
-/// opened or closed and once per received chunk (never per line), so the lock is held for a few dictionary
-/// operations at a time.
+/// opened or closed, once per received chunk (never per line) and once per remote configuration request (an agent
+/// without a stream appears through those), so the lock is held for a few dictionary operations at a time.
 ///
 /// The table is bounded against peers that invent agent ids: beyond `capacity` agents, the disconnected agent seen
 /// least recently is evicted (and counted) to make room. An agent with an open stream is never evicted, so the
@@ -137,6 +137,14 @@ final class FleetTable: Sendable {
                 entry.openStreams = max(0, entry.openStreams - 1)
                 if entry.openStreams == 0 { entry.connectedSince = nil }
             }
+        }
+    }
+
+    /// `agent` made a request other than a stream (a remote configuration request: the manifest, a blob, its
+    /// status): it is in the table from then on, with `lastSeen` now, even if it never streams.
+    func heard(agent: String, wall: Int64) {
+        state.withLock { state in
+            state.touch(agent, wall: wall, capacity: capacity) { _ in }
         }
     }
 

@@ -85,7 +85,7 @@ extension Collector {
     }
 
     /// Checks the token, the agent id and, under `agent_identity: certificate`, that the id is the certificate's;
-    /// then answers with `body` and counts the answer.
+    /// then notes the agent in the fleet table (it was heard from), answers with `body` and counts the answer.
     private func answer(
         _ service: RemoteConfigService, endpoint: String, _ request: Request, _ context: CollectorRequestContext,
         _ body: (String, PresentedLabels) async -> Response
@@ -93,7 +93,10 @@ extension Collector {
         let response: Response
         switch await requester(request, context, labelsFrom: service.settings.labelsFrom) {
         case .refused(let refusal): response = refusal
-        case .agent(let agent, let labels): response = await body(agent, labels)
+        case .agent(let agent, let labels):
+            // Who it is is known now: the fleet table shows the agent, streaming or not (POST-only agents).
+            fleetTable.heard(agent: agent, wall: WallClock.nowNanoseconds())
+            response = await body(agent, labels)
         }
         service.countRequest(endpoint: endpoint, code: Int(response.status.code))
         return response

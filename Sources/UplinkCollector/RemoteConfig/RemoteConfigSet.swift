@@ -13,12 +13,14 @@ struct ServedDocument: Sendable {
     let name: String
     let bytes: [UInt8]
     let sha256: SHA256Digest
-    let envelope: [UInt8]
-    let envelopeSHA256: SHA256Digest
+    /// The envelope's bytes; nil for a document served unsigned (`require_signature: false` and no `.sig`).
+    let envelope: [UInt8]?
+    let envelopeSHA256: SHA256Digest?
 
     var manifestEntry: ConfigManifest.Document {
         ConfigManifest.Document(
-            name: name, sha256: sha256, size: bytes.count, signatureSHA256: envelopeSHA256, signatureSize: envelope.count)
+            name: name, sha256: sha256, size: bytes.count,
+            envelope: envelope.flatMap { bytes in envelopeSHA256.map { ConfigManifest.Blob(sha256: $0, size: bytes.count) } })
     }
 }
 
@@ -135,7 +137,7 @@ struct RemoteConfigSet: Sendable {
             case .success(let document):
                 documents[name] = document
                 blobs[document.sha256] = document.bytes
-                blobs[document.envelopeSHA256] = document.envelope
+                if let envelope = document.envelope, let digest = document.envelopeSHA256 { blobs[digest] = envelope }
             }
         }
         let assignmentsPath = directory + "/assignments.yaml"
@@ -167,7 +169,8 @@ struct RemoteConfigSet: Sendable {
             RemoteConfigSet(generation: generation, documents: documents, blobs: blobs, rules: rules, inventory: inventory))
     }
 
-    /// Reads one document and its envelope and checks them; the reason when refused.
+    /// Reads one document and its envelope and checks them; the reason when refused. Without `require_signature` a
+    /// document may have no envelope (it is served unsigned); one it has must still name it.
     private static func loadDocument(
         name: String, path: String, settings: RemoteConfigSettings, verifier: EnvelopeVerifier,
         validator: RemoteDocumentValidator
@@ -177,38 +180,38 @@ struct RemoteConfigSet: Sendable {
         case .success(let read): bytes = read
         case .failure(let failure): return .fail("cannot read it: \(failure)")
         }
-        let envelopeBytes: [UInt8]
+        let digest = SHA256Digest(of: bytes)
+        let envelopeBytes: [UInt8]?
         switch WholeFile.read(path: path + ".sig", limit: ConfigEnvelope.maximumBytes) {
         case .success(let read): envelopeBytes = read
         case .failure(.system(errno: let code)) where code == ENOENT:
-            return .fail("it has no envelope (\(name).yaml.sig; sign it with `uplink config sign`)")
+            guard !settings.requireSignature else {
+                return .fail(
+                    "it has no envelope (\(name).yaml.sig): sign it with `uplink config sign`, or set "
+                        + "collector.remote_config.require_signature: false to serve it unsigned")
+            }
+            envelopeBytes = nil
         case .failure(let failure): return .fail("cannot read its envelope: \(failure)")
         }
-        let envelope: ConfigEnvelope
-        do {
-            envelope = try ConfigEnvelope(json: envelopeBytes)
-        } catch {
-            return .fail("its envelope is not valid: \(error)")
-        }
-        let digest = SHA256Digest(of: bytes)
-        if settings.requireSignature {
-            if case .failure(let refusal) = verifier.verifySignature(of: envelope, document: bytes, named: name) {
-                return .fail(refusal.description)
+        if let envelopeBytes {
+            let envelope: ConfigEnvelope
+            do {
+                envelope = try ConfigEnvelope(json: envelopeBytes)
+            } catch {
+                return .fail("its envelope is not valid: \(error)")
             }
-        } else {
-            // The manifest lists the envelope: it must at least be this document's.
-            guard envelope.sha256 == digest, envelope.size == bytes.count else {
-                return .fail(EnvelopeVerifier.Refusal.contentMismatch(
-                    expected: envelope.sha256, actual: digest, expectedSize: envelope.size, actualSize: bytes.count).description)
-            }
-            guard envelope.name == name else {
-                return .fail(EnvelopeVerifier.Refusal.nameMismatch(envelope: envelope.name, document: name).description)
-            }
+            // Without `require_signature` the key and signature are the agents' to check; the envelope must at least
+            // be this document's (the manifest lists it with the document).
+            let verdict =
+                settings.requireSignature
+                ? verifier.verifySignature(of: envelope, document: bytes, named: name)
+                : EnvelopeVerifier.verifyContent(of: envelope, document: bytes, named: name)
+            if case .failure(let refusal) = verdict { return .fail(refusal.description) }
         }
         let issues = validator(name, bytes, digest)
         guard issues.isEmpty else { return .fail("the agent's validator refuses it: " + issues.joined(separator: "; ")) }
         return .success(ServedDocument(
-            name: name, bytes: bytes, sha256: digest, envelope: envelopeBytes, envelopeSHA256: SHA256Digest(of: envelopeBytes)))
+            name: name, bytes: bytes, sha256: digest, envelope: envelopeBytes, envelopeSHA256: envelopeBytes.map { SHA256Digest(of: $0) }))
     }
 
     /// A decoder over the YAML file at `path`; nil for a missing optional file; a problem for an unreadable one.

@@ -18,8 +18,9 @@ public struct RemoteConfigSettings: Sendable, Equatable {
     /// and, optionally, `inventory.yaml`. Read at start and on every SIGHUP. Required.
     public var directory: String
     /// Whether every document needs an envelope signed by one of `trustedKeys` (checked at every load). Default
-    /// `true`. Without it an envelope is still required (the manifest lists one for every document) and must name
-    /// the document and its digest, but its key and signature are not checked here (agents check them).
+    /// `true`. Without it a document may have no envelope (it is served unsigned: its manifest entry lists none, and
+    /// only agents with `require_signature: false` apply it); an envelope it has must still name the document and
+    /// its digest, but its key and signature are not checked here (agents check them).
     public var requireSignature: Bool
     /// Paths of public key files (`uplink config keygen`); the keys envelopes may be signed with. Required (at least
     /// one) with `requireSignature`.

@@ -1,0 +1,91 @@
+import Logging
+import Testing
+import UplinkAgent
+import UplinkCore
+import UplinkTestSupport
+import UplinkTransport
+
+/// SplitMix64: a seeded generator, the same sequence every run.
+struct SeededRandom: RandomNumberGenerator, Sendable {
+    var state: UInt64
+    mutating func next() -> UInt64 {
+        state &+= 0x9E37_79B9_7F4A_7C15
+        var z = state
+        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
+        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
+        return z ^ (z >> 31)
+    }
+}
+
+/// The poll interval's ± 10 % jitter, from a random source the test chooses, on a clock the test advances.
+@Suite("Remote config: the poll interval's jitter", .timeLimit(.minutes(2)))
+struct RemoteConfigPollTests {
+    typealias RemoteAgent = RemoteConfigAgent<ManualClock>
+
+    @Test("The delay is the interval times 0.9 to 1.1, spread over all of it, and follows the generator")
+    func bounds() {
+        let interval = Duration.seconds(300)
+        var random = SeededRandom(state: 42)
+        let delays = (0..<10_000).map { _ in RemoteAgent.pollDelay(interval, using: &random) }
+        #expect(delays.allSatisfy { $0 >= .seconds(270) && $0 <= .seconds(330) }, "\(delays.min()!)...\(delays.max()!)")
+        // Near both ends.
+        #expect(delays.min()! < .seconds(270.1) && delays.max()! > .seconds(329.9), "\(delays.min()!)...\(delays.max()!)")
+        // Spread over the whole range, not bunched up: each tenth of it gets a share.
+        let tenths = Dictionary(grouping: delays) { min(9, Int((($0 - .seconds(270)) / .seconds(60)) * 10)) }
+        #expect(tenths.count == 10)
+        #expect(tenths.values.allSatisfy { $0.count > 700 }, "\(tenths.mapValues(\.count))")
+        // The same seed, the same delays.
+        var again = SeededRandom(state: 42)
+        #expect((0..<10_000).map { _ in RemoteAgent.pollDelay(interval, using: &again) } == delays)
+    }
+
+    @Test("A running agent sleeps the jittered interval on its clock: not a moment less, and asks again when it is up",
+          arguments: [UInt64(1), 2, 3])
+    func agentWaitsTheJitteredInterval(seed: UInt64) async throws {
+        // The delays the agent must sleep: what the same generator draws.
+        var expectedRandom = SeededRandom(state: seed)
+        let first = RemoteAgent.pollDelay(.seconds(300), using: &expectedRandom)
+        let second = RemoteAgent.pollDelay(.seconds(300), using: &expectedRandom)
+        #expect(first != second)
+        let root = try TestDirectories.make("uplink-remote-poll")
+        // The collector assigns nothing (204): the agent just asks again at its next look.
+        let server = TestHTTPServer { _ in .full(status: 204, headers: [], body: []) }
+        try await server.start()
+        let yaml = """
+            agent: { id: edge-1, state_dir: \(root)/state }
+            uplink: { url: "\(server.url)" }
+            sources: [{ name: load, type: load, interval: 1h }]
+            remote_config: { enabled: true, require_signature: false, poll_interval: 5m }
+            """
+        let decoded = decode(yaml)
+        let local = try #require(decoded.value, "\(decoded.issues)")
+        let logger = Logger(label: "remote-poll-test")
+        let store = RemoteConfigStore(stateDirectory: local.agent.stateDirectory)
+        let startup = RemoteAgent.startup(local: local, store: store, logger: logger)
+        let agent = Agent(configuration: local.agentConfiguration(embedded: nil, environment: [:]), logger: logger)
+        let clock = ManualClock()
+        let client = RemoteConfigClient(
+            uplink: agent.configuration.uplink, logger: logger, clock: ContinuousClock())
+        let remote = RemoteAgent(
+            startup: startup, local: local, store: store, client: client,
+            configuration: RunningConfiguration(agent: agent, local: local, embedded: nil), agent: agent, clock: clock,
+            logger: logger, random: SeededRandom(state: seed))
+        let manifestRequests = { server.requests.filter { $0.uri == "/v1/config" }.count }
+        let running = Task { try await remote.run() }
+
+        // The first look at once, then a sleep of exactly the first jittered interval.
+        #expect(await eventually(timeout: .seconds(30)) { manifestRequests() == 1 && clock.sleepsLeft == [first] })
+        // Not a nanosecond early: just short of it the agent still sleeps, and has not asked again.
+        clock.advance(by: first - .nanoseconds(1))
+        #expect(clock.sleepsLeft == [.nanoseconds(1)])
+        #expect(manifestRequests() == 1)
+        // When it is up, it asks again, and sleeps the next jittered interval.
+        clock.advance(by: .nanoseconds(1))
+        #expect(await eventually(timeout: .seconds(30)) { manifestRequests() == 2 && clock.sleepsLeft == [second] })
+        #expect(manifestRequests() == 2)
+
+        running.cancel()
+        _ = await running.result
+        await server.stop()
+    }
+}

@@ -22,7 +22,8 @@ extension RecordRingTests {
         var nextIndex = [Int](repeating: 0, count: producers)
         var received = 0
         var failures = 0
-        while received < total && failures < 10 {
+        // Cancelled (the time limit), the wake-up stream's iterator returns at once: stop rather than spin.
+        while received < total && failures < 10 && !Task.isCancelled {
             var last: UInt64?
             ring.readUnsent(maxBytes: 2048) { sequence, first, second in
                 let bytes = Array(first) + Array(second)
@@ -141,7 +142,8 @@ extension RecordRingTests {
             var iterator = wakeups.makeAsyncIterator()
             var lastSequence: UInt64 = 0
             var nextIndex = [Int](repeating: 0, count: producers)
-            while failures < 10 {
+            // Cancelled (the time limit), the wake-up stream's iterator returns at once: stop rather than spin.
+            while failures < 10 && !Task.isCancelled {
                 var last: UInt64?
                 ring.readUnsent(maxBytes: 512) { sequence, first, second in
                     let bytes = Array(first) + Array(second)

@@ -424,13 +424,10 @@ extension Collector {
             let ending = await group.next() ?? .stopped
             if let writeFailure { return .failed(writeFailure) }
             // What was stored since the last ack is acknowledged before the response ends, even when the ack was
-            // still held back: a sender that ended its body waits for it.
+            // still held back: a sender that ended its body waits for it. A stream that is ending anyway (stopped,
+            // or its connection gone) ends as it would have if this write fails.
             if let sequence = pendingAck.take() {
-                do {
-                    try await writer.write(Self.ackBuffer(.ack(sequence)))
-                } catch {
-                    return .failed(error)
-                }
+                try? await writer.write(Self.ackBuffer(.ack(sequence)))
             }
             return ending
         }

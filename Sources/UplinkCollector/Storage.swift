@@ -136,7 +136,7 @@ final class Storage: Sendable {
             }
             guard startDraining else { return }
             if mayStoreHere(commit) {
-                storeQueuedGroup(foreseenNotToWait: true)
+                storeQueuedGroup(foreseenNotToWait: true, onlyTheFirst: true)
                 groupsStoredByCaller.add(1, ordering: .relaxed)
                 if finishDraining() { return }
             }
@@ -197,7 +197,7 @@ final class Storage: Sendable {
     /// Storage thread: commits groups until the queue is empty.
     private func drain() {
         repeat {
-            storeQueuedGroup(foreseenNotToWait: nil)
+            storeQueuedGroup(foreseenNotToWait: nil, onlyTheFirst: false)
             groupsStoredByThread.add(1, ordering: .relaxed)
         } while !finishDraining()
     }
@@ -214,8 +214,11 @@ final class Storage: Sendable {
 
     /// The drainer (the storage thread, or a caller storing its own commit): stores everything queued as one group
     /// and resumes its streams. `foreseenNotToWait`: already known (the caller's own commit), or nil to find out.
-    private func storeQueuedGroup(foreseenNotToWait: Bool?) {
+    /// `onlyTheFirst`: the caller stores only its own commit, the first queued; what other streams queued meanwhile
+    /// was not checked and goes to the storage thread.
+    private func storeQueuedGroup(foreseenNotToWait: Bool?, onlyTheFirst: Bool) {
         let work = queue.withLock { queue -> [Pending] in
+            if onlyTheFirst, !queue.pending.isEmpty { return [queue.pending.removeFirst()] }
             defer { queue.pending = [] }
             return queue.pending
         }

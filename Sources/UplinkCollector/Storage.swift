@@ -153,15 +153,19 @@ final class Storage: Sendable {
     /// group does can wait for the device. Called by the drainer, so the storage thread's state holds still.
     private func mayStoreHere(_ commit: Commit) -> Bool {
         guard !closed.load(ordering: .relaxed), !isInlineHeld else { return false }
-        let bytes = commit.batch.map(StoredLine.maximumStoredBytes(of:)) ?? 0
-        return bytes <= Self.inlineCommitBytes && isForeseenNotToWait([commit])
+        let batches = commit.batch.map { [$0] } ?? []
+        let bytes = Self.maximumStoredBytes(batches)
+        return bytes <= Self.inlineCommitBytes && isForeseenNotToWait(batches, bytes: bytes)
     }
 
-    /// Whether storing `commits` as one group can wait for nothing the storage foresees: no `fsync`, no segment
-    /// roll, no writeback step, no ledger rewrite. Called by the drainer.
-    private func isForeseenNotToWait(_ commits: [Commit]) -> Bool {
-        let batches = commits.compactMap(\.batch)
-        let bytes = batches.reduce(0) { $0 + StoredLine.maximumStoredBytes(of: $1) }
+    /// At most how many bytes of stored lines `batches` make.
+    private static func maximumStoredBytes(_ batches: [CollectorBatch]) -> Int {
+        batches.reduce(0) { $0 + StoredLine.maximumStoredBytes(of: $1) }
+    }
+
+    /// Whether storing `batches` (at most `bytes` of stored lines) as one group can wait for nothing the storage
+    /// foresees: no `fsync`, no segment roll, no writeback step, no ledger rewrite. Called by the drainer.
+    private func isForeseenNotToWait(_ batches: [CollectorBatch], bytes: Int) -> Bool {
         guard !log.writeMayWait(bytes: bytes) else { return false }
         let ledgerBytes = batches.reduce(0) { $0 + (1 + $1.origins.count) * MarksLedger.maximumLineBytes }
         return files.withLock { !$0.ledger.appendMayWait(bytes: ledgerBytes) }
@@ -225,7 +229,10 @@ final class Storage: Sendable {
         if work.isEmpty { return }
         let commits = work.map(\.commit)
         // Only a store that nothing foresaw waiting tells whether writes sleep unforeseen.
-        let watched = foreseenNotToWait ?? isForeseenNotToWait(commits)
+        let watched = foreseenNotToWait ?? {
+            let batches = commits.compactMap(\.batch)
+            return isForeseenNotToWait(batches, bytes: Self.maximumStoredBytes(batches))
+        }()
         let switchesBefore = watched ? uplink_thread_voluntary_switches() : -1
         let failure = files.withLock { files in store(commits, files: &files) }
         if switchesBefore >= 0, uplink_thread_voluntary_switches() > switchesBefore { storeSlept() }

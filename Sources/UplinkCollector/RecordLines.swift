@@ -1,12 +1,5 @@
 import NIOCore
-
-#if canImport(Glibc)
-import Glibc
-#elseif canImport(Musl)
-import Musl
-#elseif canImport(Darwin)
-import Darwin
-#endif
+import UplinkCore
 
 /// Accepted record lines as they arrived: slices of the received chunks ("runs"), each holding one or more whole
 /// lines with their terminators (`\n` or `\r\n`).
@@ -56,18 +49,16 @@ public struct RecordLines: Sendable {
     public func forEach(_ body: (UnsafeRawBufferPointer) throws -> Void) rethrows {
         for run in runs {
             try run.withUnsafeReadableBytes { bytes in
-                guard let base = bytes.baseAddress else { return }
-                var start = 0
-                while start < bytes.count,
-                    let found = memchr(base + start, Int32(UInt8(ascii: "\n")), bytes.count - start)
-                {
-                    let newline = base.distance(to: UnsafeRawPointer(found))
-                    var end = newline
-                    if end > start && bytes[end - 1] == UInt8(ascii: "\r") { end -= 1 }
-                    try body(UnsafeRawBufferPointer(rebasing: bytes[start..<end]))
-                    start = newline + 1
-                }
+                _ = try NewlineScan.forEachLine(in: bytes) { text, _ in try body(UnsafeRawBufferPointer(rebasing: bytes[text])) }
             }
+        }
+    }
+
+    /// Calls `body` with the last line's bytes (without its terminator); nil when there are no lines.
+    func withLastLine<T>(_ body: (UnsafeRawBufferPointer) -> T) -> T? {
+        guard let run = runs.last else { return nil }
+        return run.withUnsafeReadableBytes { bytes -> T? in
+            NewlineScan.lastLine(in: bytes).map { body(UnsafeRawBufferPointer(rebasing: bytes[$0])) }
         }
     }
 

@@ -1,13 +1,6 @@
 import NIOCore
+import UplinkCore
 import UplinkWire
-
-#if canImport(Glibc)
-import Glibc
-#elseif canImport(Musl)
-import Musl
-#elseif canImport(Darwin)
-import Darwin
-#endif
 
 /// A hole in one stream's sequence numbers: records the agent dropped.
 struct SequenceGap: Sendable, Equatable {
@@ -168,9 +161,7 @@ package struct StreamProcessor {
     private mutating func takeWholeLines(
         _ bytes: UnsafeRawBufferPointer, of chunk: ByteBuffer, into batch: inout ReceivedBatch
     ) -> Int {
-        guard let base = bytes.baseAddress else { return 0 }
         let maxLineBytes = splitter.maxLineBytes
-        var position = 0
         // Accepted lines since `runStart`, not yet added to the batch.
         var runStart = 0
         var runLines = 0
@@ -180,10 +171,8 @@ package struct StreamProcessor {
             }
             runLines = 0
         }
-        while position < bytes.count, let found = memchr(base + position, Int32(UInt8(ascii: "\n")), bytes.count - position) {
-            let newline = base.distance(to: UnsafeRawPointer(found))
-            var end = newline
-            if end > position && bytes[end - 1] == UInt8(ascii: "\r") { end -= 1 }
+        let consumed = NewlineScan.forEachLine(in: bytes) { text, _ in
+            let (position, end) = (text.lowerBound, text.upperBound)
             let verdict: Verdict
             if end - position > maxLineBytes {
                 verdict = .rejected(.tooLong(length: end - position))
@@ -205,10 +194,9 @@ package struct StreamProcessor {
                     batch.reject(RejectNote(stream: stream, kind: kind))
                 }
             }
-            position = newline + 1
         }
-        endRun(at: position)
-        return position
+        endRun(at: consumed)
+        return consumed
     }
 
     /// Sorts the lines the splitter completed (or reported too long) into `batch`.
@@ -288,11 +276,6 @@ package struct StreamProcessor {
     }
 
     private static func firstNewline(in chunk: ByteBuffer) -> Int? {
-        chunk.withUnsafeReadableBytes { bytes in
-            guard let base = bytes.baseAddress,
-                let found = memchr(base, Int32(UInt8(ascii: "\n")), bytes.count)
-            else { return nil }
-            return base.distance(to: UnsafeRawPointer(found))
-        }
+        chunk.withUnsafeReadableBytes { NewlineScan.first(in: $0) }
     }
 }

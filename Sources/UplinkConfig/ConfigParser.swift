@@ -375,14 +375,16 @@ struct TreeBuilder {
 
     /// The text of 1-based line `number` of the source.
     private func lineText(_ number: Int) -> String {
-        var line = 1
-        var start = 0
-        for (index, byte) in source.enumerated() where byte == UInt8(ascii: "\n") {
-            if line == number { return String(decoding: source[start..<index], as: UTF8.self) }
-            line += 1
-            start = index + 1
+        source.withUnsafeBytes { bytes in
+            var line = 1
+            var text: Range<Int>?
+            let unfinished = NewlineScan.forEachLine(in: bytes) { range, _ in
+                if line == number { text = range }
+                line += 1
+            }
+            if line == number && unfinished < bytes.count { text = unfinished..<bytes.count }
+            return text.map { String(decoding: UnsafeRawBufferPointer(rebasing: bytes[$0]), as: UTF8.self) } ?? ""
         }
-        return line == number ? String(decoding: source[start...], as: UTF8.self) : ""
     }
 
     /// The 1-based line and character column of a byte offset in the source.

@@ -47,3 +47,37 @@ public enum ASCIIDecimal {
         return length == bytes.count ? value : nil
     }
 }
+
+/// Reading hexadecimal digits written in ASCII (`0-9`, `a-f`, `A-F`): the one place where hex digits become a number,
+/// under the JSON scanner's `\u` escapes, the proxy's percent-decoding, the journal's sequence numbers and the tail's
+/// checkpoints.
+public enum ASCIIHexadecimal {
+    /// The value of one hexadecimal digit; nil for any other byte.
+    @inline(__always)
+    public static func digit(_ byte: UInt8) -> UInt8? {
+        switch byte {
+        case UInt8(ascii: "0")...UInt8(ascii: "9"): byte &- UInt8(ascii: "0")
+        case UInt8(ascii: "a")...UInt8(ascii: "f"): byte &- UInt8(ascii: "a") &+ 10
+        case UInt8(ascii: "A")...UInt8(ascii: "F"): byte &- UInt8(ascii: "A") &+ 10
+        default: nil
+        }
+    }
+
+    /// The value of `bytes` when they are 1 to 16 hexadecimal digits; nil otherwise.
+    public static func value<Bytes: Collection<UInt8>>(_ bytes: Bytes) -> UInt64? {
+        guard !bytes.isEmpty, bytes.count <= 16 else { return nil }
+        var value: UInt64 = 0
+        for byte in bytes {
+            guard let digit = digit(byte) else { return nil }
+            value = value << 4 | UInt64(digit)
+        }
+        return value
+    }
+
+    /// Whether every byte of `bytes` is a lower-case hexadecimal digit (`0-9`, `a-f`): digests as they are written.
+    public static func isLowercase<Bytes: Collection<UInt8>>(_ bytes: Bytes) -> Bool {
+        bytes.allSatisfy { byte in
+            (UInt8(ascii: "0")...UInt8(ascii: "9")).contains(byte) || (UInt8(ascii: "a")...UInt8(ascii: "f")).contains(byte)
+        }
+    }
+}

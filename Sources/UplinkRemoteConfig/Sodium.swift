@@ -1,4 +1,5 @@
 import CSodium
+import UplinkCore
 
 /// libsodium must be initialised once before use (it picks its implementations and seeds its random generator);
 /// `sodium_init` is safe to call from several threads and again after success.
@@ -26,23 +27,17 @@ enum Hex {
     /// The bytes of `text`, which must be an even number of lower-case hexadecimal digits; nil otherwise.
     static func decode(_ text: some StringProtocol) -> [UInt8]? {
         let utf8 = Array(text.utf8)
-        guard utf8.count % 2 == 0 else { return nil }
+        guard utf8.count % 2 == 0, ASCIIHexadecimal.isLowercase(utf8) else { return nil }
         var output: [UInt8] = []
         output.reserveCapacity(utf8.count / 2)
         var index = 0
         while index < utf8.count {
-            guard let high = value(utf8[index]), let low = value(utf8[index + 1]) else { return nil }
+            guard let high = ASCIIHexadecimal.digit(utf8[index]), let low = ASCIIHexadecimal.digit(utf8[index + 1]) else {
+                return nil
+            }
             output.append(high << 4 | low)
             index += 2
         }
         return output
-    }
-
-    private static func value(_ digit: UInt8) -> UInt8? {
-        switch digit {
-        case UInt8(ascii: "0")...UInt8(ascii: "9"): digit - UInt8(ascii: "0")
-        case UInt8(ascii: "a")...UInt8(ascii: "f"): digit - UInt8(ascii: "a") + 10
-        default: nil
-        }
     }
 }

@@ -1,3 +1,5 @@
+import UplinkCore
+
 /// An HTTP proxy the uplink tunnels through with `CONNECT` (for `https://` collectors TLS runs end to end inside the
 /// tunnel; for `http://` collectors the tunnel carries plain HTTP).
 public struct UplinkProxy: Sendable, Equatable, CustomStringConvertible {
@@ -93,21 +95,12 @@ public struct UplinkProxy: Sendable, Equatable, CustomStringConvertible {
                 bytes.append(byte)
                 continue
             }
-            guard let high = iterator.next().flatMap(hexValue), let low = iterator.next().flatMap(hexValue) else {
+            guard let high = iterator.next().flatMap(ASCIIHexadecimal.digit), let low = iterator.next().flatMap(ASCIIHexadecimal.digit) else {
                 return nil
             }
             bytes.append(high << 4 | low)
         }
         return String(validating: bytes, as: UTF8.self)
-    }
-
-    private static func hexValue(_ byte: UInt8) -> UInt8? {
-        switch byte {
-        case UInt8(ascii: "0")...UInt8(ascii: "9"): byte - UInt8(ascii: "0")
-        case UInt8(ascii: "a")...UInt8(ascii: "f"): byte - UInt8(ascii: "a") + 10
-        case UInt8(ascii: "A")...UInt8(ascii: "F"): byte - UInt8(ascii: "A") + 10
-        default: nil
-        }
     }
 }
 

@@ -1,4 +1,5 @@
 import NIOCore
+import UplinkCore
 
 /// The remote configuration a collector offers an agent (docs/protocol.md, "Remote configuration"): the revision
 /// of the documents assigned to it (`sha256:<64 hex digits>`) and the generation of the collector's assignments.
@@ -21,9 +22,7 @@ public struct ConfigHint: Sendable, Equatable {
     public static func isRevision<Bytes: Collection<UInt8>>(_ text: Bytes) -> Bool {
         let prefix = Array("sha256:".utf8)
         guard text.count == prefix.count + 64, text.starts(with: prefix) else { return false }
-        return text.dropFirst(prefix.count).allSatisfy { byte in
-            (UInt8(ascii: "0")...UInt8(ascii: "9")).contains(byte) || (UInt8(ascii: "a")...UInt8(ascii: "f")).contains(byte)
-        }
+        return ASCIIHexadecimal.isLowercase(text.dropFirst(prefix.count))
     }
 
     /// The `Uplink-Config` header's value: `rev=sha256:<hex>, generation=<N>`.

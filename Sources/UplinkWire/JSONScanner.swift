@@ -184,23 +184,13 @@ struct JSONScanner {
         guard index + 6 <= bytes.count else { throw syntaxError("truncated \\u escape", at: start) }
         var unit: UInt16 = 0
         for offset in 2..<6 {
-            guard let digit = JSONScanner.hexValue(bytes[index + offset]) else {
+            guard let digit = ASCIIHexadecimal.digit(bytes[index + offset]) else {
                 throw syntaxError("invalid hex digit in \\u escape", at: index + offset)
             }
             unit = unit << 4 | UInt16(digit)
         }
         index += 6
         return unit
-    }
-
-    @inline(__always)
-    static func hexValue(_ byte: UInt8) -> UInt8? {
-        switch byte {
-        case UInt8(ascii: "0")...UInt8(ascii: "9"): return byte - UInt8(ascii: "0")
-        case UInt8(ascii: "a")...UInt8(ascii: "f"): return byte - UInt8(ascii: "a") + 10
-        case UInt8(ascii: "A")...UInt8(ascii: "F"): return byte - UInt8(ascii: "A") + 10
-        default: return nil
-        }
     }
 
     /// Reads a number per the JSON grammar; `index` must be at its first byte (`-` or a digit).
@@ -472,7 +462,7 @@ struct UnescapingIterator: IteratorProtocol {
 
     private mutating func readHex() -> UInt16 {
         var unit: UInt16 = 0
-        for offset in 0..<4 { unit = unit << 4 | UInt16(JSONScanner.hexValue(bytes[index + offset]) ?? 0) }
+        for offset in 0..<4 { unit = unit << 4 | UInt16(ASCIIHexadecimal.digit(bytes[index + offset]) ?? 0) }
         index += 4
         return unit
     }

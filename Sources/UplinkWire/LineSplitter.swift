@@ -1,12 +1,5 @@
 import NIOCore
-
-#if canImport(Glibc)
-import Glibc
-#elseif canImport(Musl)
-import Musl
-#elseif canImport(Darwin)
-import Darwin
-#endif
+import UplinkCore
 
 /// Splits a byte stream that arrives in chunks cut at arbitrary places into `\n`-terminated lines.
 ///
@@ -59,13 +52,7 @@ public struct LineSplitter: Sendable {
 
     /// The next complete line or too-long report, or nil when more bytes are needed.
     public mutating func nextLine() -> Piece? {
-        let newline = pending.withUnsafeReadableBytes { bytes -> Int? in
-            guard bytes.count > scannedBytes, let base = bytes.baseAddress else { return nil }
-            guard let found = memchr(base + scannedBytes, Int32(UInt8(ascii: "\n")), bytes.count - scannedBytes) else {
-                return nil
-            }
-            return base.distance(to: UnsafeRawPointer(found))
-        }
+        let newline = pending.withUnsafeReadableBytes { NewlineScan.first(in: $0, from: scannedBytes) }
         guard let newline else {
             scannedBytes = pending.readableBytes
             // A line of exactly `maxLineBytes` may still be followed by "\r\n": hold one byte more before discarding.

@@ -240,19 +240,3 @@ struct SecondCounts: Sendable {
         }
     }
 }
-
-extension RecordLines {
-    /// Calls `body` with the last line's bytes (without its terminator); nil when there are no lines.
-    func withLastLine<T>(_ body: (UnsafeRawBufferPointer) -> T) -> T? {
-        guard let run = runs.last else { return nil }
-        return run.withUnsafeReadableBytes { bytes -> T? in
-            var end = bytes.count
-            // Every run ends in `\n`, perhaps `\r\n`.
-            if end > 0 && bytes[end - 1] == UInt8(ascii: "\n") { end -= 1 }
-            if end > 0 && bytes[end - 1] == UInt8(ascii: "\r") { end -= 1 }
-            var start = end
-            while start > 0 && bytes[start - 1] != UInt8(ascii: "\n") { start -= 1 }
-            return body(UnsafeRawBufferPointer(rebasing: bytes[start..<end]))
-        }
-    }
-}

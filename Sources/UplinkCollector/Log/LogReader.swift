@@ -1,4 +1,5 @@
 import NIOCore
+import UplinkCore
 
 #if canImport(Glibc)
 import Glibc
@@ -65,7 +66,7 @@ enum LogReader {
                     return total
                 }
                 if let failure { throw failure }
-                let lastNewline = buffer.withUnsafeReadableBytes { raw in raw.lastIndex(of: UInt8(ascii: "\n")) }
+                let lastNewline = buffer.withUnsafeReadableBytes { raw in NewlineScan.last(in: raw) }
                 if let lastNewline {
                     buffer.moveWriterIndex(to: lastNewline + 1)
                     return Chunk(lines: buffer, start: cursor, end: cursor + Int64(lastNewline + 1))

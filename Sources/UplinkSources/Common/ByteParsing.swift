@@ -5,23 +5,15 @@ import UplinkCore
 /// Everything works on byte ranges of one `UnsafeBufferPointer<UInt8>` and never traps on malformed input:
 /// functions that cannot make sense of their input return `nil`.
 enum ByteParsing {
-    /// Calls `body` with the range of every line in `bytes`, without its `\n` terminator.
+    /// Calls `body` with the range of every line in `bytes`, without its `\n` (or `\r\n`) terminator.
     /// A last line without a terminator is included; empty lines are included too (as empty ranges).
     static func forEachLine(
         in bytes: UnsafeBufferPointer<UInt8>, _ body: (Range<Int>) throws -> Void
     ) rethrows {
-        var start = 0
-        var index = 0
-        let end = bytes.count
-        while index < end {
-            if bytes[index] == UInt8(ascii: "\n") {
-                try body(start..<index)
-                start = index + 1
-            }
-            index += 1
-        }
-        if start < end {
-            try body(start..<end)
+        let raw = UnsafeRawBufferPointer(bytes)
+        let unfinished = try NewlineScan.forEachLine(in: raw) { text, _ in try body(text) }
+        if unfinished < bytes.count {
+            try body(unfinished..<bytes.count)
         }
     }
 

@@ -131,7 +131,7 @@ extension JournaldEngine {
                     }
                     hash = fnv
                 case UInt8(ascii: "i"):
-                    sequence = hexadecimal(value)
+                    sequence = ASCIIHexadecimal.value(value)
                 default:
                     break
                 }
@@ -141,21 +141,5 @@ extension JournaldEngine {
         guard let hash, let sequence, sequence <= UInt64(Int64.max) else { return nil }
         let id = hash & UInt64(Int64.max)
         return RecordOrigin(id: id == 0 ? 1 : id, offset: sequence)
-    }
-
-    private static func hexadecimal(_ bytes: UnsafeRawBufferPointer) -> UInt64? {
-        guard !bytes.isEmpty, bytes.count <= 16 else { return nil }
-        var value: UInt64 = 0
-        for byte in bytes {
-            let digit: UInt8
-            switch byte {
-            case UInt8(ascii: "0")...UInt8(ascii: "9"): digit = byte - UInt8(ascii: "0")
-            case UInt8(ascii: "a")...UInt8(ascii: "f"): digit = byte - UInt8(ascii: "a") + 10
-            case UInt8(ascii: "A")...UInt8(ascii: "F"): digit = byte - UInt8(ascii: "A") + 10
-            default: return nil
-            }
-            value = value << 4 | UInt64(digit)
-        }
-        return value
     }
 }

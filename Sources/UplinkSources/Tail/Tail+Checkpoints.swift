@@ -1,3 +1,5 @@
+import UplinkCore
+
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Musl)
@@ -118,17 +120,12 @@ enum TailCheckpointFile {
 
     /// Exactly 16 hexadecimal digits.
     static func hexadecimal(_ field: Substring) -> UInt64? {
-        guard field.utf8.count == 16,
-            field.utf8.allSatisfy({ (0x30...0x39).contains($0) || (0x61...0x66).contains($0 | 0x20) })
-        else { return nil }
-        return UInt64(field, radix: 16)
+        field.utf8.count == 16 ? ASCIIHexadecimal.value(field.utf8) : nil
     }
 
     /// A field of ASCII digits only (no sign, which `UInt64(_:)` would take) whose value is at most `maximum`.
     private static func decimal(_ field: Substring, upTo maximum: UInt64) -> UInt64? {
-        guard !field.isEmpty, field.utf8.allSatisfy({ $0 >= UInt8(ascii: "0") && $0 <= UInt8(ascii: "9") }),
-            let value = UInt64(field), value <= maximum
-        else { return nil }
+        guard let value = ASCIIDecimal.value(field.utf8), value <= maximum else { return nil }
         return value
     }
 

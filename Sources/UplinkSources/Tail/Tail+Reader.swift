@@ -71,26 +71,22 @@ struct TailLineSplitter {
         _ chunk: UnsafeRawBufferPointer, base: UInt64,
         _ line: (_ message: UnsafeRawBufferPointer, _ endOffset: UInt64, _ originalLength: Int) -> Void
     ) {
-        guard let start = chunk.baseAddress, chunk.count > 0 else { return }
-        let count = chunk.count
         var position = 0
-        while position < count {
-            guard let found = memchr(start + position, Int32(UInt8(ascii: "\n")), count - position) else {
-                appendCarry(UnsafeRawBufferPointer(start: start + position, count: count - position))
+        if carryLength > 0 {
+            // The chunk's first line ends the unfinished one (or the whole chunk continues it).
+            guard let newline = NewlineScan.first(in: chunk) else {
+                appendCarry(chunk)
                 return
             }
-            let newline = start.distance(to: UnsafeRawPointer(found))
-            let endOffset = base + UInt64(newline + 1)
-            if carryLength == 0 {
-                var length = newline - position
-                if length > 0, chunk[newline - 1] == UInt8(ascii: "\r") { length -= 1 }
-                line(UnsafeRawBufferPointer(start: start + position, count: min(length, maxLineBytes)), endOffset, length)
-            } else {
-                appendCarry(UnsafeRawBufferPointer(start: start + position, count: newline - position))
-                finishCarry(endOffset: endOffset, line)
-            }
+            appendCarry(UnsafeRawBufferPointer(rebasing: chunk[0..<newline]))
+            finishCarry(endOffset: base + UInt64(newline + 1), line)
             position = newline + 1
         }
+        let unfinished = NewlineScan.forEachLine(in: chunk, from: position) { text, next in
+            line(UnsafeRawBufferPointer(rebasing: chunk[text.lowerBound..<min(text.upperBound, text.lowerBound + maxLineBytes)]),
+                base + UInt64(next), text.count)
+        }
+        appendCarry(UnsafeRawBufferPointer(rebasing: chunk[unfinished...]))
     }
 
     /// Hands out the unfinished line as it is (a partial line whose writer paused), ending at `endOffset`.

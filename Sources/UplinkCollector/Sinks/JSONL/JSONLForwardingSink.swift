@@ -45,7 +45,7 @@ struct JSONLForwardingSink: ForwardingSink {
             let count = Int(end - start)
             let read = try FileIO.readFile(descriptor, into: UnsafeMutableRawBufferPointer(rebasing: block[0..<count]), at: start, path: path)
             guard read == count else { break }
-            if let newline = block[0..<count].lastIndex(of: UInt8(ascii: "\n")) {
+            if let newline = NewlineScan.last(in: UnsafeRawBufferPointer(block), before: count) {
                 end = start + Int64(newline) + 1
                 break
             }

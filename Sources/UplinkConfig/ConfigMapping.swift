@@ -136,6 +136,20 @@ public struct ConfigMapping {
         list(key).map { $0.compactMap(element) }
     }
 
+    /// `key` as a list of strings, each read by `parse`: an item it refuses is reported at the item's own line with
+    /// the error's message and hint, and left out. Nil when `key` is absent.
+    public func strings<Value>(_ key: String, _ parse: (String) -> Result<Value, ConfigValueError>) -> [Value]? {
+        list(key) { element in
+            guard let text = decoder.string(element.node, at: element.path) else { return nil }
+            switch parse(text) {
+            case .success(let value): return value
+            case .failure(let error):
+                decoder.report(error, at: element.node.mark, path: element.path)
+                return nil
+            }
+        }
+    }
+
     /// `key` as a nested mapping whose keys are checked against `allowedKeys`. Present but null yields an empty
     /// mapping (so `collector:` alone turns a section on with its defaults); absent yields nil.
     public func mapping(_ key: String, allowedKeys: [String]?) -> ConfigMapping? {

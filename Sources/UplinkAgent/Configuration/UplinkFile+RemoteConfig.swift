@@ -278,18 +278,13 @@ extension UplinkFile.RemoteConfigSection.Allow {
         }
         allow.tailPaths = absolutePatterns("tail_paths", section)
         allow.sysfsPaths = absolutePatterns("sysfs_paths", section)
-        if let units = section.list("journald_units") {
-            for element in units {
-                guard let unit = decoder.string(element.node, at: element.path) else { continue }
-                if unit.contains(where: { $0 == "/" || $0 == "=" || $0.isWhitespace }) {
-                    decoder.report(
-                        .invalidValue, at: element.node.mark, path: element.path, "invalid unit pattern '\(unit)'",
-                        hint: "a unit name, '*' and '?' allowed, e.g. 'app-*.service'")
-                } else {
-                    allow.journaldUnits.append(unit)
-                }
-            }
-        }
+        allow.journaldUnits =
+            section.strings("journald_units") { unit in
+                JournaldMatch.isUnitPattern(unit)
+                    ? .success(unit)
+                    : .failure(ConfigValueError(
+                        message: "invalid unit pattern '\(unit)'", hint: "a unit name, '*' and '?' allowed, e.g. 'app-*.service'"))
+            } ?? []
         if let patterns = section.list("exec") {
             for element in patterns {
                 guard let item = decoder.mapping(element.node, at: element.path, allowedKeys: ["argv"]),
@@ -321,18 +316,11 @@ extension UplinkFile.RemoteConfigSection.Allow {
 
     /// `key` as a list of absolute glob patterns without `.` or `..` components.
     private static func absolutePatterns(_ key: String, _ section: ConfigMapping) -> [String] {
-        guard let elements = section.list(key) else { return [] }
-        var patterns: [String] = []
-        for element in elements {
-            guard let pattern = section.decoder.string(element.node, at: element.path) else { continue }
+        section.strings(key) { pattern in
             if let problem = RemoteDocument.pathProblem(pattern) {
-                section.decoder.report(
-                    .invalidValue, at: element.node.mark, path: element.path, problem,
-                    hint: "an absolute glob pattern such as /var/log/app/**")
-            } else {
-                patterns.append(pattern)
+                return .failure(ConfigValueError(message: problem, hint: "an absolute glob pattern such as /var/log/app/**"))
             }
-        }
-        return patterns
+            return .success(pattern)
+        } ?? []
     }
 }

@@ -105,29 +105,23 @@ extension JournaldConfig {
     public static func decode(_ mapping: ConfigMapping) -> JournaldConfig {
         let decoder = mapping.decoder
         var config = JournaldConfig()
-        if let units = mapping.list("units") {
-            for element in units {
-                guard let unit = decoder.string(element.node, at: element.path) else { continue }
-                if unit.contains(where: { $0 == "=" || $0 == "/" || $0.isWhitespace }) {
-                    decoder.report(
-                        .invalidValue, at: element.node.mark, path: element.path, "invalid unit name '\(unit)'",
-                        hint: "a systemd unit such as 'ssh.service' or 'ssh'; use 'matches' for other fields")
-                } else {
-                    config.units.append(unit)
-                }
-            }
+        if let units = mapping.strings("units", { unit in
+            JournaldMatch.isUnitPattern(unit)
+                ? .success(unit)
+                : .failure(ConfigValueError(
+                    message: "invalid unit name '\(unit)'",
+                    hint: "a systemd unit such as 'ssh.service' or 'ssh'; use 'matches' for other fields"))
+        }) {
+            config.units = units
         }
-        if let matches = mapping.list("matches") {
-            for element in matches {
-                guard let text = decoder.string(element.node, at: element.path) else { continue }
-                switch JournaldMatch.parse(text) {
-                case .success(let match): config.matches.append(match)
-                case .failure(let error):
-                    decoder.report(
-                        .invalidValue, at: element.node.mark, path: element.path, "invalid match: \(error)",
-                        hint: "FIELD=value with an upper-case journal field, e.g. '_TRANSPORT=kernel'")
-                }
+        if let matches = mapping.strings("matches", { text in
+            JournaldMatch.parse(text).mapError { error in
+                ConfigValueError(
+                    message: "invalid match: \(error)",
+                    hint: "FIELD=value with an upper-case journal field, e.g. '_TRANSPORT=kernel'")
             }
+        }) {
+            config.matches = matches
         }
         if let node = mapping.value("priority"), let text = decoder.string(node, at: mapping.path("priority")) {
             if let priority = JournaldPriority(parsing: text) {

@@ -207,6 +207,14 @@ public struct JournaldConfig: RunnableSourceKindConfig {
     }
 }
 
+extension JournaldMatch {
+    /// Whether `unit` can name a systemd unit (or a pattern of them): no `/`, `=` or whitespace. Local `units` and a
+    /// remote configuration's `allow.journald_units` both check this.
+    public static func isUnitPattern(_ unit: String) -> Bool {
+        !unit.contains(where: { $0 == "=" || $0 == "/" || $0.isWhitespace })
+    }
+}
+
 /// One `FIELD=value` entry of `JournaldConfig.matches`.
 public struct JournaldMatch: Sendable, Equatable {
     /// The journal field's name, e.g. `_TRANSPORT`.

@@ -284,13 +284,7 @@ enum WireObject {
             try scanner.expect(UInt8(ascii: ":"), "':'")
             scanner.skipWhitespace()
             try member(key, offset, &scanner)
-            scanner.skipWhitespace()
-            if scanner.current == UInt8(ascii: ",") {
-                scanner.index += 1
-                scanner.skipWhitespace()
-                continue
-            }
-            try scanner.expect(UInt8(ascii: "}"), "',' or '}'")
+            if try scanner.separatorFollows(closing: UInt8(ascii: "}")) { continue }
             return
         }
     }

@@ -87,6 +87,20 @@ struct JSONScanner {
         index += 1
     }
 
+    /// After a member of an object or an element of an array: true when a `,` follows (it and the white space after
+    /// it are consumed: another one comes), false when `closing` (`}` or `]`) does (consumed); anything else throws.
+    @inline(__always)
+    mutating func separatorFollows(closing: UInt8) throws(WireDecodingError) -> Bool {
+        skipWhitespace()
+        if current == UInt8(ascii: ",") {
+            index += 1
+            skipWhitespace()
+            return true
+        }
+        try expect(closing, closing == UInt8(ascii: "}") ? "',' or '}'" : "',' or ']'")
+        return false
+    }
+
     /// Reads a string; `index` must be at its opening quote. Leaves `index` after the closing quote.
     mutating func scanString() throws(WireDecodingError) -> StringSpan {
         let opening = index
@@ -288,13 +302,7 @@ struct JSONScanner {
                 try expect(UInt8(ascii: ":"), "':'")
                 skipWhitespace()
                 try skipValue(depth: depth + 1)
-                skipWhitespace()
-                if current == UInt8(ascii: ",") {
-                    index += 1
-                    skipWhitespace()
-                    continue
-                }
-                try expect(UInt8(ascii: "}"), "',' or '}'")
+                if try separatorFollows(closing: UInt8(ascii: "}")) { continue }
                 return
             }
         case UInt8(ascii: "["):
@@ -307,13 +315,7 @@ struct JSONScanner {
             }
             while true {
                 try skipValue(depth: depth + 1)
-                skipWhitespace()
-                if current == UInt8(ascii: ",") {
-                    index += 1
-                    skipWhitespace()
-                    continue
-                }
-                try expect(UInt8(ascii: "]"), "',' or ']'")
+                if try separatorFollows(closing: UInt8(ascii: "]")) { continue }
                 return
             }
         default:

@@ -181,13 +181,7 @@ private struct LineLayout {
                 } else {
                     try scanner.skipValue(depth: 1)
                 }
-                scanner.skipWhitespace()
-                if scanner.current == UInt8(ascii: ",") {
-                    scanner.index += 1
-                    scanner.skipWhitespace()
-                    continue
-                }
-                try scanner.expect(UInt8(ascii: "}"), "',' or '}'")
+                if try scanner.separatorFollows(closing: UInt8(ascii: "}")) { continue }
                 break
             }
         } else {
@@ -387,13 +381,7 @@ private struct LineLayout {
                     at: offset)
             }
             _ = try scanner.scanString()
-            scanner.skipWhitespace()
-            if scanner.current == UInt8(ascii: ",") {
-                scanner.index += 1
-                scanner.skipWhitespace()
-                continue
-            }
-            try scanner.expect(UInt8(ascii: "}"), "',' or '}'")
+            if try scanner.separatorFollows(closing: UInt8(ascii: "}")) { continue }
             return start
         }
     }

@@ -97,19 +97,10 @@ public final class StreamCompressor {
             }
             backend = .zstd(context)
         case .gzip:
-            // zlib keeps a pointer back to the z_stream: it must not move, so it lives on the heap.
-            let stream = UnsafeMutablePointer<z_stream>.allocate(capacity: 1)
-            stream.initialize(to: z_stream())
             // windowBits 15 + 16: a gzip header and trailer; memLevel 8 is zlib's default.
-            let status = deflateInit2_(
-                stream, gzipLevel, Z_DEFLATED, 15 + 16, 8, Z_DEFAULT_STRATEGY, zlibVersion(),
-                Int32(MemoryLayout<z_stream>.size))
-            guard status == Z_OK else {
-                stream.deinitialize(count: 1)
-                stream.deallocate()
-                throw WireCompressionError(.unavailable, "gzip: zlib could not start (\(status))")
-            }
-            backend = .gzip(stream)
+            backend = .gzip(try ZlibStream.start {
+                deflateInit2_($0, gzipLevel, Z_DEFLATED, 15 + 16, 8, Z_DEFAULT_STRATEGY, zlibVersion(), ZlibStream.size)
+            })
         case .none:
             preconditionFailure("StreamCompressor(.none): an uncompressed stream has no compressor")
         }
@@ -120,9 +111,7 @@ public final class StreamCompressor {
         case .zstd(let context):
             ZSTD_freeCCtx(context)
         case .gzip(let stream):
-            deflateEnd(stream)
-            stream.deinitialize(count: 1)
-            stream.deallocate()
+            ZlibStream.end(stream, with: deflateEnd)
         }
     }
 

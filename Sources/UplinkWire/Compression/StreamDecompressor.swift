@@ -62,16 +62,8 @@ public final class StreamDecompressor {
             }
             backend = .zstd(context)
         case .gzip:
-            let stream = UnsafeMutablePointer<z_stream>.allocate(capacity: 1)
-            stream.initialize(to: z_stream())
             // windowBits 15 + 16: gzip only (a zlib or raw deflate body is not what the header promised).
-            let status = inflateInit2_(stream, 15 + 16, zlibVersion(), Int32(MemoryLayout<z_stream>.size))
-            guard status == Z_OK else {
-                stream.deinitialize(count: 1)
-                stream.deallocate()
-                throw WireCompressionError(.unavailable, "gzip: zlib could not start (\(status))")
-            }
-            backend = .gzip(stream)
+            backend = .gzip(try ZlibStream.start { inflateInit2_($0, 15 + 16, zlibVersion(), ZlibStream.size) })
         case .none:
             preconditionFailure("StreamDecompressor(.none): an uncompressed stream has no decompressor")
         }
@@ -82,9 +74,7 @@ public final class StreamDecompressor {
         case .zstd(let context):
             ZSTD_freeDCtx(context)
         case .gzip(let stream):
-            inflateEnd(stream)
-            stream.deinitialize(count: 1)
-            stream.deallocate()
+            ZlibStream.end(stream, with: inflateEnd)
         }
     }
 

@@ -1,3 +1,5 @@
+import CZlib
+
 /// How the body of a stream is encoded on the wire (`uplink.compression`, the request's `Content-Encoding`).
 ///
 /// docs/protocol.md, "Compression": one compressor context per stream, flushed at the end of every write pass, so
@@ -64,4 +66,33 @@ public struct WireCompressionError: Error, Sendable, Equatable, CustomStringConv
     public var isResourceLimit: Bool { code == .bomb || code == .windowTooLarge }
 
     public var description: String { "\(code.rawValue): \(message)" }
+}
+
+/// A zlib stream for one compressor or decompressor. zlib keeps a pointer back to its `z_stream`, so it must not move:
+/// it lives on the heap from `start` to `end`.
+enum ZlibStream {
+    /// `MemoryLayout<z_stream>.size`, as zlib's init functions check it.
+    static let size = Int32(MemoryLayout<z_stream>.size)
+
+    /// A new stream, set up by `initialise` (`deflateInit2_` or `inflateInit2_`); freed again when that fails.
+    static func start(
+        _ initialise: (UnsafeMutablePointer<z_stream>) -> Int32
+    ) throws(WireCompressionError) -> UnsafeMutablePointer<z_stream> {
+        let stream = UnsafeMutablePointer<z_stream>.allocate(capacity: 1)
+        stream.initialize(to: z_stream())
+        let status = initialise(stream)
+        guard status == Z_OK else {
+            stream.deinitialize(count: 1)
+            stream.deallocate()
+            throw WireCompressionError(.unavailable, "gzip: zlib could not start (\(status))")
+        }
+        return stream
+    }
+
+    /// Ends `stream` with `finish` (`deflateEnd` or `inflateEnd`) and frees it.
+    static func end(_ stream: UnsafeMutablePointer<z_stream>, with finish: (UnsafeMutablePointer<z_stream>) -> Int32) {
+        _ = finish(stream)
+        stream.deinitialize(count: 1)
+        stream.deallocate()
+    }
 }

@@ -14,123 +14,64 @@ enum FleetJSON {
     static func render(
         _ snapshot: FleetSnapshot, config: [String: AgentConfigStatus] = [:], rollouts: [RolloutStatus]? = nil
     ) -> [UInt8] {
-        var out: [UInt8] = []
-        out.reserveCapacity(256 + snapshot.agents.count * 640)
-        out.append(contentsOf: #"{"version":"#.utf8)
-        appendNumber(version, to: &out)
-        out.append(contentsOf: #","now_ms":"#.utf8)
-        appendNumber(milliseconds(snapshot.now), to: &out)
-        out.append(contentsOf: #","capacity":"#.utf8)
-        appendNumber(snapshot.capacity, to: &out)
-        out.append(contentsOf: #","agents_evicted":"#.utf8)
-        appendNumber(snapshot.agentsEvicted, to: &out)
-        out.append(contentsOf: #","history_seconds":"#.utf8)
-        appendNumber(FleetTable.historySeconds, to: &out)
-        out.append(contentsOf: #","agents":["#.utf8)
-        for (index, agent) in snapshot.agents.enumerated() {
-            if index > 0 { out.append(UInt8(ascii: ",")) }
-            append(agent, config: config[agent.agent], to: &out)
+        var json = JSONObjectWriter()
+        json.reserveCapacity(256 + snapshot.agents.count * 640)
+        json.member("version", version)
+        json.member("now_ms", milliseconds(snapshot.now))
+        json.member("capacity", snapshot.capacity)
+        json.member("agents_evicted", snapshot.agentsEvicted)
+        json.member("history_seconds", FleetTable.historySeconds)
+        json.member("agents", objects: snapshot.agents) { json, agent in
+            append(agent, config: config[agent.agent], to: &json)
         }
-        out.append(UInt8(ascii: "]"))
         if let rollouts {
-            out.append(contentsOf: #","rollouts":["#.utf8)
-            for (index, rollout) in rollouts.enumerated() {
-                if index > 0 { out.append(UInt8(ascii: ",")) }
-                out.append(contentsOf: #"{"name":"#.utf8)
-                WireLineWriter.appendJSONString(rollout.name, to: &out)
-                out.append(contentsOf: #","stage":"#.utf8)
-                appendNumber(rollout.stage, to: &out)
-                out.append(contentsOf: #","halted":"#.utf8)
-                out.append(contentsOf: (rollout.halted ? "true" : "false").utf8)
-                out.append(contentsOf: #","reason":"#.utf8)
-                appendOptional(rollout.reason, to: &out)
-                out.append(UInt8(ascii: "}"))
+            json.member("rollouts", objects: rollouts) { json, rollout in
+                json.member("name", rollout.name)
+                json.member("stage", rollout.stage)
+                json.member("halted", rollout.halted)
+                json.member("reason", rollout.reason)
             }
-            out.append(UInt8(ascii: "]"))
         }
-        out.append(contentsOf: "}\n".utf8)
+        var out = json.finish()
+        out.append(UInt8(ascii: "\n"))
         return out
     }
 
-    /// `{"desired":…,"effective":…,"lkg":…,"state":…,"error":…,"generation":…,"reported_ms":…}` or `null`.
-    private static func append(_ config: AgentConfigStatus?, to out: inout [UInt8]) {
-        guard let config else { return out.append(contentsOf: "null".utf8) }
-        let status = config.status
-        out.append(contentsOf: #"{"desired":"#.utf8)
-        appendOptional(status.desired, to: &out)
-        out.append(contentsOf: #","effective":"#.utf8)
-        appendOptional(status.effective, to: &out)
-        out.append(contentsOf: #","lkg":"#.utf8)
-        appendOptional(status.lastKnownGood, to: &out)
-        out.append(contentsOf: #","state":"#.utf8)
-        WireLineWriter.appendJSONString(status.state.rawValue, to: &out)
-        out.append(contentsOf: #","error":"#.utf8)
-        appendOptional(status.error, to: &out)
-        out.append(contentsOf: #","generation":"#.utf8)
-        if let generation = status.generation { appendNumber(generation, to: &out) } else { out.append(contentsOf: "null".utf8) }
-        out.append(contentsOf: #","reported_ms":"#.utf8)
-        appendNumber(milliseconds(config.reportedAt), to: &out)
-        out.append(UInt8(ascii: "}"))
-    }
-
-    private static func append(_ agent: AgentActivity, config: AgentConfigStatus?, to out: inout [UInt8]) {
-        out.append(contentsOf: #"{"agent":"#.utf8)
-        WireLineWriter.appendJSONString(agent.agent, to: &out)
-        out.append(contentsOf: #","connected":"#.utf8)
-        out.append(contentsOf: (agent.connected ? "true" : "false").utf8)
-        out.append(contentsOf: #","connected_since_ms":"#.utf8)
-        appendOptional(agent.connectedSince.map(milliseconds), to: &out)
-        out.append(contentsOf: #","last_seen_ms":"#.utf8)
-        appendNumber(milliseconds(agent.lastSeen), to: &out)
-        out.append(contentsOf: #","streams_opened":"#.utf8)
-        appendNumber(agent.streamsOpened, to: &out)
-        out.append(contentsOf: #","epoch":"#.utf8)
-        WireLineWriter.appendJSONString(String(agent.epoch), to: &out)
-        out.append(contentsOf: #","records_stored":"#.utf8)
-        appendNumber(agent.recordsStored, to: &out)
-        out.append(contentsOf: #","duplicates_discarded":"#.utf8)
-        appendNumber(agent.duplicatesDiscarded, to: &out)
-        out.append(contentsOf: #","resent_discarded":"#.utf8)
-        appendNumber(agent.resentDiscarded, to: &out)
-        out.append(contentsOf: #","records_missing":"#.utf8)
-        appendNumber(agent.recordsMissing, to: &out)
-        out.append(contentsOf: #","rejected_lines":"#.utf8)
-        appendNumber(agent.rejectedLines, to: &out)
-        out.append(contentsOf: #","newest_record_ms":"#.utf8)
-        appendOptional(agent.newestRecordTime.map(milliseconds), to: &out)
-        out.append(contentsOf: #","tls_identity":"#.utf8)
-        appendOptional(agent.tlsIdentity, to: &out)
-        out.append(contentsOf: #","http_version":"#.utf8)
-        appendOptional(agent.httpVersion, to: &out)
-        out.append(contentsOf: #","peer":"#.utf8)
-        appendOptional(agent.peer, to: &out)
-        out.append(contentsOf: #","records_per_second":["#.utf8)
-        for (index, count) in agent.recordsPerSecond.enumerated() {
-            if index > 0 { out.append(UInt8(ascii: ",")) }
-            appendNumber(count, to: &out)
-        }
-        out.append(contentsOf: #"],"config":"#.utf8)
-        append(config, to: &out)
-        out.append(UInt8(ascii: "}"))
+    private static func append(_ agent: AgentActivity, config: AgentConfigStatus?, to json: inout JSONObjectWriter) {
+        json.member("agent", agent.agent)
+        json.member("connected", agent.connected)
+        json.member("connected_since_ms", agent.connectedSince.map(milliseconds))
+        json.member("last_seen_ms", milliseconds(agent.lastSeen))
+        json.member("streams_opened", agent.streamsOpened)
+        json.member("epoch", String(agent.epoch))
+        json.member("records_stored", agent.recordsStored)
+        json.member("duplicates_discarded", agent.duplicatesDiscarded)
+        json.member("resent_discarded", agent.resentDiscarded)
+        json.member("records_missing", agent.recordsMissing)
+        json.member("rejected_lines", agent.rejectedLines)
+        json.member("newest_record_ms", agent.newestRecordTime.map(milliseconds))
+        json.member("tls_identity", agent.tlsIdentity)
+        json.member("http_version", agent.httpVersion)
+        json.member("peer", agent.peer)
+        json.member("records_per_second", integers: agent.recordsPerSecond)
+        // `{"desired":…,"effective":…,"lkg":…,"state":…,"error":…,"generation":…,"reported_ms":…}` or `null`.
+        json.member("config", object: config.map { config in
+            { json in
+                let status = config.status
+                json.member("desired", status.desired)
+                json.member("effective", status.effective)
+                json.member("lkg", status.lastKnownGood)
+                json.member("state", status.state.rawValue)
+                json.member("error", status.error)
+                json.member("generation", status.generation)
+                json.member("reported_ms", milliseconds(config.reportedAt))
+            }
+        })
     }
 
     /// Nanoseconds to whole milliseconds, rounded toward negative infinity.
     static func milliseconds(_ nanoseconds: Int64) -> Int64 {
         let (quotient, remainder) = nanoseconds.quotientAndRemainder(dividingBy: 1_000_000)
         return remainder < 0 ? quotient - 1 : quotient
-    }
-
-    private static func appendNumber<Number: BinaryInteger>(_ value: Number, to out: inout [UInt8]) {
-        out.append(contentsOf: String(value).utf8)
-    }
-
-    private static func appendOptional(_ value: Int64?, to out: inout [UInt8]) {
-        guard let value else { return out.append(contentsOf: "null".utf8) }
-        appendNumber(value, to: &out)
-    }
-
-    private static func appendOptional(_ value: String?, to out: inout [UInt8]) {
-        guard let value else { return out.append(contentsOf: "null".utf8) }
-        WireLineWriter.appendJSONString(value, to: &out)
     }
 }

@@ -19,6 +19,13 @@ struct TailCopyDetectorTests {
     }
 
     /// The file at `path` followed from offset 0 (as a new file is), in `copyState`.
+    /// A file set following `files`.
+    static func following(_ files: TailedFile...) -> TailFileSet {
+        var set = TailFileSet()
+        for file in files { set.add(file) }
+        return set
+    }
+
     static func follow(_ path: String, _ copyState: TailCopyState = .none, now: ContinuousClock.Instant) throws -> TailedFile {
         let descriptor = open(path, O_RDONLY | O_CLOEXEC)
         try #require(descriptor >= 0, "cannot open \(path)")
@@ -203,7 +210,7 @@ struct TailCopyDetectorTests {
         Self.read(source, to: 400)  // behind when the copy was made
         #expect(truncate(directory.file("app.log"), 0) == 0)
 
-        let found = try #require(copies.copy(of: source, among: [source], followedByInode: [:]))
+        let found = try #require(copies.copy(of: source, in: Self.following(source)))
         #expect(found.path == directory.file("app.log.2") && found.followed == nil)
         // Opened for the caller, who reads the incarnation's end from it and closes it.
         var rest = [UInt8](repeating: 0, count: 1024)
@@ -215,22 +222,22 @@ struct TailCopyDetectorTests {
         let followed = try Self.follow(directory.file("app.log.2"), .undecided(since: nil), now: clock.now)
         defer { followed.close() }
         var result = try #require(
-            copies.copy(of: source, among: [source, followed], followedByInode: [followed.inode: followed]))
+            copies.copy(of: source, in: Self.following(source, followed)))
         #expect(result.followed === followed && result.descriptor == followed.descriptor)
         // Known as this incarnation's copy: found without a search.
         followed.copyState = .copy(of: source, origin: source.originID)
-        result = try #require(copies.copy(of: source, among: [source, followed], followedByInode: [:]))
+        result = try #require(copies.copy(of: source, in: Self.following(source, followed)))
         #expect(result.followed === followed && result.path == followed.path)
         // Read as a file of its own already: its lines were sent, reading them again would repeat them.
         followed.copyState = .none
-        #expect(copies.copy(of: source, among: [source, followed], followedByInode: [followed.inode: followed]) == nil)
+        #expect(copies.copy(of: source, in: Self.following(source, followed)) == nil)
 
         // An incarnation shorter than 256 bytes has no copy: a short header line could begin any file.
         writeFile(directory.file("tiny.log"), "0000 the quick brown fox jumps over it\n")
         writeFile(directory.file("tiny.log.1"), "0000 the quick brown fox jumps over it\n")
         let tiny = try Self.follow(directory.file("tiny.log"), now: clock.now)
         defer { tiny.close() }
-        #expect(copies.copy(of: tiny, among: [tiny], followedByInode: [:]) == nil)
+        #expect(copies.copy(of: tiny, in: Self.following(tiny)) == nil)
     }
 
     @Test("an incarnation goes on in its copy: origin, offsets and the lines awaiting acknowledgement move with it")

@@ -41,5 +41,4 @@ struct JSONObjectWriterTests {
         json.member("a", 1)
         #expect(String(decoding: json.finish(), as: UTF8.self) == #"[{"a":1}"#)
     }
-
 }

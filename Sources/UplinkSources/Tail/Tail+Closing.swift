@@ -36,12 +36,7 @@ extension TailEngine {
             if !deleted { rememberClosed(file) }
             closeFile(file)
         }
-        guard closedSinceCleanup else { return }
-        closedSinceCleanup = false
-        let before = files.count
-        files.removeAll { $0.isClosed && !$0.hasUnacknowledged }
-        if files.count != before { checkpointer.markChanged() }
-        if files.contains(where: { $0.isClosed }) { closedSinceCleanup = true }
+        if fileSet.removeClosedAndAcknowledged() { checkpointer.markChanged() }
     }
 
     func rememberClosed(_ file: TailedFile) {
@@ -52,13 +47,7 @@ extension TailEngine {
 
     /// Where a file not followed now stands, should it be found (adopted) later.
     func remember(_ checkpoint: TailCheckpoint) {
-        if recentlyClosed[checkpoint.inode] == nil { recentlyClosedOrder.append(checkpoint.inode) }
-        recentlyClosed[checkpoint.inode] = checkpoint
-        if recentlyClosedOrder.count > Self.recentlyClosedLimit {
-            let dropped = recentlyClosedOrder.count - Self.recentlyClosedLimit
-            for inode in recentlyClosedOrder.prefix(dropped) { recentlyClosed[inode] = nil }
-            recentlyClosedOrder.removeFirst(dropped)
-        }
+        recentlyClosed.remember(checkpoint)
     }
 
     func closeFile(_ file: TailedFile) {
@@ -66,11 +55,9 @@ extension TailEngine {
             inotify?.unwatchModifications(watch)
             file.modifyWatch = nil
         }
-        if byInode[file.inode] === file { byInode[file.inode] = nil }
         file.close()
+        fileSet.closed(file)
         syncParked(file.path)
-        closedSinceCleanup = true
-        awakeDirty = true
     }
 
     // MARK: Parking
@@ -78,7 +65,7 @@ extension TailEngine {
     /// Whether a file may be parked once quiet for `parkAfter`.
     func mayPark(_ file: TailedFile) -> Bool {
         guard file.isOpen, !file.neverPark, !file.isDetached, file.atEnd, !file.splitter.hasCarry,
-            file.multiline?.hasPending != true, !file.hasUnacknowledged, activeByPath[file.path] === file
+            file.multiline?.hasPending != true, !file.hasUnacknowledged, fileSet.isActive(file)
         else { return false }
         if case .none = file.copyState { return true }
         return false
@@ -103,7 +90,7 @@ extension TailEngine {
                 file.modifyWatch = nil
             }
             file.park(modified: status.modified)
-            awakeDirty = true
+            fileSet.awakeChanged()
             logger.trace("tail source: parked \(file.path)", metadata: ["path": "\(file.path)"])
         }
     }
@@ -118,7 +105,7 @@ extension TailEngine {
         }
         file.unpark(descriptor: descriptor, now: clock.now)
         syncParked(file.path)
-        awakeDirty = true
+        fileSet.awakeChanged()
         if let watcher = inotify {
             switch watcher.watchModifications(of: descriptor) {
             case .success(let watch): file.modifyWatch = watch
@@ -130,7 +117,7 @@ extension TailEngine {
     /// Tells the watcher whether a parked file is at `path` (paths change hands in any order during a rotation).
     func syncParked(_ path: String) {
         guard let watcher = inotify else { return }
-        let file = activeByPath[path]
+        let file = fileSet.file(at: path)
         watcher.setParked(path, file.map { $0.isParked && !$0.isDetached && $0.path == path } ?? false)
     }
 

@@ -15,7 +15,7 @@ import Darwin
 /// Two cases need it. When `paths` matches the copy too (`app.log*` and `app.log.1`), a new file that begins like a
 /// followed incarnation is that incarnation's copy and must not be read again from 0: it waits while the incarnation is
 /// followed and takes it over when the source is truncated (`continueIncarnation`) or ends. And when the source is
-/// truncated before its last lines were read, they are in the copy beside it (`copy(of:among:followedByInode:)`),
+/// truncated before its last lines were read, they are in the copy beside it (`copy(of:in:)`),
 /// whether `paths` matches it or not.
 ///
 /// The engine hands it the followed files at each call; the time comes from the engine's clock. Used by the engine's
@@ -157,7 +157,7 @@ final class TailCopyDetector {
 
     // MARK: The copy of a truncated file
 
-    /// The copy of a truncated file's incarnation (`copy(of:among:followedByInode:)`).
+    /// The copy of a truncated file's incarnation (`copy(of:in:)`).
     struct Copy {
         /// Where to read it: `followed`'s own descriptor when it is followed, otherwise one opened for the caller, who
         /// closes it.
@@ -168,18 +168,18 @@ final class TailCopyDetector {
         var followed: TailedFile?
     }
 
-    /// The copy of `file`'s incarnation, which was truncated: a file of `files` known as its copy, or else the newest
-    /// file beside it that holds the incarnation's first bytes (`findCopy`). A file found that is followed
-    /// (`followedByInode`) counts only while undecided: one read on its own already (or parked) sent these lines, and
-    /// reading them again would repeat them. nil: no copy to finish the incarnation from.
-    func copy(of file: TailedFile, among files: [TailedFile], followedByInode: [TailFS.Inode: TailedFile]) -> Copy? {
-        let known = files.first { candidate in
+    /// The copy of `file`'s incarnation, which was truncated: a followed file known as its copy, or else the newest
+    /// file beside it that holds the incarnation's first bytes (`findCopy`). A file found that is followed counts only
+    /// while undecided: one read on its own already (or parked) sent these lines, and reading them again would repeat
+    /// them. nil: no copy to finish the incarnation from.
+    func copy(of file: TailedFile, in followed: TailFileSet) -> Copy? {
+        let known = followed.all.first { candidate in
             guard candidate.isOpen, case .copy(let source, let origin) = candidate.copyState else { return false }
             return source === file && origin == file.originID
         }
         if let known { return Copy(descriptor: known.descriptor, path: known.path, followed: known) }
         guard let (descriptor, path, inode) = findCopy(of: file) else { return nil }
-        guard let followed = followedByInode[inode] else { return Copy(descriptor: descriptor, path: path, followed: nil) }
+        guard let followed = followed.file(inode: inode) else { return Copy(descriptor: descriptor, path: path, followed: nil) }
         SourceFiles.closeDescriptor(descriptor)
         guard followed.isOpen, case .undecided = followed.copyState else { return nil }
         return Copy(descriptor: followed.descriptor, path: path, followed: followed)

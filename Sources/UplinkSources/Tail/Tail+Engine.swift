@@ -50,42 +50,24 @@ final class TailEngine {
     /// How often the opener looks at the followed paths from its own task (see `run`).
     let scanInterval: TailScanInterval
 
+    /// The followed files, by path and inode, and the ones a turn reads.
+    var fileSet = TailFileSet()
     /// Followed files in the order they were opened (older incarnations of a path before newer ones).
-    var files: [TailedFile] = [] {
-        didSet { awakeDirty = true }
-    }
-    /// The files a turn looks at: all but the parked ones at their paths (`files` order). Rebuilt when stale.
-    private var awakeFiles: [TailedFile] = []
-    var awakeDirty = true
-    var awake: [TailedFile] {
-        if awakeDirty {
-            awakeFiles = files.filter { !$0.isParked || $0.isDetached }
-            awakeDirty = false
-        }
-        return awakeFiles
-    }
+    var files: [TailedFile] { fileSet.all }
+    /// The files a turn looks at: all but the parked ones at their paths (`files` order).
+    var awake: [TailedFile] { fileSet.awake }
     /// The modification times of the directories the last discovery looked at, and when they were read (wall clock,
     /// ns); nil: missing.
     var directoryTimes: [String: (modified: Int64, readAt: Int64)?] = [:]
-    /// Followed files not closed, by inode.
-    var byInode: [TailFS.Inode: TailedFile] = [:]
-    /// Files were closed since closed files without pending acknowledgements were last removed.
-    var closedSinceCleanup = false
     /// When polling, parked files are looked at (`stat`) at most this often.
     var nextParkedCheck: ContinuousClock.Instant
-    /// The file currently at each followed path.
-    var activeByPath: [String: TailedFile] = [:]
     /// Watched paths with nothing there, since when.
     var missingSince: [String: ContinuousClock.Instant] = [:]
     /// How long a path with nothing there stays watched at least.
     static let missingPathKept: Duration = .seconds(60)
-    /// Paths that are another name (hard link) of a followed file.
-    var aliases: [String: TailFS.Inode] = [:]
     /// Where recently closed rotated files stood (a rotated file found again later, e.g. renamed once more to a
-    /// matching name, continues there instead of being read again), oldest first in `recentlyClosedOrder`.
-    var recentlyClosed: [TailFS.Inode: TailCheckpoint] = [:]
-    var recentlyClosedOrder: [TailFS.Inode] = []
-    static let recentlyClosedLimit = 1024
+    /// matching name, continues there instead of being read again).
+    var recentlyClosed = TailRecentlyClosed(limit: 1024)
     /// Checkpoints read at start, until the first discovery matched them.
     var loadedCheckpoints: [TailFS.Inode: TailCheckpoint] = [:]
     var checkpointedPaths: Set<String> = []
@@ -240,7 +222,7 @@ final class TailEngine {
                 checkParked()
             } else {
                 for path in modified.paths {
-                    if let file = activeByPath[path], file.isParked { unpark(file) }
+                    if let file = fileSet.file(at: path), file.isParked { unpark(file) }
                 }
             }
         }
@@ -323,8 +305,7 @@ final class TailEngine {
         // Stopped first: no event handled after it opens a file through the opener that `closeAll` would miss.
         await inotify?.stop()
         for file in files { closeFile(file) }
-        files = []
-        activeByPath = [:]
+        fileSet.removeAll()
         opener.closeAll()
         inotify = nil
         logger.debug(
@@ -408,7 +389,7 @@ final class TailEngine {
         let matched = Set(expansion.files)
         let now = clock.now
         for path in opener.trackedPaths {
-            if matched.contains(path) || activeByPath[path] != nil {
+            if matched.contains(path) || fileSet.file(at: path) != nil {
                 missingSince[path] = nil
             } else if let since = missingSince[path] {
                 if since.advanced(by: max(Self.missingPathKept, config.discoveryInterval * 2)) <= now {
@@ -440,10 +421,10 @@ final class TailEngine {
     /// the source's health; nil otherwise.
     @discardableResult
     func follow(_ path: String, initial: Bool) -> String? {
-        guard activeByPath[path] == nil else { return nil }
-        if let alias = aliases[path] {
-            if TailFS.status(path: path)?.inode == alias, byInode[alias] != nil { return nil }
-            aliases[path] = nil
+        guard fileSet.file(at: path) == nil else { return nil }
+        if let alias = fileSet.alias(at: path) {
+            if TailFS.status(path: path)?.inode == alias, fileSet.file(inode: alias) != nil { return nil }
+            fileSet.setAlias(nil, at: path)
         }
         switch opener.track(path) {
         case nil:
@@ -478,15 +459,15 @@ final class TailEngine {
     /// that one to the path.
     func adopt(_ opened: TailOpener.Opened, at path: String, initial: Bool) {
         let inode = opened.status.inode
-        if let existing = byInode[inode] {
+        if let existing = fileSet.file(inode: inode) {
             SourceFiles.closeDescriptor(opened.descriptor)
             if existing.isDetached {
                 existing.detachedAt = nil
-                awakeDirty = true
+                fileSet.awakeChanged()
                 moveActive(existing, to: path)
             } else if existing.path != path {
                 if TailFS.status(path: existing.path)?.inode == inode {
-                    aliases[path] = inode  // a second name of a followed file
+                    fileSet.setAlias(inode, at: path)  // a second name of a followed file
                     opener.untrack(path)
                 } else {
                     moveActive(existing, to: path)  // renamed, and the opener has not reported it yet
@@ -501,7 +482,7 @@ final class TailEngine {
             }
             return
         }
-        if let active = activeByPath[path] { detach(active) }
+        if let active = fileSet.file(at: path) { detach(active) }
 
         var originID = newTailOriginID()
         var offset: UInt64 = 0
@@ -510,7 +491,7 @@ final class TailEngine {
         // be complete by the time its event is taken, and its checkpoint (where its incarnation stands) beyond the
         // size it had.
         let size = TailFS.status(descriptor: opened.descriptor)?.size ?? opened.status.size
-        if let checkpoint = loadedCheckpoints.removeValue(forKey: inode) ?? recentlyClosed.removeValue(forKey: inode) {
+        if let checkpoint = loadedCheckpoints.removeValue(forKey: inode) ?? recentlyClosed.take(inode) {
             if checkpoint.fingerprint.verified(descriptor: opened.descriptor, scratch: scratch) != nil,
                 checkpoint.offset <= size
             {
@@ -536,9 +517,7 @@ final class TailEngine {
             now: clock.now)
         if mayBeCopy { file.copyState = .undecided(since: nil) }
         file.neverPark = TailFS.isSymbolicLink(path)
-        files.append(file)
-        byInode[inode] = file
-        activeByPath[path] = file
+        fileSet.add(file)
         statistics.filesOpened += 1
         checkpointer.markChanged()
         if let watcher = inotify {
@@ -551,11 +530,11 @@ final class TailEngine {
 
     func moveActive(_ file: TailedFile, to path: String) {
         let previous = file.path
-        if activeByPath[file.path] === file { activeByPath[file.path] = nil }
-        if let other = activeByPath[path], other !== file { detach(other) }
+        fileSet.vacate(file)
+        if let other = fileSet.file(at: path), other !== file { detach(other) }
         file.path = path
         file.neverPark = TailFS.isSymbolicLink(path)
-        activeByPath[path] = file
+        fileSet.setActive(file)
         syncParked(previous)
         syncParked(path)
         file.atEnd = false
@@ -564,7 +543,7 @@ final class TailEngine {
 
     /// The file is no longer at its path: keep reading it to its end, then close it.
     func detach(_ file: TailedFile) {
-        if activeByPath[file.path] === file { activeByPath[file.path] = nil }
+        fileSet.vacate(file)
         guard !file.isDetached else { return }
         logger.debug(
             "tail source: \(file.path) is no longer at its path; reading it to its end",
@@ -574,7 +553,7 @@ final class TailEngine {
         if file.isParked {
             // Read to its end when it was parked; it is closed once a discovery showed where it went.
             syncParked(file.path)
-            awakeDirty = true
+            fileSet.awakeChanged()
         } else {
             file.atEnd = false
         }
@@ -588,15 +567,15 @@ final class TailEngine {
             for event in events {
                 switch event {
                 case .vanished:
-                    if let active = activeByPath[path] { detach(active) }
+                    if let active = fileSet.file(at: path) { detach(active) }
                 case .failed(let error):
-                    if let active = activeByPath[path] { detach(active) }
+                    if let active = fileSet.file(at: path) { detach(active) }
                     if reportRefusal(at: path) { continue }
                     if warnedPaths.insert(path).inserted {
                         logger.warning("tail source: cannot open \(path): \(error)", metadata: ["path": "\(path)"])
                     }
                 case .opened(let opened):
-                    if let active = activeByPath[path] {
+                    if let active = fileSet.file(at: path) {
                         if active.inode == opened.status.inode {
                             SourceFiles.closeDescriptor(opened.descriptor)
                             continue

@@ -238,7 +238,7 @@ extension TailEngine {
     // MARK: Copies left by copytruncate
 
     /// `copytruncate` (logrotate's, or any copy-then-truncate): the lines written before the copy that were not read
-    /// yet are in the copy. Finds it (`TailCopyDetector.copy(of:among:followedByInode:)`: in the file's directory, a
+    /// yet are in the copy. Finds it (`TailCopyDetector.copy(of:in:)`: in the file's directory, a
     /// regular file, another inode, with the incarnation's first bytes; the newest such) and reads it from the offset
     /// reached to its end, as the same incarnation (same
     /// origin, offsets going on), so nothing is sent twice. Only lines written
@@ -249,7 +249,7 @@ extension TailEngine {
     /// of its own: the incarnation goes on in it (returned, to be continued with `TailCopyDetector.continueIncarnation`
     /// once the source's last partial line is sent), so every line is sent once.
     private func finishFromCopy(_ file: TailedFile) async -> TailedFile? {
-        guard let copy = copies.copy(of: file, among: files, followedByInode: byInode) else { return nil }
+        guard let copy = copies.copy(of: file, in: fileSet) else { return nil }
         let copyDescriptor = copy.descriptor
         let copyPath = copy.path
         let from = file.readOffset
@@ -274,9 +274,9 @@ extension TailEngine {
         defer { SourceFiles.closeDescriptor(copyDescriptor) }
         guard TailGlob.matches(copyPath, globs, exclude: exclude), let status = TailFS.status(descriptor: copyDescriptor)
         else { return nil }
-        if activeByPath[copyPath] == nil, case .success(let opened)? = opener.track(copyPath) {
+        if fileSet.file(at: copyPath) == nil, case .success(let opened)? = opener.track(copyPath) {
             adopt(opened, at: copyPath, initial: false)
-            if let adopted = activeByPath[copyPath], adopted.inode == opened.status.inode { return adopted }
+            if let adopted = fileSet.file(at: copyPath), adopted.inode == opened.status.inode { return adopted }
         }
         // Watched already (its opening is on the way as an event) or taken by another file a moment ago: when it is
         // adopted, it continues where this incarnation stands, as a file found again does.

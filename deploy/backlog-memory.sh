@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The agent's memory while it drains a large backlog (issue #12, "bounded memory"): a real agent process tails a file
+# The agent's memory while it drains a large backlog (bounded memory): a real agent process tails a file
 # many times larger than its ring to a collector in another process; reports the agent's peak RSS (VmHWM) against
 # the ring's capacity, its peak anonymous and file-backed parts (sampled every 50 ms), and how long the drain took.
 #

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# A fleet against one collector (issue #30, item 5): many agents, each sending a few lines a second, streaming to one
+# A fleet against one collector: many agents, each sending a few lines a second, streaming to one
 # collector process; what the collector costs per record. Side by side in one run (the machine's noise hits all alike):
 #
 #   deploy/fleet.sh COLLECTOR_BINARY [COLLECTOR_BINARY...]     # each: an `uplink` executable, run as `uplink collector`

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Measures the idle agent's memory the way issue #5 defines it, and (as root) derives the linker's symbol ordering
-# file deploy/uplink.order from the same run.
+# Measures the idle agent's memory (docs/deploy.md, "Memory": every default sensor, streaming, no log), and (as
+# root) derives the linker's symbol ordering file deploy/uplink.order from the same run.
 #
 #   deploy/idle-memory.sh BINARY                  # VmRSS, RssAnon, RssFile of an idle agent after 60 s
 #   sudo deploy/idle-memory.sh --order-file deploy/uplink.order \

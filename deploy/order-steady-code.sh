@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Puts the code a running agent executes after start-up at the front of the linker's symbol ordering file, so that
-# it lies together in the binary (issue #12, "bounded memory").
+# it lies together in the binary (bounded memory: fewer code pages resident).
 #
 #   deploy/order-steady-code.sh UNSTRIPPED_BINARY [ORDER_FILE]     # ORDER_FILE defaults to deploy/uplink.order
 #

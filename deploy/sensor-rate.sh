@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Sensors side by side (issue #30, item 8): every sensor of a box at a 1 s interval, what the agent costs per value
+# Sensors side by side: every sensor of a box at a 1 s interval, what the agent costs per value
 # against collectd 5 (Debian `collectd-core`) reading the same things:
 #
 #   deploy/sensor-rate.sh BINARY [BINARY...]        # each: an uplink agent + an uplink collector (same binary)

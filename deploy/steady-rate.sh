@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Steady log rates (issue #16): a writer appends 200-byte lines to a file, one write(2) per line, at 100, 1,000 and
+# Steady log rates: a writer appends 200-byte lines to a file, one write(2) per line, at 100, 1,000 and
 # 10,000 lines/s; each agent under test follows the file and delivers the lines over loopback TCP to a receiver in
 # another process. Side by side in one run (the machine's noise hits all alike):
 #
@@ -15,9 +15,9 @@
 # UPLINK_STEADY_FLOOR=PATH/uplink-bench adds rows for `uplink-bench one-loop-floor` (a release build of the same
 # source): the agent's own encoder, ring and zstd on one NIO event loop without AsyncHTTPClient, streaming to the first
 # BINARY's collector, once per entry of UPLINK_STEADY_FLOOR_STAGES (default "callback"; also "loop-tasks" and
-# "global-tasks", see OneLoopFloor.swift). The gaps between the rows are what each kind of hand-off costs
-# (issue #16). UPLINK_STEADY_LINGER="1s" adds rows for the last BINARY (the build under test; builds before issue #30
-# lack the key) with `uplink.linger` set to each listed value. UPLINK_STEADY_COMPRESSION (zstd, gzip or none) sets
+# "global-tasks", see OneLoopFloor.swift). The gaps between the rows are what each kind of hand-off costs.
+# UPLINK_STEADY_LINGER="1s" adds rows for the last BINARY (the build under test; older builds
+# may lack the key) with `uplink.linger` set to each listed value. UPLINK_STEADY_COMPRESSION (zstd, gzip or none) sets
 # every uplink agent's `uplink.compression` (default: the agent's default, zstd).
 set -euo pipefail
 

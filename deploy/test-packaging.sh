@@ -170,7 +170,7 @@ if wait "$agent"; then pass "uplink run exits 0 on SIGTERM"; else bad "uplink ru
 check "idle RSS measured ($rss)" test -n "$rss"
 check "idle RSS of agent + embedded collector under 40 MiB ($rss)" test "${rss%% *}" -lt 40960
 
-# 6. Bounded memory (issue #12): the release binary tails a file ten times its ring (16 MiB) to a collector process;
+# 6. Bounded memory: the release binary tails a file ten times its ring (16 MiB) to a collector process;
 # its peak RSS while it drains (VmHWM, code pages included) stays within the ring's capacity + 16 MiB.
 backlog="$(deploy/backlog-memory.sh "$binary" 16 160 2>&1 || true)"
 sed 's/^/     /' <<<"$backlog"

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Measures the idle agent's memory (docs/deploy.md, "Memory": every default sensor, streaming, no log), and (as
+# Measures the idle agent's memory (docs/deploy.md, "Size and memory": every default sensor, streaming), and (as
 # root) derives the linker's symbol ordering file deploy/uplink.order from the same run.
 #
 #   deploy/idle-memory.sh BINARY                  # VmRSS, RssAnon, RssFile of an idle agent after 60 s

@@ -6,8 +6,21 @@ import UplinkTestSupport
 
 @Suite("Tail file set")
 struct TailFileSetTests {
-    /// A followed file with a real descriptor on a file of its own in `directory`.
-    private func followed(_ name: String, inode: UInt64, in directory: String) throws -> TailedFile {
+    /// A set following one file per name, each with a real descriptor on a file of its own; inodes 1, 2, … in order.
+    private func following(_ names: String...) throws -> (set: TailFileSet, files: [TailedFile], directory: String) {
+        let directory = try TestDirectories.make("tail-file-set")
+        var set = TailFileSet()
+        var files: [TailedFile] = []
+        for (index, name) in names.enumerated() {
+            let file = try openFile(name, inode: UInt64(index + 1), in: directory)
+            set.add(file)
+            files.append(file)
+        }
+        return (set, files, directory)
+    }
+
+    /// A followed file at `directory/name`, opened for real.
+    private func openFile(_ name: String, inode: UInt64, in directory: String) throws -> TailedFile {
         let path = directory + "/" + name
         let descriptor = open(path, O_RDONLY | O_CREAT | O_CLOEXEC, 0o644)
         try #require(descriptor >= 0, "cannot create \(path)")
@@ -16,35 +29,41 @@ struct TailFileSetTests {
             originID: inode, offset: 0, maxLineBytes: 1024, multiline: nil, now: .now)
     }
 
+    /// `removeClosedAndAcknowledged()` (a mutating call `#expect` cannot make itself).
+    private func removed(_ set: inout TailFileSet) -> Bool {
+        set.removeClosedAndAcknowledged()
+    }
+
+    /// Closes every file of the set, as the engine does at the end.
+    private func closeAll(_ set: inout TailFileSet) {
+        for file in set.all {
+            file.close()
+            set.closed(file)
+        }
+    }
+
     @Test("a file added is found by inode and path; moved, it is found at the new path only")
     func addAndMove() throws {
-        let directory = try TestDirectories.make("tail-file-set")
-        var set = TailFileSet()
-        let file = try followed("app.log", inode: 7, in: directory)
-        set.add(file)
+        var (set, files, _) = try following("app.log")
+        let file = files[0]
         #expect(set.file(inode: file.inode) === file)
         #expect(set.file(at: file.path) === file)
         #expect(set.isActive(file))
 
         let old = file.path
         set.vacate(file)
-        file.path = directory + "/app.log.1"
+        file.path = old + ".1"
         set.setActive(file)
         #expect(set.file(at: old) == nil)
         #expect(set.file(at: file.path) === file)
         #expect(set.file(inode: file.inode) === file, "a rename keeps the inode")
-        file.close()
-        set.closed(file)
+        closeAll(&set)
     }
 
     @Test("vacating a path another file took over leaves that file in place")
     func vacateOnlyOwnPath() throws {
-        let directory = try TestDirectories.make("tail-file-set")
-        var set = TailFileSet()
-        let first = try followed("a.log", inode: 1, in: directory)
-        let second = try followed("b.log", inode: 2, in: directory)
-        set.add(first)
-        set.add(second)
+        var (set, files, _) = try following("a.log", "b.log")
+        let (first, second) = (files[0], files[1])
         // `second` is renamed over `first`'s path; `first` is then reported gone from it.
         set.vacate(second)
         second.path = first.path
@@ -52,20 +71,13 @@ struct TailFileSetTests {
         set.vacate(first)
         #expect(set.file(at: first.path) === second)
         #expect(!set.isActive(first))
-        for file in [first, second] {
-            file.close()
-            set.closed(file)
-        }
+        closeAll(&set)
     }
 
     @Test("awake: parked files at their paths are left out until unparked; detached parked ones stay in")
     func awake() throws {
-        let directory = try TestDirectories.make("tail-file-set")
-        var set = TailFileSet()
-        let quiet = try followed("quiet.log", inode: 1, in: directory)
-        let busy = try followed("busy.log", inode: 2, in: directory)
-        set.add(quiet)
-        set.add(busy)
+        var (set, files, directory) = try following("quiet.log", "busy.log")
+        let quiet = files[0]
         #expect(set.awake.map(\.inode.inode) == [1, 2])
 
         quiet.park(modified: 0)
@@ -76,40 +88,35 @@ struct TailFileSetTests {
         set.awakeChanged()
         #expect(set.awake.map(\.inode.inode) == [1, 2], "a parked file renamed away is read to its end")
 
-        let late = try followed("late.log", inode: 3, in: directory)
+        let late = try openFile("late.log", inode: 3, in: directory)
         set.add(late)
         #expect(set.awake.map(\.inode.inode) == [1, 2, 3], "adding a file rebuilds the list without being told")
-        for file in [quiet, busy, late] {
-            file.close()
-            set.closed(file)
-        }
-        #expect(set.awake.allSatisfy { $0.isClosed })
+        late.close()
+        set.closed(late)
+        #expect(removed(&set))
+        #expect(set.awake.map(\.inode.inode) == [1, 2], "so does forgetting one")
+        closeAll(&set)
     }
 
     @Test("closed files leave the inode index at once and the set once their lines are acknowledged")
     func closedAndAcknowledged() throws {
-        let directory = try TestDirectories.make("tail-file-set")
-        var set = TailFileSet()
-        let rotated = try followed("app.log.1", inode: 1, in: directory)
-        let current = try followed("app.log", inode: 2, in: directory)
-        set.add(rotated)
-        set.add(current)
-        #expect(!set.removeClosedAndAcknowledged(), "nothing was closed")
+        var (set, files, _) = try following("app.log.1", "app.log")
+        let rotated = files[0]
+        #expect(!removed(&set), "nothing was closed")
 
         rotated.enqueue(sequence: 10, offset: 100)
         rotated.close()
         set.closed(rotated)
         #expect(set.file(inode: rotated.inode) == nil)
-        #expect(!set.removeClosedAndAcknowledged(), "its line 10 is not acknowledged yet")
+        #expect(!removed(&set), "its line 10 is not acknowledged yet")
         #expect(set.all.count == 2)
 
         _ = rotated.acknowledge(through: 10)
-        #expect(set.removeClosedAndAcknowledged())
+        #expect(removed(&set))
         #expect(set.all.map(\.inode.inode) == [2])
         #expect(set.awake.map(\.inode.inode) == [2])
-        #expect(!set.removeClosedAndAcknowledged(), "no closed file is left")
-        current.close()
-        set.closed(current)
+        #expect(!removed(&set), "no closed file is left")
+        closeAll(&set)
     }
 
     @Test("aliases: another name of a followed file, until forgotten")

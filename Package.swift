@@ -67,20 +67,28 @@ let package = Package(
         // sync_file_range, which the collector's storage uses to keep the page cache its files occupy bounded, and
         // epoll, which the tail source's inotify thread waits in.
         .target(name: "CLinuxIO"),
+        // The one file layer: open, read, write all, fsync, atomic write, read whole, make and list directories, with
+        // one error type (`FileError`). Plain system calls; no uplink module, no Foundation.
+        .target(
+            name: "UplinkFiles",
+            swiftSettings: strict
+        ),
         .target(
             name: "UplinkConfig",
-            dependencies: ["UplinkCore", "CYAML"],
+            dependencies: ["UplinkCore", "UplinkFiles", "CYAML"],
             swiftSettings: strict
         ),
         // Signed remote configuration documents: content digests, Ed25519 keys and envelopes, their verification.
         .target(
             name: "UplinkRemoteConfig",
-            dependencies: ["UplinkCore", "CSodium"],
+            dependencies: ["UplinkCore", "UplinkFiles", "CSodium"],
             swiftSettings: strict
         ),
         .target(
             name: "UplinkCore",
             dependencies: [
+                // The persistent buffer's files (`Persistence/`).
+                "UplinkFiles",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "Metrics", package: "swift-metrics"),
@@ -94,7 +102,7 @@ let package = Package(
             name: "UplinkProcess",
             dependencies: [
                 // `WholeFile`, to read /proc/self/smaps.
-                "UplinkCore",
+                "UplinkFiles",
                 .product(name: "Logging", package: "swift-log"),
             ],
             swiftSettings: strict
@@ -113,6 +121,7 @@ let package = Package(
             name: "UplinkSources",
             dependencies: [
                 "UplinkCore",
+                "UplinkFiles",
                 // Each kind's folder decodes its own keys (`SourceKindConfig.decode`).
                 "UplinkConfig",
                 "CSystemd",
@@ -129,6 +138,7 @@ let package = Package(
             name: "UplinkTransport",
             dependencies: [
                 "UplinkCore",
+                "UplinkFiles",
                 "UplinkWire",
                 "UplinkRemoteConfig",
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
@@ -155,6 +165,7 @@ let package = Package(
             name: "UplinkCollector",
             dependencies: [
                 "UplinkCore",
+                "UplinkFiles",
                 "UplinkConfig",
                 "UplinkWire",
                 "UplinkObservability",
@@ -176,6 +187,7 @@ let package = Package(
             name: "UplinkAgent",
             dependencies: [
                 "UplinkCore",
+                "UplinkFiles",
                 "UplinkRemoteConfig",
                 "UplinkConfig",
                 "UplinkWire",
@@ -197,6 +209,7 @@ let package = Package(
             name: "uplink",
             dependencies: [
                 "UplinkCore",
+                "UplinkFiles",
                 "UplinkConfig",
                 "UplinkRemoteConfig",
                 "UplinkSources",
@@ -266,18 +279,21 @@ let package = Package(
             name: "UplinkConfigTests",
             dependencies: [
                 "UplinkConfig", "UplinkCore", "UplinkAgent", "UplinkCollector", "UplinkSources", "UplinkTransport",
-                "UplinkRemoteConfig", "UplinkTestSupport", "UplinkObservability",
+                "UplinkRemoteConfig", "UplinkTestSupport", "UplinkObservability", "UplinkFiles",
             ],
             exclude: ["Fixtures"],
             swiftSettings: strict
         ),
         .testTarget(
-            name: "UplinkRemoteConfigTests", dependencies: ["UplinkRemoteConfig", "UplinkCore", "UplinkTestSupport"],
+            name: "UplinkRemoteConfigTests",
+            dependencies: ["UplinkRemoteConfig", "UplinkCore", "UplinkFiles", "UplinkTestSupport"],
             swiftSettings: strict),
         // UplinkProcess: a ring test reads the ring's mapping from /proc/self/smaps with its parser.
         .testTarget(
             name: "UplinkCoreTests", dependencies: ["UplinkCore", "UplinkProcess", "UplinkTestSupport"],
             swiftSettings: strict),
+        .testTarget(
+            name: "UplinkFilesTests", dependencies: ["UplinkFiles"], swiftSettings: strict),
         .testTarget(
             name: "UplinkProcessTests", dependencies: ["UplinkProcess", "UplinkTestSupport"], swiftSettings: strict),
         .testTarget(

@@ -127,7 +127,7 @@ extension RecordRing {
     public func syncPersistentBuffer() {
         guard let fd = state.withLock({ $0.disk?.descriptorToSync() }) else { return }
         PersistentFiles.sync(fd)
-        _ = PersistentFiles.closeDescriptor(fd)
+        PersistentFiles.closeDescriptor(fd)
     }
 
     /// At shutdown, after the uplink drained: writes every unacknowledged frame in memory to disk, flushes, and

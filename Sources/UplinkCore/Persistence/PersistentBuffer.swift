@@ -1,5 +1,6 @@
 import Logging
 import Metrics
+import UplinkFiles
 
 #if canImport(Glibc)
 import Glibc
@@ -119,7 +120,7 @@ public struct PersistentBuffer: Sendable {
                     "persistent buffer: \(scan.tornTail ? "torn" : "damaged") tail cut off",
                     metadata: ["segment": "\(path)", "valid_bytes": "\(scan.validEnd)", "file_bytes": "\(size)"])
                 guard truncate(path, off_t(scan.validEnd)) == 0 else {
-                    throw PersistentBufferError(operation: "truncate", path: path, errno: errno)
+                    throw PersistentBufferError(FileError(operation: "truncate", path: path, errno: errno))
                 }
             }
             if scan.corruptRegions > 0 {
@@ -231,7 +232,7 @@ public struct PersistentBuffer: Sendable {
                 return .refused
             }
         } catch {
-            return failed(error.errno, error.description)
+            return failed(error.file.errno, error.description)
         }
         // No allocation per frame: the header and the vectors live on the stack.
         let error = withUnsafeTemporaryAllocation(byteCount: SegmentFrame.headerBytes, alignment: 8) { header in
@@ -325,7 +326,7 @@ public struct PersistentBuffer: Sendable {
         do {
             try writeState(clean: false, next: next)
         } catch {
-            _ = failed(error.errno, error.description)
+            _ = failed(error.file.errno, error.description)
         }
     }
 

@@ -87,12 +87,23 @@ let package = Package(
         .target(
             name: "UplinkCore",
             dependencies: [
-                // The persistent buffer's files (`Persistence/`).
-                "UplinkFiles",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "Metrics", package: "swift-metrics"),
                 .product(name: "DequeModule", package: "swift-collections"),
+            ],
+            swiftSettings: sendPath
+        ),
+        // The ring's disk side (`buffer.persist`): segment files of checksummed frames and the state file, through the
+        // file layer. The ring (Core) reaches it only through Core's `RecordRingDisk`. On the send path in `always`
+        // mode, so optimized for speed like Core.
+        .target(
+            name: "UplinkPersistentBuffer",
+            dependencies: [
+                "UplinkCore",
+                "UplinkFiles",
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "Metrics", package: "swift-metrics"),
             ],
             swiftSettings: sendPath
         ),
@@ -188,6 +199,7 @@ let package = Package(
             dependencies: [
                 "UplinkCore",
                 "UplinkFiles",
+                "UplinkPersistentBuffer",
                 "UplinkRemoteConfig",
                 "UplinkConfig",
                 "UplinkWire",
@@ -230,6 +242,7 @@ let package = Package(
             name: "uplink-bench",
             dependencies: [
                 "UplinkCore",
+                "UplinkPersistentBuffer",
                 "UplinkWire",
                 "UplinkSources",
                 "UplinkTransport",
@@ -289,8 +302,10 @@ let package = Package(
             dependencies: ["UplinkRemoteConfig", "UplinkCore", "UplinkFiles", "UplinkTestSupport"],
             swiftSettings: strict),
         // UplinkProcess: a ring test reads the ring's mapping from /proc/self/smaps with its parser.
+        // UplinkPersistentBuffer: the ring's tests with its disk side (PersistentBufferTests).
         .testTarget(
-            name: "UplinkCoreTests", dependencies: ["UplinkCore", "UplinkProcess", "UplinkTestSupport"],
+            name: "UplinkCoreTests",
+            dependencies: ["UplinkCore", "UplinkPersistentBuffer", "UplinkProcess", "UplinkTestSupport"],
             swiftSettings: strict),
         .testTarget(
             name: "UplinkFilesTests", dependencies: ["UplinkFiles"], swiftSettings: strict),

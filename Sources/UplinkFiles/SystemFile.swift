@@ -133,6 +133,34 @@ public enum SystemFile {
         }
     }
 
+    /// `writev(2)` until all `total` bytes of `vectors` are written, continuing after short writes (which advance
+    /// `vectors` in place): one system call for a frame's header and body parts, with no copy. `path` is only
+    /// evaluated for an error, so a caller on a hot path builds no string per write.
+    public static func writeAll(
+        _ fd: Int32, _ vectors: UnsafeMutableBufferPointer<iovec>, total: Int, path: @autoclosure () -> String
+    ) throws(FileError) {
+        var remaining = total
+        var index = 0
+        while remaining > 0 {
+            let count = writev(fd, vectors.baseAddress! + index, Int32(vectors.count - index))
+            if count < 0 {
+                let code = errno
+                if code == EINTR { continue }
+                throw FileError(operation: "write", path: path(), errno: code)
+            }
+            remaining -= count
+            var advance = count
+            while index < vectors.count, advance >= vectors[index].iov_len {
+                advance -= vectors[index].iov_len
+                index += 1
+            }
+            if advance > 0 {
+                vectors[index].iov_base += advance
+                vectors[index].iov_len -= advance
+            }
+        }
+    }
+
     /// `fsync(2)`: the file's data and metadata are on the device when this returns.
     public static func sync(_ fd: Int32, path: String) throws(FileError) {
         while fsync(fd) != 0 {

@@ -232,16 +232,22 @@ public struct PersistentBuffer: RecordRingDisk {
             return failed(error.file.errno, error.description)
         }
         // No allocation per frame: the header and the vectors live on the stack.
+        let fd = activeFD
         let error = withUnsafeTemporaryAllocation(byteCount: SegmentFrame.headerBytes, alignment: 8) { header in
             SegmentFrame.writeHeader(into: header, sequence: sequence, sourceWord: word, body1, body2)
-            return withUnsafeTemporaryAllocation(of: iovec.self, capacity: 3) { vectors -> Int32? in
+            return withUnsafeTemporaryAllocation(of: iovec.self, capacity: 3) { vectors -> FileError? in
                 vectors[0] = iovec(iov_base: header.baseAddress, iov_len: header.count)
                 vectors[1] = iovec(iov_base: UnsafeMutableRawPointer(mutating: body1.baseAddress), iov_len: body1.count)
                 vectors[2] = iovec(iov_base: UnsafeMutableRawPointer(mutating: body2.baseAddress), iov_len: body2.count)
-                return Self.writeVectors(activeFD, vectors, total: size)
+                do throws(FileError) {
+                    try SystemFile.writeAll(fd, vectors, total: size, path: activeSegmentPath)
+                    return nil
+                } catch {
+                    return error
+                }
             }
         }
-        if let error { return failed(error, "write failed") }
+        if let error { return failed(error.errno, error.description) }
         segments[segments.count - 1].bytes += size
         segments[segments.count - 1].lastSequence = sequence
         if !placeholder { segments[segments.count - 1].lastDataSequence = sequence }
@@ -253,28 +259,9 @@ public struct PersistentBuffer: RecordRingDisk {
         return .written
     }
 
-    /// Writes all of `vectors` (`total` bytes), continuing after short writes; returns errno on failure.
-    private static func writeVectors(_ fd: Int32, _ vectors: UnsafeMutableBufferPointer<iovec>, total: Int) -> Int32? {
-        var remaining = total
-        var index = 0
-        while remaining > 0 {
-            let count = writev(fd, vectors.baseAddress! + index, Int32(vectors.count - index))
-            if count < 0 {
-                if errno == EINTR { continue }
-                return errno
-            }
-            remaining -= count
-            var advance = count
-            while index < vectors.count, advance >= vectors[index].iov_len {
-                advance -= vectors[index].iov_len
-                index += 1
-            }
-            if advance > 0 {
-                vectors[index].iov_base += advance
-                vectors[index].iov_len -= advance
-            }
-        }
-        return nil
+    /// The newest segment's file, which `append` writes to.
+    private var activeSegmentPath: String {
+        segments.last.map { segmentPath($0.firstSequence) } ?? settings.directory
     }
 
     private mutating func failed(_ code: Int32, _ description: String) -> WriteOutcome {

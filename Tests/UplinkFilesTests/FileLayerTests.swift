@@ -107,6 +107,38 @@ struct FileLayerTests {
         #expect(try WholeFile.read(path: path).get() == Array("hello".utf8))
     }
 
+    @Test("SystemFile.writeAll of vectors writes the parts in order, an empty one included; a failure names the path")
+    func vectors() throws {
+        let directory = try AtomicFileTests.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let path = directory + "/vectored"
+        let fd = try SystemFile.open(path, .append)
+        let parts: [[UInt8]] = [Array("head".utf8), [], [UInt8](repeating: 9, count: 100_000)]
+        try parts[0].withUnsafeBytes { first in
+            try parts[2].withUnsafeBytes { third in
+                try withUnsafeTemporaryAllocation(of: iovec.self, capacity: 3) { vectors in
+                    vectors[0] = iovec(iov_base: UnsafeMutableRawPointer(mutating: first.baseAddress), iov_len: first.count)
+                    vectors[1] = iovec(iov_base: nil, iov_len: 0)
+                    vectors[2] = iovec(iov_base: UnsafeMutableRawPointer(mutating: third.baseAddress), iov_len: third.count)
+                    try SystemFile.writeAll(fd, vectors, total: first.count + third.count, path: path)
+                }
+            }
+        }
+        SystemFile.close(fd)
+        #expect(try WholeFile.read(path: path).get() == parts.flatMap { $0 })
+
+        let reader = try SystemFile.open(path, .read)
+        defer { SystemFile.close(reader) }
+        #expect(throws: FileError(operation: "write", path: path, errno: EBADF)) {
+            try parts[0].withUnsafeBytes { first in
+                try withUnsafeTemporaryAllocation(of: iovec.self, capacity: 1) { vectors in
+                    vectors[0] = iovec(iov_base: UnsafeMutableRawPointer(mutating: first.baseAddress), iov_len: first.count)
+                    try SystemFile.writeAll(reader, vectors, total: first.count, path: path)
+                }
+            }
+        }
+    }
+
     @Test("SystemFile.open: missing, existing with createNew, and no create for update")
     func openFailures() throws {
         let directory = try AtomicFileTests.temporaryDirectory()

@@ -67,15 +67,21 @@ let package = Package(
         // sync_file_range, which the collector's storage uses to keep the page cache its files occupy bounded, and
         // epoll, which the tail source's inotify thread waits in.
         .target(name: "CLinuxIO"),
+        // The one file layer: open, read, write all, fsync, atomic write, read whole, make and list directories, with
+        // one error type (`FileError`). Plain system calls; no uplink module, no Foundation.
+        .target(
+            name: "UplinkFiles",
+            swiftSettings: strict
+        ),
         .target(
             name: "UplinkConfig",
-            dependencies: ["UplinkCore", "CYAML"],
+            dependencies: ["UplinkCore", "UplinkFiles", "CYAML"],
             swiftSettings: strict
         ),
         // Signed remote configuration documents: content digests, Ed25519 keys and envelopes, their verification.
         .target(
             name: "UplinkRemoteConfig",
-            dependencies: ["UplinkCore", "CSodium"],
+            dependencies: ["UplinkCore", "UplinkFiles", "CSodium"],
             swiftSettings: strict
         ),
         .target(
@@ -88,13 +94,26 @@ let package = Package(
             ],
             swiftSettings: sendPath
         ),
+        // The ring's disk side (`buffer.persist`): segment files of checksummed frames and the state file, through the
+        // file layer. The ring (Core) reaches it only through Core's `RecordRingDisk`. On the send path in `always`
+        // mode, so optimized for speed like Core.
+        .target(
+            name: "UplinkPersistentBuffer",
+            dependencies: [
+                "UplinkCore",
+                "UplinkFiles",
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "Metrics", package: "swift-metrics"),
+            ],
+            swiftSettings: sendPath
+        ),
         // Process tuning at start: the open-file limit and giving back the code pages that starting touched. For the
         // executables (`uplink`, and `uplink-bench`, which cannot import `uplink`'s files); no library imports it.
         .target(
             name: "UplinkProcess",
             dependencies: [
                 // `WholeFile`, to read /proc/self/smaps.
-                "UplinkCore",
+                "UplinkFiles",
                 .product(name: "Logging", package: "swift-log"),
             ],
             swiftSettings: strict
@@ -113,6 +132,7 @@ let package = Package(
             name: "UplinkSources",
             dependencies: [
                 "UplinkCore",
+                "UplinkFiles",
                 // Each kind's folder decodes its own keys (`SourceKindConfig.decode`).
                 "UplinkConfig",
                 "CSystemd",
@@ -129,6 +149,7 @@ let package = Package(
             name: "UplinkTransport",
             dependencies: [
                 "UplinkCore",
+                "UplinkFiles",
                 "UplinkWire",
                 "UplinkRemoteConfig",
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
@@ -155,6 +176,7 @@ let package = Package(
             name: "UplinkCollector",
             dependencies: [
                 "UplinkCore",
+                "UplinkFiles",
                 "UplinkConfig",
                 "UplinkWire",
                 "UplinkObservability",
@@ -176,6 +198,8 @@ let package = Package(
             name: "UplinkAgent",
             dependencies: [
                 "UplinkCore",
+                "UplinkFiles",
+                "UplinkPersistentBuffer",
                 "UplinkRemoteConfig",
                 "UplinkConfig",
                 "UplinkWire",
@@ -197,6 +221,7 @@ let package = Package(
             name: "uplink",
             dependencies: [
                 "UplinkCore",
+                "UplinkFiles",
                 "UplinkConfig",
                 "UplinkRemoteConfig",
                 "UplinkSources",
@@ -217,6 +242,7 @@ let package = Package(
             name: "uplink-bench",
             dependencies: [
                 "UplinkCore",
+                "UplinkPersistentBuffer",
                 "UplinkWire",
                 "UplinkSources",
                 "UplinkTransport",
@@ -266,18 +292,23 @@ let package = Package(
             name: "UplinkConfigTests",
             dependencies: [
                 "UplinkConfig", "UplinkCore", "UplinkAgent", "UplinkCollector", "UplinkSources", "UplinkTransport",
-                "UplinkRemoteConfig", "UplinkTestSupport", "UplinkObservability",
+                "UplinkRemoteConfig", "UplinkTestSupport", "UplinkObservability", "UplinkFiles",
             ],
             exclude: ["Fixtures"],
             swiftSettings: strict
         ),
         .testTarget(
-            name: "UplinkRemoteConfigTests", dependencies: ["UplinkRemoteConfig", "UplinkCore", "UplinkTestSupport"],
+            name: "UplinkRemoteConfigTests",
+            dependencies: ["UplinkRemoteConfig", "UplinkCore", "UplinkFiles", "UplinkTestSupport"],
             swiftSettings: strict),
         // UplinkProcess: a ring test reads the ring's mapping from /proc/self/smaps with its parser.
+        // UplinkPersistentBuffer: the ring's tests with its disk side (PersistentBufferTests).
         .testTarget(
-            name: "UplinkCoreTests", dependencies: ["UplinkCore", "UplinkProcess", "UplinkTestSupport"],
+            name: "UplinkCoreTests",
+            dependencies: ["UplinkCore", "UplinkPersistentBuffer", "UplinkProcess", "UplinkTestSupport"],
             swiftSettings: strict),
+        .testTarget(
+            name: "UplinkFilesTests", dependencies: ["UplinkFiles"], swiftSettings: strict),
         .testTarget(
             name: "UplinkProcessTests", dependencies: ["UplinkProcess", "UplinkTestSupport"], swiftSettings: strict),
         .testTarget(

@@ -2,6 +2,7 @@ import AsyncHTTPClient
 import Logging
 import ServiceLifecycle
 import UplinkCore
+import UplinkPersistentBuffer
 
 extension Agent {
     /// Builds the agent as `init` does; with `configuration.persistence` (`buffer.persist`) it first opens and

@@ -1,3 +1,5 @@
+import UplinkFiles
+
 /// A failure of the collector itself (not of a line it received): set-up, storage, or serving.
 public struct CollectorError: Error, Sendable, Equatable, CustomStringConvertible {
     /// Stable machine-readable reason, e.g. `"io_error"`, `"not_listening"`.
@@ -14,8 +16,9 @@ public struct CollectorError: Error, Sendable, Equatable, CustomStringConvertibl
     /// `code: message`.
     public var description: String { "\(code): \(message)" }
 
-    /// A system call on `path` failed with `errno`.
-    static func io(_ operation: String, _ path: String, errno: Int32) -> CollectorError {
-        CollectorError(code: "io_error", message: "\(operation) \(path): \(FileIO.describe(errno: errno))")
+    /// A file operation failed: `io_error`, with the file layer's message (the operation, the path and the system's
+    /// reason) and the `errno`.
+    static func io(_ error: FileError) -> CollectorError {
+        CollectorError(code: "io_error", message: "\(error) (errno \(error.errno))")
     }
 }

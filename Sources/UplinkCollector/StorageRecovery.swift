@@ -1,6 +1,7 @@
 import Logging
 import NIOCore
 import UplinkCore
+import UplinkFiles
 import UplinkWire
 
 /// Start-up recovery of the marks, so that a restarted collector neither stores duplicates nor asks agents for

@@ -1,4 +1,5 @@
 import UplinkCore
+import UplinkFiles
 
 /// Reads typed values from a parsed document and collects every issue instead of stopping at the first.
 ///

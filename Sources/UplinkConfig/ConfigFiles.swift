@@ -1,12 +1,5 @@
-#if canImport(Glibc)
-import Glibc
-#elseif canImport(Musl)
-import Musl
-#elseif canImport(Darwin)
-import Darwin
-#endif
-
 import UplinkCore
+import UplinkFiles
 
 /// Why a file named by the configuration could not be read.
 public struct ConfigFileError: Error, Sendable, Equatable, CustomStringConvertible {
@@ -20,10 +13,6 @@ public struct ConfigFileError: Error, Sendable, Equatable, CustomStringConvertib
         self.text = text
     }
 
-    init(errno code: Int32) {
-        self.init(errorNumber: code, text: String(cString: strerror(code)))
-    }
-
     /// The `strerror` text, e.g. `No such file or directory`.
     public var description: String { text }
 }
@@ -33,8 +22,8 @@ public enum ConfigFiles {
     /// The contents of the file at `path`, at most `limit` bytes (a larger file is an error).
     public static func read(path: String, limit: Int) -> Result<[UInt8], ConfigFileError> {
         WholeFile.read(path: path, limit: limit).mapError { failure in
-            switch failure {
-            case .system(let code): ConfigFileError(errno: code)
+            switch failure.reason {
+            case .system(let code): ConfigFileError(errorNumber: code, text: FileError.text(errno: code))
             case .tooLarge(let limit): ConfigFileError(errorNumber: 0, text: "the file is larger than \(limit) bytes")
             }
         }

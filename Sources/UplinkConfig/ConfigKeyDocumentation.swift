@@ -1,4 +1,5 @@
 import UplinkCore
+import UplinkFiles
 
 /// One key of a configuration table as docs/configuration.md shows it: the source kinds and the sink kinds each
 /// describe their keys with these, and the reference and `examples.yaml` are generated from them.

@@ -1,5 +1,6 @@
 /// The ring's side of `buffer.persist`: moving frames to disk, reading them back for sending, and the operations the
-/// agent's persistence service performs (`PersistentBuffer` holds the files).
+/// agent's persistence service performs (the `RecordRingDisk`, `PersistentBuffer` in `UplinkPersistentBuffer`, holds
+/// the files; the ring does no file I/O).
 ///
 /// Cursors with a disk: frames below `headSequence` that were moved out of memory are on disk only; the send cursor
 /// may point there (`sendSequence < headSequence`), and then frames are read back from disk until it reaches the
@@ -45,7 +46,7 @@ extension RecordRing {
     /// Writes the memory frame at `offset` (sequence `headSequence` or later; the caller knows which).
     private func writeMemoryFrameLocked(
         at offset: Int, length: Int, sourceWord: UInt32, sequence: UInt64? = nil, _ state: inout State
-    ) -> PersistentBuffer.WriteOutcome {
+    ) -> RecordRingDiskWrite {
         let bodyStart = advance(offset, by: Self.frameHeaderBytes)
         let firstLength = min(length, capacity - bodyStart)
         return state.disk!.append(
@@ -125,9 +126,8 @@ extension RecordRing {
     /// Flushes what was written to disk since the last call (`fsync`, outside the lock): the group commit of
     /// `always` mode.
     public func syncPersistentBuffer() {
-        guard let fd = state.withLock({ $0.disk?.descriptorToSync() }) else { return }
-        PersistentFiles.sync(fd)
-        _ = PersistentFiles.closeDescriptor(fd)
+        guard let sync = state.withLock({ $0.disk?.takeSync() }) else { return }
+        sync()
     }
 
     /// At shutdown, after the uplink drained: writes every unacknowledged frame in memory to disk, flushes, and

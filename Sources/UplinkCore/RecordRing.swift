@@ -25,10 +25,11 @@ public struct SourceID: Hashable, Sendable {
 /// Memory follows the backlog: pages of the storage cost memory only from their first write, and the chunks that
 /// acknowledged frames leave behind are given back to the system (see `RingMemory`).
 ///
-/// With a `PersistentBuffer` (`buffer.persist`) frames also live on disk (`RecordRing+Persistence.swift`): a full
-/// ring moves its oldest frames to disk instead of dropping them (the disk budget and `buffer.overflow` decide what
-/// is dropped there), the send cursor may lie below the oldest frame in memory (those frames are read back from
-/// disk), and numbering continues where the previous run stopped.
+/// With a disk side (`buffer.persist`: a `RecordRingDisk`, which `UplinkPersistentBuffer`'s `PersistentBuffer` is)
+/// frames also live on disk (`RecordRing+Persistence.swift`): a full ring moves its oldest frames to disk instead of
+/// dropping them (the disk budget and `buffer.overflow` decide what is dropped there), the send cursor may lie below
+/// the oldest frame in memory (those frames are read back from disk), and numbering continues where the previous run
+/// stopped.
 ///
 /// All methods are safe to call from many threads at once. The lock is held only to copy bytes.
 public final class RecordRing: Sendable {
@@ -60,7 +61,7 @@ public final class RecordRing: Sendable {
     /// `nextSequence` and sends what it holds first. Default none: the ring lives in memory only.
     public init(
         capacity: Int = RecordRing.defaultCapacity, policy: OverflowPolicy = .dropOldest,
-        memoryReleaseLap: Duration = .seconds(10), persistentBuffer: PersistentBuffer? = nil
+        memoryReleaseLap: Duration = .seconds(10), persistentBuffer: (any RecordRingDisk)? = nil
     ) {
         precondition(capacity >= 64, "ring capacity must be at least 64 bytes")
         self.capacity = capacity
@@ -568,7 +569,7 @@ extension RecordRing {
     struct State {
         var memory: RingMemory
         /// The disk side, with `buffer.persist`.
-        var disk: PersistentBuffer?
+        var disk: (any RecordRingDisk)?
         /// Frames up to this sequence are on disk, or are kept frames that need not be (with a disk only).
         var spilledThrough: UInt64 = 0
         /// The disk side's counters once it was closed.

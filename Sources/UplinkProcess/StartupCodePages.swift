@@ -1,5 +1,5 @@
 import Logging
-import UplinkCore
+import UplinkFiles
 
 #if canImport(Glibc)
 import Glibc
@@ -42,7 +42,7 @@ public enum StartupCodePages {
         case .success(let mappings):
             return release(mappings)
         case .failure(let failure):
-            return Released(mappings: 0, bytes: 0, failure: "cannot read /proc/self/smaps: \(failure)")
+            return Released(mappings: 0, bytes: 0, failure: "cannot read /proc/self/smaps: \(failure.reasonDescription)")
         }
         #else
         return Released(mappings: 0, bytes: 0, failure: nil)
@@ -80,7 +80,7 @@ public enum StartupCodePages {
 
     #if os(Linux)
     /// This process's mappings now, from `/proc/self/smaps`.
-    static func currentMappings() -> Result<[SmapsMapping], WholeFile.Failure> {
+    static func currentMappings() -> Result<[SmapsMapping], FileError> {
         WholeFile.read(path: "/proc/self/smaps").map { SmapsMapping.parse(String(decoding: $0, as: UTF8.self)) }
     }
     #endif

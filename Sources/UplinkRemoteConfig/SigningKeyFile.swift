@@ -1,4 +1,5 @@
 import UplinkCore
+import UplinkFiles
 
 /// The text files `uplink config keygen` writes and the rest reads: one line `uplink-ed25519-<kind> <key-id> <base64>`,
 /// after optional `#` comment lines. The public file lists the 32-byte public key, the secret file the 32-byte seed.
@@ -111,7 +112,7 @@ public enum SigningKeyFile {
     private static func parse(path: String, kind: String) -> Result<(String, [UInt8]), Failure> {
         switch WholeFile.read(path: path, limit: maximumBytes) {
         case .failure(let failure):
-            return .failure(Failure(path: path, reason: "cannot read the \(kind) key: \(failure)"))
+            return .failure(Failure(path: path, reason: "cannot read the \(kind) key: \(failure.reasonDescription)"))
         case .success(let bytes):
             return parse(text: String(decoding: bytes, as: UTF8.self), path: path, kind: kind)
         }

@@ -7,6 +7,7 @@ import Musl
 #endif
 
 import UplinkCore
+import UplinkFiles
 
 /// Why the files of `uplink.tls` cannot be used: which setting, which file, what is wrong.
 public struct UplinkTLSProblem: Error, Sendable, Equatable, CustomStringConvertible {
@@ -143,10 +144,11 @@ struct TLSMaterial: Sendable {
         case .success(let contents):
             if contents.isEmpty { throw UplinkTLSProblem(key: key, message: "'\(path)' is empty", unreadable: true) }
             return contents
-        case .failure(.system(let code)):
-            throw UplinkTLSProblem(key: key, message: "cannot read '\(path)': \(String(cString: strerror(code)))", unreadable: true)
-        case .failure(.tooLarge):
-            throw UplinkTLSProblem(key: key, message: "'\(path)' is larger than \(maximumFileBytes) bytes")
+        case .failure(let failure):
+            guard case .system(let code) = failure.reason else {
+                throw UplinkTLSProblem(key: key, message: "'\(path)' is larger than \(maximumFileBytes) bytes")
+            }
+            throw UplinkTLSProblem(key: key, message: "cannot read '\(path)': \(FileError.text(errno: code))", unreadable: true)
         }
     }
 

@@ -3,6 +3,7 @@ import ServiceLifecycle
 import UplinkAgent
 import UplinkCollector
 import UplinkCore
+import UplinkPersistentBuffer
 import UplinkTransport
 import UplinkWire
 

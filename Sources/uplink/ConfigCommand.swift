@@ -2,6 +2,7 @@ import ArgumentParser
 import UplinkAgent
 import UplinkConfig
 import UplinkCore
+import UplinkFiles
 import UplinkRemoteConfig
 
 #if canImport(Glibc)
@@ -111,7 +112,7 @@ struct ConfigCommand: ParsableCommand {
             let document: [UInt8]
             switch WholeFile.read(path: file) {
             case .success(let bytes): document = bytes
-            case .failure(let failure): throw CommandFailure("cannot read \(file): \(failure)")
+            case .failure(let failure): throw CommandFailure("cannot read \(file): \(failure.reasonDescription)")
             }
             let envelope = ConfigEnvelope.sign(
                 document: document, name: documentName, serial: serial, audience: audience, notAfter: notAfter,
@@ -189,8 +190,8 @@ struct ConfigCommand: ParsableCommand {
             case (.success(let d), .success(let e)):
                 document = d
                 envelopeBytes = e
-            case (.failure(let failure), _): throw CommandFailure("cannot read \(file): \(failure)")
-            case (_, .failure(let failure)): throw CommandFailure("cannot read \(envelopePath): \(failure)")
+            case (.failure(let failure), _): throw CommandFailure("cannot read \(file): \(failure.reasonDescription)")
+            case (_, .failure(let failure)): throw CommandFailure("cannot read \(envelopePath): \(failure.reasonDescription)")
             }
             let envelope: ConfigEnvelope
             do {

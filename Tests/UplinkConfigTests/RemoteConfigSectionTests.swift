@@ -3,6 +3,7 @@ import Testing
 import UplinkAgent
 import UplinkConfig
 import UplinkCore
+import UplinkFiles
 import UplinkRemoteConfig
 import UplinkSources
 import UplinkTestSupport

@@ -4,6 +4,7 @@ import Testing
 import UplinkAgent
 import Synchronization
 import UplinkCore
+import UplinkFiles
 import UplinkObservability
 import UplinkRemoteConfig
 import UplinkTestSupport

@@ -2,6 +2,7 @@ import Foundation
 import Testing
 @testable import UplinkAgent
 import UplinkCore
+import UplinkFiles
 import UplinkRemoteConfig
 import UplinkTestSupport
 

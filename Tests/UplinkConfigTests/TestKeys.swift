@@ -1,4 +1,5 @@
 import UplinkCore
+import UplinkFiles
 import UplinkRemoteConfig
 
 /// Writes a fresh public key file, as `uplink config keygen` does, for configurations that list trusted keys.

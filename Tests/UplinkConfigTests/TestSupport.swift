@@ -2,6 +2,7 @@ import UplinkAgent
 import UplinkCollector
 import UplinkConfig
 import UplinkCore
+import UplinkFiles
 
 /// The directory holding the fixture files.
 let fixturesDirectory = AtomicFile.parentDirectory(of: #filePath) + "/Fixtures"

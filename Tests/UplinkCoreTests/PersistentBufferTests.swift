@@ -2,6 +2,7 @@ import Foundation
 import Logging
 import Testing
 import UplinkCore
+import UplinkPersistentBuffer
 import UplinkTestSupport
 
 /// The persistent buffer (`buffer.persist`) with the ring, on real files in a temporary directory: frames moved to

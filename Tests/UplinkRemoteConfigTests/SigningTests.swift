@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 import UplinkCore
+import UplinkFiles
 import UplinkTestSupport
 
 @testable import UplinkRemoteConfig

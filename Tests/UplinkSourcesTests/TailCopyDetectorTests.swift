@@ -214,7 +214,7 @@ struct TailCopyDetectorTests {
         #expect(found.path == directory.file("app.log.2") && found.followed == nil)
         // Opened for the caller, who reads the incarnation's end from it and closes it.
         var rest = [UInt8](repeating: 0, count: 1024)
-        let count = rest.withUnsafeMutableBytes { SourceFiles.read(found.descriptor, into: $0, at: 400) }
+        let count = rest.withUnsafeMutableBytes { SourceFiles.readCount(found.descriptor, into: $0, at: 400) }
         #expect(Array(rest.prefix(count)) == Array(bytes[400...]) + Array(Self.content(20, 3).utf8))
         SourceFiles.closeDescriptor(found.descriptor)
 

@@ -1,5 +1,6 @@
 import FoundationEssentials
 import UplinkCore
+import UplinkFiles
 
 #if canImport(Glibc)
 import Glibc
@@ -7,8 +8,8 @@ import Glibc
 import Musl
 #endif
 
-/// The few file operations the remote configuration's state needs: JSON files replaced atomically, whole files
-/// written and flushed, directories listed, flushed and removed. Plain system calls, retried on `EINTR`.
+/// The few file operations the remote configuration's state needs, through the file layer (`UplinkFiles`): JSON files
+/// replaced atomically, whole files written and flushed, directories listed, flushed and removed.
 enum RemoteStateFiles {
     typealias Failure = RemoteConfigStore.Failure
 
@@ -17,8 +18,8 @@ enum RemoteStateFiles {
     static func readJSON<Value: Decodable & Sendable>(_ path: String, as type: Value.Type) -> StoredState<Value> {
         let bytes: [UInt8]
         switch WholeFile.read(path: path, limit: RemoteConfigStore.maximumStateFileBytes) {
-        case .failure(.system(let code)) where code == ENOENT: return .absent
-        case .failure(let failure): return .invalid("\(path): \(failure)")
+        case .failure(let failure) where failure.isMissing: return .absent
+        case .failure(let failure): return .invalid("\(path): \(failure.reasonDescription)")
         case .success(let contents): bytes = contents
         }
         do {
@@ -43,31 +44,15 @@ enum RemoteStateFiles {
 
     /// `AtomicFile.write` with mode 0600.
     static func writeAtomically(_ bytes: [UInt8], to path: String) throws(Failure) {
-        do {
-            try AtomicFile.write(bytes, to: path, mode: 0o600)
-        } catch {
-            throw Failure(operation: error.operation, path: error.path, errno: error.errno)
-        }
+        try AtomicFile.write(bytes, to: path, mode: 0o600)
     }
 
     /// Creates `path` (mode 0600, it must not exist), writes `bytes` and flushes it. The caller flushes the directory.
     static func writeNew(_ bytes: [UInt8], to path: String) throws(Failure) {
-        let fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o600)
-        guard fd >= 0 else { throw Failure(operation: "create", path: path, errno: errno) }
-        defer { _ = systemClose(fd) }
-        var written = 0
-        while written < bytes.count {
-            let count = bytes.withUnsafeBytes { systemWrite(fd, $0.baseAddress! + written, bytes.count - written) }
-            if count < 0 {
-                if errno == EINTR { continue }
-                throw Failure(operation: "write", path: path, errno: errno)
-            }
-            written += count
-        }
-        while fsync(fd) != 0 {
-            if errno == EINTR { continue }
-            throw Failure(operation: "sync", path: path, errno: errno)
-        }
+        let fd = try SystemFile.open(path, .createNew, mode: 0o600, operation: "create")
+        defer { SystemFile.close(fd) }
+        try SystemFile.writeAll(fd, bytes, path: path)
+        try SystemFile.sync(fd, path: path)
     }
 
     /// Removes the file `path` and flushes its directory; a missing file is not a failure.
@@ -94,7 +79,7 @@ enum RemoteStateFiles {
 
     /// The names in `directory` (without `.` and `..`); empty when it cannot be read.
     static func list(_ directory: String) -> [String] {
-        (try? Directories.list(directory).get()) ?? []
+        (try? Directories.list(directory)) ?? []
     }
 
     /// Flushes a directory's entries (after a create, rename or unlink), best effort.
@@ -110,11 +95,3 @@ enum RemoteStateFiles {
         return String(decoding: buffer[..<count].map { UInt8(bitPattern: $0) }, as: UTF8.self)
     }
 }
-
-#if canImport(Glibc)
-private let systemClose = Glibc.close
-private let systemWrite = Glibc.write
-#elseif canImport(Musl)
-private let systemClose = Musl.close
-private let systemWrite = Musl.write
-#endif

@@ -1,4 +1,5 @@
 import UplinkCore
+import UplinkFiles
 import UplinkRemoteConfig
 
 #if canImport(Glibc)
@@ -126,7 +127,7 @@ extension RemoteConfigStore {
         let setPath = directory + "/" + target
         let manifest: ConfigManifest
         switch WholeFile.read(path: setPath + "/manifest.json", limit: ConfigManifest.maximumBytes) {
-        case .failure(let failure): return .invalid("\(setPath)/manifest.json: \(failure)")
+        case .failure(let failure): return .invalid("\(setPath)/manifest.json: \(failure.reasonDescription)")
         case .success(let bytes):
             do {
                 manifest = try ConfigManifest(json: bytes)

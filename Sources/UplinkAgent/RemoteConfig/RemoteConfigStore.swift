@@ -1,5 +1,6 @@
 import FoundationEssentials
 import UplinkCore
+import UplinkFiles
 import UplinkRemoteConfig
 
 #if canImport(Glibc)
@@ -43,8 +44,8 @@ extension StoredState: Equatable where Value: Equatable {}
 ///
 /// The calls are blocking file system calls on small files: make them at start, or from NIO's thread pool.
 public struct RemoteConfigStore: Sendable {
-    /// A write that failed: the operation, the path and `errno` (the same as `AtomicFile`'s, which most writes use).
-    public typealias Failure = AtomicFile.Failure
+    /// A write that failed: the operation, the path and `errno` (the file layer's `FileError`).
+    public typealias Failure = FileError
 
     /// The state files' format version.
     public static let version = 1
@@ -74,9 +75,7 @@ public struct RemoteConfigStore: Sendable {
     /// once at start, before anything else of the store.
     public func prepare() throws(Failure) {
         // The agent's state directory may not exist yet: remote sources start before the agent made it.
-        if let failure = Directories.create(AtomicFile.parentDirectory(of: directory), mode: 0o755) {
-            throw Failure(operation: "create directory", path: failure.path, errno: failure.errno)
-        }
+        try Directories.create(AtomicFile.parentDirectory(of: directory), mode: 0o755)
         for path in [directory, blobsDirectory, setsDirectory] {
             if mkdir(path, 0o700) != 0 {
                 guard errno == EEXIST else { throw Failure(operation: "create directory", path: path, errno: errno) }
@@ -305,8 +304,8 @@ public struct RemoteConfigStore: Sendable {
     /// The downloaded blob `digest` of `size` bytes, checked against both.
     public func readBlob(_ digest: SHA256Digest, size: Int) -> StoredState<[UInt8]> {
         switch WholeFile.read(path: blobPath(digest), limit: size) {
-        case .failure(.system(let code)) where code == ENOENT: return .absent
-        case .failure(let failure): return .invalid("blob \(digest.hex.prefix(12))…: \(failure)")
+        case .failure(let failure) where failure.isMissing: return .absent
+        case .failure(let failure): return .invalid("blob \(digest.hex.prefix(12))…: \(failure.reasonDescription)")
         case .success(let bytes):
             guard bytes.count == size, SHA256Digest(of: bytes) == digest else {
                 return .invalid("blob \(digest.hex.prefix(12))… is not the blob named (\(bytes.count) bytes)")

@@ -3,6 +3,7 @@ import NIOCore
 import NIOPosix
 import Synchronization
 import UplinkCore
+import UplinkFiles
 
 /// Tails the collector's log for one sink: reads batches from its cursor (`batchMaxBytes`, `batchLinger`),
 /// delivers them, retries with the sink's backoff while the store is unreachable or answers 5xx/429, writes

@@ -1,6 +1,7 @@
 import Logging
 import Synchronization
 import UplinkCore
+import UplinkFiles
 
 /// The collector's write-ahead log: every accepted record is appended here, in its stored form (`StoredLine`),
 /// by the storage thread; agents are acknowledged once it is written; forwarders read it for the sinks.

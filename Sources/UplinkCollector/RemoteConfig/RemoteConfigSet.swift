@@ -1,5 +1,6 @@
 import UplinkConfig
 import UplinkCore
+import UplinkFiles
 import UplinkRemoteConfig
 
 #if canImport(Glibc)
@@ -178,20 +179,20 @@ struct RemoteConfigSet: Sendable {
         let bytes: [UInt8]
         switch WholeFile.read(path: path, limit: maximumDocumentBytes) {
         case .success(let read): bytes = read
-        case .failure(let failure): return .fail("cannot read it: \(failure)")
+        case .failure(let failure): return .fail("cannot read it: \(failure.reasonDescription)")
         }
         let digest = SHA256Digest(of: bytes)
         let envelopeBytes: [UInt8]?
         switch WholeFile.read(path: path + ".sig", limit: ConfigEnvelope.maximumBytes) {
         case .success(let read): envelopeBytes = read
-        case .failure(.system(errno: let code)) where code == ENOENT:
+        case .failure(let failure) where failure.isMissing:
             guard !settings.requireSignature else {
                 return .fail(
                     "it has no envelope (\(name).yaml.sig): sign it with `uplink config sign`, or set "
                         + "collector.remote_config.require_signature: false to serve it unsigned")
             }
             envelopeBytes = nil
-        case .failure(let failure): return .fail("cannot read its envelope: \(failure)")
+        case .failure(let failure): return .fail("cannot read its envelope: \(failure.reasonDescription)")
         }
         if let envelopeBytes {
             let envelope: ConfigEnvelope
@@ -217,10 +218,10 @@ struct RemoteConfigSet: Sendable {
     /// A decoder over the YAML file at `path`; nil for a missing optional file; a problem for an unreadable one.
     private static func readYAML(_ path: String, optional: Bool) -> Result<ConfigDecoder?, LoadProblem> {
         switch WholeFile.read(path: path, limit: maximumYAMLBytes) {
-        case .failure(.system(errno: let code)) where code == ENOENT && optional:
+        case .failure(let failure) where failure.isMissing && optional:
             return .success(nil)
         case .failure(let failure):
-            return .fail("\(path): cannot read it: \(failure)")
+            return .fail("\(path): cannot read it: \(failure.reasonDescription)")
         case .success(let bytes):
             // No `${…}` expansion: these files are data, the same on every collector.
             let document = ConfigDocument.parse(bytes: bytes, file: path, environment: ConfigEnvironment([:]))

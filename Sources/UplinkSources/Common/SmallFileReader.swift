@@ -1,6 +1,7 @@
 import SystemPackage
+import UplinkFiles
 
-/// Reads a small file (procfs, sysfs) completely into a reusable buffer with plain POSIX `open`/`read`/`close`.
+/// Reads a small file (procfs, sysfs) completely into a reusable buffer through the file layer (`SystemFile`).
 ///
 /// Procfs files report a size of 0, so the file is read until end of file; the buffer grows (doubling) when a
 /// file does not fit and keeps that size for later reads, so a steady-state read allocates nothing.
@@ -38,13 +39,13 @@ struct SmallFileReader: Sendable {
     /// - Throws: `Errno` from `open` or `read` (`.noSuchFileOrDirectory` when the file does not exist).
     mutating func read() throws(Errno) {
         count = 0
-        let fd: FileDescriptor
+        let fd: Int32
         do {
-            fd = try FileDescriptor.open(path, .readOnly, options: [.closeOnExec])
+            fd = try SystemFile.open(pathString, .read)
         } catch {
-            throw Self.errno(error)
+            throw Errno(rawValue: error.errno)
         }
-        defer { try? fd.close() }
+        defer { SystemFile.close(fd) }
         var filled = 0
         while true {
             if filled == buffer.count {
@@ -55,13 +56,17 @@ struct SmallFileReader: Sendable {
                 guard target > buffer.count else { throw .fileTooLarge }
                 buffer.append(contentsOf: repeatElement(0, count: target - buffer.count))
             }
-            let n: Int
-            do {
-                n = try buffer.withUnsafeMutableBytes { raw in
-                    try fd.read(into: UnsafeMutableRawBufferPointer(rebasing: raw[filled...]))
+            let start = filled
+            let path = pathString
+            let read = buffer.withUnsafeMutableBytes { raw in
+                Result { () throws(FileError) in
+                    try SystemFile.readNext(fd, into: UnsafeMutableRawBufferPointer(rebasing: raw[start...]), path: path)
                 }
-            } catch {
-                throw Self.errno(error)
+            }
+            let n: Int
+            switch read {
+            case .success(let count): n = count
+            case .failure(let error): throw Errno(rawValue: error.errno)
             }
             if n == 0 { break }
             filled += n
@@ -75,10 +80,6 @@ struct SmallFileReader: Sendable {
         try buffer.withUnsafeBufferPointer { all in
             try body(UnsafeBufferPointer(rebasing: all[0..<count]))
         }
-    }
-
-    private static func errno(_ error: any Error) -> Errno {
-        (error as? Errno) ?? .ioError
     }
 }
 

@@ -7,41 +7,42 @@ import Darwin
 #endif
 import NIOPosix
 import UplinkCore
+import UplinkFiles
 
-/// File operations the sources share, and the error they report: open for reading and read at an offset (retrying
-/// on `EINTR`), and for a source's own state (checkpoint files): read a small file whole, replace one atomically,
-/// remove one, make directories.
+/// File operations the sources share, through the file layer (`UplinkFiles`), and the error they report: open for
+/// reading and read at an offset, and for a source's own state (checkpoint files): read a small file whole, replace
+/// one atomically, remove one, make directories.
 enum SourceFiles {
-    /// An `errno` value with its message.
+    /// An `errno` value with its message: a file operation's (the path is in the message around it), or inotify's and
+    /// a pipe's.
     struct Errno: Error, Equatable, Sendable, CustomStringConvertible {
         var code: Int32
         init(_ code: Int32) { self.code = code }
-        var description: String {
-            guard let message = strerror(code) else { return "errno \(code)" }
-            return String(cString: message)
-        }
+        /// The `errno` of a failed file operation.
+        init(_ error: FileError) { self.code = error.errno }
+        var description: String { FileError.text(errno: code) }
     }
 
-    /// Opens a file for reading (close-on-exec), retrying on `EINTR`. Returns the descriptor or the `errno`.
+    /// Opens a file for reading (close-on-exec, non-blocking, never the controlling terminal). Returns the descriptor
+    /// or the `errno`.
     static func openForReading(_ path: String) -> Result<Int32, Errno> {
-        while true {
-            let fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK)
-            if fd >= 0 { return .success(fd) }
-            if errno != EINTR { return .failure(Errno(errno)) }
-        }
+        Result { () throws(FileError) in try SystemFile.open(path, .readNonBlocking) }.mapError { Errno($0) }
     }
 
     /// `close(2)`.
     static func closeDescriptor(_ fd: Int32) {
-        _ = close(fd)
+        SystemFile.close(fd)
     }
 
-    /// `pread(2)` retrying on `EINTR`; returns the byte count (0 at the end) or -1.
-    static func read(_ fd: Int32, into buffer: UnsafeMutableRawBufferPointer, at offset: UInt64) -> Int {
-        while true {
-            let count = pread(fd, buffer.baseAddress, buffer.count, off_t(offset))
-            if count >= 0 || errno != EINTR { return count }
-        }
+    /// One `pread(2)` at `offset`: the byte count (0 at the end) or the `errno`.
+    static func read(_ fd: Int32, into buffer: UnsafeMutableRawBufferPointer, at offset: UInt64) -> Result<Int, Errno> {
+        Result { () throws(FileError) in try SystemFile.read(fd, into: buffer, at: Int64(offset), path: "") }
+            .mapError { Errno($0) }
+    }
+
+    /// `read`'s byte count, or -1 when it failed (for callers that treat a failure as an empty file).
+    static func readCount(_ fd: Int32, into buffer: UnsafeMutableRawBufferPointer, at offset: UInt64) -> Int {
+        (try? read(fd, into: buffer, at: offset).get()) ?? -1
     }
 
     /// Whether `path` is a directory (or a symbolic link to one).
@@ -53,26 +54,18 @@ enum SourceFiles {
 
     /// Creates `path` and its missing parents (mode 0755; `Directories.create`).
     static func makeDirectories(_ path: String) -> Errno? {
-        Directories.create(path, mode: 0o755).map { Errno($0.errno) }
+        do {
+            try Directories.create(path, mode: 0o755)
+            return nil
+        } catch {
+            return Errno(error)
+        }
     }
 
-    /// The whole content of a file; nil with the `errno` when it cannot be read.
+    /// The whole content of a file (`WholeFile.read`), or the `errno` when it cannot be read (`EFBIG`: more than
+    /// `limit` bytes).
     static func readAll(_ path: String, limit: Int = 256 * 1024 * 1024) -> Result<[UInt8], Errno> {
-        let fd: Int32
-        switch openForReading(path) {
-        case .failure(let error): return .failure(error)
-        case .success(let opened): fd = opened
-        }
-        defer { close(fd) }
-        var content: [UInt8] = []
-        var chunk = [UInt8](repeating: 0, count: 64 * 1024)
-        while content.count < limit {
-            let count = chunk.withUnsafeMutableBytes { read(fd, into: $0, at: UInt64(content.count)) }
-            if count < 0 { return .failure(Errno(errno)) }
-            if count == 0 { break }
-            content.append(contentsOf: chunk[0..<count])
-        }
-        return .success(content)
+        WholeFile.read(path: path, limit: limit).mapError { Errno($0) }
     }
 
     /// Removes a file, if it is there (a failure leaves it, which readers must tolerate).
@@ -99,7 +92,7 @@ enum SourceFiles {
             try AtomicFile.write(content, to: path)
             return nil
         } catch {
-            return Errno(error.errno)
+            return Errno(error)
         }
     }
 }

@@ -5,21 +5,14 @@ import Musl
 #elseif canImport(Darwin)
 import Darwin
 #endif
+import UplinkFiles
 
 /// Directory listings and small text files of sysfs (and other pseudo file systems).
 enum Sysfs {
     /// The entry names of directory `path` (without `.` and `..`), sorted in natural order (`hwmon2` before
     /// `hwmon10`), or `nil` when it cannot be opened (missing, not a directory, access denied).
     static func list(_ path: String) -> [String]? {
-        guard let directory = opendir(path) else { return nil }
-        defer { closedir(directory) }
-        var names: [String] = []
-        while let entry = readdir(directory) {
-            let name = withUnsafeBytes(of: entry.pointee.d_name) { raw in
-                String(cString: raw.bindMemory(to: CChar.self).baseAddress!)
-            }
-            if name != ".", name != ".." { names.append(name) }
-        }
+        guard let names = try? Directories.list(path) else { return nil }
         return names.sorted(by: naturalOrder)
     }
 

@@ -1,6 +1,7 @@
 import CSystemd
 import Logging
 import UplinkCore
+import UplinkFiles
 
 #if canImport(Glibc)
 import Glibc

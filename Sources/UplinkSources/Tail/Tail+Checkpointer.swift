@@ -1,5 +1,6 @@
 import Logging
 import UplinkCore
+import UplinkFiles
 
 #if canImport(Glibc)
 import Glibc

@@ -1,5 +1,6 @@
 import Logging
 import UplinkCore
+import UplinkFiles
 
 #if canImport(Glibc)
 import Glibc
@@ -98,7 +99,7 @@ final class TailCopyDetector {
     }
 
     private func decide(_ file: TailedFile, since: ContinuousClock.Instant?, among files: [TailedFile]) -> Bool {
-        let count = SourceFiles.read(file.descriptor, into: scratch, at: 0)
+        let count = SourceFiles.readCount(file.descriptor, into: scratch, at: 0)
         if count == 0 {
             // Still empty: no copy is being written into it (it may be parked like any quiet file).
             if file.lastGrowth.advanced(by: emptyFileWait) <= clock.now { file.copyState = .none }
@@ -147,7 +148,7 @@ final class TailCopyDetector {
                 AtomicFile.parentDirectory(of: candidate.path) == directory
             else { continue }
             if candidate.isParked { return true }
-            let read = other.withUnsafeMutableBytes { SourceFiles.read(candidate.descriptor, into: $0, at: 0) }
+            let read = other.withUnsafeMutableBytes { SourceFiles.readCount(candidate.descriptor, into: $0, at: 0) }
             if read == count, other.withUnsafeBytes({ memcmp($0.baseAddress!, scratch.baseAddress!, count) == 0 }) {
                 return true
             }

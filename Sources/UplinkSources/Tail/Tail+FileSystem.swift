@@ -5,6 +5,7 @@ import Musl
 #elseif canImport(Darwin)
 import Darwin
 #endif
+import UplinkFiles
 
 /// Thin wrappers of the system calls only the tailer makes (file identity and status, directory listing); the ones
 /// other sources share are in `SourceFiles`. None of them blocks for long on a local file system.
@@ -84,31 +85,11 @@ enum TailFS {
         return (raw.st_mode & S_IFMT) == S_IFDIR
     }
 
-    struct Entry {
-        var name: String
-        /// From `d_type`; nil when the file system does not say.
-        var isDirectory: Bool?
-        /// From `d_type`; nil when the file system does not say.
-        var isRegular: Bool?
-        var isSymbolicLink: Bool
-    }
+    /// A directory entry with its type (`Directories.Entry`).
+    typealias Entry = Directories.Entry
 
     /// The entries of a directory without `.` and `..`; empty when it cannot be read.
     static func list(_ path: String) -> [Entry] {
-        guard let directory = opendir(path) else { return [] }
-        defer { closedir(directory) }
-        var entries: [Entry] = []
-        while let entry = readdir(directory) {
-            let name = withUnsafeBytes(of: entry.pointee.d_name) { raw in
-                String(cString: raw.bindMemory(to: CChar.self).baseAddress!)
-            }
-            if name == "." || name == ".." { continue }
-            let type = Int32(entry.pointee.d_type)
-            let known = type != Int32(DT_UNKNOWN)
-            entries.append(Entry(
-                name: name, isDirectory: known ? type == Int32(DT_DIR) : nil, isRegular: known ? type == Int32(DT_REG) : nil,
-                isSymbolicLink: type == Int32(DT_LNK)))
-        }
-        return entries
+        (try? Directories.entries(path)) ?? []
     }
 }

@@ -33,7 +33,7 @@ struct TailFingerprint: Sendable, Equatable {
     /// - Returns: nil when they differ (or the file is now shorter than `length`); otherwise the fingerprint
     ///   over as many bytes as the file has now, up to `maximumLength` (an extension of `self`).
     func verified(descriptor: Int32, scratch: UnsafeMutableRawBufferPointer) -> TailFingerprint? {
-        let count = SourceFiles.read(descriptor, into: scratch, at: 0)
+        let count = SourceFiles.readCount(descriptor, into: scratch, at: 0)
         guard count >= length else { return nil }
         let covered = UnsafeRawBufferPointer(rebasing: scratch[0..<length])
         guard Self.fnv1a(covered) == hash else { return nil }
@@ -43,7 +43,7 @@ struct TailFingerprint: Sendable, Equatable {
 
     /// The fingerprint of the file's current first bytes (empty when it cannot be read).
     static func current(descriptor: Int32, scratch: UnsafeMutableRawBufferPointer) -> TailFingerprint {
-        let count = max(0, SourceFiles.read(descriptor, into: scratch, at: 0))
+        let count = max(0, SourceFiles.readCount(descriptor, into: scratch, at: 0))
         return TailFingerprint(length: count, hash: fnv1a(UnsafeRawBufferPointer(rebasing: scratch[0..<count])))
     }
 }

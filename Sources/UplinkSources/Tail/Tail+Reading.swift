@@ -14,9 +14,10 @@ extension TailEngine {
     func read(_ file: TailedFile) async -> Bool {
         for _ in 0..<Self.chunksPerTurn {
             if stopped || Task.isCancelled { return true }
-            let count = SourceFiles.read(file.descriptor, into: buffer, at: file.readOffset)
-            if count < 0 {
-                let error = SourceFiles.Errno(errno)
+            let count: Int
+            switch SourceFiles.read(file.descriptor, into: buffer, at: file.readOffset) {
+            case .success(let read): count = read
+            case .failure(let error):
                 if !file.warnedReadError {
                     file.warnedReadError = true
                     logger.warning("tail source: cannot read \(file.path): \(error)", metadata: ["path": "\(file.path)"])
@@ -254,7 +255,7 @@ extension TailEngine {
         let copyPath = copy.path
         let from = file.readOffset
         while !stopped && !Task.isCancelled {
-            let count = SourceFiles.read(copyDescriptor, into: buffer, at: file.readOffset)
+            let count = SourceFiles.readCount(copyDescriptor, into: buffer, at: file.readOffset)
             guard count > 0 else { break }
             let base = file.readOffset
             file.readOffset += UInt64(count)

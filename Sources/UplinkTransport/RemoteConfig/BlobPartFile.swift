@@ -1,4 +1,5 @@
 import UplinkCore
+import UplinkFiles
 import UplinkRemoteConfig
 
 #if canImport(Glibc)
@@ -8,8 +9,8 @@ import Musl
 #endif
 
 /// The file a blob is downloaded into (`<dir>/<hex>.part`) and the one it is moved to once its SHA-256 is right
-/// (`<dir>/<hex>`). Plain system calls, retried on `EINTR`; the caller runs the slow ones (hashing a prefix, `fsync`)
-/// on NIO's thread pool.
+/// (`<dir>/<hex>`). Through the file layer (`SystemFile`); the caller runs the slow calls (hashing a prefix, `fsync`) on
+/// NIO's thread pool.
 struct BlobPartFile: Sendable {
     /// The descriptor of the open `.part` file (read-write, 0600).
     let descriptor: Int32
@@ -44,8 +45,12 @@ struct BlobPartFile: Sendable {
             // Longer than the blob: not it.
             unlink(finalPath)
         }
-        let descriptor = open(partPath, O_RDWR | O_CREAT | O_CLOEXEC, 0o600)
-        guard descriptor >= 0 else { throw .file(operation: "open", path: partPath, errno: errno) }
+        let descriptor: Int32
+        do {
+            descriptor = try SystemFile.open(partPath, .update(create: true), mode: 0o600)
+        } catch {
+            throw .file(error)
+        }
         let file = BlobPartFile(descriptor: descriptor, partPath: partPath, finalPath: finalPath, directory: directory)
         let complete: Bool
         let length: Int
@@ -81,16 +86,19 @@ struct BlobPartFile: Sendable {
     }
 
     func length() throws(BlobDownloadFailure) -> Int {
-        var info = stat()
-        guard fstat(descriptor, &info) == 0 else { throw .file(operation: "stat", path: partPath, errno: errno) }
-        return Int(info.st_size)
+        do {
+            return Int(try SystemFile.size(descriptor, path: partPath))
+        } catch {
+            throw .file(error)
+        }
     }
 
     /// Empties the file (a restart from byte 0).
     func truncate() throws(BlobDownloadFailure) {
-        while ftruncate(descriptor, 0) != 0 {
-            if errno == EINTR { continue }
-            throw .file(operation: "truncate", path: partPath, errno: errno)
+        do {
+            try SystemFile.truncate(descriptor, to: 0, path: partPath)
+        } catch {
+            throw .file(error)
         }
     }
 
@@ -100,12 +108,19 @@ struct BlobPartFile: Sendable {
         var offset = 0
         while offset < length {
             let wanted = min(chunk.count, length - offset)
-            let count = chunk.withUnsafeMutableBytes { pread(descriptor, $0.baseAddress, wanted, off_t(offset)) }
-            if count < 0 {
-                if errno == EINTR { continue }
-                throw .file(operation: "read", path: partPath, errno: errno)
+            let read = chunk.withUnsafeMutableBytes { raw in
+                Result { () throws(FileError) in
+                    try SystemFile.read(
+                        descriptor, into: UnsafeMutableRawBufferPointer(rebasing: raw[..<wanted]), at: Int64(offset),
+                        path: partPath)
+                }
             }
-            if count == 0 { throw .file(operation: "read", path: partPath, errno: EIO) }
+            let count: Int
+            switch read {
+            case .success(let read): count = read
+            case .failure(let error): throw .file(error)
+            }
+            if count == 0 { throw .file(FileError(operation: "read", path: partPath, errno: EIO)) }
             hasher.update(chunk[..<count])
             offset += count
         }
@@ -113,20 +128,16 @@ struct BlobPartFile: Sendable {
 
     /// Writes `bytes` at `offset`.
     func write(_ bytes: UnsafeRawBufferPointer, at offset: Int) throws(BlobDownloadFailure) {
-        var done = 0
-        while done < bytes.count {
-            let count = pwrite(descriptor, bytes.baseAddress! + done, bytes.count - done, off_t(offset + done))
-            if count < 0 {
-                if errno == EINTR { continue }
-                throw .file(operation: "write", path: partPath, errno: errno)
-            }
-            done += count
+        do {
+            try SystemFile.writeAll(descriptor, bytes, at: Int64(offset), path: partPath)
+        } catch {
+            throw .file(error)
         }
     }
 
     /// Flushes the `.part` to disk (kept for the next attempt) and closes it.
     func keep() {
-        while fsync(descriptor) != 0 && errno == EINTR {}
+        SystemFile.syncIgnoringFailure(descriptor)
         close()
     }
 
@@ -134,38 +145,26 @@ struct BlobPartFile: Sendable {
     func discard() {
         close()
         unlink(partPath)
-        Self.syncDirectory(directory)
+        Directories.sync(directory)
     }
 
     func close() {
-        _ = systemClose(descriptor)
+        SystemFile.close(descriptor)
     }
 
     /// `fsync` the `.part`, close it, rename it to `<dir>/<hex>` and flush the directory. The file is closed afterwards
     /// whether this succeeded or not.
     func moveIntoPlace() throws(BlobDownloadFailure) {
-        while fsync(descriptor) != 0 {
-            if errno == EINTR { continue }
-            let code = errno
+        do {
+            try SystemFile.sync(descriptor, path: partPath)
+        } catch {
             close()
-            throw .file(operation: "sync", path: partPath, errno: code)
+            throw .file(error)
         }
         close()
-        guard rename(partPath, finalPath) == 0 else { throw .file(operation: "rename", path: partPath, errno: errno) }
-        Self.syncDirectory(directory)
-    }
-
-    static func syncDirectory(_ path: String) {
-        let fd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
-        guard fd >= 0 else { return }
-        while fsync(fd) != 0 && errno == EINTR {}
-        _ = systemClose(fd)
+        guard rename(partPath, finalPath) == 0 else {
+            throw .file(FileError(operation: "rename", path: partPath, errno: errno))
+        }
+        Directories.sync(directory)
     }
 }
-
-/// `close(2)`, under a name that `BlobPartFile.close()` does not shadow.
-#if canImport(Glibc)
-private let systemClose = Glibc.close
-#elseif canImport(Musl)
-private let systemClose = Musl.close
-#endif

@@ -2,6 +2,7 @@ import AsyncHTTPClient
 import NIOCore
 import NIOHTTP1
 import NIOPosix
+import UplinkFiles
 import UplinkRemoteConfig
 
 /// How far a blob download is, download-task style: bytes in the `.part` file so far, of the blob's size.
@@ -58,7 +59,7 @@ public enum BlobDownloadFailure: Error, Sendable, Equatable, CustomStringConvert
     /// The bytes are not the blob's. `.part` discarded, nothing moved into place.
     case hashMismatch(expected: SHA256Digest, actual: SHA256Digest)
     /// A local file operation failed.
-    case file(operation: String, path: String, errno: Int32)
+    case file(FileError)
 
     public var description: String {
         switch self {
@@ -71,7 +72,7 @@ public enum BlobDownloadFailure: Error, Sendable, Equatable, CustomStringConvert
         case .tooLarge(let limit): "the body is longer than the blob's \(limit) bytes"
         case .hashMismatch(let expected, let actual):
             "the bytes received hash to \(actual.hex.prefix(12))…, not \(expected.hex.prefix(12))… (discarded)"
-        case .file(let operation, let path, let code): "cannot \(operation) \(path): errno \(code)"
+        case .file(let error): "\(error)"
         }
     }
 }

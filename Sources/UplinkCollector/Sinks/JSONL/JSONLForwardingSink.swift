@@ -2,6 +2,7 @@ import NIOCore
 import NIOPosix
 import Synchronization
 import UplinkCore
+import UplinkFiles
 
 /// `type: jsonl`: appends the log's stored lines, unchanged, to `path` (default `<data_dir>/records.jsonl`), the
 /// same form the collector writes without `sinks`. After a crash the last batch may be appended twice (the cursor

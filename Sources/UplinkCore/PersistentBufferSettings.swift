@@ -45,5 +45,5 @@ public struct PersistentBufferSettings: Sendable, Equatable {
 
     /// Size at which a segment file is closed and a new one started: a sixteenth of the budget, 64 KiB to 4 MiB.
     /// Disk space is freed a whole segment at a time.
-    var segmentBytes: Int { min(4 << 20, max(64 << 10, maxBytes / 16)) }
+    public var segmentBytes: Int { min(4 << 20, max(64 << 10, maxBytes / 16)) }
 }

@@ -1,5 +1,7 @@
 import Logging
 import Metrics
+import UplinkCore
+import UplinkFiles
 
 #if canImport(Glibc)
 import Glibc
@@ -28,7 +30,8 @@ import Darwin
 /// were only in memory at the crash are lost, and nothing new is mistaken for a duplicate.
 ///
 /// Not thread-safe: the ring calls it with its lock held.
-public struct PersistentBuffer: Sendable {
+public struct PersistentBuffer: RecordRingDisk {
+    /// Where and how the frames are kept.
     public let settings: PersistentBufferSettings
     /// The stream epoch: the persisted one, or the proposed one for a new buffer.
     public private(set) var epoch: UInt64
@@ -41,6 +44,7 @@ public struct PersistentBuffer: Sendable {
     private var dirty = false
     private var reader = Reader()
     private var loggedWriteError = false
+    /// The counters (`RecordRing.persistentStatistics()` reads them).
     public private(set) var statistics = PersistentBufferStatistics()
     private let metrics = PersistentBufferMetrics()
 
@@ -119,7 +123,7 @@ public struct PersistentBuffer: Sendable {
                     "persistent buffer: \(scan.tornTail ? "torn" : "damaged") tail cut off",
                     metadata: ["segment": "\(path)", "valid_bytes": "\(scan.validEnd)", "file_bytes": "\(size)"])
                 guard truncate(path, off_t(scan.validEnd)) == 0 else {
-                    throw PersistentBufferError(operation: "truncate", path: path, errno: errno)
+                    throw PersistentBufferError(FileError(operation: "truncate", path: path, errno: errno))
                 }
             }
             if scan.corruptRegions > 0 {
@@ -196,20 +200,14 @@ public struct PersistentBuffer: Sendable {
     // MARK: Writing
 
     /// What became of a frame handed to `append`.
-    public enum WriteOutcome: Sendable, Equatable {
-        case written
-        /// The disk budget is full and `overflow` is `drop_newest` (or the frame alone exceeds the budget).
-        case refused
-        /// The system refused the write (disk full, I/O error); logged once.
-        case failed
-    }
+    public typealias WriteOutcome = RecordRingDiskWrite
 
     /// Writes one frame (the body in one or two parts). Frames must come in increasing sequence order.
     ///
     /// - Parameters:
     ///   - placeholder: write only the header, recording that `sequence` was used.
     ///   - acknowledged: the collector's acknowledged sequence, to count what a full budget drops.
-    mutating func append(
+    public mutating func append(
         sequence: UInt64, sourceWord: UInt32, placeholder: Bool,
         _ first: UnsafeRawBufferPointer, _ second: UnsafeRawBufferPointer, acknowledged: UInt64
     ) -> WriteOutcome {
@@ -231,19 +229,25 @@ public struct PersistentBuffer: Sendable {
                 return .refused
             }
         } catch {
-            return failed(error.errno, error.description)
+            return failed(error.file.errno, error.description)
         }
         // No allocation per frame: the header and the vectors live on the stack.
+        let fd = activeFD
         let error = withUnsafeTemporaryAllocation(byteCount: SegmentFrame.headerBytes, alignment: 8) { header in
             SegmentFrame.writeHeader(into: header, sequence: sequence, sourceWord: word, body1, body2)
-            return withUnsafeTemporaryAllocation(of: iovec.self, capacity: 3) { vectors -> Int32? in
+            return withUnsafeTemporaryAllocation(of: iovec.self, capacity: 3) { vectors -> FileError? in
                 vectors[0] = iovec(iov_base: header.baseAddress, iov_len: header.count)
                 vectors[1] = iovec(iov_base: UnsafeMutableRawPointer(mutating: body1.baseAddress), iov_len: body1.count)
                 vectors[2] = iovec(iov_base: UnsafeMutableRawPointer(mutating: body2.baseAddress), iov_len: body2.count)
-                return Self.writeVectors(activeFD, vectors, total: size)
+                do throws(FileError) {
+                    try SystemFile.writeAll(fd, vectors, total: size, path: activeSegmentPath)
+                    return nil
+                } catch {
+                    return error
+                }
             }
         }
-        if let error { return failed(error, "write failed") }
+        if let error { return failed(error.errno, error.description) }
         segments[segments.count - 1].bytes += size
         segments[segments.count - 1].lastSequence = sequence
         if !placeholder { segments[segments.count - 1].lastDataSequence = sequence }
@@ -255,28 +259,9 @@ public struct PersistentBuffer: Sendable {
         return .written
     }
 
-    /// Writes all of `vectors` (`total` bytes), continuing after short writes; returns errno on failure.
-    private static func writeVectors(_ fd: Int32, _ vectors: UnsafeMutableBufferPointer<iovec>, total: Int) -> Int32? {
-        var remaining = total
-        var index = 0
-        while remaining > 0 {
-            let count = writev(fd, vectors.baseAddress! + index, Int32(vectors.count - index))
-            if count < 0 {
-                if errno == EINTR { continue }
-                return errno
-            }
-            remaining -= count
-            var advance = count
-            while index < vectors.count, advance >= vectors[index].iov_len {
-                advance -= vectors[index].iov_len
-                index += 1
-            }
-            if advance > 0 {
-                vectors[index].iov_base += advance
-                vectors[index].iov_len -= advance
-            }
-        }
-        return nil
+    /// The newest segment's file, which `append` writes to.
+    private var activeSegmentPath: String {
+        segments.last.map { segmentPath($0.firstSequence) } ?? settings.directory
     }
 
     private mutating func failed(_ code: Int32, _ description: String) -> WriteOutcome {
@@ -318,14 +303,14 @@ public struct PersistentBuffer: Sendable {
     }
 
     /// Notes that the ring handed out sequences below `next`; in `spill` mode renews the reservation when needed.
-    mutating func noteAssigned(next: UInt64) {
+    public mutating func noteAssigned(next: UInt64) {
         nextSequence = next
         guard settings.mode == .spill, next > reservedThrough else { return }
         reservedThrough = next + Self.reservationBlock
         do {
             try writeState(clean: false, next: next)
         } catch {
-            _ = failed(error.errno, error.description)
+            _ = failed(error.file.errno, error.description)
         }
     }
 
@@ -334,7 +319,7 @@ public struct PersistentBuffer: Sendable {
     /// Frames with a body from `sequence` up to (not including) `limit`, oldest first, while their bodies add up to
     /// at most `maxBytes` (at least one when `mayExceed`). Returns the sequence to continue from: that of the first frame not
     /// delivered, or `limit` when the disk holds nothing more below it.
-    mutating func read(
+    public mutating func read(
         from sequence: UInt64, below limit: UInt64, maxBytes: Int, mayExceed: Bool,
         _ body: (_ sequence: UInt64, _ bytes: UnsafeRawBufferPointer) -> Void
     ) -> (next: UInt64, frames: Int, bytes: Int) {
@@ -412,14 +397,14 @@ public struct PersistentBuffer: Sendable {
     }
 
     /// Whether the disk holds a frame with a body above `acknowledged`.
-    func hasData(above acknowledged: UInt64) -> Bool {
+    public func hasData(above acknowledged: UInt64) -> Bool {
         segments.contains { $0.lastDataSequence > acknowledged }
     }
 
     // MARK: Releasing, flushing, closing
 
     /// Deletes the segments, all but the newest, whose frames the collector has all acknowledged.
-    mutating func release(through acknowledged: UInt64) {
+    public mutating func release(through acknowledged: UInt64) {
         while segments.count > 1, segments[0].lastSequence <= acknowledged {
             let segment = segments.removeFirst()
             unlink(segmentPath(segment.firstSequence))
@@ -429,17 +414,21 @@ public struct PersistentBuffer: Sendable {
         metrics.diskBytes.record(statistics.diskBytes)
     }
 
-    /// A duplicate of the newest segment's descriptor when something was written since the last call, for an
-    /// `fsync` outside the ring's lock; the caller closes it.
-    mutating func descriptorToSync() -> Int32? {
+    /// When something was written since the last call: the `fsync` of the newest segment (through a duplicate of its
+    /// descriptor, closed afterwards), for the ring to run outside its lock.
+    public mutating func takeSync() -> (@Sendable () -> Void)? {
         guard dirty, activeFD >= 0 else { return nil }
         dirty = false
         let copy = dup(activeFD)
-        return copy >= 0 ? copy : nil
+        guard copy >= 0 else { return nil }
+        return {
+            PersistentFiles.sync(copy)
+            PersistentFiles.closeDescriptor(copy)
+        }
     }
 
     /// Flushes and closes the newest segment and records a clean shutdown with the next sequence to assign.
-    mutating func closeCleanly(next: UInt64) {
+    public mutating func closeCleanly(next: UInt64) {
         if activeFD >= 0 {
             PersistentFiles.sync(activeFD)
             close(activeFD)
@@ -504,37 +493,6 @@ public struct PersistentBuffer: Sendable {
         }
         try PersistentFiles.writeAtomically(statePath, bytes)
     }
-}
-
-/// Counters of a `PersistentBuffer`.
-public struct PersistentBufferStatistics: Sendable, Equatable {
-    /// The stream epoch in use.
-    public var epoch: UInt64 = 0
-    /// Whether the epoch came from the directory's `state` file (the stream continues).
-    public var resumedEpoch = false
-    /// Whether the previous run recorded a clean shutdown.
-    public var previousShutdownClean = false
-    /// The first sequence this run assigns.
-    public var openedAtSequence: UInt64 = 0
-    /// Frames with a body found on disk when the buffer was opened.
-    public var restoredFrames = 0
-    /// Their body bytes.
-    public var restoredBytes = 0
-    /// Tails cut off at opening because a write was interrupted (`uplink_buffer_disk_corrupt_total`).
-    public var tornTails = 0
-    /// Damaged stretches skipped or cut off at opening (checksum or order wrong).
-    public var corruptRegions = 0
-    /// Frames written (placeholders included) and their bytes, headers included.
-    public var framesWritten = 0
-    public var bytesWritten = 0
-    /// Unacknowledged frames deleted to keep within the budget (`drop_oldest`).
-    public var framesDropped = 0
-    /// Frames refused because the budget was full (`drop_newest`).
-    public var framesRefused = 0
-    /// Writes the system refused.
-    public var writeErrors = 0
-    /// Bytes of segment files now.
-    public var diskBytes = 0
 }
 
 struct PersistentBufferMetrics: Sendable {

@@ -71,6 +71,7 @@ let package = Package(
         // one error type (`FileError`). Plain system calls; no uplink module, no Foundation.
         .target(
             name: "UplinkFiles",
+            dependencies: [.product(name: "NIOPosix", package: "swift-nio")],
             swiftSettings: strict
         ),
         .target(

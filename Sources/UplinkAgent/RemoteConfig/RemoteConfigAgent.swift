@@ -1,9 +1,9 @@
 import Logging
 import Metrics
-import NIOPosix
 import ServiceLifecycle
 import Synchronization
 import UplinkCore
+import UplinkFiles
 import UplinkRemoteConfig
 import UplinkTransport
 import UplinkWire
@@ -276,7 +276,7 @@ extension RemoteConfigAgent {
         }
         let set: RemoteConfigStore.DocumentSet
         do {
-            try await onThreadPool { [store] in try store.prepare() }
+            try await BlockingFileWork.run { [store] in try store.prepare() }
             set = try await store.download(
                 manifest, with: client, maximumDocumentBytes: settings.maxDocumentBytes, metrics: downloadMetrics)
         } catch let failure as RemoteConfigStore.DownloadFailure {
@@ -386,7 +386,7 @@ extension RemoteConfigAgent {
             let trial = RemoteConfigStore.Trial(
                 revision: revision, generation: set.manifest.generation, startedAtMilliseconds: nowMilliseconds,
                 serials: set.serials)
-            try await onThreadPool { [store] in try store.saveTrial(trial) }
+            try await BlockingFileWork.run { [store] in try store.saveTrial(trial) }
         } catch {
             // Without the marker a crash during probation would not roll back: do not start one.
             update { $0.error = "cannot write the trial marker: \(error)" }
@@ -427,7 +427,7 @@ extension RemoteConfigAgent {
             }
         case .passed(let skipped):
             do {
-                try await onThreadPool { [store] in
+                try await BlockingFileWork.run { [store] in
                     try store.saveLastKnownGood(set)
                     try store.saveSeen(seenNow)
                     try store.removeTrial()
@@ -452,7 +452,7 @@ extension RemoteConfigAgent {
                 revision: revision, serials: set.serials, reason: reason, atMilliseconds: WallClock.nowNanoseconds() / 1_000_000))
             let badNow = bad
             do {
-                try await onThreadPool { [store] in
+                try await BlockingFileWork.run { [store] in
                     try store.saveBadRevisions(badNow)
                     try store.saveSeen(seenNow)
                     try store.removeTrial()
@@ -471,12 +471,6 @@ extension RemoteConfigAgent {
                 $0.error = reason
             }
         }
-    }
-
-    /// Runs `body` (files written and flushed to disk) on NIO's thread pool: blocking calls stay off the executor
-    /// the agent's tasks share.
-    private func onThreadPool<T: Sendable>(_ body: @escaping @Sendable () throws -> T) async throws -> T {
-        try await NIOThreadPool.singleton.runIfActive(body)
     }
 
     /// What probation reads: the watched sources' health, the local sources' drops, the stream and the ring.

@@ -1,6 +1,6 @@
 import Metrics
-import NIOPosix
 import Synchronization
+import UplinkFiles
 import UplinkRemoteConfig
 import UplinkTransport
 
@@ -97,7 +97,7 @@ extension RemoteConfigStore {
             }
         }
         let blobs = Set(manifest.blobs.map(\.sha256))
-        await Self.blocking { self.pruneBlobs(keeping: blobs) }
+        await BlockingFileWork.run { self.pruneBlobs(keeping: blobs) }
 
         // Each document, then its envelope when the manifest lists one.
         let parts = manifest.documents.flatMap { document -> [(String, DocumentSet.Part, ConfigManifest.Blob)] in
@@ -140,26 +140,12 @@ extension RemoteConfigStore {
             }
             done += size
         }
-        let result = await Self.blocking { () -> Result<DocumentSet, DocumentSet.Invalid> in
-            do throws(DocumentSet.Invalid) {
-                return .success(try DocumentSet(manifest: manifest, blobsIn: self))
-            } catch {
-                return .failure(error)
+        do throws(DocumentSet.Invalid) {
+            return try await BlockingFileWork.run { () throws(DocumentSet.Invalid) in
+                try DocumentSet(manifest: manifest, blobsIn: self)
             }
-        }
-        switch result {
-        case .success(let set): return set
-        case .failure(let invalid): throw .invalidSet(invalid)
-        }
-    }
-
-    /// Runs blocking file work on NIO's thread pool (here when the pool is not running, or the task was cancelled
-    /// before the work started).
-    static func blocking<T: Sendable>(_ body: @escaping @Sendable () -> T) async -> T {
-        do {
-            return try await NIOThreadPool.singleton.runIfActive(body)
         } catch {
-            return body()
+            throw .invalidSet(error)
         }
     }
 }

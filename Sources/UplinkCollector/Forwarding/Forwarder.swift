@@ -166,7 +166,7 @@ final class Forwarder: Sendable {
             metadata: ["records": "\(count)", "file": "\(deadLetterPath)", "error": "\(reason)"])
         let path = deadLetterPath
         do {
-            try await Self.onThreadPoolEvenIfCancelled {
+            try await BlockingFileWork.run {
                 try FileIO.makeDirectories(AtomicFile.parentDirectory(of: path))
                 let descriptor = try FileIO.openForAppending(path)
                 defer { FileIO.closeFile(descriptor) }
@@ -179,21 +179,10 @@ final class Forwarder: Sendable {
         }
     }
 
-    /// Runs the file work that must follow a delivered batch (its cursor, its dead letters) on NIO's thread pool,
-    /// or here when the forwarder is being stopped: the pool's async `runIfActive` drops work whose task was
-    /// cancelled before it began, and a cursor left behind makes the next start deliver the batch again.
-    private static func onThreadPoolEvenIfCancelled(_ body: @escaping @Sendable () throws -> Void) async throws {
-        do {
-            try await NIOThreadPool.singleton.runIfActive(body)
-        } catch is CancellationError {
-            try body()
-        }
-    }
-
     private func persist(_ cursor: Int64) async {
         let path = cursorPath
         do {
-            try await Self.onThreadPoolEvenIfCancelled {
+            try await BlockingFileWork.run {
                 try FileIO.makeDirectories(AtomicFile.parentDirectory(of: path))
                 try CursorFile.write(path, cursor)
             }

@@ -5,7 +5,6 @@ import Musl
 #elseif canImport(Darwin)
 import Darwin
 #endif
-import NIOPosix
 import UplinkCore
 import UplinkFiles
 
@@ -76,13 +75,8 @@ enum SourceFiles {
     /// `writeAtomically` on NIO's blocking-I/O thread pool: an `fsync` (tens to hundreds of milliseconds on an SD
     /// card) must not hold a thread of the executor the sources run on.
     static func writeAtomicallyOnThreadPool(_ path: String, _ content: [UInt8]) async -> Errno? {
-        do {
-            return try await NIOThreadPool.singleton.runIfActive { writeAtomically(path, content) }
-        } catch {
-            // Cancelled before the pool ran it (the source is stopping and writes its final checkpoints), or the pool
-            // is shut down: write here.
-            return writeAtomically(path, content)
-        }
+        // Also when the source is stopping: its final checkpoints are written (here, if the pool refuses).
+        await BlockingFileWork.run { writeAtomically(path, content) }
     }
 
     /// Replaces `path` atomically with `content` (`AtomicFile.write`), so a crash leaves either the old or the new

@@ -1,7 +1,6 @@
 import AsyncHTTPClient
 import NIOCore
 import NIOHTTP1
-import NIOPosix
 import UplinkFiles
 import UplinkRemoteConfig
 
@@ -98,7 +97,7 @@ extension RemoteConfigClient {
     ) async throws(BlobDownloadFailure) -> BlobDownload {
         precondition(size >= 0, "a blob's size is not negative")
         let finalPath = BlobPartFile.finalPath(directory: directory, digest: digest)
-        let start = try await Self.onThreadPool { () throws(BlobDownloadFailure) in
+        let start = try await BlockingFileWork.run { () throws(BlobDownloadFailure) in
             try BlobPartFile.start(directory: directory, digest: digest, size: size)
         }
         guard case .part(let file, let length, let prefixHasher) = start else {
@@ -113,16 +112,16 @@ extension RemoteConfigClient {
         } catch {
             switch error {
             case .transport, .incomplete, .cancelled, .file:
-                await Self.runBlocking { file.keep() }
+                await BlockingFileWork.run { file.keep() }
             case .status(let code) where code != 416:
-                await Self.runBlocking { file.keep() }
+                await BlockingFileWork.run { file.keep() }
             case .status, .unexpectedContentRange, .unexpectedLength, .tooLarge, .hashMismatch:
-                await Self.runBlocking { file.discard() }
+                await BlockingFileWork.run { file.discard() }
             }
             throw error
         }
         // Closes the file whether it succeeds or not.
-        try await Self.onThreadPool { () throws(BlobDownloadFailure) in try file.moveIntoPlace() }
+        try await BlockingFileWork.run { () throws(BlobDownloadFailure) in try file.moveIntoPlace() }
         return download
     }
 
@@ -210,39 +209,6 @@ extension RemoteConfigClient {
         guard actual == digest else { throw .hashMismatch(expected: digest, actual: actual) }
         return BlobDownload(
             path: file.finalPath, wasPresent: false, resumedAt: resumedAt, restarted: restarted, bytesReceived: received)
-    }
-
-    /// Runs a blocking file operation on NIO's thread pool (`fsync`, hashing a `.part`), not on the caller's executor.
-    static func onThreadPool<T: Sendable>(
-        _ body: @escaping @Sendable () throws(BlobDownloadFailure) -> T
-    ) async throws(BlobDownloadFailure) -> T {
-        let result: Result<T, BlobDownloadFailure>
-        do {
-            result = try await NIOThreadPool.singleton.runIfActive { () -> Result<T, BlobDownloadFailure> in
-                do throws(BlobDownloadFailure) {
-                    return .success(try body())
-                } catch {
-                    return .failure(error)
-                }
-            }
-        } catch {
-            // The pool is not running (the process is shutting down): do it here.
-            do throws(BlobDownloadFailure) {
-                result = .success(try body())
-            } catch let failure {
-                result = .failure(failure)
-            }
-        }
-        return try result.get()
-    }
-
-    /// Runs a blocking file operation that cannot fail on NIO's thread pool (here when the pool is not running).
-    static func runBlocking(_ body: @escaping @Sendable () -> Void) async {
-        do {
-            try await NIOThreadPool.singleton.runIfActive(body)
-        } catch {
-            body()
-        }
     }
 }
 

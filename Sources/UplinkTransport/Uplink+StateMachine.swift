@@ -135,8 +135,7 @@ struct UplinkStateMachine {
         }
         update(stream)
         if case .draining = state, handingOver ? stream.acknowledged >= stream.lastSent : everythingAcknowledged {
-            state = .finished
-            return [.endStream(connection), .finish]
+            return finish(ending: connection)
         }
         return []
     }
@@ -183,8 +182,7 @@ struct UplinkStateMachine {
     mutating func deadlinePassed(now: Instant) -> [Action] {
         guard var stream = currentStream else { return [] }
         if case .draining(_, let deadline) = state, now >= deadline {
-            state = .finished
-            return [.endStream(stream.connection), .finish]
+            return finish(ending: stream.connection)
         }
         switch stream.phase {
         case .awaitingResponse, .awaitingResume:
@@ -216,14 +214,18 @@ struct UplinkStateMachine {
             state = .draining(stream, deadline: now + drainTimeout)
             return stream.phase == .flowing && stream.canWrite ? [.write] : []
         case .streaming(let stream):
-            state = .finished
-            return [.endStream(stream.connection), .finish]
+            return finish(ending: stream.connection)
         case .idle, .backingOff:
-            state = .finished
-            return [.finish]
+            return finish(ending: nil)
         case .draining, .finished:
             return []
         }
+    }
+
+    /// Ends the uplink, and first the stream on `connection` when there is one.
+    private mutating func finish(ending connection: ConnectionID?) -> [Action] {
+        state = .finished
+        return connection.map { [.endStream($0), .finish] } ?? [.finish]
     }
 
     /// Another uplink takes over the ring (a reload changed the uplink settings). Unlike `shutdown`, which sends
@@ -235,24 +237,20 @@ struct UplinkStateMachine {
         case .streaming(let stream) where stream.phase == .flowing:
             handingOver = true
             if stream.acknowledged >= stream.lastSent {
-                state = .finished
-                return [.endStream(stream.connection), .finish]
+                return finish(ending: stream.connection)
             }
             state = .draining(stream, deadline: now + drainTimeout)
             return []
         case .streaming(let stream):
             // Nothing was written on a stream that is not flowing yet.
-            state = .finished
-            return [.endStream(stream.connection), .finish]
+            return finish(ending: stream.connection)
         case .idle, .backingOff:
-            state = .finished
-            return [.finish]
+            return finish(ending: nil)
         case .draining(let stream, _):
             // A shutdown drain became a hand-over: stop taking new frames and end once what was sent is acknowledged.
             handingOver = true
             guard stream.acknowledged < stream.lastSent else {
-                state = .finished
-                return [.endStream(stream.connection), .finish]
+                return finish(ending: stream.connection)
             }
             return []
         case .finished:

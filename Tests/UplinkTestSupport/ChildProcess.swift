@@ -95,16 +95,11 @@ public final class ChildProcess: @unchecked Sendable {
         if isRunning { kill(processIdentifier, signal) }
     }
 
-    /// Waits up to `seconds` for the child to exit; returns whether it did. Polls every 10 ms with `Task.sleep`, so the
-    /// wait holds no thread.
+    /// Waits up to `seconds` for the child to exit; returns whether it did. Polls (`eventually`) with `Task.sleep`, so
+    /// the wait holds no thread.
     @discardableResult
     public func waitForExit(seconds: Double) async -> Bool {
-        let deadline = ContinuousClock.now + .milliseconds(Int(seconds * 1000))
-        while isRunning {
-            if ContinuousClock.now >= deadline { return false }
-            try? await Task.sleep(for: .milliseconds(10))
-        }
-        return true
+        await eventually(timeout: .milliseconds(Int(seconds * 1000))) { !isRunning }
     }
 
     /// SIGTERM, then SIGKILL if it has not exited after `grace` seconds; returns once it has exited.

@@ -76,7 +76,7 @@ struct UplinkReconnectTests {
     func connectTimeout() async throws {
         let hole = try LoopbackSockets.BlackHole()
         // The filler connection must be queued before the uplink's SYN arrives, or the uplink would take its place.
-        let full = await pollUntil { hole.isFull }
+        let full = await eventually(timeout: .seconds(10)) { hole.isFull }
         try #require(full, "the listener's accept queue did not fill: \(hole.acceptQueue())")
 
         var configuration = Self.configuration(port: hole.port)
@@ -218,16 +218,6 @@ final class BackoffRecorder: Sendable {
 
     /// Waits (polling, bounded) until the sleep was called `count` times.
     func waitForCalls(_ count: Int, within limit: Duration = .seconds(30)) async -> Bool {
-        await pollUntil(within: limit) { self.calls.count >= count }
+        await eventually(timeout: limit) { self.calls.count >= count }
     }
-}
-
-/// Polls `condition` every 10 ms until it holds or `limit` passes; returns whether it held.
-func pollUntil(within limit: Duration = .seconds(10), _ condition: () -> Bool) async -> Bool {
-    let deadline = ContinuousClock.now + limit
-    while ContinuousClock.now < deadline {
-        if condition() { return true }
-        try? await Task.sleep(for: .milliseconds(10))
-    }
-    return condition()
 }

@@ -81,6 +81,17 @@ enum UplinkBinary {
         throw Missing()
     }
 
+    /// Starts `uplink run --config CONFIG --log-level error`, an agent process whose output is discarded.
+    static func startAgent(config: String) throws -> Process {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: try path())
+        process.arguments = ["run", "--config", config, "--log-level", "error"]
+        process.standardOutput = FileHandle.nullDevice
+        process.standardError = FileHandle.nullDevice
+        try process.run()
+        return process
+    }
+
     /// Runs `uplink ARGUMENTS` to the end: its exit status and what it printed.
     static func run(_ arguments: [String]) throws -> (status: Int32, standardOutput: String, standardError: String) {
         let process = Process()
@@ -171,11 +182,7 @@ struct CollectorProcess {
 
     /// Waits until `GET /healthz` answers (the restarted process binds the same port).
     func waitUntilHealthy() async throws {
-        let healthy = await eventually(timeout: .seconds(30)) {
-            process.isRunning && LoopbackHTTP.get(port: port, path: "/healthz")?.hasPrefix("HTTP/1.1 200") == true
-        }
-        struct NotHealthy: Error {}
-        guard healthy else { throw NotHealthy() }
+        try await UplinkIntegrationTests.waitUntilHealthy(port: port) { process.isRunning }
     }
 
     func kill() {
@@ -189,31 +196,9 @@ struct CollectorProcess {
     }
 }
 
-/// A minimal blocking HTTP/1.1 GET on loopback, for health checks.
-enum LoopbackHTTP {
-    static func get(port: Int, path: String) -> String? {
-        let socketFD = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        guard socketFD >= 0 else { return nil }
-        defer { close(socketFD) }
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_addr.s_addr = inet_addr("127.0.0.1")
-        address.sin_port = UInt16(port).bigEndian
-        let connected = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
-                connect(socketFD, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) == 0
-            }
-        }
-        guard connected else { return nil }
-        let request = Array("GET \(path) HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n".utf8)
-        guard send(socketFD, request, request.count, 0) == request.count else { return nil }
-        var response: [UInt8] = []
-        var buffer = [UInt8](repeating: 0, count: 4096)
-        while response.count < 65536 {
-            let count = recv(socketFD, &buffer, buffer.count, 0)
-            if count <= 0 { break }
-            response.append(contentsOf: buffer[0..<count])
-        }
-        return response.isEmpty ? nil : String(decoding: response, as: UTF8.self)
-    }
+/// Waits (at most 30 s) until the collector process on `port` answers `GET /healthz` with 200 while `isRunning`;
+/// throws when it does not.
+func waitUntilHealthy(port: Int, isRunning: () -> Bool) async throws {
+    struct NotHealthy: Error {}
+    guard await LoopbackHTTP10.waitUntilOK(port: port, path: "/healthz", while: isRunning) else { throw NotHealthy() }
 }

@@ -86,7 +86,7 @@ struct FaultTests {
             url: "http://127.0.0.1:\(proxy.port)", agentID: "backoff-agent", jitterSeed: 1234)
         configuration.backoff = Backoff(initial: .milliseconds(250), multiplier: 2, maximum: .seconds(30))
         let ring = RecordRing(capacity: 1 << 20)
-        let uplink = Uplink(configuration: configuration, ring: ring, logger: Harness.logger) { delay in
+        let uplink = Uplink(configuration: configuration, ring: ring, logger: testLogger) { delay in
             slept.record(delay)
             try await Task.sleep(for: .milliseconds(5))  // the injected clock: no real waiting for the delay
         }

@@ -51,10 +51,7 @@ struct ObservabilityTests {
             processes.append(try ChildProcess(
                 [binary, "run", "--config", directory + "/cut-off.yaml"], outputPath: directory + "/cut-off.log"))
             for port in [collectorPort, streamingPort, cutOffPort] {
-                let deadline = Date().addingTimeInterval(30)
-                while Date() < deadline, ObservabilityTests.get(port, "/healthz")?.status != 200 {
-                    try await Task.sleep(for: .milliseconds(100))
-                }
+                _ = await LoopbackHTTP10.waitUntilOK(port: port, path: "/healthz")
             }
         }
 

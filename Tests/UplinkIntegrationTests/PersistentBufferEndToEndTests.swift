@@ -104,13 +104,8 @@ struct PersistentBufferEndToEndTests {
                 sources: "  - { name: before, type: generator, rate: 5000, count: \(total), record_bytes: 120 }",
                 extraPersist: "    spill_after: 300ms"))
         // The generator is done and its records spilled once the segments stop growing (bounded wait).
-        var last = -1
-        var stableChecks = 0
-        for _ in 0..<100 where stableChecks < 3 {
-            try await Task.sleep(for: .milliseconds(400))
-            let bytes = Self.segmentBytes(state + "/buffer")
-            stableChecks = bytes > 0 && bytes == last ? stableChecks + 1 : 0
-            last = bytes
+        await settles(quiet: .milliseconds(1200), timeout: .seconds(40), accept: { $0 > 0 }) {
+            Self.segmentBytes(state + "/buffer")
         }
         first.child.send(SIGTERM)
         #expect(await first.child.waitForExit(seconds: 30), "the agent did not stop after SIGTERM")

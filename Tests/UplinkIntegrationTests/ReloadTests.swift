@@ -106,7 +106,7 @@ struct ReloadTests {
         // 3. Switch to a second collector: the first stream drains and closes, the second carries on.
         try await sighup(Self.configuration(url: second.url, stateDirectory: directory), expecting: "configuration reloaded")
         #expect(await waitForMore("steady", than: 50, in: [second]), "log: \(log.text.suffix(2000))")
-        let storedByFirst = Int(first.collector.statistics().recordsStored)
+        let storedByFirst = first.recordsStored
 
         // 4. Break the file: reported with file:line:col and key, nothing changes, records keep flowing.
         let broken = Self.configuration(url: second.url, stateDirectory: directory)
@@ -132,7 +132,7 @@ struct ReloadTests {
         #expect(process.terminationStatus == 0, "log: \(log.text.suffix(2000))")
 
         // The first collector got nothing after the switch; the removed source nothing after its removal.
-        #expect(Int(first.collector.statistics().recordsStored) == storedByFirst)
+        #expect(first.recordsStored == storedByFirst)
         #expect(Self.storedCount("added", in: [first, second]) == addedStored)
         // Exactly once across both collectors: the steady source ran untouched throughout (a restart would have
         // counted from 0 again), and the removed one lost nothing it produced.

@@ -16,11 +16,7 @@ struct ConfiguredCollector {
     }
 
     func waitUntilHealthy() async throws {
-        let healthy = await eventually(timeout: .seconds(30)) {
-            process.isRunning && LoopbackHTTP.get(port: port, path: "/healthz")?.hasPrefix("HTTP/1.1 200") == true
-        }
-        struct NotHealthy: Error {}
-        guard healthy else { throw NotHealthy() }
+        try await UplinkIntegrationTests.waitUntilHealthy(port: port) { process.isRunning }
     }
 }
 

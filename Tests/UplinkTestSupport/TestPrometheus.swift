@@ -27,11 +27,8 @@ public final class TestPrometheus: @unchecked Sendable {
                 "--web.listen-address=127.0.0.1:\(port)", "--log.level=warn",
             ], outputPath: directory + "/prometheus.log")
         self.process = process
-        let deadline = Date().addingTimeInterval(60)
-        while Date() < deadline {
-            if LoopbackHTTP10.request(port: port, path: "/-/ready")?.status == 200 { return }
-            guard process.isRunning else { break }
-            try await Task.sleep(for: .milliseconds(100))
+        if await LoopbackHTTP10.waitUntilOK(port: port, path: "/-/ready", timeout: .seconds(60), while: { process.isRunning }) {
+            return
         }
         await stop()
         throw ChildProcess.Failure(description: "Prometheus did not start on port \(port): \(log.suffix(2000))")

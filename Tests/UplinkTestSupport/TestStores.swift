@@ -48,6 +48,19 @@ public enum LoopbackHTTP10 {
         guard parts.count >= 2, let status = Int(parts[1]) else { return nil }
         return Response(status: status, body: Array(response[(end + 4)...]))
     }
+
+    /// Waits (`eventually`, at most `timeout`) until `GET path` on `port` answers 200; false after `timeout` or once
+    /// `isRunning` (the server's process) is false.
+    public static func waitUntilOK(
+        port: Int, path: String, timeout: Duration = .seconds(30), while isRunning: () -> Bool = { true }
+    ) async -> Bool {
+        var ok = false
+        await eventually(timeout: timeout) {
+            ok = request(port: port, path: path, headers: ["Connection": "close"])?.status == 200
+            return ok || !isRunning()
+        }
+        return ok
+    }
 }
 
 /// VictoriaMetrics single node (Debian `victoria-metrics`) in a temporary directory on a free loopback port.
@@ -80,11 +93,8 @@ public final class TestVictoriaMetrics: @unchecked Sendable {
                 "-search.disableCache", "-loggerLevel=ERROR",
             ], outputPath: directory + "/victoria-metrics.log")
         self.process = process
-        let deadline = Date().addingTimeInterval(60)
-        while Date() < deadline {
-            if LoopbackHTTP10.request(port: port, path: "/health")?.status == 200 { return }
-            guard process.isRunning else { break }
-            try await Task.sleep(for: .milliseconds(50))
+        if await LoopbackHTTP10.waitUntilOK(port: port, path: "/health", timeout: .seconds(60), while: { process.isRunning }) {
+            return
         }
         await stop()
         let log = (try? String(contentsOfFile: directory + "/victoria-metrics.log", encoding: .utf8)) ?? ""
@@ -169,12 +179,12 @@ public final class TestClickHouse: @unchecked Sendable {
         let process = try ChildProcess(
             [Self.binary, "--config-file=\(directory)/config.xml"], outputPath: directory + "/clickhouse.log")
         self.process = process
-        let deadline = Date().addingTimeInterval(90)
-        while Date() < deadline {
-            if (try? query("SELECT 1")) == "1\n" { return }
-            guard process.isRunning else { break }
-            try await Task.sleep(for: .milliseconds(100))
+        var ready = false
+        await eventually(timeout: .seconds(90)) {
+            ready = (try? query("SELECT 1")) == "1\n"
+            return ready || !process.isRunning
         }
+        if ready { return }
         await stop()
         let log = (try? String(contentsOfFile: directory + "/clickhouse.log", encoding: .utf8)) ?? ""
         throw ChildProcess.Failure(description: "ClickHouse did not start on port \(port): \(log.suffix(2000))")

@@ -1,13 +1,12 @@
 import Foundation
 import Testing
 import UplinkCore
+import UplinkTestSupport
 
 @Suite("Atomic file")
 struct AtomicFileTests {
     static func temporaryDirectory() throws -> String {
-        let path = NSTemporaryDirectory() + "uplink-atomic-\(UUID().uuidString)"
-        try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)
-        return path
+        try TestDirectories.make("uplink-atomic")
     }
 
     @Test("replaces the content, with the mode asked for, and leaves no temporary file")

@@ -167,12 +167,11 @@ public final class TestNginx: @unchecked Sendable {
         guard let master = masterProcessID() else { throw Failure(description: "nginx reload: no master pid") }
         let before = try workerProcessIDs(of: master)
         kill(master, SIGHUP)
-        let deadline = Date().addingTimeInterval(Double(configuration.workerShutdownTimeoutSeconds) + 10)
-        while Date() < deadline {
+        let replaced = try await eventually(timeout: .seconds(configuration.workerShutdownTimeoutSeconds + 10)) {
             let now = try workerProcessIDs(of: master)
-            if !now.isEmpty, before.isDisjoint(with: now) { return }
-            try await Task.sleep(for: .milliseconds(50))
+            return !now.isEmpty && before.isDisjoint(with: now)
         }
+        if replaced { return }
         throw Failure(description: "nginx reload: old workers \(before) still running")
     }
 
@@ -197,14 +196,11 @@ public final class TestNginx: @unchecked Sendable {
             Self.binary, "-p", directory + "/", "-c", directory + "/nginx.conf", "-e", errorLogPath,
         ])
         self.process = process
-        let deadline = Date().addingTimeInterval(10)
-        while Date() < deadline {
-            if !process.isRunning {
-                self.process = nil
-                throw Failure(description: "nginx exited at start: \(errorLog().suffix(2000))")
-            }
-            if Self.canConnect(port: port) { return }
-            try await Task.sleep(for: .milliseconds(20))
+        let port = port
+        if await process.waitUntil(timeout: .seconds(10), { Self.canConnect(port: port) }) { return }
+        if !process.isRunning {
+            self.process = nil
+            throw Failure(description: "nginx exited at start: \(errorLog().suffix(2000))")
         }
         await stop()
         throw Failure(description: "nginx did not listen on 127.0.0.1:\(port) within 10 s: \(errorLog().suffix(2000))")

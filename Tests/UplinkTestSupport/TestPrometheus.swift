@@ -21,17 +21,14 @@ public final class TestPrometheus: @unchecked Sendable {
             configuration += "  - job_name: \(job)\n    static_configs:\n      - targets: ['\(target)']\n"
         }
         try configuration.write(toFile: directory + "/prometheus.yml", atomically: true, encoding: .utf8)
-        let process = try ChildProcess(
+        let port = port
+        process = try await ChildProcess.startServer(
+            "Prometheus on port \(port)",
             [
                 Self.binary, "--config.file=\(directory)/prometheus.yml", "--storage.tsdb.path=\(directory)/data",
                 "--web.listen-address=127.0.0.1:\(port)", "--log.level=warn",
-            ], outputPath: directory + "/prometheus.log")
-        self.process = process
-        if await LoopbackHTTP10.waitUntilOK(port: port, path: "/-/ready", timeout: .seconds(60), while: { process.isRunning }) {
-            return
-        }
-        await stop()
-        throw ChildProcess.Failure(description: "Prometheus did not start on port \(port): \(log.suffix(2000))")
+            ], outputPath: directory + "/prometheus.log", timeout: .seconds(60), grace: 10
+        ) { LoopbackHTTP10.request(port: port, path: "/-/ready")?.status == 200 }
     }
 
     public var log: String { (try? String(contentsOfFile: directory + "/prometheus.log", encoding: .utf8)) ?? "" }

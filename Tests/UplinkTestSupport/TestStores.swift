@@ -86,19 +86,15 @@ public final class TestVictoriaMetrics: @unchecked Sendable {
     public func start() async throws {
         precondition(process == nil, "already running")
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
-        let process = try ChildProcess(
+        let port = port
+        process = try await ChildProcess.startServer(
+            "VictoriaMetrics on port \(port)",
             [
                 Self.binary, "-storageDataPath", directory + "/data", "-httpListenAddr", "127.0.0.1:\(port)",
                 "-dedup.minScrapeInterval=1ms", "-retentionPeriod=100y", "-search.latencyOffset=0s",
                 "-search.disableCache", "-loggerLevel=ERROR",
-            ], outputPath: directory + "/victoria-metrics.log")
-        self.process = process
-        if await LoopbackHTTP10.waitUntilOK(port: port, path: "/health", timeout: .seconds(60), while: { process.isRunning }) {
-            return
-        }
-        await stop()
-        let log = (try? String(contentsOfFile: directory + "/victoria-metrics.log", encoding: .utf8)) ?? ""
-        throw ChildProcess.Failure(description: "VictoriaMetrics did not start on port \(port): \(log.suffix(2000))")
+            ], outputPath: directory + "/victoria-metrics.log", timeout: .seconds(60), grace: 20
+        ) { LoopbackHTTP10.request(port: port, path: "/health")?.status == 200 }
     }
 
     /// SIGTERM (VictoriaMetrics flushes what it buffered), then waits for the exit. Released without `stop()`, the
@@ -176,18 +172,10 @@ public final class TestClickHouse: @unchecked Sendable {
             """
         try config.write(toFile: directory + "/config.xml", atomically: true, encoding: .utf8)
         try users.write(toFile: directory + "/users.xml", atomically: true, encoding: .utf8)
-        let process = try ChildProcess(
-            [Self.binary, "--config-file=\(directory)/config.xml"], outputPath: directory + "/clickhouse.log")
-        self.process = process
-        var ready = false
-        await eventually(timeout: .seconds(90)) {
-            ready = (try? query("SELECT 1")) == "1\n"
-            return ready || !process.isRunning
-        }
-        if ready { return }
-        await stop()
-        let log = (try? String(contentsOfFile: directory + "/clickhouse.log", encoding: .utf8)) ?? ""
-        throw ChildProcess.Failure(description: "ClickHouse did not start on port \(port): \(log.suffix(2000))")
+        process = try await ChildProcess.startServer(
+            "ClickHouse on port \(port)", [Self.binary, "--config-file=\(directory)/config.xml"],
+            outputPath: directory + "/clickhouse.log", timeout: .seconds(90), grace: 30
+        ) { (try? query("SELECT 1")) == "1\n" }
     }
 
     /// SIGTERM, then waits for the exit. Released without `stop()`, the process is killed (SIGKILL, by

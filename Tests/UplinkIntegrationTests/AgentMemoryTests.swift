@@ -75,7 +75,7 @@ struct AgentMemoryTests {
         let port = try FreePort.pick()
         let collector = try CollectorProcess(
             binary: binary, port: port, dataDirectory: directory + "/collector", extraArguments: ["--no-jsonl"])
-        defer { collector.terminate() }
+        defer { collector.process.send(SIGTERM) }  // released then: killed and reaped if still running
         try await collector.waitUntilHealthy()
 
         let config = directory + "/agent.yaml"

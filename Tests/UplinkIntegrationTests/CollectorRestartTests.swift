@@ -39,7 +39,7 @@ struct CollectorRestartTests {
                 }
                 #expect(progressed, "round \(round): no progress after restart")
                 streamsBeforeKill = agent.uplink.statistics().streamsOpened
-                collector.kill()
+                await collector.kill()
                 collector = try CollectorProcess(binary: binary, port: port, dataDirectory: dataDirectory)
                 try await collector.waitUntilHealthy()
             }
@@ -50,7 +50,7 @@ struct CollectorRestartTests {
             }
             #expect(reconnected)
             try await agent.stop()
-            collector.terminate()
+            await collector.terminate()
 
             let stored = try Harness.storedRecords(in: dataDirectory)
             let counters = stored.compactMap { Harness.generatorCounter($0.record) }
@@ -161,44 +161,43 @@ final class PortReservation: Sendable {
     deinit { release() }
 }
 
-/// `uplink collector` as a child process.
+/// `uplink collector` as a child process (a `ChildProcess`: killed and reaped when released still running, so a
+/// `defer` that cannot await only signals it).
 struct CollectorProcess {
-    let process: Process
+    let process: ChildProcess
     let port: Int
 
-    /// Starts `binary collector` on `port`, storing under `dataDirectory`, with `extraArguments` after the others.
+    /// Starts `binary collector` on `port`, storing under `dataDirectory`, logging errors only, with
+    /// `extraArguments` after the others; its output is discarded.
     init(binary: String, port: Int, dataDirectory: String, extraArguments: [String] = []) throws {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: binary)
-        process.arguments = [
-            "collector", "--port", String(port), "--data-dir", dataDirectory, "--no-stdout", "--log-level", "error",
-        ] + extraArguments
-        process.standardOutput = FileHandle.nullDevice
-        process.standardError = FileHandle.nullDevice
-        try process.run()
-        self.process = process
+        process = try ChildProcess(
+            [binary, "collector", "--port", String(port), "--data-dir", dataDirectory, "--no-stdout", "--log-level", "error"]
+                + extraArguments)
         self.port = port
     }
 
-    /// Waits until `GET /healthz` answers (the restarted process binds the same port).
+    /// Starts `binary collector --config configuration` (which listens on `port`), logging warnings to `log`.
+    init(binary: String, configuration: String, port: Int, log: String) throws {
+        process = try ChildProcess([binary, "collector", "--config", configuration, "--log-level", "warning"], outputPath: log)
+        self.port = port
+    }
+
+    /// Waits until `GET /healthz` answers (a restarted process binds the same port).
     func waitUntilHealthy() async throws {
-        try await UplinkIntegrationTests.waitUntilHealthy(port: port) { process.isRunning }
+        struct NotHealthy: Error {}
+        guard await LoopbackHTTP10.waitUntilOK(port: port, path: "/healthz", while: { process.isRunning }) else {
+            throw NotHealthy()
+        }
     }
 
-    func kill() {
-        Foundation.kill(process.processIdentifier, SIGKILL)
-        process.waitUntilExit()
+    /// SIGKILL; returns once it has exited.
+    func kill() async {
+        process.send(SIGKILL)
+        await process.waitForExit(seconds: 10)
     }
 
-    func terminate() {
-        process.terminate()
-        process.waitUntilExit()
+    /// SIGTERM (a graceful stop), SIGKILL if it has not exited after 30 s; returns once it has exited.
+    func terminate() async {
+        await process.terminate(grace: 30)
     }
-}
-
-/// Waits (at most 30 s) until the collector process on `port` answers `GET /healthz` with 200 while `isRunning`;
-/// throws when it does not.
-func waitUntilHealthy(port: Int, isRunning: () -> Bool) async throws {
-    struct NotHealthy: Error {}
-    guard await LoopbackHTTP10.waitUntilOK(port: port, path: "/healthz", while: isRunning) else { throw NotHealthy() }
 }

@@ -81,6 +81,38 @@ enum UplinkBinary {
         throw Missing()
     }
 
+    /// What `start` collects of a process's output.
+    enum Captured {
+        case standardError, standardOutput, both
+    }
+
+    /// Starts `uplink ARGUMENTS` with `environment` added to this process's, in `directory` if given, first lowering
+    /// its limits with `limits` (a shell command such as `ulimit -n 40`) if given. What it prints to `captured` is
+    /// collected in `output`; the other stream is discarded.
+    static func start(
+        _ arguments: [String], capturing captured: Captured = .standardError, environment: [String: String] = [:],
+        in directory: String? = nil, limits: String? = nil
+    ) throws -> (process: Process, output: OutputCollector) {
+        let process = Process()
+        if let limits {
+            process.executableURL = URL(fileURLWithPath: "/bin/sh")
+            process.arguments = ["-c", limits + #" && exec "$0" "$@""#, try path()] + arguments
+        } else {
+            process.executableURL = URL(fileURLWithPath: try path())
+            process.arguments = arguments
+        }
+        if !environment.isEmpty {
+            process.environment = ProcessInfo.processInfo.environment.merging(environment) { $1 }
+        }
+        if let directory { process.currentDirectoryURL = URL(fileURLWithPath: directory) }
+        let pipe = Pipe()
+        process.standardOutput = captured == .standardError ? FileHandle.nullDevice : pipe
+        process.standardError = captured == .standardOutput ? FileHandle.nullDevice : pipe
+        let output = OutputCollector(pipe.fileHandleForReading)
+        try process.run()
+        return (process, output)
+    }
+
     /// Starts `uplink run --config CONFIG --log-level error`, an agent process whose output is discarded.
     static func startAgent(config: String) throws -> Process {
         let process = Process()

@@ -51,12 +51,11 @@ struct NginxTLSTests {
         case .noCertificate:
             break
         case .expiredCertificate:
-            let expired = try await pki.authority.issue(commonName: "agent-1", usage: .client, expired: true)
+            let expired = try await pki.expiredAgent()
             tls.certificateFile = expired.certificateFile
             tls.keyFile = expired.keyFile
         case .otherCA:
-            let other = try await TestCertificateAuthority.create(in: try Harness.temporaryDirectory("other-ca"), name: "other-ca")
-            let foreign = try await other.issue(commonName: "agent-1", usage: .client)
+            let foreign = try await pki.foreignAgent()
             tls.certificateFile = foreign.certificateFile
             tls.keyFile = foreign.keyFile
         }

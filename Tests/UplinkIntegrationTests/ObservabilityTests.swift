@@ -180,13 +180,8 @@ struct ObservabilityTests {
         #expect(cutOff, "\((try? Self.uplink(["status", "--address", "127.0.0.1:\(fleet.cutOffPort)"]))?.standardOutput ?? "")")
 
         // --watch redraws in place (clear screen, home) until interrupted.
-        let watch = Process()
-        watch.executableURL = URL(fileURLWithPath: try UplinkBinary.path())
-        watch.arguments = ["status", "--watch", "--interval", "0.2", "--address", "127.0.0.1:\(fleet.streamingPort)"]
-        let watchOutput = Pipe()
-        watch.standardOutput = watchOutput
-        let watched = OutputCollector(watchOutput.fileHandleForReading)
-        try watch.run()
+        let (watch, watched) = try UplinkBinary.start(
+            ["status", "--watch", "--interval", "0.2", "--address", "127.0.0.1:\(fleet.streamingPort)"], capturing: .standardOutput)
         let redrawn = await eventually(timeout: .seconds(15)) {
             watched.text.components(separatedBy: "\u{1B}[H\u{1B}[2J").count >= 4
         }

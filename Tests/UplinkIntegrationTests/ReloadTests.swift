@@ -58,17 +58,8 @@ struct ReloadTests {
         let notify = try NotifySocket(path: directory + "/notify.sock")
         try Self.configuration(url: first.url, stateDirectory: directory).write(toFile: path, atomically: true, encoding: .utf8)
 
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: try UplinkBinary.path())
-        process.arguments = ["run", "--config", path, "--log-level", "info"]
-        var environment = ProcessInfo.processInfo.environment
-        environment["NOTIFY_SOCKET"] = notify.name
-        process.environment = environment
-        process.standardOutput = FileHandle.nullDevice
-        let errors = Pipe()
-        process.standardError = errors
-        let log = OutputCollector(errors.fileHandleForReading)
-        try process.run()
+        let (process, log) = try UplinkBinary.start(
+            ["run", "--config", path, "--log-level", "info"], environment: ["NOTIFY_SOCKET": notify.name])
         defer { if process.isRunning { process.terminate() } }
         func reloads() -> Int { log.text.components(separatedBy: "reloading the configuration").count - 1 }
         func sighup(_ text: String, expecting outcome: String) async throws {

@@ -22,9 +22,9 @@ struct ObservabilityTests {
         /// `streamingBuffer`: the streaming agent's `buffer:` section (flow YAML), its default when nil.
         init(_ name: String, streamingBuffer: String? = nil) async throws {
             directory = try Harness.temporaryDirectory(name)
-            collectorPort = try TestNginx.freeLoopbackPort()
-            streamingPort = try TestNginx.freeLoopbackPort()
-            cutOffPort = try TestNginx.freeLoopbackPort()
+            collectorPort = try FreePort.pick()
+            streamingPort = try FreePort.pick()
+            cutOffPort = try FreePort.pick()
             deadPort = try FreePort.reserve()
             let binary = try UplinkBinary.path()
             try write("collector.yaml", """
@@ -196,7 +196,7 @@ struct ObservabilityTests {
         #expect(fromConfig.standardOutput.contains("agent box-streaming"))
 
         // Nobody listening: exit 1 and a message saying what to check.
-        let nobody = try Self.uplink(["status", "--address", "127.0.0.1:\(try TestNginx.freeLoopbackPort())"])
+        let nobody = try Self.uplink(["status", "--address", "127.0.0.1:\(try FreePort.pick())"])
         #expect(nobody.status == 1)
         #expect(nobody.standardError.contains("no agent answers at"))
         #expect(nobody.standardError.contains("(connection refused)"), "\(nobody.standardError)")

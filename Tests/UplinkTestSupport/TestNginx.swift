@@ -124,7 +124,7 @@ public final class TestNginx: @unchecked Sendable {
         var lastError: (any Error)?
         for _ in 0..<5 {
             do {
-                nginx.port = try freeLoopbackPort()
+                nginx.port = try FreePort.pick()
                 try await nginx.launch()
                 return nginx
             } catch {
@@ -285,23 +285,6 @@ public final class TestNginx: @unchecked Sendable {
         guard let master else { return [] }
         let children = (try? String(contentsOfFile: "/proc/\(master)/task/\(master)/children", encoding: .utf8)) ?? ""
         return Set(children.split(separator: " ").compactMap { Int32($0.trimmingCharacters(in: .whitespacesAndNewlines)) })
-    }
-
-    /// A port on 127.0.0.1 that was free a moment ago.
-    public static func freeLoopbackPort() throws -> Int {
-        let descriptor = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        guard descriptor >= 0 else { throw Failure(description: "socket: errno \(errno)") }
-        defer { close(descriptor) }
-        var address = loopback(port: 0)
-        let bound = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(descriptor, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
-        }
-        guard bound == 0 else { throw Failure(description: "bind: errno \(errno)") }
-        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
-        _ = withUnsafeMutablePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(descriptor, $0, &length) }
-        }
-        return Int(UInt16(bigEndian: address.sin_port))
     }
 
     /// Whether a TCP connection to 127.0.0.1:`port` succeeds now.

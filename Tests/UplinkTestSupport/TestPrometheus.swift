@@ -14,7 +14,7 @@ public final class TestPrometheus: @unchecked Sendable {
     /// One scrape job per entry: job name → `host:port`.
     public init(directory: String, targets: [String: String]) async throws {
         self.directory = directory
-        self.port = try TestNginx.freeLoopbackPort()
+        self.port = try FreePort.pick()
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
         var configuration = "global:\n  scrape_interval: 1s\n  scrape_timeout: 900ms\nscrape_configs:\n"
         for (job, target) in targets.sorted(by: { $0.key < $1.key }) {

@@ -77,7 +77,7 @@ public final class TestVictoriaMetrics: @unchecked Sendable {
     /// tells users) on `port` (a free one when nil) and waits until it answers `/health`.
     public init(directory: String, port: Int? = nil, start: Bool = true) async throws {
         self.directory = directory
-        self.port = try port ?? TestNginx.freeLoopbackPort()
+        self.port = try port ?? FreePort.pick()
         if start { try await self.start() }
     }
 
@@ -131,7 +131,7 @@ public final class TestClickHouse: @unchecked Sendable {
 
     public init(directory: String, port: Int? = nil, start: Bool = true) async throws {
         self.directory = directory
-        self.port = try port ?? TestNginx.freeLoopbackPort()
+        self.port = try port ?? FreePort.pick()
         if start { try await self.start() }
     }
 
@@ -140,7 +140,7 @@ public final class TestClickHouse: @unchecked Sendable {
     public func start() async throws {
         precondition(process == nil, "already running")
         try FileManager.default.createDirectory(atPath: directory + "/data/tmp", withIntermediateDirectories: true)
-        let tcpPort = try TestNginx.freeLoopbackPort()
+        let tcpPort = try FreePort.pick()
         let config = """
             <?xml version="1.0"?>
             <yandex>

@@ -49,7 +49,7 @@ public final class TestTinyproxy: @unchecked Sendable {
         let directory = try TestDirectories.make("uplink-tinyproxy")
         var lastError: (any Error)?
         for _ in 0..<5 {
-            let proxy = TestTinyproxy(port: try TestNginx.freeLoopbackPort(), directory: directory)
+            let proxy = TestTinyproxy(port: try FreePort.pick(), directory: directory)
             do {
                 try await proxy.launch(basicAuth: basicAuth)
                 return proxy

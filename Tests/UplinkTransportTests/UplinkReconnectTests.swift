@@ -18,7 +18,7 @@ struct UplinkReconnectTests {
 
     @Test("Against a refused port: N attempts, each refused at once and followed by exactly one backoff delay")
     func refusedPort() async throws {
-        let port = try LoopbackSockets.refusedPort()
+        let port = try FreePort.pick()
         let attempts = 8
         // Long connect and stall timeouts: only a failure that comes at once lets eight attempts finish in the test's
         // bounded wait.
@@ -52,7 +52,7 @@ struct UplinkReconnectTests {
     @Test("Each attempt is exactly one TCP connection: a listener that accepts and drops counts one per attempt")
     func oneConnectionPerAttempt() async throws {
         // The proxy accepts every connection, finds its upstream refusing and closes the client's connection.
-        let proxy = FaultProxy(upstreamPort: try LoopbackSockets.refusedPort())
+        let proxy = FaultProxy(upstreamPort: try FreePort.pick())
         try await proxy.start()
         let attempts = 6
         let recorder = BackoffRecorder(returningAtOnce: attempts - 1, observing: { proxy.acceptedConnectionCount })

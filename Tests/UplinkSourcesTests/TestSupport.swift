@@ -143,13 +143,6 @@ final class RecordingSink: RecordSink {
     var waiting: Int { state.withLock { $0.waiters.count } }
 }
 
-/// A thread-safe boolean that starts false.
-final class Flag: Sendable {
-    private let value = Atomic<Bool>(false)
-    func set() { value.store(true, ordering: .sequentiallyConsistent) }
-    var isSet: Bool { value.load(ordering: .sequentiallyConsistent) }
-}
-
 // MARK: - Clock
 
 /// A `TickClock` that never really waits: `sleep(untilNanoseconds:)` records the deadline and moves the time

@@ -1,12 +1,13 @@
 import Foundation
 import Testing
 import UplinkCore
-import UplinkTestSupport
 
 @Suite("Atomic file")
 struct AtomicFileTests {
     static func temporaryDirectory() throws -> String {
-        try TestDirectories.make("uplink-atomic")
+        let path = NSTemporaryDirectory() + "uplink-atomic-\(UUID().uuidString)"
+        try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)
+        return path
     }
 
     @Test("replaces the content, with the mode asked for, and leaves no temporary file")

@@ -281,6 +281,8 @@ let package = Package(
             dependencies: [
                 "UplinkCore",
                 "UplinkWire",
+                // The in-process collector harness of the collector and end-to-end tests.
+                "UplinkCollector",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),

@@ -3,6 +3,7 @@ import NIOCore
 import Testing
 import UplinkCollector
 import UplinkCore
+import UplinkTestSupport
 import UplinkWire
 
 /// Compressed stream bodies on a real collector over loopback: decoded incrementally, `accept_encodings` honoured with

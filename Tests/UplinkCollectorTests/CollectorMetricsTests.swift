@@ -4,6 +4,7 @@ import NIOCore
 import Testing
 import UplinkCore
 import UplinkObservability
+import UplinkTestSupport
 import UplinkWire
 
 @testable import UplinkCollector
@@ -51,12 +52,7 @@ struct CollectorMetricsTests {
                     #expect(full.body.contains("max_streams"))
                     connection.finishUpload()
                     _ = try await connection.readText()
-                    var ready = false
-                    for _ in 0..<250 where !ready {
-                        ready = try await get(client, port: port, "/readyz").status == 200
-                        if !ready { try await Task.sleep(for: .milliseconds(20)) }
-                    }
-                    #expect(ready)
+                    #expect(try await eventually { try await get(client, port: port, "/readyz").status == 200 })
                 }
             }
         }

@@ -3,6 +3,7 @@ import NIOCore
 import Testing
 import UplinkCollector
 import UplinkCore
+import UplinkTestSupport
 import UplinkWire
 
 /// Log lines carry their origin (file incarnation + end offset); a line sent again under a new epoch, as after an

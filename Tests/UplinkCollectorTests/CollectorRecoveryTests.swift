@@ -4,6 +4,7 @@ import NIOHTTP1
 import Testing
 import UplinkCollector
 import UplinkCore
+import UplinkTestSupport
 import UplinkWire
 
 @Suite(.timeLimit(.minutes(3)))
@@ -13,7 +14,7 @@ struct CollectorRecoveryTests {
         try await withTemporaryDirectory { directory in
             var configuration = testConfiguration(directory, jsonl: jsonl)
             configuration.fsync = fsync
-            let first = try await BackgroundCollector.start(configuration: configuration, logger: quietLogger, stdout: RecordingOutput())
+            let first = try await InProcessCollector(configuration: configuration, stdout: RecordingOutput())
             try await withClient { client in
                 let connection = try await AgentConnection.open(client, port: first.port, agent: "r", epoch: 42)
                 #expect(try await connection.nextAck() == .resume(0))
@@ -94,7 +95,7 @@ struct CollectorRecoveryTests {
     @Test func aDataDirectoryThatCannotBeCreatedFailsRun() async throws {
         try await withTemporaryDirectory { directory in
             try "not a directory".write(toFile: directory + "/file", atomically: false, encoding: .utf8)
-            let collector = Collector(configuration: testConfiguration(directory + "/file/sub"), logger: quietLogger)
+            let collector = Collector(configuration: testConfiguration(directory + "/file/sub"), logger: testLogger)
             async let listening = collector.waitUntilListening()
             await #expect(throws: CollectorError.self) { try await collector.run() }
             do {

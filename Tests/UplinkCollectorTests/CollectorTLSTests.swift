@@ -192,7 +192,7 @@ struct CollectorTLSTests {
             var missing = pki.collectorTLS()
             missing.certificateFile = directory + "/nope.pem"
             for (tls, expected) in [(mismatched, "does not match the certificate"), (missing, "cannot read the certificate")] {
-                let collector = Collector(configuration: configuration(directory, tls: tls), logger: quietLogger, stdout: RecordingOutput())
+                let collector = Collector(configuration: configuration(directory, tls: tls), logger: testLogger, stdout: RecordingOutput())
                 do {
                     try await collector.run()
                     Issue.record("the collector started with \(tls)")

@@ -16,18 +16,8 @@ func withEdgeCollector<T>(
     try await withCollector(configuration, logger: log.logger, body)
 }
 
-/// The collector's and a client's TLS settings from the shared test authority.
+/// A client's TLS settings from the shared test authority.
 extension TestPKI {
-    /// The collector's TLS setting with this PKI.
-    func collectorTLS(
-        clientAuthentication: CollectorTLS.ClientAuthentication = .none, agentIdentity: CollectorTLS.AgentIdentity = .header
-    ) -> CollectorTLS {
-        CollectorTLS(
-            certificateFile: server.certificateFile, keyFile: server.keyFile,
-            clientCAFile: clientAuthentication == .none ? nil : authority.certificateFile,
-            clientAuthentication: clientAuthentication, agentIdentity: agentIdentity)
-    }
-
     /// A client configuration that trusts this CA and presents `certificate` if given.
     func clientTLS(presenting certificate: TestCertificateAuthority.Certificate? = nil) throws -> TLSConfiguration {
         var tls = TLSConfiguration.makeClientConfiguration()
@@ -49,15 +39,7 @@ func withTLSClient<T>(_ tls: TLSConfiguration, http1Only: Bool = false, _ body: 
     configuration.timeout = .init(connect: .seconds(10), read: nil)
     // One handshake per request: a refused one fails the request instead of being retried until its deadline.
     configuration.connectionPool.retryConnectionEstablishment = false
-    let client = HTTPClient(eventLoopGroupProvider: .singleton, configuration: configuration)
-    do {
-        let result = try await body(client)
-        try await client.shutdown()
-        return result
-    } catch {
-        try? await client.shutdown()
-        throw error
-    }
+    return try await withClient(configuration, body)
 }
 
 /// `GET /healthz` over `client`; whether it answered `200 ok`.

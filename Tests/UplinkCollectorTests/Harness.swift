@@ -8,27 +8,12 @@ import Synchronization
 import Testing
 import UplinkCollector
 import UplinkCore
+import UplinkTestSupport
 import UplinkWire
 
-let quietLogger = Logger(label: "collector-tests", factory: { _ in SwiftLogNoOpLogHandler() })
-
-/// Collects what the stdout sink writes.
-final class RecordingOutput: CollectorOutput {
-    private let bytes = Mutex<[UInt8]>([])
-
-    func write(_ bytes: UnsafeRawBufferPointer) throws {
-        self.bytes.withLock { $0.append(contentsOf: bytes) }
-    }
-
-    var text: String { String(decoding: bytes.withLock { $0 }, as: UTF8.self) }
-    var lines: [String] { text.split(separator: "\n", omittingEmptySubsequences: false).dropLast().map(String.init) }
-}
-
+/// Runs `body` with a fresh temporary directory (`TestDirectories`: removed when the test process exits).
 func withTemporaryDirectory<T>(_ body: (String) async throws -> T) async throws -> T {
-    let path = FileManager.default.temporaryDirectory.appendingPathComponent("uplink-collector-\(UUID().uuidString)").path
-    try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)
-    defer { try? FileManager.default.removeItem(atPath: path) }
-    return try await body(path)
+    try await body(TestDirectories.make("uplink-collector"))
 }
 
 func testConfiguration(_ directory: String, token: String? = nil, maxLineBytes: Int = 1 << 20, jsonl: Bool = true)
@@ -39,28 +24,15 @@ func testConfiguration(_ directory: String, token: String? = nil, maxLineBytes: 
         maxLineBytes: maxLineBytes)
 }
 
-/// Runs a collector (the product's `BackgroundCollector`, as the embedded collector and the integration tests run
-/// it) for the duration of `body`, then shuts it down gracefully.
-func withCollector<T>(
-    _ configuration: CollectorConfiguration, output: RecordingOutput = RecordingOutput(), logger: Logger = quietLogger,
-    documentValidator: RemoteDocumentValidator? = nil, _ body: (Collector, Int) async throws -> T
+/// Runs `body` with an HTTP client (by default plain HTTP, up to 400 connections to the collector), then shuts it down.
+func withClient<T>(
+    _ configuration: HTTPClient.Configuration = {
+        var configuration = HTTPClient.Configuration()
+        configuration.connectionPool = .init(idleTimeout: .seconds(30), concurrentHTTP1ConnectionsPerHostSoftLimit: 400)
+        return configuration
+    }(),
+    _ body: (HTTPClient) async throws -> T
 ) async throws -> T {
-    let running = try await BackgroundCollector.start(
-        configuration: configuration, logger: logger, stdout: output, documentValidator: documentValidator)
-    let result: T
-    do {
-        result = try await body(running.collector, running.port)
-    } catch {
-        try? await running.stop()
-        throw error
-    }
-    try await running.stop()
-    return result
-}
-
-func withClient<T>(_ body: (HTTPClient) async throws -> T) async throws -> T {
-    var configuration = HTTPClient.Configuration()
-    configuration.connectionPool = .init(idleTimeout: .seconds(30), concurrentHTTP1ConnectionsPerHostSoftLimit: 400)
     let client = HTTPClient(eventLoopGroupProvider: .singleton, configuration: configuration)
     do {
         let result = try await body(client)

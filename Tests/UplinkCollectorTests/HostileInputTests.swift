@@ -4,6 +4,7 @@ import NIOCore
 import Testing
 import UplinkCollector
 import UplinkCore
+import UplinkTestSupport
 import UplinkWire
 
 /// What arrives from the network never crashes the collector (issue #11): out-of-range numbers, huge numbers,

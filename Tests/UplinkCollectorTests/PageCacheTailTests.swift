@@ -63,8 +63,7 @@ import UplinkTestSupport
     /// `actsOnGrowth(to:)` says beforehand whether `fileGrew(to:)` does anything (so the storage may write on a
     /// stream's thread only when nothing can wait for the device), for growths of every size across many steps.
     @Test func actsOnGrowthForetellsWhatFileGrewDoes() throws {
-        let directory = NSTemporaryDirectory() + "uplink-page-steps-\(UUID().uuidString)"
-        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        let directory = try TestDirectories.make("uplink-page-steps")
         defer { try? FileManager.default.removeItem(atPath: directory) }
         let descriptor = try FileIO.openForAppending(directory + "/file")
         defer { FileIO.closeFile(descriptor) }

@@ -81,7 +81,7 @@ func remoteConfiguration(_ root: String, _ settings: RemoteConfigSettings, tls: 
 }
 
 func withRemoteCollector<T>(
-    _ configuration: CollectorConfiguration, logger: Logger = quietLogger, _ body: (Collector, Int) async throws -> T
+    _ configuration: CollectorConfiguration, logger: Logger = testLogger, _ body: (Collector, Int) async throws -> T
 ) async throws -> T {
     try await withCollector(configuration, logger: logger, documentValidator: sourcesOnlyValidator, body)
 }

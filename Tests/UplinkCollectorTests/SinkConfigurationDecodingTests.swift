@@ -3,6 +3,7 @@ import Testing
 import UplinkCollector
 import UplinkConfig
 import UplinkCore
+import UplinkTestSupport
 
 /// Decodes the `collector` section of `yaml` (the file `test.yaml`, or `file`) as UplinkCollector does; the issues
 /// rendered as `uplink validate` prints them.
@@ -16,8 +17,7 @@ func decodeCollectorSection(_ yaml: String, file: String = "test.yaml") -> (coll
 @Suite("collector.sinks, retention and log")
 struct SinkConfigurationDecodingTests {
     @Test func sinksOfEveryTypeDecode() throws {
-        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("sinks-\(UUID().uuidString)").path
-        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        let directory = try TestDirectories.make("sinks")
         defer { try? FileManager.default.removeItem(atPath: directory) }
         try "s3cret\n".write(toFile: directory + "/ch-password", atomically: true, encoding: .utf8)
         let (collector, issues) = decodeCollectorSection("""

@@ -15,8 +15,7 @@ import UplinkTestSupport
     private static func open(
         fsync: Bool = false, now: @escaping @Sendable () -> ContinuousClock.Instant = { .now }
     ) async throws -> (Storage, MarkTable, String) {
-        let directory = NSTemporaryDirectory() + "uplink-storage-\(UUID().uuidString)"
-        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        let directory = try TestDirectories.make("uplink-storage")
         let configuration = CollectorConfiguration(dataDirectory: directory, stdoutSink: false, fsync: fsync)
         let marks = MarkTable()
         let storage = try await Storage.open(

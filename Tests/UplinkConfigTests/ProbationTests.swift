@@ -76,7 +76,7 @@ struct ProbationTests {
     @Test("run takes readings on the clock until the verdict")
     func runsOnTheClock() async {
         let trial = probation()
-        let readings = Counter()
+        let readings = CallCounter()
         let verdict = Task { [clock] in
             await trial.run(clock: clock) {
                 readings.increment()
@@ -90,10 +90,4 @@ struct ProbationTests {
         #expect(await verdict.value == .passed(skipped: []))
         #expect(readings.value == 61)
     }
-}
-
-private final class Counter: Sendable {
-    private let count = Mutex(0)
-    func increment() { count.withLock { $0 += 1 } }
-    var value: Int { count.withLock { $0 } }
 }

@@ -5,18 +5,6 @@ import UplinkCore
 import UplinkTestSupport
 import UplinkTransport
 
-/// SplitMix64: a seeded generator, the same sequence every run.
-struct SeededRandom: RandomNumberGenerator, Sendable {
-    var state: UInt64
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
-    }
-}
-
 /// The poll interval's ± 10 % jitter, from a random source the test chooses, on a clock the test advances.
 @Suite("Remote config: the poll interval's jitter", .timeLimit(.minutes(2)))
 struct RemoteConfigPollTests {
@@ -25,7 +13,7 @@ struct RemoteConfigPollTests {
     @Test("The delay is the interval times 0.9 to 1.1, spread over all of it, and follows the generator")
     func bounds() {
         let interval = Duration.seconds(300)
-        var random = SeededRandom(state: 42)
+        var random = SplitMix64(seed: 42)
         let delays = (0..<10_000).map { _ in RemoteAgent.pollDelay(interval, using: &random) }
         #expect(delays.allSatisfy { $0 >= .seconds(270) && $0 <= .seconds(330) }, "\(delays.min()!)...\(delays.max()!)")
         // Near both ends.
@@ -35,7 +23,7 @@ struct RemoteConfigPollTests {
         #expect(tenths.count == 10)
         #expect(tenths.values.allSatisfy { $0.count > 700 }, "\(tenths.mapValues(\.count))")
         // The same seed, the same delays.
-        var again = SeededRandom(state: 42)
+        var again = SplitMix64(seed: 42)
         #expect((0..<10_000).map { _ in RemoteAgent.pollDelay(interval, using: &again) } == delays)
     }
 
@@ -43,7 +31,7 @@ struct RemoteConfigPollTests {
           arguments: [UInt64(1), 2, 3])
     func agentWaitsTheJitteredInterval(seed: UInt64) async throws {
         // The delays the agent must sleep: what the same generator draws.
-        var expectedRandom = SeededRandom(state: seed)
+        var expectedRandom = SplitMix64(seed: seed)
         let first = RemoteAgent.pollDelay(.seconds(300), using: &expectedRandom)
         let second = RemoteAgent.pollDelay(.seconds(300), using: &expectedRandom)
         #expect(first != second)
@@ -69,7 +57,7 @@ struct RemoteConfigPollTests {
         let remote = RemoteAgent(
             startup: startup, local: local, store: store, client: client,
             configuration: RunningConfiguration(agent: agent, local: local, embedded: nil), agent: agent, clock: clock,
-            logger: logger, random: SeededRandom(state: seed))
+            logger: logger, random: SplitMix64(seed: seed))
         let manifestRequests = { server.requests.filter { $0.uri == "/v1/config" }.count }
         let running = Task { try await remote.run() }
 

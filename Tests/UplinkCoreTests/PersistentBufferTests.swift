@@ -13,9 +13,7 @@ struct PersistentBufferTests {
     static let logger = Logger(label: "uplink.test.persist")
 
     func directory(_ name: String) throws -> String {
-        let path = NSTemporaryDirectory() + "uplink-persist-\(name)-\(UUID().uuidString)"
-        try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)
-        return path
+        try TestDirectories.make("uplink-persist-\(name)")
     }
 
     func open(

@@ -1,5 +1,6 @@
 import Testing
 import UplinkCore
+import UplinkTestSupport
 
 /// Many producers and one consumer at once.
 extension RecordRingTests {

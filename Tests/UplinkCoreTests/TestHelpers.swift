@@ -30,21 +30,3 @@ func readUnsent(_ ring: RecordRing, maxBytes: Int = .max) -> [ReadFrame] {
     precondition(count == frames.count, "readUnsent returned \(count) but delivered \(frames.count) frames")
     return frames
 }
-
-/// A thread-safe counter for callbacks.
-final class CallCounter: Sendable {
-    private let count = Atomic<Int>(0)
-
-    func increment() { _ = count.add(1, ordering: .sequentiallyConsistent) }
-    var value: Int { count.load(ordering: .sequentiallyConsistent) }
-}
-
-/// A thread-safe list for values reported by callbacks.
-final class Recorder<Value: Sendable>: Sendable {
-    private let values = Mutex<[Value]>([])
-
-    func append(_ value: Value) { values.withLock { $0.append(value) } }
-    var all: [Value] { values.withLock { $0 } }
-    var count: Int { values.withLock { $0.count } }
-}
-

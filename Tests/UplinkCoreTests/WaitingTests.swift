@@ -118,7 +118,7 @@ struct WaitingTests {
     func wakeDuringWait() async {
         let wake = WakeSignal()
         let waiting = Task { await wake.wait() }
-        await waitFor { wake.hasWaiter }
+        #expect(await eventually { wake.hasWaiter })
         wake.signal()
         await waiting.value
         #expect(!wake.hasWaiter)
@@ -129,15 +129,9 @@ struct WaitingTests {
     func wakeCancellation() async {
         let wake = WakeSignal()
         let waiting = Task { await wake.wait() }
-        await waitFor { wake.hasWaiter }
+        #expect(await eventually { wake.hasWaiter })
         waiting.cancel()
         await waiting.value
         #expect(!wake.hasWaiter)
-    }
-
-    /// Lets other tasks run until `condition` holds (a task reaching its wait); bounded in count.
-    private func waitFor(_ condition: () -> Bool) async {
-        for _ in 0..<1_000_000 where !condition() { await Task.yield() }
-        #expect(condition())
     }
 }

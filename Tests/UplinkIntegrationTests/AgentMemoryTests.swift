@@ -28,12 +28,7 @@ struct AgentMemoryTests {
                 rate: 200000
                 record_bytes: 200
             """.write(toFile: config, atomically: true, encoding: .utf8)
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: try UplinkBinary.path())
-        process.arguments = ["run", "--config", config, "--log-level", "error"]
-        process.standardOutput = FileHandle.nullDevice
-        process.standardError = FileHandle.nullDevice
-        try process.run()
+        let process = try UplinkBinary.startAgent(config: config)
         defer {
             process.terminate()
             process.waitUntilExit()
@@ -80,7 +75,7 @@ struct AgentMemoryTests {
         let port = try FreePort.pick()
         let collector = try CollectorProcess(
             binary: binary, port: port, dataDirectory: directory + "/collector", extraArguments: ["--no-jsonl"])
-        defer { collector.terminate() }
+        defer { collector.process.send(SIGTERM) }  // released then: killed and reaped if still running
         try await collector.waitUntilHealthy()
 
         let config = directory + "/agent.yaml"
@@ -128,9 +123,8 @@ struct AgentMemoryTests {
 
     /// `buffer.resident_bytes` of the agent's `GET /v1/status`.
     static func ringResidentBytes(endpointPort: Int) -> Int? {
-        guard let response = LoopbackHTTP.get(port: endpointPort, path: "/v1/status"),
-            let body = response.range(of: "\r\n\r\n").map({ response[$0.upperBound...] }),
-            let object = try? JSONSerialization.jsonObject(with: Data(body.utf8)) as? [String: Any],
+        guard let response = LoopbackHTTP10.request(port: endpointPort, path: "/v1/status", headers: ["Connection": "close"]),
+            let object = try? JSONSerialization.jsonObject(with: Data(response.body)) as? [String: Any],
             let buffer = object["buffer"] as? [String: Any]
         else { return nil }
         return (buffer["resident_bytes"] as? NSNumber)?.intValue
@@ -150,9 +144,8 @@ struct AgentMemoryTests {
 
     /// `records_stored` of `agent` in the collector's `GET /v1/fleet`, or nil before the agent shows there.
     static func recordsStored(port: Int, agent: String) -> Int? {
-        guard let response = LoopbackHTTP.get(port: port, path: "/v1/fleet"),
-            let body = response.range(of: "\r\n\r\n").map({ response[$0.upperBound...] }),
-            let object = try? JSONSerialization.jsonObject(with: Data(body.utf8)) as? [String: Any],
+        guard let response = LoopbackHTTP10.request(port: port, path: "/v1/fleet", headers: ["Connection": "close"]),
+            let object = try? JSONSerialization.jsonObject(with: Data(response.body)) as? [String: Any],
             let agents = object["agents"] as? [[String: Any]],
             let entry = agents.first(where: { $0["agent"] as? String == agent })
         else { return nil }

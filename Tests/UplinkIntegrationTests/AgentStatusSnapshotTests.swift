@@ -23,7 +23,7 @@ struct AgentStatusSnapshotTests {
             configuration: AgentConfiguration(
                 uplink: UplinkConfiguration(url: "http://127.0.0.1:9", agentID: "status-snapshot", jitterSeed: 7),
                 sources: [], bufferBytes: 64 << 10, overflow: .dropOldest, stateDirectory: Harness.agentStateDirectory()),
-            logger: Harness.logger, eventLoop: loops.next())
+            logger: testLogger, eventLoop: loops.next())
         let observer = AgentObserver(agent: agent, version: "test")
         let ring = agent.ring
         let source = ring.registerSource("s")

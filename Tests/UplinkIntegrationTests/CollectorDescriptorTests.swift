@@ -30,15 +30,8 @@ struct CollectorDescriptorTests {
                   stdout: false
                   request_head_timeout: 60s
                 """.write(toFile: config, atomically: true, encoding: .utf8)
-            let process = Process()
-            process.executableURL = URL(fileURLWithPath: "/bin/sh")
             // ulimit -n sets the soft and the hard limit, so the collector cannot raise it at start.
-            process.arguments = ["-c", #"ulimit -n 40 && exec "$0" "$@""#, try UplinkBinary.path(), "collector", "--config", config]
-            let errors = Pipe()
-            process.standardOutput = FileHandle.nullDevice
-            process.standardError = errors
-            let log = OutputCollector(errors.fileHandleForReading)
-            try process.run()
+            let (process, log) = try UplinkBinary.start(["collector", "--config", config], limits: "ulimit -n 40")
             defer {
                 if process.isRunning { process.terminate() }
                 process.waitUntilExit()
@@ -101,17 +94,8 @@ struct CollectorDescriptorTests {
     func softLimitRaised() async throws {
         let directory = try Harness.temporaryDirectory("nofile")
         let port = try FreePort.pick()
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/bin/sh")
-        process.arguments = [
-            "-c", #"ulimit -S -n 256 && exec "$0" "$@""#, try UplinkBinary.path(), "collector",
-            "--port", String(port), "--data-dir", directory, "--no-stdout",
-        ]
-        let errors = Pipe()
-        process.standardOutput = FileHandle.nullDevice
-        process.standardError = errors
-        let log = OutputCollector(errors.fileHandleForReading)
-        try process.run()
+        let (process, log) = try UplinkBinary.start(
+            ["collector", "--port", String(port), "--data-dir", directory, "--no-stdout"], limits: "ulimit -S -n 256")
         defer {
             if process.isRunning { process.terminate() }
             process.waitUntilExit()

@@ -39,7 +39,7 @@ struct CollectorRestartTests {
                 }
                 #expect(progressed, "round \(round): no progress after restart")
                 streamsBeforeKill = agent.uplink.statistics().streamsOpened
-                collector.kill()
+                await collector.kill()
                 collector = try CollectorProcess(binary: binary, port: port, dataDirectory: dataDirectory)
                 try await collector.waitUntilHealthy()
             }
@@ -50,7 +50,7 @@ struct CollectorRestartTests {
             }
             #expect(reconnected)
             try await agent.stop()
-            collector.terminate()
+            await collector.terminate()
 
             let stored = try Harness.storedRecords(in: dataDirectory)
             let counters = stored.compactMap { Harness.generatorCounter($0.record) }
@@ -81,6 +81,49 @@ enum UplinkBinary {
         throw Missing()
     }
 
+    /// What `start` collects of a process's output.
+    enum Captured {
+        case standardError, standardOutput, both
+    }
+
+    /// Starts `uplink ARGUMENTS` with `environment` added to this process's, in `directory` if given, first lowering
+    /// its limits with `limits` (a shell command such as `ulimit -n 40`) if given. What it prints to `captured` is
+    /// collected in `output`; the other stream is discarded.
+    static func start(
+        _ arguments: [String], capturing captured: Captured = .standardError, environment: [String: String] = [:],
+        in directory: String? = nil, limits: String? = nil
+    ) throws -> (process: Process, output: OutputCollector) {
+        let process = Process()
+        if let limits {
+            process.executableURL = URL(fileURLWithPath: "/bin/sh")
+            process.arguments = ["-c", limits + #" && exec "$0" "$@""#, try path()] + arguments
+        } else {
+            process.executableURL = URL(fileURLWithPath: try path())
+            process.arguments = arguments
+        }
+        if !environment.isEmpty {
+            process.environment = ProcessInfo.processInfo.environment.merging(environment) { $1 }
+        }
+        if let directory { process.currentDirectoryURL = URL(fileURLWithPath: directory) }
+        let pipe = Pipe()
+        process.standardOutput = captured == .standardError ? FileHandle.nullDevice : pipe
+        process.standardError = captured == .standardOutput ? FileHandle.nullDevice : pipe
+        let output = OutputCollector(pipe.fileHandleForReading)
+        try process.run()
+        return (process, output)
+    }
+
+    /// Starts `uplink run --config CONFIG --log-level error`, an agent process whose output is discarded.
+    static func startAgent(config: String) throws -> Process {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: try path())
+        process.arguments = ["run", "--config", config, "--log-level", "error"]
+        process.standardOutput = FileHandle.nullDevice
+        process.standardError = FileHandle.nullDevice
+        try process.run()
+        return process
+    }
+
     /// Runs `uplink ARGUMENTS` to the end: its exit status and what it printed.
     static func run(_ arguments: [String]) throws -> (status: Int32, standardOutput: String, standardError: String) {
         let process = Process()
@@ -100,120 +143,43 @@ enum UplinkBinary {
     }
 }
 
-/// A free loopback port (bind to 0, read it, release it).
-enum FreePort {
-    static func pick() throws -> Int {
-        let reservation = try reserve()
-        defer { reservation.release() }
-        return reservation.port
-    }
-
-    /// A loopback port held bound (not listening) until `release()`: connecting to it is refused, and no other
-    /// socket in the test run is given it meanwhile (a server binding port 0 could be, once `pick()` let it go).
-    static func reserve() throws -> PortReservation {
-        let socketFD = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        guard socketFD >= 0 else { throw POSIXError(.EMFILE) }
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_addr.s_addr = inet_addr("127.0.0.1")
-        address.sin_port = 0
-        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
-        let bound = withUnsafeMutablePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(socketFD, $0, length) == 0 && getsockname(socketFD, $0, &length) == 0 }
-        }
-        guard bound else {
-            close(socketFD)
-            throw POSIXError(.EADDRINUSE)
-        }
-        return PortReservation(port: Int(UInt16(bigEndian: address.sin_port)), descriptor: socketFD)
-    }
-}
-
-/// A port kept bound by `FreePort.reserve()`.
-final class PortReservation: Sendable {
-    let port: Int
-    private let descriptor: Mutex<Int32?>
-
-    init(port: Int, descriptor: Int32) {
-        self.port = port
-        self.descriptor = Mutex(descriptor)
-    }
-
-    /// Lets the port go (right before the server that takes it binds); later calls do nothing.
-    func release() {
-        descriptor.withLock { descriptor in
-            if let open = descriptor { close(open) }
-            descriptor = nil
-        }
-    }
-
-    deinit { release() }
-}
-
-/// `uplink collector` as a child process.
+/// `uplink collector` as a child process (a `ChildProcess`: killed and reaped when released still running, so a
+/// `defer` that cannot await only signals it).
 struct CollectorProcess {
-    let process: Process
+    let process: ChildProcess
     let port: Int
 
-    /// Starts `binary collector` on `port`, storing under `dataDirectory`, with `extraArguments` after the others.
+    /// Starts `binary collector` on `port`, storing under `dataDirectory`, logging errors only, with
+    /// `extraArguments` after the others; its output is discarded.
     init(binary: String, port: Int, dataDirectory: String, extraArguments: [String] = []) throws {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: binary)
-        process.arguments = [
-            "collector", "--port", String(port), "--data-dir", dataDirectory, "--no-stdout", "--log-level", "error",
-        ] + extraArguments
-        process.standardOutput = FileHandle.nullDevice
-        process.standardError = FileHandle.nullDevice
-        try process.run()
-        self.process = process
+        process = try ChildProcess(
+            [binary, "collector", "--port", String(port), "--data-dir", dataDirectory, "--no-stdout", "--log-level", "error"]
+                + extraArguments)
         self.port = port
     }
 
-    /// Waits until `GET /healthz` answers (the restarted process binds the same port).
+    /// Starts `binary collector --config configuration` (which listens on `port`), logging warnings to `log`.
+    init(binary: String, configuration: String, port: Int, log: String) throws {
+        process = try ChildProcess([binary, "collector", "--config", configuration, "--log-level", "warning"], outputPath: log)
+        self.port = port
+    }
+
+    /// Waits until `GET /healthz` answers (a restarted process binds the same port).
     func waitUntilHealthy() async throws {
-        let healthy = await eventually(timeout: .seconds(30)) {
-            process.isRunning && LoopbackHTTP.get(port: port, path: "/healthz")?.hasPrefix("HTTP/1.1 200") == true
-        }
         struct NotHealthy: Error {}
-        guard healthy else { throw NotHealthy() }
-    }
-
-    func kill() {
-        Foundation.kill(process.processIdentifier, SIGKILL)
-        process.waitUntilExit()
-    }
-
-    func terminate() {
-        process.terminate()
-        process.waitUntilExit()
-    }
-}
-
-/// A minimal blocking HTTP/1.1 GET on loopback, for health checks.
-enum LoopbackHTTP {
-    static func get(port: Int, path: String) -> String? {
-        let socketFD = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        guard socketFD >= 0 else { return nil }
-        defer { close(socketFD) }
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_addr.s_addr = inet_addr("127.0.0.1")
-        address.sin_port = UInt16(port).bigEndian
-        let connected = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
-                connect(socketFD, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) == 0
-            }
+        guard await LoopbackHTTP10.waitUntilOK(port: port, path: "/healthz", while: { process.isRunning }) else {
+            throw NotHealthy()
         }
-        guard connected else { return nil }
-        let request = Array("GET \(path) HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n".utf8)
-        guard send(socketFD, request, request.count, 0) == request.count else { return nil }
-        var response: [UInt8] = []
-        var buffer = [UInt8](repeating: 0, count: 4096)
-        while response.count < 65536 {
-            let count = recv(socketFD, &buffer, buffer.count, 0)
-            if count <= 0 { break }
-            response.append(contentsOf: buffer[0..<count])
-        }
-        return response.isEmpty ? nil : String(decoding: response, as: UTF8.self)
+    }
+
+    /// SIGKILL; returns once it has exited.
+    func kill() async {
+        process.send(SIGKILL)
+        await process.waitForExit(seconds: 10)
+    }
+
+    /// SIGTERM (a graceful stop), SIGKILL if it has not exited after 30 s; returns once it has exited.
+    func terminate() async {
+        await process.terminate(grace: 30)
     }
 }

@@ -40,7 +40,7 @@ struct CompressionEndToEndTests {
         let total = 2_000
         var configuration = UplinkConfiguration(url: collector.url, agentID: "fallback-agent")
         configuration.compression = .zstd
-        let agent = NetworkAgent(configuration, sources: [.generator(rate: 2_000, count: total)])
+        let agent = RunningAgent(configuration, sources: [.generator(rate: 2_000, count: total)])
         #expect(await agent.waitUntilAllAcknowledged(records: total, timeout: .seconds(60)))
         // A cut stream reconnects uncompressed: the fallback holds for the uplink's life and is not logged again.
         try await agent.stop()
@@ -52,9 +52,9 @@ struct CompressionEndToEndTests {
         #expect(statistics.lastFailure == .encodingRefused(.zstd))
         #expect(statistics.bytesWritten == statistics.lineBytesWritten)
         #expect(collector.collector.statistics().streamsRejected == 1)
-        let fallbackLines = agent.log.all.filter { $0.contains("does not accept Content-Encoding zstd") }
+        let fallbackLines = agent.log.entries(containing: "does not accept Content-Encoding zstd")
         #expect(fallbackLines.count == 1, "\(fallbackLines)")
-        #expect(fallbackLines.first?.hasPrefix("warning ") == true)
+        #expect(fallbackLines.first?.level == .warning)
         #expect(!agent.log.contains("collector rejected the stream"))
         try Self.checkExactlyOnce(collector, total: total)
     }

@@ -81,13 +81,13 @@ struct FaultTests {
         try await proxy.start()
         proxy.respondWithStatus(503, times: 4)
 
-        let slept = SleepRecorder()
+        let slept = Recorder<Duration>()
         var configuration = UplinkConfiguration(
             url: "http://127.0.0.1:\(proxy.port)", agentID: "backoff-agent", jitterSeed: 1234)
         configuration.backoff = Backoff(initial: .milliseconds(250), multiplier: 2, maximum: .seconds(30))
         let ring = RecordRing(capacity: 1 << 20)
-        let uplink = Uplink(configuration: configuration, ring: ring, logger: Harness.logger) { delay in
-            slept.record(delay)
+        let uplink = Uplink(configuration: configuration, ring: ring, logger: testLogger) { delay in
+            slept.append(delay)
             try await Task.sleep(for: .milliseconds(5))  // the injected clock: no real waiting for the delay
         }
         let run = Task { try await uplink.run() }
@@ -99,7 +99,7 @@ struct FaultTests {
 
         var random = SplitMix64(seed: 1234)
         let expected = (0..<4).map { configuration.backoff.delay(attempt: $0, using: &random) }
-        #expect(slept.delays == expected)
+        #expect(slept.all == expected)
         #expect(uplink.statistics().backoffDelays == expected)
         #expect(uplink.statistics().lastFailure == .status(503))
         #expect(proxy.acceptedConnectionCount == 5)
@@ -138,10 +138,4 @@ struct FaultTests {
         try await proxy.stop()
         try await collector.stop()
     }
-}
-
-final class SleepRecorder: Sendable {
-    private let box = Mutex<[Duration]>([])
-    func record(_ delay: Duration) { box.withLock { $0.append(delay) } }
-    var delays: [Duration] { box.withLock { $0 } }
 }

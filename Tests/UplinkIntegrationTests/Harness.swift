@@ -11,15 +11,9 @@ import UplinkTestSupport
 import UplinkTransport
 import UplinkWire
 
-/// Shared pieces of the end-to-end tests: temporary directories, an in-process collector, an agent run as a
-/// service group, and bounded waiting.
+/// Shared pieces of the end-to-end tests: temporary directories, stored records, and the agent runner
+/// (`RunningAgent`). The collector harness is UplinkTestSupport's `InProcessCollector`, shared with the collector tests.
 enum Harness {
-    static let logger: Logger = {
-        var logger = Logger(label: "uplink.test")
-        logger.logLevel = ProcessInfo.processInfo.environment["UPLINK_TEST_LOG"] == nil ? .critical : .debug
-        return logger
-    }()
-
     static func temporaryDirectory(_ name: String) throws -> String {
         try TestDirectories.make("uplink-\(name)")
     }
@@ -70,46 +64,49 @@ enum Harness {
     }
 }
 
-/// A collector running in this process on a free loopback port, storing records.jsonl in a temporary directory.
-final class InProcessCollector: Sendable {
-    let background: BackgroundCollector
-    let dataDirectory: String
-
-    init(
-        name: String, token: String? = nil, dataDirectory: String? = nil,
-        tune: (inout CollectorConfiguration) -> Void = { _ in }
-    ) async throws {
-        let directory = try dataDirectory ?? Harness.temporaryDirectory(name)
-        var configuration = CollectorConfiguration()
-        configuration.port = 0
-        configuration.dataDirectory = directory
-        configuration.stdoutSink = false
-        configuration.jsonlSink = true
-        configuration.token = token
-        tune(&configuration)
-        self.background = try await BackgroundCollector.start(configuration: configuration, logger: Harness.logger)
-        self.dataDirectory = directory
-    }
-
-    var collector: Collector { background.collector }
-    var port: Int { background.port }
-    var url: String { background.url }
-
-    func stop() async throws {
-        try await background.stop()
-    }
-}
-
-/// An agent (sources + ring + uplink) running as a service group in this process.
+/// An agent (sources + ring + uplink) running as a service group in this process: the one agent runner of the
+/// end-to-end tests. Its log goes to `log` (and to stderr with `UPLINK_TEST_LOG` set).
 final class RunningAgent: Sendable {
     let agent: Agent
+    /// Every event the agent logged, for tests that check what it told the operator.
+    let log = LogCapture()
     private let group: ServiceGroup
     private let task: Task<Void, any Error>
     /// The agent's send path loop, its own as in an agent process: the singleton's loops carry every other test's
     /// channels, and the tailer runs on this loop.
     private let loops = MultiThreadedEventLoopGroup(numberOfThreads: 1)
 
+    /// Runs an agent with `uplink` (TLS, proxy, compression, …) given a fixed jitter seed unless it has one and quick
+    /// reconnects (from 20 ms, at most 400 ms); `tune` changes the uplink configuration last.
     init(
+        _ uplink: UplinkConfiguration,
+        sources: [AgentConfiguration.NamedSource],
+        bufferBytes: Int = 8 << 20,
+        overflow: OverflowPolicy = .dropOldest,
+        stateDirectory: String? = nil,
+        tune: (inout UplinkConfiguration) -> Void = { _ in }
+    ) {
+        var uplink = uplink
+        uplink.jitterSeed = uplink.jitterSeed ?? 7
+        uplink.backoff = Backoff(initial: .milliseconds(20), multiplier: 2, maximum: .milliseconds(400))
+        tune(&uplink)
+        let logger = log.logger
+        let agent = Agent(
+            configuration: AgentConfiguration(
+                uplink: uplink, sources: sources, bufferBytes: bufferBytes, overflow: overflow,
+                stateDirectory: stateDirectory ?? Harness.agentStateDirectory()),
+            logger: logger,
+            eventLoop: loops.next()
+        )
+        let group = ServiceGroup(
+            configuration: .init(services: agent.serviceConfigurations, gracefulShutdownSignals: [], logger: logger))
+        self.agent = agent
+        self.group = group
+        self.task = Task { try await group.run() }
+    }
+
+    /// An agent `test-agent` streaming to `url` over plain HTTP.
+    convenience init(
         url: String,
         sources: [AgentConfiguration.NamedSource],
         bufferBytes: Int = 8 << 20,
@@ -117,21 +114,9 @@ final class RunningAgent: Sendable {
         stateDirectory: String? = nil,
         tune: (inout UplinkConfiguration) -> Void = { _ in }
     ) {
-        var uplink = UplinkConfiguration(url: url, agentID: "test-agent", jitterSeed: 7)
-        uplink.backoff = Backoff(initial: .milliseconds(20), multiplier: 2, maximum: .milliseconds(400))
-        tune(&uplink)
-        let agent = Agent(
-            configuration: AgentConfiguration(
-                uplink: uplink, sources: sources, bufferBytes: bufferBytes, overflow: overflow,
-                stateDirectory: stateDirectory ?? Harness.agentStateDirectory()),
-            logger: Harness.logger,
-            eventLoop: loops.next()
-        )
-        let group = ServiceGroup(
-            configuration: .init(services: agent.serviceConfigurations, gracefulShutdownSignals: [], logger: Harness.logger))
-        self.agent = agent
-        self.group = group
-        self.task = Task { try await group.run() }
+        self.init(
+            UplinkConfiguration(url: url, agentID: "test-agent"), sources: sources, bufferBytes: bufferBytes,
+            overflow: overflow, stateDirectory: stateDirectory, tune: tune)
     }
 
     var ring: RecordRing { agent.ring }

@@ -20,10 +20,6 @@ struct JournaldEndToEndTests {
         try Harness.storedRecords(in: collector.dataDirectory).compactMap { number($0.record) }
     }
 
-    static func storedCount(_ collector: InProcessCollector) -> Int {
-        Int(collector.collector.statistics().recordsStored)
-    }
-
     static func journaldSource(_ directory: String) -> AgentConfiguration.NamedSource {
         var config = JournaldConfig()
         config.directory = directory
@@ -49,16 +45,6 @@ struct JournaldEndToEndTests {
         """
     }
 
-    static func startAgent(config: String) throws -> Process {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: try UplinkBinary.path())
-        process.arguments = ["run", "--config", config, "--log-level", "error"]
-        process.standardOutput = FileHandle.nullDevice
-        process.standardError = FileHandle.nullDevice
-        try process.run()
-        return process
-    }
-
     @Test("Graceful restarts in the middle while a writer appends: every entry stored exactly once, none sent twice")
     func gracefulRestart() async throws {
         guard TestJournal.isAvailable else { print(TestJournal.skipMessage); return }
@@ -74,9 +60,9 @@ struct JournaldEndToEndTests {
             }
             for round in 0..<3 {
                 let agent = RunningAgent(url: collector.url, sources: [Self.journaldSource(journal)], stateDirectory: directory + "/state")
-                let before = Self.storedCount(collector)
+                let before = collector.recordsStored
                 for _ in 0..<5 { try await write(400) }
-                _ = await eventually(timeout: .seconds(30)) { Self.storedCount(collector) >= before + 1000 }
+                _ = await eventually(timeout: .seconds(30)) { collector.recordsStored >= before + 1000 }
                 try await write(400, file: "round-\(round).journal")  // a new file too, in flight at the stop
                 try await agent.stop()
                 #expect(collector.collector.statistics().resentDiscarded == 0, "round \(round): an entry was sent again")
@@ -84,7 +70,7 @@ struct JournaldEndToEndTests {
             try await write(10)
             let agent = RunningAgent(url: collector.url, sources: [Self.journaldSource(journal)], stateDirectory: directory + "/state")
             let total = next
-            let arrived = await eventually(timeout: .seconds(60)) { Self.storedCount(collector) >= total }
+            let arrived = await eventually(timeout: .seconds(60)) { collector.recordsStored >= total }
             try await agent.stop()
             try await collector.stop()
             #expect(arrived)
@@ -106,7 +92,7 @@ struct JournaldEndToEndTests {
             var next = 0
             let kills = 4
             for kill in 0..<kills {
-                let process = try Self.startAgent(config: config)
+                let process = try UplinkBinary.startAgent(config: config)
                 // Entries keep coming while the agent reads, sends and checkpoints; then it is killed mid-stream.
                 for _ in 0..<8 {
                     try await TestJournal.append(TestJournal.numbered(next..<(next + 250)), to: journal + "/system.journal")
@@ -121,9 +107,9 @@ struct JournaldEndToEndTests {
                 Glibc.kill(process.processIdentifier, SIGKILL)
                 await process.awaitExit()
             }
-            let process = try Self.startAgent(config: config)
+            let process = try UplinkBinary.startAgent(config: config)
             let total = next
-            let arrived = await eventually(timeout: .seconds(90)) { Self.storedCount(collector) >= total }
+            let arrived = await eventually(timeout: .seconds(90)) { collector.recordsStored >= total }
             process.terminate()
             await process.awaitExit()
             try await collector.stop()
@@ -152,7 +138,7 @@ struct JournaldEndToEndTests {
             let collector = try await InProcessCollector(name: "journald-idle")
             let config = directory + "/agent.yaml"
             try Self.agentConfig(directory, journal: journal, collector: collector).write(toFile: config, atomically: true, encoding: .utf8)
-            let process = try Self.startAgent(config: config)
+            let process = try UplinkBinary.startAgent(config: config)
             #expect(await eventually(timeout: .seconds(30)) { (try? Self.storedNumbers(collector).count) ?? 0 >= 100 })
             try await Task.sleep(for: .seconds(1))  // settle: checkpoint written, stream idle
             let before = try CollectorDescriptorTests.cpuSeconds(process.processIdentifier)

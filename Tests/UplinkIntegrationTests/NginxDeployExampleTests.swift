@@ -41,7 +41,7 @@ struct NginxDeployExampleTests {
         try await TestNginx.withNginx(nginxConfiguration) { nginx in
             var tls = pki.mutualTLS
             tls.serverName = "localhost"
-            let agent = NetworkAgent(
+            let agent = RunningAgent(
                 UplinkConfiguration(url: nginx.url, agentID: "agent-1", tls: tls),
                 sources: [.generator(rate: 1_000, count: total)])
             #expect(await eventually(timeout: .seconds(30)) { agent.uplink.statistics().acknowledged >= 500 })

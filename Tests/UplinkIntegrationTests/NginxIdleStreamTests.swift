@@ -20,7 +20,7 @@ struct NginxIdleStreamTests {
         try await TestNginx.withNginx(nginxConfiguration) { nginx in
             var uplink = UplinkConfiguration(url: nginx.url, agentID: "agent-1", tls: pki.mutualTLS)
             uplink.heartbeatInterval = .milliseconds(250)
-            let agent = NetworkAgent(uplink, sources: [])
+            let agent = RunningAgent(uplink, sources: [])
             #expect(await eventually(timeout: .seconds(30)) { agent.uplink.statistics().state == .streaming })
             let heartbeatsBefore = collector.collector.statistics().heartbeats
             // An attempt that failed during a slow set-up (nginx answering 408 to a loaded machine) is not the idle

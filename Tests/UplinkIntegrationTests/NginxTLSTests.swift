@@ -18,7 +18,7 @@ struct NginxTLSTests {
             upstreamPort: collector.port,
             tls: .init(certificate: pki.server, clientCAFile: pki.authority.certificateFile), http2: http2)
         try await TestNginx.withNginx(nginxConfiguration) { nginx in
-            let agent = NetworkAgent(
+            let agent = RunningAgent(
                 UplinkConfiguration(url: nginx.url, agentID: "agent-1", tls: pki.mutualTLS),
                 sources: [.generator(rate: 0, count: total)])
             let acknowledged = await agent.waitUntilAllAcknowledged(records: total, timeout: .seconds(60))
@@ -51,12 +51,11 @@ struct NginxTLSTests {
         case .noCertificate:
             break
         case .expiredCertificate:
-            let expired = try await pki.authority.issue(commonName: "agent-1", usage: .client, expired: true)
+            let expired = try await pki.expiredAgent()
             tls.certificateFile = expired.certificateFile
             tls.keyFile = expired.keyFile
         case .otherCA:
-            let other = try await TestCertificateAuthority.create(in: try Harness.temporaryDirectory("other-ca"), name: "other-ca")
-            let foreign = try await other.issue(commonName: "agent-1", usage: .client)
+            let foreign = try await pki.foreignAgent()
             tls.certificateFile = foreign.certificateFile
             tls.keyFile = foreign.keyFile
         }
@@ -64,7 +63,7 @@ struct NginxTLSTests {
         let nginxConfiguration = TestNginx.Configuration(
             upstreamPort: collector.port, tls: .init(certificate: pki.server, clientCAFile: pki.authority.certificateFile))
         try await TestNginx.withNginx(nginxConfiguration) { nginx in
-            let agent = NetworkAgent(
+            let agent = RunningAgent(
                 UplinkConfiguration(url: nginx.url, agentID: "agent-1", tls: tls), sources: [.generator(rate: 0, count: 10)])
             let refused = await eventually(timeout: .seconds(20)) { agent.uplink.statistics().failures >= 1 }
             try await agent.stop()
@@ -76,8 +75,11 @@ struct NginxTLSTests {
             #expect(statistics.lastRejectionDetail?.contains(expected) == true, "\(String(describing: statistics.lastRejectionDetail))")
             // One error line that names the answer and where to look.
             #expect(
-                agent.log.all.contains { $0.hasPrefix("error collector rejected the stream: collector answered HTTP 400 (400 Bad Request \(expected)") && $0.contains("uplink.tls") },
-                "\(agent.log.all.filter { $0.hasPrefix("error") }.prefix(3))")
+                agent.log.entries(at: .error).contains {
+                    $0.message.hasPrefix("collector rejected the stream: collector answered HTTP 400 (400 Bad Request \(expected)")
+                        && $0.message.contains("uplink.tls")
+                },
+                "\(agent.log.entries(at: .error).prefix(3))")
             if refusal == .expiredCertificate {
                 #expect(agent.log.contains("the client certificate has expired"))
             }
@@ -85,7 +87,7 @@ struct NginxTLSTests {
             #expect(nginx.errorLog().contains(nginxSays))
         }
         try await collector.stop()
-        #expect(collector.collector.statistics().recordsStored == 0)
+        #expect(collector.recordsStored == 0)
     }
 
     @Test("An untrusted collector certificate fails with a log line that says TLS verification failed")
@@ -95,7 +97,7 @@ struct NginxTLSTests {
         let nginxConfiguration = TestNginx.Configuration(upstreamPort: collector.port, tls: .init(certificate: pki.server))
         try await TestNginx.withNginx(nginxConfiguration) { nginx in
             // The system store does not hold the test CA.
-            let agent = NetworkAgent(UplinkConfiguration(url: nginx.url, agentID: "agent-1"), sources: [.generator(rate: 0, count: 10)])
+            let agent = RunningAgent(UplinkConfiguration(url: nginx.url, agentID: "agent-1"), sources: [.generator(rate: 0, count: 10)])
             let failed = await eventually(timeout: .seconds(20)) { agent.uplink.statistics().failures >= 1 }
             try await agent.stop()
             #expect(failed)
@@ -116,7 +118,7 @@ struct NginxTLSTests {
         let nginxConfiguration = TestNginx.Configuration(upstreamPort: collector.port, tls: .init(certificate: pki.server))
         try await TestNginx.withNginx(nginxConfiguration) { nginx in
             let tls = UplinkTLS().withTrustEnvironment { $0 == "SSL_CERT_FILE" ? pki.authority.certificateFile : nil }
-            let agent = NetworkAgent(
+            let agent = RunningAgent(
                 UplinkConfiguration(url: nginx.localhostURL, agentID: "agent-1", tls: tls), sources: [.generator(rate: 0, count: 100)])
             #expect(await agent.waitUntilAllAcknowledged(records: 100, timeout: .seconds(30)))
             try await agent.stop()
@@ -132,20 +134,20 @@ struct NginxTLSTests {
         let collector = try await InProcessCollector(name: "nginx-server-name")
         let nginxConfiguration = TestNginx.Configuration(upstreamPort: collector.port, tls: .init(certificate: named))
         try await TestNginx.withNginx(nginxConfiguration) { nginx in
-            let withName = NetworkAgent(
+            let withName = RunningAgent(
                 UplinkConfiguration(url: nginx.url, agentID: "agent-1", tls: UplinkTLS(caFile: pki.authority.certificateFile, serverName: "collector.test")),
                 sources: [.generator(rate: 0, count: 100)])
             #expect(await withName.waitUntilAllAcknowledged(records: 100, timeout: .seconds(30)))
             try await withName.stop()
             #expect(withName.uplink.statistics().failures == 0, "\(String(describing: withName.uplink.statistics().lastFailure))")
 
-            let withoutName = NetworkAgent(
+            let withoutName = RunningAgent(
                 UplinkConfiguration(url: nginx.url, agentID: "agent-2", tls: UplinkTLS(caFile: pki.authority.certificateFile)),
                 sources: [.generator(rate: 0, count: 10)])
             let failed = await eventually(timeout: .seconds(20)) { withoutName.uplink.statistics().failures >= 1 }
             try await withoutName.stop()
             #expect(failed)
-            #expect(withoutName.log.contains("TLS failed: the collector's certificate does not name the host in uplink.url (set uplink.tls.server_name"), "\(withoutName.log.all.filter { $0.hasPrefix("warning") }.prefix(2))")
+            #expect(withoutName.log.contains("TLS failed: the collector's certificate does not name the host in uplink.url (set uplink.tls.server_name"), "\(withoutName.log.warnings.prefix(2))")
         }
         try await collector.stop()
     }
@@ -157,16 +159,16 @@ struct NginxTLSTests {
         let nginxConfiguration = TestNginx.Configuration(
             upstreamPort: collector.port, tls: .init(certificate: pki.server, protocols: "TLSv1.2"))
         try await TestNginx.withNginx(nginxConfiguration) { nginx in
-            let agent = NetworkAgent(
+            let agent = RunningAgent(
                 UplinkConfiguration(url: nginx.url, agentID: "agent-1", tls: UplinkTLS(caFile: pki.authority.certificateFile, minimumVersion: .tls13)),
                 sources: [.generator(rate: 0, count: 10)])
             let failed = await eventually(timeout: .seconds(20)) { agent.uplink.statistics().failures >= 1 }
             try await agent.stop()
             #expect(failed)
-            #expect(agent.log.contains("no TLS version in common with the collector"), "\(agent.log.all.filter { $0.hasPrefix("warning") }.prefix(2))")
+            #expect(agent.log.contains("no TLS version in common with the collector"), "\(agent.log.warnings.prefix(2))")
 
             // The default (1.2 or later) connects.
-            let relaxed = NetworkAgent(
+            let relaxed = RunningAgent(
                 UplinkConfiguration(url: nginx.url, agentID: "agent-2", tls: UplinkTLS(caFile: pki.authority.certificateFile)),
                 sources: [.generator(rate: 0, count: 10)])
             #expect(await relaxed.waitUntilAllAcknowledged(records: 10, timeout: .seconds(30)))
@@ -187,7 +189,7 @@ struct NginxTLSTests {
             upstreamPort: collector.port,
             tls: .init(certificate: pki.server, clientCAFile: pki.authority.certificateFile), http2: http2)
         try await TestNginx.withNginx(nginxConfiguration) { nginx in
-            let agent = NetworkAgent(
+            let agent = RunningAgent(
                 UplinkConfiguration(url: nginx.url, agentID: "agent-1", tls: pki.mutualTLS),
                 sources: [.generator(rate: 1_000, count: total)])
             #expect(await eventually(timeout: .seconds(30)) { agent.uplink.statistics().acknowledged >= 500 })

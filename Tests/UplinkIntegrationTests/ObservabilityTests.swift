@@ -22,9 +22,9 @@ struct ObservabilityTests {
         /// `streamingBuffer`: the streaming agent's `buffer:` section (flow YAML), its default when nil.
         init(_ name: String, streamingBuffer: String? = nil) async throws {
             directory = try Harness.temporaryDirectory(name)
-            collectorPort = try TestNginx.freeLoopbackPort()
-            streamingPort = try TestNginx.freeLoopbackPort()
-            cutOffPort = try TestNginx.freeLoopbackPort()
+            collectorPort = try FreePort.pick()
+            streamingPort = try FreePort.pick()
+            cutOffPort = try FreePort.pick()
             deadPort = try FreePort.reserve()
             let binary = try UplinkBinary.path()
             try write("collector.yaml", """
@@ -51,10 +51,7 @@ struct ObservabilityTests {
             processes.append(try ChildProcess(
                 [binary, "run", "--config", directory + "/cut-off.yaml"], outputPath: directory + "/cut-off.log"))
             for port in [collectorPort, streamingPort, cutOffPort] {
-                let deadline = Date().addingTimeInterval(30)
-                while Date() < deadline, ObservabilityTests.get(port, "/healthz")?.status != 200 {
-                    try await Task.sleep(for: .milliseconds(100))
-                }
+                _ = await LoopbackHTTP10.waitUntilOK(port: port, path: "/healthz")
             }
         }
 
@@ -183,13 +180,8 @@ struct ObservabilityTests {
         #expect(cutOff, "\((try? Self.uplink(["status", "--address", "127.0.0.1:\(fleet.cutOffPort)"]))?.standardOutput ?? "")")
 
         // --watch redraws in place (clear screen, home) until interrupted.
-        let watch = Process()
-        watch.executableURL = URL(fileURLWithPath: try UplinkBinary.path())
-        watch.arguments = ["status", "--watch", "--interval", "0.2", "--address", "127.0.0.1:\(fleet.streamingPort)"]
-        let watchOutput = Pipe()
-        watch.standardOutput = watchOutput
-        let watched = OutputCollector(watchOutput.fileHandleForReading)
-        try watch.run()
+        let (watch, watched) = try UplinkBinary.start(
+            ["status", "--watch", "--interval", "0.2", "--address", "127.0.0.1:\(fleet.streamingPort)"], capturing: .standardOutput)
         let redrawn = await eventually(timeout: .seconds(15)) {
             watched.text.components(separatedBy: "\u{1B}[H\u{1B}[2J").count >= 4
         }
@@ -204,7 +196,7 @@ struct ObservabilityTests {
         #expect(fromConfig.standardOutput.contains("agent box-streaming"))
 
         // Nobody listening: exit 1 and a message saying what to check.
-        let nobody = try Self.uplink(["status", "--address", "127.0.0.1:\(try TestNginx.freeLoopbackPort())"])
+        let nobody = try Self.uplink(["status", "--address", "127.0.0.1:\(try FreePort.pick())"])
         #expect(nobody.status == 1)
         #expect(nobody.standardError.contains("no agent answers at"))
         #expect(nobody.standardError.contains("(connection refused)"), "\(nobody.standardError)")

@@ -104,13 +104,8 @@ struct PersistentBufferEndToEndTests {
                 sources: "  - { name: before, type: generator, rate: 5000, count: \(total), record_bytes: 120 }",
                 extraPersist: "    spill_after: 300ms"))
         // The generator is done and its records spilled once the segments stop growing (bounded wait).
-        var last = -1
-        var stableChecks = 0
-        for _ in 0..<100 where stableChecks < 3 {
-            try await Task.sleep(for: .milliseconds(400))
-            let bytes = Self.segmentBytes(state + "/buffer")
-            stableChecks = bytes > 0 && bytes == last ? stableChecks + 1 : 0
-            last = bytes
+        await settles(quiet: .milliseconds(1200), timeout: .seconds(40), accept: { $0 > 0 }) {
+            Self.segmentBytes(state + "/buffer")
         }
         first.child.send(SIGTERM)
         #expect(await first.child.waitForExit(seconds: 30), "the agent did not stop after SIGTERM")
@@ -127,7 +122,7 @@ struct PersistentBufferEndToEndTests {
         let dataDirectory = directory + "/collector"
         reservation.release()
         let collector = try CollectorProcess(binary: binary, port: port, dataDirectory: dataDirectory)
-        defer { collector.terminate() }
+        defer { collector.process.send(SIGTERM) }  // released then: killed and reaped if still running
         try await collector.waitUntilHealthy()
         let arrived = await eventually(timeout: .seconds(60)) { Self.storedCount(dataDirectory) >= total }
         #expect(arrived, "stored \(Self.storedCount(dataDirectory)) of \(total)")
@@ -150,7 +145,7 @@ struct PersistentBufferEndToEndTests {
             let port = try FreePort.pick()
             let dataDirectory = directory + "/collector"
             let collector = try CollectorProcess(binary: binary, port: port, dataDirectory: dataDirectory)
-            defer { collector.terminate() }
+            defer { collector.process.send(SIGTERM) }  // released then: killed and reaped if still running
             try await collector.waitUntilHealthy()
             var random = SystemRandomNumberGenerator()
             for run in 0..<20 {
@@ -201,7 +196,7 @@ struct PersistentBufferEndToEndTests {
         let port = try FreePort.pick()
         let dataDirectory = directory + "/collector"
         let collector = try CollectorProcess(binary: binary, port: port, dataDirectory: dataDirectory)
-        defer { collector.terminate() }
+        defer { collector.process.send(SIGTERM) }  // released then: killed and reaped if still running
         try await collector.waitUntilHealthy()
         let sensors = ["cpu", "memory", "load", "uptime", "network", "disk", "diskio"]
             .map { "  - { name: \($0), type: \($0), interval: 1s }" }.joined(separator: "\n")
@@ -225,7 +220,7 @@ struct PersistentBufferEndToEndTests {
         #expect(Self.segmentBytes(state + "/buffer") == 0)
 
         // Control: with the collector gone, records wait and are spilled, and the same measurement sees it.
-        collector.kill()
+        await collector.kill()
         let wrote = await eventually(timeout: .seconds(30)) {
             (Self.writeBytes(pid) ?? 0) - start > 0 && Self.segmentBytes(state + "/buffer") > 0
         }

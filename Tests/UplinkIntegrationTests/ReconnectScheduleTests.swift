@@ -36,7 +36,7 @@ struct ReconnectScheduleTests {
         }
 
         let schedule = CollectorComingBack(reservation: reservation, dataDirectory: dataDirectory, startDuringDelay: refusedAttempts)
-        let uplink = Uplink(configuration: configuration, ring: ring, logger: Harness.logger, backoffSleep: schedule.sleep)
+        let uplink = Uplink(configuration: configuration, ring: ring, logger: testLogger, backoffSleep: schedule.sleep)
         schedule.attach(uplink)
         let task = Task { try await uplink.run() }
 
@@ -78,7 +78,7 @@ private final class CollectorComingBack: Sendable {
     private let reservation: PortReservation
     private let dataDirectory: String
     private let startDuringDelay: Int
-    private let state = Mutex<(uplink: Uplink?, calls: [Call], collector: BackgroundCollector?, startFailure: String?)>(
+    private let state = Mutex<(uplink: Uplink?, calls: [Call], collector: InProcessCollector?, startFailure: String?)>(
         (nil, [], nil, nil))
 
     init(reservation: PortReservation, dataDirectory: String, startDuringDelay: Int) {
@@ -115,7 +115,7 @@ private final class CollectorComingBack: Sendable {
         configuration.stdoutSink = false
         configuration.jsonlSink = true
         do {
-            let collector = try await BackgroundCollector.start(configuration: configuration, logger: Harness.logger)
+            let collector = try await InProcessCollector(configuration: configuration)
             state.withLock { $0.collector = collector }
         } catch {
             state.withLock { $0.startFailure = "\(error)" }

@@ -58,17 +58,8 @@ struct ReloadTests {
         let notify = try NotifySocket(path: directory + "/notify.sock")
         try Self.configuration(url: first.url, stateDirectory: directory).write(toFile: path, atomically: true, encoding: .utf8)
 
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: try UplinkBinary.path())
-        process.arguments = ["run", "--config", path, "--log-level", "info"]
-        var environment = ProcessInfo.processInfo.environment
-        environment["NOTIFY_SOCKET"] = notify.name
-        process.environment = environment
-        process.standardOutput = FileHandle.nullDevice
-        let errors = Pipe()
-        process.standardError = errors
-        let log = OutputCollector(errors.fileHandleForReading)
-        try process.run()
+        let (process, log) = try UplinkBinary.start(
+            ["run", "--config", path, "--log-level", "info"], environment: ["NOTIFY_SOCKET": notify.name])
         defer { if process.isRunning { process.terminate() } }
         func reloads() -> Int { log.text.components(separatedBy: "reloading the configuration").count - 1 }
         func sighup(_ text: String, expecting outcome: String) async throws {
@@ -106,7 +97,7 @@ struct ReloadTests {
         // 3. Switch to a second collector: the first stream drains and closes, the second carries on.
         try await sighup(Self.configuration(url: second.url, stateDirectory: directory), expecting: "configuration reloaded")
         #expect(await waitForMore("steady", than: 50, in: [second]), "log: \(log.text.suffix(2000))")
-        let storedByFirst = Int(first.collector.statistics().recordsStored)
+        let storedByFirst = first.recordsStored
 
         // 4. Break the file: reported with file:line:col and key, nothing changes, records keep flowing.
         let broken = Self.configuration(url: second.url, stateDirectory: directory)
@@ -132,7 +123,7 @@ struct ReloadTests {
         #expect(process.terminationStatus == 0, "log: \(log.text.suffix(2000))")
 
         // The first collector got nothing after the switch; the removed source nothing after its removal.
-        #expect(Int(first.collector.statistics().recordsStored) == storedByFirst)
+        #expect(first.recordsStored == storedByFirst)
         #expect(Self.storedCount("added", in: [first, second]) == addedStored)
         // Exactly once across both collectors: the steady source ran untouched throughout (a restart would have
         // counted from 0 again), and the removed one lost nothing it produced.

@@ -50,14 +50,7 @@ struct RemoteConfigCommandTests {
                 require_signature: false
             """.write(toFile: config, atomically: true, encoding: .utf8)
 
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: try UplinkBinary.path())
-        process.arguments = ["collector", "--config", config]
-        let errors = Pipe()
-        process.standardOutput = errors
-        process.standardError = errors
-        let log = OutputCollector(errors.fileHandleForReading)
-        try process.run()
+        let (process, log) = try UplinkBinary.start(["collector", "--config", config], capturing: .both)
         defer {
             if process.isRunning { process.terminate() }
             process.waitUntilExit()

@@ -79,15 +79,7 @@ struct RemoteConfigEndToEndTests {
         }
 
         func start(_ arguments: [String]) throws -> (Process, OutputCollector) {
-            let process = Process()
-            process.executableURL = URL(fileURLWithPath: try UplinkBinary.path())
-            process.arguments = arguments
-            let output = Pipe()
-            process.standardOutput = output
-            process.standardError = output
-            let log = OutputCollector(output.fileHandleForReading)
-            try process.run()
-            return (process, log)
+            try UplinkBinary.start(arguments, capturing: .both)
         }
 
         func startCollector() throws {

@@ -11,13 +11,13 @@ import UplinkTestSupport
 @Suite("Sinks end to end", .serialized, .timeLimit(.minutes(8)))
 struct SinkEndToEndTests {
     /// A collector with the write-ahead log and `sinks`, running in this process.
-    static func collector(_ directory: String, sinks: [SinkConfiguration]) async throws -> BackgroundCollector {
+    static func collector(_ directory: String, sinks: [SinkConfiguration]) async throws -> InProcessCollector {
         var configuration = CollectorConfiguration()
         configuration.port = 0
         configuration.dataDirectory = directory
         configuration.sinks = sinks
         configuration.log = CollectorLogSettings(segmentBytes: 256 << 10)
-        return try await BackgroundCollector.start(configuration: configuration, logger: Harness.logger)
+        return try await InProcessCollector(configuration: configuration)
     }
 
     /// The Prometheus series key (`__name__=…,agent=…,…` sorted) of a stored metric line, written independently of

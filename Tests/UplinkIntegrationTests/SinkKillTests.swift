@@ -5,25 +5,6 @@ import UplinkCore
 import UplinkSources
 import UplinkTestSupport
 
-/// `uplink collector` with a configuration file, as a child process that tests kill.
-struct ConfiguredCollector {
-    let process: ChildProcess
-    let port: Int
-
-    init(binary: String, configuration: String, port: Int, log: String) throws {
-        process = try ChildProcess([binary, "collector", "--config", configuration, "--log-level", "warning"], outputPath: log)
-        self.port = port
-    }
-
-    func waitUntilHealthy() async throws {
-        let healthy = await eventually(timeout: .seconds(30)) {
-            process.isRunning && LoopbackHTTP.get(port: port, path: "/healthz")?.hasPrefix("HTTP/1.1 200") == true
-        }
-        struct NotHealthy: Error {}
-        guard healthy else { throw NotHealthy() }
-    }
-}
-
 /// The stored lines of a jsonl sink, one per (agent, epoch, seq): the sink may append a batch twice after a crash.
 func uniqueStoredLines(_ path: String) throws -> [String: [String: Any]] {
     var lines: [String: [String: Any]] = [:]
@@ -73,7 +54,7 @@ struct SinkKillTests {
                     - { name: file, type: jsonl, path: \(directory)/forwarded.jsonl, batch_linger: 20ms, batch_max_bytes: 64KiB }
                 """.write(toFile: configuration, atomically: true, encoding: .utf8)
             let sinks = ["vm", "ch", "file"]
-            var collector = try ConfiguredCollector(binary: binary, configuration: configuration, port: port, log: directory + "/collector.log")
+            var collector = try CollectorProcess(binary: binary, configuration: configuration, port: port, log: directory + "/collector.log")
             try await collector.waitUntilHealthy()
 
             let agent = RunningAgent(url: "http://127.0.0.1:\(port)", sources: [
@@ -87,9 +68,8 @@ struct SinkKillTests {
                     zip(forwardingState(data, sinks: sinks).cursors, before).allSatisfy { $0 > $1 }
                 }
                 #expect(forwarding, "round \(round): the sinks did not move")
-                collector.process.send(SIGKILL)
-                await collector.process.waitForExit(seconds: 10)
-                collector = try ConfiguredCollector(binary: binary, configuration: configuration, port: port, log: directory + "/collector.log")
+                await collector.kill()
+                collector = try CollectorProcess(binary: binary, configuration: configuration, port: port, log: directory + "/collector.log")
                 try await collector.waitUntilHealthy()
             }
             // The cpu source appends too: wait for the generator's last record, then for the ack of everything.
@@ -105,7 +85,7 @@ struct SinkKillTests {
                 return state.end > 0 && state.cursors.allSatisfy { $0 == state.end }
             }
             #expect(settled, "the sinks caught up with the log")
-            await collector.process.terminate()
+            await collector.terminate()
 
             let records = try uniqueStoredLines(directory + "/forwarded.jsonl")
             let logs = records.values.filter { $0["log"] != nil }.count

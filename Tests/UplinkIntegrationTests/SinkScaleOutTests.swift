@@ -38,8 +38,8 @@ struct SinkScaleOutTests {
                 try Self.collectorConfiguration(port: ports[index], data: data[index], clickhouse: clickhouse)
                     .write(toFile: "\(directory)/c\(index).yaml", atomically: true, encoding: .utf8)
             }
-            func start(_ index: Int) async throws -> ConfiguredCollector {
-                let collector = try ConfiguredCollector(
+            func start(_ index: Int) async throws -> CollectorProcess {
+                let collector = try CollectorProcess(
                     binary: binary, configuration: "\(directory)/c\(index).yaml", port: ports[index], log: "\(directory)/c\(index).log")
                 try await collector.waitUntilHealthy()
                 return collector
@@ -100,7 +100,7 @@ struct SinkScaleOutTests {
                 }
             }
             #expect(settled, "both collectors forwarded their whole log")
-            for collector in collectors { await collector.process.terminate() }
+            for collector in collectors { await collector.terminate() }
 
             let total = 20 * Self.perAgent
             let counts = try clickhouse.query(

@@ -83,18 +83,8 @@ struct SystemdNotifierTests {
     func runCommand() async throws {
         let directory = try Harness.temporaryDirectory("notify-run")
         let socket = try NotifySocket(path: directory + "/notify.sock")
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: try UplinkBinary.path())
-        process.arguments = ["run", "--config", CommandLineTests.examples]
-        process.currentDirectoryURL = URL(fileURLWithPath: directory)
-        var environment = ProcessInfo.processInfo.environment
-        environment["NOTIFY_SOCKET"] = socket.name
-        process.environment = environment
-        process.standardOutput = FileHandle.nullDevice
-        let errors = Pipe()
-        process.standardError = errors
-        let log = OutputCollector(errors.fileHandleForReading)
-        try process.run()
+        let (process, log) = try UplinkBinary.start(
+            ["run", "--config", CommandLineTests.examples], environment: ["NOTIFY_SOCKET": socket.name], in: directory)
         defer { if process.isRunning { process.terminate() } }
 
         let ready = await eventually(timeout: .seconds(30)) {

@@ -88,27 +88,6 @@ struct TailEndToEndTests {
         return lines.joined(separator: "\n")
     }
 
-    static func storedCount(_ collector: InProcessCollector) -> Int {
-        Int(collector.collector.statistics().recordsStored)
-    }
-
-    /// Waits until the collector has stored `count` records; false after `timeout`.
-    static func waitForStored(_ collector: InProcessCollector, _ count: Int, timeout: Duration) async -> Bool {
-        await eventually(timeout: timeout) { storedCount(collector) >= count }
-    }
-
-    /// Waits until the stored count has not changed for `quiet`, at most `timeout`.
-    static func waitUntilQuiet(_ collector: InProcessCollector, quiet: Duration, timeout: Duration) async {
-        let deadline = ContinuousClock.now + timeout
-        var count = storedCount(collector)
-        var since = ContinuousClock.now
-        while ContinuousClock.now < deadline && ContinuousClock.now - since < quiet {
-            try? await Task.sleep(for: .milliseconds(50))
-            let now = storedCount(collector)
-            if now != count { (count, since) = (now, ContinuousClock.now) }
-        }
-    }
-
     @Test("A writer appends while the file is rotated by rename 1,000 times: every line arrives once, in order per file")
     func renameRotation() async throws {
         let directory = try Harness.temporaryDirectory("tail-rotate")
@@ -135,7 +114,7 @@ struct TailEndToEndTests {
         close(descriptor)
 
         let total = counter
-        let arrived = await Self.waitForStored(collector, total, timeout: .seconds(120))
+        let arrived = await collector.waitForStored(total, timeout: .seconds(120))
         try await agent.stop()
         try await collector.stop()
         let stored = try Self.storedCounters(collector)
@@ -171,7 +150,7 @@ struct TailEndToEndTests {
             // know its copy. The rest is what the test is about: copied and truncated while the tailer may be behind.
             for write in 0..<20 {
                 Self.append(descriptor, Self.lines(100, from: &counter))
-                if write == 0 { #expect(await Self.waitForStored(collector, counter, timeout: .seconds(60))) }
+                if write == 0 { #expect(await collector.waitForStored(counter, timeout: .seconds(60))) }
                 try await Task.sleep(for: .milliseconds(1))
             }
             segments.append(start..<counter)
@@ -184,8 +163,8 @@ struct TailEndToEndTests {
         // Every line must arrive; lost ones never do (then the wait ends at its timeout). A short quiet period after
         // lets late duplicates show. Waiting for the count rather than for quiet alone keeps a stalled agent on a
         // loaded machine from being taken for a loss.
-        _ = await Self.waitForStored(collector, total, timeout: .seconds(60))
-        await Self.waitUntilQuiet(collector, quiet: .seconds(1), timeout: .seconds(10))
+        _ = await collector.waitForStored(total, timeout: .seconds(60))
+        await collector.waitUntilQuiet(quiet: .seconds(1), timeout: .seconds(10))
         try await agent.stop()
         try await collector.stop()
         let stored = try Self.storedCounters(collector).map(\.counter)
@@ -230,8 +209,8 @@ struct TailEndToEndTests {
         Self.append(descriptor, Self.lines(100, from: &counter))
         close(descriptor)
         proxy.setStalled(false)
-        #expect(await Self.waitForStored(collector, counter, timeout: .seconds(60)))
-        await Self.waitUntilQuiet(collector, quiet: .seconds(1), timeout: .seconds(30))
+        #expect(await collector.waitForStored(counter, timeout: .seconds(60)))
+        await collector.waitUntilQuiet(quiet: .seconds(1), timeout: .seconds(30))
         try await agent.stop()
         try await proxy.stop()
         try await collector.stop()
@@ -291,7 +270,7 @@ struct TailEndToEndTests {
         writing.withLock { $0 = false }
         let total = await writer.value
         close(descriptor)
-        await Self.waitUntilQuiet(collector, quiet: .seconds(2), timeout: .seconds(120))
+        await collector.waitUntilQuiet(quiet: .seconds(2), timeout: .seconds(120))
         try await agent.stop()
         try await collector.stop()
 
@@ -353,12 +332,12 @@ struct TailEndToEndTests {
         for round in 0..<3 {
             let agent = RunningAgent(url: collector.url, sources: [Self.tailSource([logPath])], stateDirectory: directory + "/state")
             // Write while the agent runs, wait until part of it arrived, and stop with lines still in flight.
-            let before = Self.storedCount(collector)
+            let before = collector.recordsStored
             for _ in 0..<20 {
                 writeLines(500)
                 try await Task.sleep(for: .milliseconds(2))
             }
-            _ = await Self.waitForStored(collector, before + 2_000, timeout: .seconds(30))
+            _ = await collector.waitForStored(before + 2_000, timeout: .seconds(30))
             writeLines(500)
             try await agent.stop()
             #expect(collector.collector.statistics().resentDiscarded == 0, "round \(round): a line was sent again")
@@ -366,7 +345,7 @@ struct TailEndToEndTests {
         writeLines(10)
         let agent = RunningAgent(url: collector.url, sources: [Self.tailSource([logPath])], stateDirectory: directory + "/state")
         let total = counter
-        let arrived = await Self.waitForStored(collector, total, timeout: .seconds(60))
+        let arrived = await collector.waitForStored(total, timeout: .seconds(60))
         try await agent.stop()
         try await collector.stop()
         close(descriptor)
@@ -394,20 +373,11 @@ struct TailEndToEndTests {
                 start_at: beginning
                 checkpoint_interval: 200ms
             """.write(toFile: config, atomically: true, encoding: .utf8)
-        func startAgent() throws -> Process {
-            let process = Process()
-            process.executableURL = URL(fileURLWithPath: try UplinkBinary.path())
-            process.arguments = ["run", "--config", config, "--log-level", "error"]
-            process.standardOutput = FileHandle.nullDevice
-            process.standardError = FileHandle.nullDevice
-            try process.run()
-            return process
-        }
         var counter = 0
         let descriptor = Self.openForAppend(logPath)
         let kills = 5
         for _ in 0..<kills {
-            let process = try startAgent()
+            let process = try UplinkBinary.startAgent(config: config)
             // Lines keep coming while the agent reads, sends and checkpoints; then it is killed mid-stream.
             for _ in 0..<40 {
                 Self.append(descriptor, Self.lines(250, from: &counter))
@@ -417,9 +387,9 @@ struct TailEndToEndTests {
             await process.awaitExit()
         }
         close(descriptor)
-        let process = try startAgent()
+        let process = try UplinkBinary.startAgent(config: config)
         let total = counter
-        let arrived = await Self.waitForStored(collector, total, timeout: .seconds(90))
+        let arrived = await collector.waitForStored(total, timeout: .seconds(90))
         process.terminate()
         await process.awaitExit()
         try await collector.stop()

@@ -99,7 +99,7 @@ struct TailInotifyFallbackTests {
         close(other)
 
         let total = counter
-        let arrived = await TailEndToEndTests.waitForStored(collector, total, timeout: .seconds(60))
+        let arrived = await collector.waitForStored(total, timeout: .seconds(60))
         // Anything read twice would arrive meanwhile.
         try await Task.sleep(for: .milliseconds(500))
         process.terminate()

@@ -57,7 +57,7 @@ struct TailManyFilesTests {
             let collector = try await InProcessCollector(name: "tail-many")
             let agent = RunningAgent(
                 url: collector.url, sources: [.init(name: "many", config: SourceConfig(config))], stateDirectory: root + "/state")
-            func stored() -> Int { TailEndToEndTests.storedCount(collector) }
+            func stored() -> Int { collector.recordsStored }
             func records() throws -> [Record] { try Harness.storedRecords(in: collector.dataDirectory).map(\.record) }
             let initial = count * 3 + 1
             #expect(await eventually(timeout: .seconds(90)) { stored() >= initial }, "\(stored()) of \(initial) lines")

@@ -16,9 +16,8 @@ struct UplinkNetworkConfigurationTests {
     let client: TestCertificateAuthority.Certificate
 
     init() async throws {
-        directory = try Harness.temporaryDirectory("tls-config")
-        ca = try await TestCertificateAuthority.create(in: directory)
-        client = try await ca.issue(commonName: "agent-1", usage: .client)
+        let pki = try await TestPKI("tls-config")
+        (directory, ca, client) = (pki.authority.directory, pki.authority, pki.agent)
     }
 
     private func decode(_ uplinkLines: String, environment: ConfigEnvironment = [:]) -> ConfigResult<UplinkFile> {

@@ -51,8 +51,7 @@ struct StartupCodePagesTests {
 
     @Test("A touched read-only file mapping leaves the resident set and still reads the same; private copies stay", .computeBound)
     func releasesOnlyCleanPages() throws {
-        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("code-pages-\(UUID().uuidString)")
-        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        let directory = URL(fileURLWithPath: try TestDirectories.make("code-pages"), isDirectory: true)
         defer { try? FileManager.default.removeItem(at: directory) }
         let size = 2 << 20
         let path = directory.appendingPathComponent("pages.bin").path

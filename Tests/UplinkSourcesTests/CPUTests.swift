@@ -241,7 +241,7 @@ struct CPUSourceTests {
                 Fixtures.replace("stat", in: procRoot, with: "x86-laptop-8core/proc-10s-later/stat")
             }
         }
-        let sink = CollectingSink()
+        let sink = RecordingSink()
         let source = CPUSource(name: "cpu-main", config: CPUConfig(procRoot: procRoot.path), clock: clock)
         try await run(source, sink: sink)
 
@@ -280,7 +280,7 @@ struct CPUSourceTests {
         let clock = FakeTickClock(now: Self.start, maximumSleeps: 2) { number, _ in
             if number == 2 { Fixtures.replace("stat", in: procRoot, with: "arm-board-4core/proc-10s-later/stat") }
         }
-        let sink = CollectingSink()
+        let sink = RecordingSink()
         try await run(
             CPUSource(name: "cpu", config: CPUConfig(perCore: false, procRoot: procRoot.path), clock: clock), sink: sink
         )
@@ -295,7 +295,7 @@ struct CPUSourceTests {
         defer { try? FileManager.default.removeItem(at: empty) }
         let clock = FakeTickClock(now: Self.start, maximumSleeps: 10)
         let logs = LogCapture()
-        let sink = CollectingSink()
+        let sink = RecordingSink()
         try await run(CPUSource(name: "cpu", config: CPUConfig(procRoot: empty.path), clock: clock), sink: sink, logger: logs.logger)
         #expect(clock.deadlines.isEmpty)
         #expect(sink.count == 0)
@@ -317,7 +317,7 @@ struct CPUSourceTests {
             }
         }
         let logs = LogCapture()
-        let sink = CollectingSink()
+        let sink = RecordingSink()
         try await run(CPUSource(name: "cpu", config: CPUConfig(procRoot: procRoot.path), clock: clock), sink: sink, logger: logs.logger)
         #expect(logs.warnings.count == 1)
         #expect(logs.all.filter { $0.level == .notice }.count == 1)
@@ -332,7 +332,7 @@ struct CPUSourceTests {
         try Data("cpu  1 2 3 4\ncpu0 1 2\n".utf8).write(to: directory.appendingPathComponent("stat"))
         let logs = LogCapture()
         let clock = FakeTickClock(now: Self.start, maximumSleeps: 3)
-        try await run(CPUSource(name: "cpu", config: CPUConfig(procRoot: directory.path), clock: clock), sink: CollectingSink(), logger: logs.logger)
+        try await run(CPUSource(name: "cpu", config: CPUConfig(procRoot: directory.path), clock: clock), sink: RecordingSink(), logger: logs.logger)
         #expect(logs.warnings.count == 1)
         #expect(logs.warnings.first?.message.contains("skipped 1 malformed line") == true)
         #expect(logs.all.filter { $0.level == .debug }.count == 2)
@@ -347,7 +347,7 @@ struct CPUMemoryTagTests {
     func configuredTagsAreAppended() async throws {
         let procRoot = try Fixtures.copy("x86-laptop-8core/proc")
         defer { Fixtures.remove(procRoot) }
-        let sink = CollectingSink()
+        let sink = RecordingSink()
         let cpu = CPUSource(
             name: "cpu",
             config: CPUConfig(interval: .seconds(10), tags: [Tag("site", "lab")], perCore: false, procRoot: procRoot.path),

@@ -57,7 +57,7 @@ struct DiskIOTests {
             if number == 2 { Fixtures.replace("diskstats", in: procRoot, with: "x86-laptop-8core/proc-10s-later/diskstats") }
             if number == 3 { Fixtures.replace("diskstats", in: procRoot, with: "x86-laptop-8core/proc-counter-reset/diskstats") }
         }
-        let sink = CollectingSink()
+        let sink = RecordingSink()
         try await run(DiskIOSource(name: "io", config: DiskIOConfig(procRoot: procRoot.path), clock: clock), sink: sink)
         let records = sink.records
         let second: Int64 = 1_731_924_140_000_000_000
@@ -83,7 +83,7 @@ struct DiskIOTests {
         let clock = FakeTickClock(now: Self.start, maximumSleeps: 2) { number, _ in
             if number == 2 { Fixtures.replace("diskstats", in: procRoot, with: "x86-laptop-8core/proc-10s-later/diskstats") }
         }
-        let sink = CollectingSink()
+        let sink = RecordingSink()
         try await run(
             DiskIOSource(name: "io", config: DiskIOConfig(procRoot: procRoot.path, devices: ["nvme0n1p*"]), clock: clock), sink: sink)
         #expect(Set(sink.records.map { $0.metric!.tags[0].value }) == ["nvme0n1p1", "nvme0n1p2"])

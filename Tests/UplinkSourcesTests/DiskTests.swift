@@ -28,7 +28,7 @@ struct DiskTests {
     @Test("the root file system and a temporary directory report consistent figures")
     func real() async throws {
         let directory = try Fixtures.temporaryDirectory()
-        let sink = CollectingSink()
+        let sink = RecordingSink()
         let logs = LogCapture()
         let config = DiskConfig(tags: [Tag("host", "t")], mountPoints: ["/", directory.path])
         try await run(DiskSource(name: "disk", config: config, clock: FakeTickClock(now: Self.start, maximumSleeps: 1)), sink: sink, logger: logs.logger)
@@ -47,7 +47,7 @@ struct DiskTests {
     @Test("a missing mount point is left out with one warning; none at all disables the source")
     func missing() async throws {
         let logs = LogCapture()
-        let sink = CollectingSink()
+        let sink = RecordingSink()
         try await run(
             DiskSource(name: "disk", config: DiskConfig(mountPoints: ["/nonexistent-uplink", "/"]), clock: FakeTickClock(now: Self.start, maximumSleeps: 3)),
             sink: sink, logger: logs.logger)
@@ -57,7 +57,7 @@ struct DiskTests {
 
         let none = LogCapture()
         let clock = FakeTickClock(now: Self.start, maximumSleeps: 3)
-        try await run(DiskSource(name: "disk", config: DiskConfig(mountPoints: ["/nonexistent-uplink"]), clock: clock), sink: CollectingSink(), logger: none.logger)
+        try await run(DiskSource(name: "disk", config: DiskConfig(mountPoints: ["/nonexistent-uplink"]), clock: clock), sink: RecordingSink(), logger: none.logger)
         #expect(none.warnings.count == 2)
         #expect(clock.deadlines.isEmpty)
     }

@@ -112,14 +112,12 @@ struct ExecRunTests {
         #expect(pids.count == 2)
         for pid in pids {
             // Gone (reaped by us, or by init for the background one): allow the kernel a moment for the latter.
-            var alive = true
-            for _ in 0..<200 where alive {
+            let gone = await eventually {
                 var status: Int32 = 0
                 _ = waitpid(pid, &status, WNOHANG)
-                alive = kill(pid, 0) == 0 && !isZombie(pid)
-                if alive { try await Task.sleep(for: .milliseconds(10)) }
+                return kill(pid, 0) != 0 || isZombie(pid)
             }
-            #expect(!alive, "pid \(pid) still running")
+            #expect(gone, "pid \(pid) still running")
         }
     }
 
@@ -142,7 +140,7 @@ struct ExecRunTests {
 
     @Test("the source emits what the command prints, with the configured tags and unit")
     func source() async throws {
-        let sink = CollectingSink()
+        let sink = RecordingSink()
         let logs = LogCapture()
         let config = ExecConfig(
             tags: [Tag("site", "lab")], command: ["sh", "-c", "echo 'weather,room=a temp=21.5'"], format: .influx, unit: "celsius")
@@ -161,7 +159,7 @@ struct ExecRunTests {
             if number == 4 { _ = FileManager.default.createFile(atPath: flag, contents: Data()) }
         }
         let logs = LogCapture()
-        let sink = CollectingSink()
+        let sink = RecordingSink()
         let config = ExecConfig(command: ["sh", "-c", "test -e \(flag) && echo 1 || exit 2"])
         let health = SourceHealth()
         try await run(ExecSource(name: "x", config: config, clock: clock), sink: sink, logger: logs.logger, health: health)
@@ -177,12 +175,12 @@ struct ExecRunTests {
     func cannotStart() async throws {
         let logs = LogCapture()
         try await run(ExecSource(name: "x", config: ExecConfig(command: []), clock: FakeTickClock(now: Self.start, maximumSleeps: 3)),
-            sink: CollectingSink(), logger: logs.logger)
+            sink: RecordingSink(), logger: logs.logger)
         #expect(logs.warnings.count == 1)
         let missing = LogCapture()
         let health = SourceHealth()
         try await run(ExecSource(name: "x", config: ExecConfig(command: ["/nonexistent/cmd"]), clock: FakeTickClock(now: Self.start, maximumSleeps: 3)),
-            sink: CollectingSink(), logger: missing.logger, health: health)
+            sink: RecordingSink(), logger: missing.logger, health: health)
         #expect(health.snapshot.state == .failing)
         #expect(health.snapshot.reason?.contains("cannot start") == true, "\(health.snapshot)")
         #expect(missing.warnings.count == 1)

@@ -1,5 +1,4 @@
 import Logging
-import Synchronization
 import Testing
 import UplinkTestSupport
 import UplinkCore
@@ -10,7 +9,7 @@ import UplinkCore
 struct GeneratorTests {
     @Test("message format, size and fields")
     func format() async throws {
-        let sink = CollectingSink()
+        let sink = RecordingSink()
         try await run(GeneratorSource(name: "g1", config: GeneratorConfig(rate: 0, count: 3)), sink: sink)
         let records = sink.records
         #expect(records.count == 3)
@@ -28,29 +27,17 @@ struct GeneratorTests {
 
     @Test("rate 0 hands records over in batches that double up to 256 (and 256 KiB), without origin or batch fields")
     func unpacedBatches() async throws {
-        final class BatchSink: RecordSink {
-            let state = Mutex<(sizes: [Int], records: [Record])>(([], []))
-            func emit(_ record: Record) -> AppendOutcome { .droppedNewest }
-            func emitWaitingForSpace(_ record: Record) async -> AppendOutcome { .droppedNewest }
-            func emitWaitingForSpace(_ batch: LogLineBatch) async -> [AppendOutcome] {
-                state.withLock { state in
-                    #expect(batch.fields.isEmpty && batch.originID == 0 && batch.source == "b")
-                    state.sizes.append(batch.count)
-                    for index in 0..<batch.count { state.records.append(batch.record(at: index)) }
-                    let first = state.records.count - batch.count
-                    return (0..<batch.count).map { .appended(sequence: UInt64(first + $0 + 1)) }
-                }
-            }
-        }
-        let sink = BatchSink()
+        let sink = RecordingSink()
         try await run(GeneratorSource(name: "b", config: GeneratorConfig(rate: 0, recordBytes: 30, count: 700)), sink: sink)
-        let (sizes, records) = sink.state.withLock { $0 }
-        #expect(sizes == [1, 2, 4, 8, 16, 32, 64, 128, 256, 189])
+        let records = sink.records
+        #expect(sink.batches.map(\.count) == [1, 2, 4, 8, 16, 32, 64, 128, 256, 189])
+        #expect(sink.batches.allSatisfy { $0.fields.isEmpty && $0.originID == 0 && $0.source == "b" })
+        #expect(sink.emitCalls == 0, "every record came in a batch")
 
-        let large = BatchSink()
+        let large = RecordingSink()
         try await run(
             GeneratorSource(name: "b", config: GeneratorConfig(rate: 0, recordBytes: 100_000, count: 8)), sink: large)
-        #expect(large.state.withLock { $0.sizes } == [1, 2, 2, 2, 1], "at most 256 KiB of messages per batch")
+        #expect(large.batches.map(\.count) == [1, 2, 2, 2, 1], "at most 256 KiB of messages per batch")
         var messages = GeneratorSource.MessageBuilder(sourceName: "b", recordBytes: 30)
         for (index, record) in records.enumerated() {
             #expect(record == .log(
@@ -88,11 +75,11 @@ struct GeneratorTests {
 
     @Test("count 0 produces nothing; finite rate uses emit")
     func countAndEmitMethod() async throws {
-        let none = CollectingSink()
+        let none = RecordingSink()
         try await run(GeneratorSource(name: "g", config: GeneratorConfig(count: 0)), sink: none)
         #expect(none.count == 0)
 
-        let paced = CollectingSink()
+        let paced = RecordingSink()
         try await run(GeneratorSource(name: "g", config: GeneratorConfig(rate: 100_000, recordBytes: 50, count: 250)), sink: paced)
         #expect(paced.count == 250)
         #expect(paced.emitCalls == 250)
@@ -102,7 +89,7 @@ struct GeneratorTests {
 
     @Test("a paced run with a count takes at least count/rate and returns")
     func pacedCount() async throws {
-        let sink = CollectingSink()
+        let sink = RecordingSink()
         let clock = ContinuousClock()
         let started = clock.now
         try await run(GeneratorSource(name: "g", config: GeneratorConfig(rate: 1000, count: 300)), sink: sink)
@@ -114,16 +101,14 @@ struct GeneratorTests {
 
     @Test("the paced rate is roughly right over a bounded run")
     func pacedRate() async throws {
-        let sink = CollectingSink()
+        let sink = RecordingSink()
         let clock = ContinuousClock()
         let started = clock.now
         let task = Task {
             try await run(GeneratorSource(name: "g", config: GeneratorConfig(rate: 2000)), sink: sink)
         }
         // Wait for a few hundred records, bounded; a busy machine may take longer, which proves nothing.
-        for _ in 0..<3000 where sink.count < 400 {
-            try await Task.sleep(for: .milliseconds(10))
-        }
+        await eventually(timeout: .seconds(30)) { sink.count >= 400 }
         task.cancel()
         try await task.value
         let elapsed = GeneratorSource.Pacer.seconds(started.duration(to: clock.now))
@@ -136,24 +121,20 @@ struct GeneratorTests {
 
     @Test("rate 0 waits for space instead of dropping")
     func unpacedWaitsForSpace() async throws {
-        let sink = GatedSink(permits: 5)
+        let sink = RecordingSink(permits: 5)
         let finished = Flag()
         let task = Task {
             try await run(GeneratorSource(name: "g", config: GeneratorConfig(rate: 0, recordBytes: 40, count: 12)), sink: sink)
             finished.set()
         }
         // Wait (bounded) until the generator is blocked on the sixth record.
-        for _ in 0..<2000 where sink.waiting == 0 {
-            try await Task.sleep(for: .milliseconds(1))
-        }
+        await eventually { sink.waiting > 0 }
         #expect(sink.count == 5)
         #expect(sink.waiting == 1)
         #expect(!finished.isSet)
 
         sink.grant(4)
-        for _ in 0..<2000 where sink.count < 9 || sink.waiting == 0 {
-            try await Task.sleep(for: .milliseconds(1))
-        }
+        await eventually { sink.count >= 9 && sink.waiting > 0 }
         #expect(sink.count == 9)
         #expect(!finished.isSet)
 
@@ -167,13 +148,11 @@ struct GeneratorTests {
 
     @Test("rate 0 without a count runs until cancelled")
     func unpacedCancellation() async throws {
-        let sink = CollectingSink()
+        let sink = RecordingSink()
         let task = Task {
             try await run(GeneratorSource(name: "g", config: GeneratorConfig(rate: 0, recordBytes: 16)), sink: sink)
         }
-        for _ in 0..<2000 where sink.count < 5000 {
-            try await Task.sleep(for: .milliseconds(1))
-        }
+        await eventually { sink.count >= 5000 }
         task.cancel()
         try await task.value
         #expect(sink.count >= 5000)
@@ -182,22 +161,11 @@ struct GeneratorTests {
 
     @Test("an oversize rejection stops the generator with one error")
     func oversize() async throws {
-        final class RejectingSink: RecordSink {
-            let calls = Atomic<Int>(0)
-            func emit(_ record: Record) -> AppendOutcome {
-                calls.add(1, ordering: .relaxed)
-                return .rejectedOversize
-            }
-            func emitWaitingForSpace(_ record: Record) async -> AppendOutcome {
-                calls.add(1, ordering: .relaxed)
-                return .rejectedOversize
-            }
-        }
         for rate in [0.0, 1000] {
-            let sink = RejectingSink()
+            let sink = RecordingSink(rejecting: true)
             let logs = LogCapture()
             try await run(GeneratorSource(name: "g", config: GeneratorConfig(rate: rate)), sink: sink, logger: logs.logger)
-            let calls = sink.calls.load(ordering: .relaxed)
+            let calls = sink.emitCalls + sink.waitingCalls
             #expect(calls == 1)
             #expect(logs.all.map(\.level) == [.error])
         }

@@ -12,7 +12,7 @@ struct HardwareSensorTests {
     private func sysRoot(_ machine: String) -> String { Fixtures.url("\(machine)/sys").path }
 
     private func collect(_ source: some Source) async throws -> (records: [Record], logs: LogCapture) {
-        let sink = CollectingSink()
+        let sink = RecordingSink()
         let logs = LogCapture()
         try await run(source, sink: sink, logger: logs.logger)
         return (sink.records, logs)

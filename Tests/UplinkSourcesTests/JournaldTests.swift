@@ -52,7 +52,7 @@ struct JournaldTests {
         let directory = try TailTemporaryDirectory()
         defer { directory.remove() }
         try await TestJournal.append(TestJournal.numbered(0..<10), to: directory.file("a.journal"))
-        let sink = CollectingSink()
+        let sink = RecordingSink()
         let source = RunningJournald(journaldTestConfig(directory.path), sink: sink)
         #expect(await eventually { sink.records.count >= 10 })
         try await source.stop()
@@ -82,7 +82,7 @@ struct JournaldTests {
         func read(_ change: (inout JournaldConfig) -> Void, expected: Int) async throws -> [Int] {
             var config = journaldTestConfig(directory.path)
             change(&config)
-            let sink = CollectingSink()
+            let sink = RecordingSink()
             let source = RunningJournald(config, sink: sink)
             #expect(await eventually { sink.records.count >= expected })
             try await Task.sleep(for: .milliseconds(100))  // nothing more arrives
@@ -109,7 +109,7 @@ struct JournaldTests {
         try await TestJournal.append(TestJournal.numbered(0..<5), to: file)
         var config = journaldTestConfig(directory.path)
         config.since = .now
-        let sink = CollectingSink()
+        let sink = RecordingSink()
         let source = RunningJournald(config, sink: sink)
         try await Task.sleep(for: .milliseconds(200))
         for round in 0..<10 {
@@ -133,7 +133,7 @@ struct JournaldTests {
         try FileManager.default.createDirectory(atPath: journal, withIntermediateDirectories: true)
         var config = journaldTestConfig(journal)
         config.since = .now
-        let sink = CollectingSink()
+        let sink = RecordingSink()
         var source = RunningJournald(config, sink: sink, stateDirectory: state)
         try await Task.sleep(for: .milliseconds(200))
         try await TestJournal.append(TestJournal.numbered(0..<20), to: journal + "/system.journal")
@@ -142,7 +142,7 @@ struct JournaldTests {
         #expect(journalNumbers(sink.records) == Array(0..<20))
         // Added while stopped: sent after the restart, although since is now (the checkpoint wins).
         try await TestJournal.append(TestJournal.numbered(20..<30), to: journal + "/system.journal")
-        let second = CollectingSink()
+        let second = RecordingSink()
         source = RunningJournald(config, sink: second, stateDirectory: state)
         #expect(await eventually { second.records.count >= 10 })
         try await Task.sleep(for: .milliseconds(100))
@@ -159,7 +159,7 @@ struct JournaldTests {
         let file = directory.file("a.journal")
         try await TestJournal.append(TestJournal.numbered(0..<1000), to: file)
 
-        let sink = CollectingSink(acknowledgesOnEmit: false)
+        let sink = RecordingSink(acknowledgesOnEmit: false)
         var source = RunningJournald(journaldTestConfig(directory.path), sink: sink, stateDirectory: state)
         #expect(await eventually { sink.count >= 1000 })
         try await Task.sleep(for: .milliseconds(200))  // several checkpoint intervals
@@ -173,7 +173,7 @@ struct JournaldTests {
 
         // The restart resumes after the last acknowledged batch (entry 511): 512... again, then new ones.
         try await TestJournal.append(TestJournal.numbered(1000..<1100), to: file)
-        let second = CollectingSink(acknowledgesOnEmit: false)
+        let second = RecordingSink(acknowledgesOnEmit: false)
         source = RunningJournald(journaldTestConfig(directory.path), sink: second, stateDirectory: state)
         #expect(await eventually { second.count >= 588 })
         second.acknowledge(through: UInt64(second.count))
@@ -181,7 +181,7 @@ struct JournaldTests {
         #expect(journalNumbers(second.records) == Array(512..<1100))
 
         // Everything acknowledged: a restart sends nothing again, and then only new entries.
-        let third = CollectingSink(acknowledgesOnEmit: false)
+        let third = RecordingSink(acknowledgesOnEmit: false)
         source = RunningJournald(journaldTestConfig(directory.path), sink: third, stateDirectory: state)
         try await Task.sleep(for: .milliseconds(300))
         #expect(third.count == 0)
@@ -206,7 +206,7 @@ struct JournaldTests {
         try await TestJournal.append(entries, to: directory.file("a.journal"))
         var config = journaldTestConfig(directory.path)
         config.maxLineBytes = 1000
-        let sink = CollectingSink()
+        let sink = RecordingSink()
         let source = RunningJournald(config, sink: sink)
         #expect(await eventually { sink.records.count >= 3 })
         try await source.stop()
@@ -227,7 +227,7 @@ struct JournaldTests {
         let journalDirectory = directory.file("journal")
         try FileManager.default.createDirectory(atPath: journalDirectory, withIntermediateDirectories: true)
         func file(_ index: Int) -> String { journalDirectory + "/part-\(index).journal" }
-        let sink = CollectingSink(acknowledgesOnEmit: false)
+        let sink = RecordingSink(acknowledgesOnEmit: false)
         var source = RunningJournald(journaldTestConfig(journalDirectory), sink: sink, stateDirectory: state)
         var next = 0
         // Each "rotation" starts a new file; the oldest but one is vacuumed once read.
@@ -248,7 +248,7 @@ struct JournaldTests {
         try await TestJournal.append(TestJournal.numbered(next..<(next + 30)), to: file(6))
         let total = next + 30
         try FileManager.default.removeItem(atPath: file(5))
-        let second = CollectingSink(acknowledgesOnEmit: false)
+        let second = RecordingSink(acknowledgesOnEmit: false)
         source = RunningJournald(journaldTestConfig(journalDirectory), sink: second, stateDirectory: state)
         #expect(await eventually { second.count >= 30 })
         try await Task.sleep(for: .milliseconds(200))
@@ -274,7 +274,7 @@ struct JournaldTests {
         for index in stride(from: 4096, to: min(damaged.count, 200_000), by: 1) { damaged[index] = UInt8.random(in: 0...255, using: &generator) }
         try damaged.write(to: URL(fileURLWithPath: directory.file("damaged.journal")))
 
-        let sink = CollectingSink()
+        let sink = RecordingSink()
         let source = RunningJournald(journaldTestConfig(directory.path), sink: sink)
         #expect(await eventually { journalNumbers(sink.records).count >= 200 })
         // Still following: a new good file arrives.
@@ -293,7 +293,7 @@ struct JournaldTests {
         config.directory = "/nonexistent/journal-\(UInt64.random(in: 0...UInt64.max))"
         let source = JournaldSource(name: "j", config: config)
         await #expect(throws: SourceError.self) {
-            try await source.run(context: SourceContext(sink: CollectingSink(), logger: Logger(label: "t")))
+            try await source.run(context: SourceContext(sink: RecordingSink(), logger: Logger(label: "t")))
         }
     }
 

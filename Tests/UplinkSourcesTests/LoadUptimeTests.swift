@@ -43,7 +43,7 @@ struct LoadUptimeTests {
 
     @Test("the load source emits three metrics per tick, with configured tags")
     func loadSource() async throws {
-        let sink = CollectingSink()
+        let sink = RecordingSink()
         let config = LoadConfig(tags: [Tag("site", "lab")], procRoot: Fixtures.url("arm-board-4core/proc").path)
         try await run(LoadSource(name: "load", config: config, clock: FakeTickClock(now: Self.start, maximumSleeps: 2)), sink: sink)
         #expect(sink.records.map { $0.metric!.name } == ["load.1m", "load.5m", "load.15m", "load.1m", "load.5m", "load.15m"])
@@ -54,7 +54,7 @@ struct LoadUptimeTests {
 
     @Test("the uptime source emits uptime.seconds; a malformed file warns once")
     func uptimeSource() async throws {
-        let sink = CollectingSink()
+        let sink = RecordingSink()
         let config = UptimeConfig(procRoot: Fixtures.url("x86-laptop-8core/proc").path)
         try await run(UptimeSource(name: "up", config: config, clock: FakeTickClock(now: Self.start, maximumSleeps: 1)), sink: sink)
         #expect(sink.records.map(\.metric) == [Metric(name: "uptime.seconds", value: 350_735.47, unit: "seconds")])
@@ -63,7 +63,7 @@ struct LoadUptimeTests {
         defer { try? FileManager.default.removeItem(at: directory) }
         try Data("garbage\n".utf8).write(to: directory.appendingPathComponent("uptime"))
         let logs = LogCapture()
-        let empty = CollectingSink()
+        let empty = RecordingSink()
         try await run(
             UptimeSource(name: "up", config: UptimeConfig(procRoot: directory.path), clock: FakeTickClock(now: Self.start, maximumSleeps: 5)),
             sink: empty, logger: logs.logger)
@@ -80,7 +80,7 @@ struct LoadUptimeTests {
             UptimeSource(name: "u", config: UptimeConfig(procRoot: empty.path), clock: FakeTickClock(now: Self.start, maximumSleeps: 5)),
         ] {
             let logs = LogCapture()
-            let sink = CollectingSink()
+            let sink = RecordingSink()
             try await source.run(context: SourceContext(sink: sink, logger: logs.logger))
             #expect(sink.count == 0)
             #expect(logs.all.count == 1)

@@ -106,7 +106,7 @@ struct MemorySourceTests {
         let procRoot = try Fixtures.copy("x86-laptop-8core/proc")
         defer { Fixtures.remove(procRoot) }
         let clock = FakeTickClock(now: Self.start, maximumSleeps: 2)
-        let sink = CollectingSink()
+        let sink = RecordingSink()
         let source = MemorySource(
             name: "mem", config: MemoryConfig(interval: .seconds(15), procRoot: procRoot.path), clock: clock
         )
@@ -130,7 +130,7 @@ struct MemorySourceTests {
     func legacy() async throws {
         let procRoot = try Fixtures.copy("legacy-kernel-2core/proc")
         defer { Fixtures.remove(procRoot) }
-        let sink = CollectingSink()
+        let sink = RecordingSink()
         let logs = LogCapture()
         try await run(
             MemorySource(name: "mem", config: MemoryConfig(procRoot: procRoot.path), clock: FakeTickClock(now: Self.start, maximumSleeps: 1)),
@@ -147,7 +147,7 @@ struct MemorySourceTests {
         defer { try? FileManager.default.removeItem(at: empty) }
         let clock = FakeTickClock(now: Self.start, maximumSleeps: 10)
         let logs = LogCapture()
-        let sink = CollectingSink()
+        let sink = RecordingSink()
         try await run(MemorySource(name: "mem", config: MemoryConfig(procRoot: empty.path), clock: clock), sink: sink, logger: logs.logger)
         #expect(clock.deadlines.isEmpty)
         #expect(sink.count == 0)
@@ -160,7 +160,7 @@ struct MemorySourceTests {
         let directory = try Fixtures.temporaryDirectory()
         try Data("MemTotal: 100 kB\nMemAvailable: 50 kB\n".utf8).write(to: directory.appendingPathComponent("meminfo"))
         let logs = LogCapture()
-        let sink = CollectingSink()
+        let sink = RecordingSink()
         try await run(
             MemorySource(name: "mem", config: MemoryConfig(procRoot: directory.path), clock: FakeTickClock(now: Self.start, maximumSleeps: 4)),
             sink: sink, logger: logs.logger

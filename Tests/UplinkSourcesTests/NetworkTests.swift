@@ -44,7 +44,7 @@ struct NetworkTests {
             if number == 2 { Fixtures.replace("net/dev", in: procRoot, with: "x86-laptop-8core/proc-10s-later/net/dev") }
             if number == 3 { Fixtures.replace("net/dev", in: procRoot, with: "x86-laptop-8core/proc-counter-reset/net/dev") }
         }
-        let sink = CollectingSink()
+        let sink = RecordingSink()
         let config = NetworkConfig(tags: [Tag("site", "lab")], procRoot: procRoot.path, exclude: ["lo", "docker*"])
         try await run(NetworkSource(name: "net", config: config, clock: clock), sink: sink)
         let records = sink.records
@@ -77,7 +77,7 @@ struct NetworkTests {
         let clock = FakeTickClock(now: Self.start, maximumSleeps: 2) { number, _ in
             if number == 2 { Fixtures.replace("net/dev", in: procRoot, with: "x86-laptop-8core/proc-10s-later/net/dev") }
         }
-        let sink = CollectingSink()
+        let sink = RecordingSink()
         try await run(
             NetworkSource(name: "net", config: NetworkConfig(procRoot: procRoot.path, include: ["w*", "lo"], exclude: []), clock: clock),
             sink: sink)
@@ -89,7 +89,7 @@ struct NetworkTests {
         let empty = try Fixtures.temporaryDirectory()
         defer { try? FileManager.default.removeItem(at: empty) }
         let logs = LogCapture()
-        let sink = CollectingSink()
+        let sink = RecordingSink()
         try await run(
             NetworkSource(name: "net", config: NetworkConfig(procRoot: empty.path), clock: FakeTickClock(now: Self.start, maximumSleeps: 5)),
             sink: sink, logger: logs.logger)

@@ -111,7 +111,7 @@ struct SensorCommonTests {
 
     @Test("device rates: a first reading primes, a reset skips one interval, a device that went away starts afresh")
     func deviceRates() {
-        let context = SourceContext(sink: CollectingSink(), logger: Logger(label: "device-rates-test"))
+        let context = SourceContext(sink: RecordingSink(), logger: Logger(label: "device-rates-test"))
         let emitter = MetricEmitter(context: context, source: "io", extraTags: [Tag("site", "lab")])
         var rates = DeviceRates(tag: "device", emitter: emitter)
         var reported: [(name: String, rates: [Double], tags: [UplinkCore.Tag])] = []

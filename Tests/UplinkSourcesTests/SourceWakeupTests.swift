@@ -6,7 +6,9 @@ import UplinkTestSupport
 
 /// `SourceWakeup` keeps one timer armed across waits; these check that every wait ends when it should, and only
 /// then: at a signal, at its own deadline (also when it is earlier than the armed one), or at cancellation. The
-/// wakeup runs on a clock the test advances, so a deadline passes exactly when the test says.
+/// wakeup runs on a clock the test advances, so a deadline passes exactly when the test says. A wait that should end
+/// is awaited with `eventually` (a failure, not a hang until the time limit); one that should not is given a moment
+/// to end wrongly before the test checks that it did not.
 @Suite("Source wakeup", .timeLimit(.minutes(2)))
 struct SourceWakeupTests {
     /// A wait in a task of its own, and whether it has returned.
@@ -22,6 +24,16 @@ struct SourceWakeupTests {
                 ended.set()
             }
         }
+
+        /// Whether the wait ended (polled until it does, bounded).
+        func ends() async -> Bool {
+            await eventually { ended.isSet }
+        }
+
+        /// Whether the wait is still going after the other tasks had a moment to end it.
+        func keepsWaiting() async -> Bool {
+            await !eventually(timeout: .milliseconds(200)) { ended.isSet }
+        }
     }
 
     @Test("a signal before the wait ends the next wait at once; a signal during it ends it")
@@ -29,12 +41,16 @@ struct SourceWakeupTests {
         let clock = ManualTickClock()
         let wakeup = SourceWakeup(clock: clock)
         wakeup.signal()
-        await wakeup.wait(timeout: .seconds(3600))
+        let signalled = Waiting(wakeup, until: clock.now.advanced(by: .seconds(3600)))
+        #expect(await signalled.ends(), "the signal given before the wait ended it")
+        #expect(clock.sleepsLeft.isEmpty, "at once: without arming a timer")
+
         let waiting = Waiting(wakeup, until: clock.now.advanced(by: .seconds(3600)))
         #expect(await eventually { clock.sleepsLeft == [.seconds(3600)] }, "the wait armed its timer")
-        #expect(!waiting.ended.isSet, "the clock did not move and nobody signalled")
+        #expect(await waiting.keepsWaiting(), "the clock did not move and nobody signalled")
         wakeup.signal()
-        await waiting.task.value
+        #expect(await waiting.ends(), "the signal ended it")
+        #expect(clock.sleepsLeft == [.seconds(3600)], "the signal, not the timer: the clock never moved")
     }
 
     @Test("a wait ends when the clock reaches its deadline, not before")
@@ -44,10 +60,11 @@ struct SourceWakeupTests {
         let waiting = Waiting(wakeup, until: clock.now.advanced(by: .milliseconds(20)))
         #expect(await eventually { clock.sleepsLeft == [.milliseconds(20)] })
         clock.advance(by: .milliseconds(19))
-        #expect(!waiting.ended.isSet)
+        #expect(clock.sleepsLeft == [.milliseconds(1)], "the timer still has 1 ms to go")
+        #expect(await waiting.keepsWaiting(), "not before the deadline")
         clock.advance(by: .milliseconds(1))
-        await waiting.task.value
-        #expect(clock.sleepsLeft.isEmpty, "the timer fired and is gone")
+        #expect(await waiting.ends(), "at the deadline")
+        #expect(await eventually { clock.sleepsLeft.isEmpty }, "the timer fired and is gone")
     }
 
     @Test("a wait earlier than the timer armed by an earlier wait still ends at its own deadline")
@@ -58,11 +75,14 @@ struct SourceWakeupTests {
         let long = Waiting(wakeup, until: clock.now.advanced(by: .seconds(3600)))
         #expect(await eventually { clock.sleepsLeft == [.seconds(3600)] })
         wakeup.signal()
-        await long.task.value
+        #expect(await long.ends())
+        #expect(clock.sleepsLeft == [.seconds(3600)], "the hour-long timer is still armed")
         let short = Waiting(wakeup, until: clock.now.advanced(by: .milliseconds(20)))
-        #expect(await eventually { clock.sleepsLeft.count == 1 && clock.sleepsLeft == [.milliseconds(20)] }, "re-armed earlier")
-        clock.advance(by: .milliseconds(20))
-        await short.task.value
+        #expect(await eventually { clock.sleepsLeft == [.milliseconds(20)] }, "re-armed earlier, the hour-long timer gone")
+        clock.advance(by: .milliseconds(19))
+        #expect(await short.keepsWaiting(), "not before its own deadline")
+        clock.advance(by: .milliseconds(1))
+        #expect(await short.ends(), "at its own deadline, not the hour-long one")
     }
 
     @Test("a later deadline leaves the armed timer alone; its firing ends the later wait early, which callers absorb")
@@ -72,11 +92,12 @@ struct SourceWakeupTests {
         let first = Waiting(wakeup, until: clock.now.advanced(by: .milliseconds(20)))
         #expect(await eventually { clock.sleepsLeft == [.milliseconds(20)] })
         wakeup.signal()
-        await first.task.value
+        #expect(await first.ends())
         let second = Waiting(wakeup, until: clock.now.advanced(by: .seconds(3600)))
-        #expect(await eventually { clock.sleepsLeft == [.milliseconds(20)] }, "no second timer")
+        #expect(await second.keepsWaiting())
+        #expect(clock.sleepsLeft == [.milliseconds(20)], "no second timer")
         clock.advance(by: .milliseconds(20))
-        await second.task.value
+        #expect(await second.ends(), "the armed timer's firing ended the later wait, an hour early")
     }
 
     @Test("cancellation ends a wait")
@@ -85,8 +106,9 @@ struct SourceWakeupTests {
         let wakeup = SourceWakeup(clock: clock)
         let waiting = Waiting(wakeup, until: clock.now.advanced(by: .seconds(3600)))
         #expect(await eventually { clock.sleepsLeft == [.seconds(3600)] })
+        #expect(await waiting.keepsWaiting())
         waiting.task.cancel()
-        await waiting.task.value
-        #expect(waiting.ended.isSet)
+        #expect(await waiting.ends(), "the cancellation ended it")
+        #expect(clock.sleepsLeft == [.seconds(3600)], "not the timer: the clock never moved")
     }
 }

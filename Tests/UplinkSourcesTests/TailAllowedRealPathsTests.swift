@@ -29,7 +29,7 @@ struct TailAllowedRealPathsTests {
 
         var config = tailTestConfig([allowed.path + "/*.log"], watch: watch)
         config.allowedRealPaths = [allowed.path + "/**"]
-        let sink = CollectingSink()
+        let sink = RecordingSink()
         let logs = LogCapture()
         let health = SourceHealth()
         let tail = RunningTail(config, sink: sink, logger: logs.logger, health: health)
@@ -56,7 +56,7 @@ struct TailAllowedRealPathsTests {
         }
         writeFile(outside.file("other.log"), "other line\n")
         try FileManager.default.createSymbolicLink(atPath: allowed.file("link.log"), withDestinationPath: outside.file("other.log"))
-        let sink = CollectingSink()
+        let sink = RecordingSink()
         let tail = RunningTail(tailTestConfig([allowed.path + "/*.log"]), sink: sink)
         #expect(await eventually { sink.count >= 1 })
         try await tail.stop()
@@ -76,7 +76,7 @@ struct TailAllowedRealPathsTests {
         writeFile(path, "first\n")
         var config = tailTestConfig([path])
         config.allowedRealPaths = [allowed.path + "/*.log"]
-        let sink = CollectingSink()
+        let sink = RecordingSink()
         let logs = LogCapture()
         let tail = RunningTail(config, sink: sink, logger: logs.logger)
         #expect(await eventually { sink.count >= 1 })
@@ -148,7 +148,7 @@ struct TailHealthTests {
         let directory = try TailTemporaryDirectory()
         defer { directory.remove() }
         let health = SourceHealth()
-        let sink = CollectingSink()
+        let sink = RecordingSink()
         let tail = RunningTail(tailTestConfig([directory.path + "/*.log"]), sink: sink, health: health)
         #expect(await eventually { health.snapshot.state == .idle })
         #expect(health.snapshot.reason?.contains("no file matches") == true)

@@ -76,7 +76,7 @@ struct TailCheckpointTests {
             Self.checkpoints(state)?.first { $0.path == logs + "/" + name }?.offset
         }
 
-        let sink = CollectingSink(acknowledgesOnEmit: false)
+        let sink = RecordingSink(acknowledgesOnEmit: false)
         sink.acknowledge(through: .max)
         let tail = RunningTail(config, sink: sink, stateDirectory: state)
         #expect(await eventually { Self.checkpoints(state)?.count == 40 && Self.checkpoints(state)?.allSatisfy { $0.offset == 8 } == true })
@@ -98,7 +98,7 @@ struct TailCheckpointTests {
         // A restart reads both: nothing is read again, each file goes on where it stood.
         writer.write("four\n")
         writeFile(logs + "/f20.log", "one\ntwo\nlater\n")
-        let second = CollectingSink(acknowledgesOnEmit: false)
+        let second = RecordingSink(acknowledgesOnEmit: false)
         second.acknowledge(through: .max)
         let again = RunningTail(config, sink: second, stateDirectory: state)
         #expect(await eventually { second.count >= 2 })
@@ -153,7 +153,7 @@ struct TailCheckpointTests {
         let writer = TailTestWriter(path)
         for index in 0..<10 { writer.write("line \(index)\n") }  // 7 bytes each
 
-        let sink = CollectingSink(acknowledgesOnEmit: false)
+        let sink = RecordingSink(acknowledgesOnEmit: false)
         let tail = RunningTail(tailTestConfig([path]), sink: sink, stateDirectory: state)
         #expect(await eventually { sink.count >= 10 })
         #expect(await eventually { Self.checkpoints(state)?.count == 1 })
@@ -178,7 +178,7 @@ struct TailCheckpointTests {
         #expect(Self.checkpoints(state)?.first?.offset == 42)
         writer.write("line 10\nline 11\n")
 
-        let second = CollectingSink(acknowledgesOnEmit: false)
+        let second = RecordingSink(acknowledgesOnEmit: false)
         second.acknowledge(through: .max)
         let again = RunningTail(tailTestConfig([path], startAt: .end), sink: second, stateDirectory: state)
         #expect(await eventually { second.count >= 6 })
@@ -197,7 +197,7 @@ struct TailCheckpointTests {
         let state = directory.file("state")
         let path = directory.file("app.log")
         writeFile(path, "a1\na2\n")
-        let sink = CollectingSink()
+        let sink = RecordingSink()
         let config = tailTestConfig([path + "*"], startAt: .end)
         let first = RunningTail(config, sink: sink, stateDirectory: state)
         #expect(await eventually { Self.checkpoints(state)?.first?.offset == 6 })
@@ -210,7 +210,7 @@ struct TailCheckpointTests {
         rename(path, path + ".1")
         writeFile(path, "b1\n")
 
-        let second = CollectingSink()
+        let second = RecordingSink()
         let again = RunningTail(config, sink: second, stateDirectory: state)
         #expect(await eventually { second.count >= 2 })
         try await Task.sleep(for: .milliseconds(100))
@@ -228,7 +228,7 @@ struct TailCheckpointTests {
         let path = directory.file("app.log")
         writeFile(path, "old content line 1\nold content line 2\n")
         let oldInode = TailFS.status(path: path)!.inode
-        let sink = CollectingSink()
+        let sink = RecordingSink()
         let first = RunningTail(tailTestConfig([path]), sink: sink, stateDirectory: state)
         #expect(await eventually { Self.checkpoints(state)?.first?.offset == 38 })
         try await first.stop()
@@ -238,7 +238,7 @@ struct TailCheckpointTests {
         writeFile(path, "new\n")
         let reused = TailFS.status(path: path)!.inode == oldInode
 
-        let second = CollectingSink()
+        let second = RecordingSink()
         let again = RunningTail(tailTestConfig([path], startAt: .end), sink: second, stateDirectory: state)
         #expect(await eventually { second.count >= 1 })
         try await Task.sleep(for: .milliseconds(100))
@@ -275,7 +275,7 @@ struct TailCheckpointTests {
         writeFile(TailCheckpointFile.path(stateDirectory: state, sourceName: "tail-test"), "uplink-tail-checkpoints 1\n\u{0}\u{1}garbage")
         let path = directory.file("app.log")
         writeFile(path, "one\ntwo\n")
-        let sink = CollectingSink()
+        let sink = RecordingSink()
         let logs = LogCapture()
         let tail = RunningTail(tailTestConfig([path]), sink: sink, stateDirectory: state, logger: logs.logger)
         #expect(await eventually { sink.count >= 2 })
@@ -293,11 +293,11 @@ struct TailCheckpointTests {
         writeFile(directory.file("a.log"), "a\n")
         writeFile(directory.file("b.log"), "b\n")
         let config = tailTestConfig([directory.path + "/*.log"])
-        let first = RunningTail(config, sink: CollectingSink(), stateDirectory: state)
+        let first = RunningTail(config, sink: RecordingSink(), stateDirectory: state)
         #expect(await eventually { Self.checkpoints(state)?.count == 2 })
         try await first.stop()
         unlink(directory.file("a.log"))
-        let second = RunningTail(config, sink: CollectingSink(), stateDirectory: state)
+        let second = RunningTail(config, sink: RecordingSink(), stateDirectory: state)
         #expect(await eventually { Self.checkpoints(state)?.map(\.path) == [directory.file("b.log")] })
         try await second.stop()
 
@@ -306,7 +306,7 @@ struct TailCheckpointTests {
         await #expect(throws: SourceError.self) {
             try await source.run(
                 context: SourceContext(
-                    sink: CollectingSink(), logger: Logger(label: "t"), stateDirectory: directory.file("not-a-directory")))
+                    sink: RecordingSink(), logger: Logger(label: "t"), stateDirectory: directory.file("not-a-directory")))
         }
     }
 }

@@ -26,7 +26,7 @@ struct TailLingerTests {
         let path = directory.file("app.log")
         writeFile(path, "")
         let clock = ManualTickClock()
-        let sink = CollectingSink()
+        let sink = RecordingSink()
         var config = tailTestConfig([path], watch: .auto, startAt: .beginning)
         config.discoveryInterval = .seconds(60)
         let tail = Self.start(config, linger: .seconds(1), clock: clock, sink: sink)
@@ -62,7 +62,7 @@ struct TailLingerTests {
         let path = directory.file("app.log")
         writeFile(path, "")
         let clock = ManualTickClock()
-        let sink = CollectingSink()
+        let sink = RecordingSink()
         let tail = Self.start(
             tailTestConfig([path], watch: .auto, startAt: .beginning), linger: .zero, clock: clock, sink: sink)
         let writer = TailTestWriter(path)

@@ -3,16 +3,16 @@ import Logging
 import Synchronization
 import Testing
 import UplinkCore
+import UplinkTestSupport
 
 @testable import UplinkSources
 
-/// A temporary directory under /tmp with a unique name, removed by `remove()`.
+/// A fresh temporary directory (`TestDirectories`), removed by `remove()` or else when the test process exits.
 struct TailTemporaryDirectory {
     let path: String
 
     init() throws {
-        path = "/tmp/uplink-tail-tests-\(UInt64.random(in: 0...UInt64.max))"
-        try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)
+        path = try TestDirectories.make("uplink-tail-tests")
     }
 
     func file(_ name: String) -> String { path + "/" + name }
@@ -130,31 +130,4 @@ extension Record {
 /// The messages of log records.
 func messages(_ records: [Record]) -> [String] {
     records.compactMap(\.tailMessage)
-}
-
-/// Counts lines handed over in batches without making records (for the throughput check).
-final class CountingBatchSink: RecordSink {
-    private let state = Mutex<(lines: Int, bytes: Int, sequence: UInt64)>((0, 0, 0))
-
-    func emit(_ record: Record) -> AppendOutcome {
-        state.withLock {
-            $0.lines += 1
-            $0.sequence += 1
-            return .appended(sequence: $0.sequence)
-        }
-    }
-
-    func emitWaitingForSpace(_ record: Record) async -> AppendOutcome { emit(record) }
-
-    func emitWaitingForSpace(_ batch: LogLineBatch) async -> [AppendOutcome] {
-        state.withLock { state in
-            state.lines += batch.count
-            state.bytes += batch.messageBytes.count
-            let first = state.sequence + 1
-            state.sequence += UInt64(batch.count)
-            return (0..<UInt64(batch.count)).map { .appended(sequence: first + $0) }
-        }
-    }
-
-    var lines: Int { state.withLock { $0.lines } }
 }

@@ -17,7 +17,7 @@ struct TailTests {
         var config = tailTestConfig([directory.path + "/*.log"], watch: watch, startAt: .end)
         // With inotify the directory event must find it, long before this safety net.
         if watch == .auto { config.discoveryInterval = .seconds(3600) }
-        let sink = CollectingSink()
+        let sink = RecordingSink()
         let logs = LogCapture()
         let tail = RunningTail(config, sink: sink, logger: logs.logger)
         // The tailer looked and found nothing: the file is new to it.
@@ -37,7 +37,7 @@ struct TailTests {
         let path = directory.file("app.log")
         writeFile(path, "old 1\nold 2\n")
 
-        let endSink = CollectingSink()
+        let endSink = RecordingSink()
         let endTail = RunningTail(tailTestConfig([path], startAt: .end), sink: endSink)
         try await Task.sleep(for: .milliseconds(200))
         let writer = TailTestWriter(path)
@@ -46,7 +46,7 @@ struct TailTests {
         try await endTail.stop()
         #expect(messages(endSink.records) == ["new 1"])
 
-        let beginningSink = CollectingSink()
+        let beginningSink = RecordingSink()
         let beginningTail = RunningTail(tailTestConfig([path], startAt: .beginning), sink: beginningSink)
         #expect(await eventually { beginningSink.count >= 3 })
         try await beginningTail.stop()
@@ -61,7 +61,7 @@ struct TailTests {
         defer { directory.remove() }
         let path = directory.file("crlf.log")
         writeFile(path, "one\r\n\r\ntwo\n\nthree\r\r\n")
-        let sink = CollectingSink()
+        let sink = RecordingSink()
         let tail = RunningTail(tailTestConfig([path]), sink: sink)
         #expect(await eventually { sink.count >= 5 })
         try await tail.stop()
@@ -83,7 +83,7 @@ struct TailTests {
         writer.write("\nafter\n")
         var config = tailTestConfig([path])
         config.maxLineBytes = 1000
-        let sink = CollectingSink()
+        let sink = RecordingSink()
         let tail = RunningTail(config, sink: sink)
         #expect(await eventually { sink.count >= 3 })
         try await tail.stop()
@@ -110,7 +110,7 @@ struct TailTests {
         let writer = TailTestWriter(path)
         writer.write(bytes)
         writer.write("end\n")
-        let sink = CollectingSink()
+        let sink = RecordingSink()
         let tail = RunningTail(tailTestConfig([path]), sink: sink)
         #expect(await eventually { sink.count >= lineCount + 1 })
         try await tail.stop()
@@ -125,7 +125,7 @@ struct TailTests {
         let path = directory.file("partial.log")
         let writer = TailTestWriter(path)
         writer.write("complete\nhalf")
-        let sink = CollectingSink()
+        let sink = RecordingSink()
         let tail = RunningTail(tailTestConfig([path]), sink: sink)
         #expect(await eventually { sink.count >= 2 })
         #expect(messages(sink.records) == ["complete", "half"])
@@ -146,7 +146,7 @@ struct TailTests {
             "2024-01-01 start one\n  at frame 1\n  at frame 2\n2024-01-01 start two\n2024-01-01 start three\ncontinued\n")
         var config = tailTestConfig([path])
         config.multilineStartPattern = "^[0-9]{4}-"
-        let sink = CollectingSink()
+        let sink = RecordingSink()
         let tail = RunningTail(config, sink: sink)
         #expect(await eventually { sink.count >= 3 })
         try await tail.stop()
@@ -169,7 +169,7 @@ struct TailTests {
         defer { directory.remove() }
         let path = directory.file("app.log")
         var writer = TailTestWriter(path)
-        let sink = CollectingSink()
+        let sink = RecordingSink()
         let logs = LogCapture()
         let tail = RunningTail(tailTestConfig([path], watch: watch), sink: sink, logger: logs.logger)
         let rotations = 50
@@ -215,7 +215,7 @@ struct TailTests {
         defer { directory.remove() }
         let path = directory.file("app.log")
         var writer = TailTestWriter(path)
-        let sink = CollectingSink()
+        let sink = RecordingSink()
         let tail = RunningTail(tailTestConfig([path]), sink: sink)
         try await Task.sleep(for: .milliseconds(100))
         var counter = 0
@@ -254,7 +254,7 @@ struct TailTests {
         let directory = try TailTemporaryDirectory()
         defer { directory.remove() }
         let path = directory.file("app.log")
-        let sink = CollectingSink()
+        let sink = RecordingSink()
         let tail = RunningTail(tailTestConfig([path + "*"], watch: .auto), sink: sink)
         try await Task.sleep(for: .milliseconds(100))
         var writer = TailTestWriter(path)
@@ -298,7 +298,7 @@ struct TailTests {
         defer { directory.remove() }
         let path = directory.file("app.log")
         let writer = TailTestWriter(path)
-        let sink = CollectingSink()
+        let sink = RecordingSink()
         let tail = RunningTail(tailTestConfig([path]), sink: sink)
         var counter = 0
         for round in 0..<5 {
@@ -339,7 +339,7 @@ struct TailTests {
         // The previous rotation's copy, followed from the start so that `app.log.1` is a watched path.
         writeFile(copy, (0..<10).map { "old line \($0)\n" }.joined())
         writeFile(path, "")
-        let sink = GatedSink(permits: 10 + 50)
+        let sink = RecordingSink(permits: 10 + 50)
         let tail = RunningTail(tailTestConfig([directory.file("app.log*")]), sink: sink)
         #expect(await eventually { sink.count == 10 })
         let incarnation = (0..<300).map(line).joined()
@@ -377,7 +377,7 @@ struct TailTests {
         defer { directory.remove() }
         let path = directory.file("app.log")
         writeFile(path, "a fairly long first line\nanother long line here\n")
-        let sink = CollectingSink()
+        let sink = RecordingSink()
         let tail = RunningTail(tailTestConfig([path]), sink: sink)
         #expect(await eventually { sink.count >= 2 })
         // Truncated and rewritten with something shorter than the offset read: the size shows it.
@@ -404,7 +404,7 @@ struct TailTests {
         defer { directory.remove() }
         let path = directory.file("app.log")
         let writer = TailTestWriter(path)
-        let sink = CollectingSink()
+        let sink = RecordingSink()
         // inotify wakes the reader; its clock only decides when the deleted file has lingered long enough.
         let clock = ManualTickClock()
         let tail = RunningTail(tailTestConfig([path], watch: .auto), sink: sink, clock: clock)
@@ -443,7 +443,7 @@ struct TailTests {
         let path = directory.file("app.log")
         let total = 5000
         writeFile(path, (0..<total).map { "line \($0)\n" }.joined())
-        let sink = GatedSink(permits: 100)
+        let sink = RecordingSink(permits: 100)
         let tail = RunningTail(tailTestConfig([path]), sink: sink)
         #expect(await eventually { sink.count == 100 && sink.waiting == 1 })
         try await Task.sleep(for: .milliseconds(200))

@@ -32,11 +32,11 @@ struct TailThroughputTests {
         writer.close()
         let total = linesPerBlock * blocks
 
-        let sink = CountingBatchSink()
+        let sink = RecordingSink(keepsRecords: false)
         let cpuBefore = Self.cpuSeconds()
         let start = ContinuousClock.now
         let tail = RunningTail(tailTestConfig([path]), sink: sink)
-        #expect(await eventually(timeout: .seconds(600)) { sink.lines >= total })
+        #expect(await eventually(timeout: .seconds(600)) { sink.count >= total })
         let elapsed = ContinuousClock.now - start
         let cpu = Self.cpuSeconds() - cpuBefore
         try await tail.stop()
@@ -60,7 +60,7 @@ struct TailRotationStressTests {
         defer { directory.remove() }
         let path = directory.file("app.log")
         var writer = TailTestWriter(path)
-        let sink = CountingBatchSink()
+        let sink = RecordingSink(keepsRecords: false)
         var config = tailTestConfig([path], watch: watch)
         config.pollInterval = .milliseconds(250)
         config.discoveryInterval = .seconds(10)
@@ -89,10 +89,10 @@ struct TailRotationStressTests {
         writer.close()
         let written = ContinuousClock.now - start
         let total = counter
-        let complete = await eventually(timeout: .seconds(60)) { sink.lines >= total }
+        let complete = await eventually(timeout: .seconds(60)) { sink.count >= total }
         try await Task.sleep(for: .milliseconds(500))
         try await tail.stop()
-        print("stress \(watch): wrote \(total) lines in \(written), read \(sink.lines), complete \(complete)")
-        #expect(sink.lines == total)
+        print("stress \(watch): wrote \(total) lines in \(written), read \(sink.count), complete \(complete)")
+        #expect(sink.count == total)
     }
 }

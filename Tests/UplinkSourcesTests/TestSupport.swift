@@ -9,36 +9,93 @@ import UplinkTestSupport
 
 // MARK: - Sinks
 
-/// Collects every record offered to it, remembering which method was used. By default a record counts as
-/// acknowledged once emitted (as with nothing downstream); with `acknowledgesOnEmit: false` sequences are
-/// acknowledged only when the test says so (`acknowledge(through:)`), as a collector would.
-final class CollectingSink: RecordSink {
+/// The one recording `RecordSink` of these tests: keeps every record offered to it, counting which method was used
+/// and the size of each batch. Options make it the sink a test needs:
+/// - `acknowledgesOnEmit: false`: sequences are acknowledged only when the test says so (`acknowledge(through:)`),
+///   as a collector would; by default a record counts as acknowledged once emitted (nothing downstream).
+/// - `permits`: room for that many records only. `emitWaitingForSpace` suspends while there is none, until the test
+///   grants more with `grant(_:)`; `emit` (never expected then) is counted and drops the record.
+/// - `rejecting: true`: every record is refused as oversize (counted, not kept).
+/// - `keepsRecords: false`: lines handed over in batches are counted without making records (throughput checks).
+final class RecordingSink: RecordSink {
+    /// What a batch carried besides its lines.
+    struct Batch {
+        var count: Int
+        var source: String
+        var fields: [UplinkCore.Tag]
+        var originID: UInt64
+    }
     private struct State {
         var records: [Record] = []
+        var appended: UInt64 = 0
         var emitCalls = 0
         var waitingCalls = 0
-    }
-    private let state = Mutex(State())
-    private let acknowledged: MonotonicSignal<UInt64>
+        var batches: [Batch] = []
+        var permits: Int?
+        var waiters: [(Record, CheckedContinuation<AppendOutcome, Never>)] = []
 
-    init(acknowledgesOnEmit: Bool = true) {
+        mutating func append(_ record: Record, keeping: Bool) -> AppendOutcome {
+            if keeping { records.append(record) }
+            appended += 1
+            return .appended(sequence: appended)
+        }
+    }
+    private let state: Mutex<State>
+    private let acknowledged: MonotonicSignal<UInt64>
+    private let rejecting: Bool
+    private let keepsRecords: Bool
+
+    init(acknowledgesOnEmit: Bool = true, permits: Int? = nil, rejecting: Bool = false, keepsRecords: Bool = true) {
+        state = Mutex(State(permits: permits))
         acknowledged = MonotonicSignal(acknowledgesOnEmit ? .max : 0)
+        self.rejecting = rejecting
+        self.keepsRecords = keepsRecords
     }
 
     func emit(_ record: Record) -> AppendOutcome {
         state.withLock {
-            $0.records.append(record)
             $0.emitCalls += 1
-            return .appended(sequence: UInt64($0.records.count))
+            if rejecting { return .rejectedOversize }
+            if $0.permits != nil { return .droppedNewest }
+            return $0.append(record, keeping: keepsRecords)
         }
     }
 
     func emitWaitingForSpace(_ record: Record) async -> AppendOutcome {
-        state.withLock {
-            $0.records.append(record)
-            $0.waitingCalls += 1
-            return .appended(sequence: UInt64($0.records.count))
+        await withCheckedContinuation { continuation in
+            let outcome: AppendOutcome? = state.withLock {
+                $0.waitingCalls += 1
+                if rejecting { return .rejectedOversize }
+                guard let permits = $0.permits else { return $0.append(record, keeping: keepsRecords) }
+                if permits > 0, $0.waiters.isEmpty {
+                    $0.permits = permits - 1
+                    return $0.append(record, keeping: keepsRecords)
+                }
+                $0.waiters.append((record, continuation))
+                return nil
+            }
+            if let outcome {
+                continuation.resume(returning: outcome)
+            }
         }
+    }
+
+    /// Records the batch, then offers its lines one by one as `emitWaitingForSpace` does (as the protocol's default
+    /// would), or with `keepsRecords: false` counts them all at once.
+    func emitWaitingForSpace(_ batch: LogLineBatch) async -> [AppendOutcome] {
+        let counted: [AppendOutcome]? = state.withLock { state in
+            state.batches.append(Batch(count: batch.count, source: batch.source, fields: batch.fields, originID: batch.originID))
+            guard !keepsRecords, !rejecting, state.permits == nil else { return nil }
+            let first = state.appended + 1
+            state.appended += UInt64(batch.count)
+            return (0..<UInt64(batch.count)).map { .appended(sequence: first + $0) }
+        }
+        if let counted { return counted }
+        var outcomes: [AppendOutcome] = []
+        for index in 0..<batch.count {
+            outcomes.append(await emitWaitingForSpace(batch.record(at: index)))
+        }
+        return outcomes
     }
 
     var acknowledgedSequence: UInt64 { acknowledged.value }
@@ -57,59 +114,15 @@ final class CollectingSink: RecordSink {
         acknowledged.advance(to: sequence)
     }
 
-    var records: [Record] { state.withLock { $0.records } }
-    var emitCalls: Int { state.withLock { $0.emitCalls } }
-    var waitingCalls: Int { state.withLock { $0.waitingCalls } }
-    var count: Int { state.withLock { $0.records.count } }
-}
-
-/// A sink with room for a limited number of records: `emitWaitingForSpace` suspends while there is none,
-/// until the test grants more with `grant(_:)`. `emit` is never expected and only counted.
-final class GatedSink: RecordSink {
-    private struct State {
-        var records: [Record] = []
-        var permits: Int
-        var waiters: [(Record, CheckedContinuation<AppendOutcome, Never>)] = []
-        var emitCalls = 0
-    }
-    private let state: Mutex<State>
-
-    init(permits: Int) {
-        state = Mutex(State(permits: permits))
-    }
-
-    func emit(_ record: Record) -> AppendOutcome {
-        state.withLock { $0.emitCalls += 1 }
-        return .droppedNewest
-    }
-
-    func emitWaitingForSpace(_ record: Record) async -> AppendOutcome {
-        await withCheckedContinuation { continuation in
-            let resumed: AppendOutcome? = state.withLock {
-                if $0.permits > 0, $0.waiters.isEmpty {
-                    $0.permits -= 1
-                    $0.records.append(record)
-                    return .appended(sequence: UInt64($0.records.count))
-                }
-                $0.waiters.append((record, continuation))
-                return nil
-            }
-            if let resumed {
-                continuation.resume(returning: resumed)
-            }
-        }
-    }
-
-    /// Makes room for `count` more records, waking waiting emitters.
+    /// With `permits`: makes room for `count` more records, waking waiting emitters.
     func grant(_ count: Int) {
         let ready: [(CheckedContinuation<AppendOutcome, Never>, AppendOutcome)] = state.withLock {
-            $0.permits += count
+            $0.permits = ($0.permits ?? 0) + count
             var ready: [(CheckedContinuation<AppendOutcome, Never>, AppendOutcome)] = []
-            while $0.permits > 0, !$0.waiters.isEmpty {
+            while let permits = $0.permits, permits > 0, !$0.waiters.isEmpty {
                 let (record, continuation) = $0.waiters.removeFirst()
-                $0.permits -= 1
-                $0.records.append(record)
-                ready.append((continuation, .appended(sequence: UInt64($0.records.count))))
+                $0.permits = permits - 1
+                ready.append((continuation, $0.append(record, keeping: keepsRecords)))
             }
             return ready
         }
@@ -118,17 +131,16 @@ final class GatedSink: RecordSink {
         }
     }
 
-    var count: Int { state.withLock { $0.records.count } }
-    var waiting: Int { state.withLock { $0.waiters.count } }
-    var emitCalls: Int { state.withLock { $0.emitCalls } }
+    /// The records kept, in order.
     var records: [Record] { state.withLock { $0.records } }
-}
-
-/// A thread-safe boolean that starts false.
-final class Flag: Sendable {
-    private let value = Atomic<Bool>(false)
-    func set() { value.store(true, ordering: .sequentiallyConsistent) }
-    var isSet: Bool { value.load(ordering: .sequentiallyConsistent) }
+    /// How many records were appended (kept or, with `keepsRecords: false`, only counted).
+    var count: Int { state.withLock { Int($0.appended) } }
+    var emitCalls: Int { state.withLock { $0.emitCalls } }
+    var waitingCalls: Int { state.withLock { $0.waitingCalls } }
+    /// The batches handed over, in order.
+    var batches: [Batch] { state.withLock { $0.batches } }
+    /// With `permits`: the emitters waiting for room.
+    var waiting: Int { state.withLock { $0.waiters.count } }
 }
 
 // MARK: - Clock

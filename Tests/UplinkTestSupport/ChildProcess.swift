@@ -95,16 +95,35 @@ public final class ChildProcess: @unchecked Sendable {
         if isRunning { kill(processIdentifier, signal) }
     }
 
-    /// Waits up to `seconds` for the child to exit; returns whether it did. Polls every 10 ms with `Task.sleep`, so the
-    /// wait holds no thread.
+    /// Waits up to `seconds` for the child to exit; returns whether it did. Polls (`eventually`) with `Task.sleep`, so
+    /// the wait holds no thread.
     @discardableResult
     public func waitForExit(seconds: Double) async -> Bool {
-        let deadline = ContinuousClock.now + .milliseconds(Int(seconds * 1000))
-        while isRunning {
-            if ContinuousClock.now >= deadline { return false }
-            try? await Task.sleep(for: .milliseconds(10))
+        await eventually(timeout: .milliseconds(Int(seconds * 1000))) { !isRunning }
+    }
+
+    /// Waits (`eventually`, at most `timeout`) until `ready` holds; false after `timeout` or once the child exited.
+    public func waitUntil(timeout: Duration, _ ready: () async -> Bool) async -> Bool {
+        var isReady = false
+        await eventually(timeout: timeout) {
+            isReady = await ready()
+            return isReady || !isRunning
         }
-        return true
+        return isReady
+    }
+
+    /// Starts a server (`arguments`, its output to `outputPath`) and waits (`eventually`, at most `timeout`) until
+    /// `ready`. When it exits first or is not ready in time, stops it (`terminate(grace:)`) and throws with the end of
+    /// its output, saying `name` "did not start".
+    public static func startServer(
+        _ name: String, _ arguments: [String], outputPath: String, timeout: Duration, grace: Double,
+        ready: () async -> Bool
+    ) async throws -> ChildProcess {
+        let process = try ChildProcess(arguments, outputPath: outputPath)
+        if await process.waitUntil(timeout: timeout, ready) { return process }
+        await process.terminate(grace: grace)
+        let log = (try? String(contentsOfFile: outputPath, encoding: .utf8)) ?? ""
+        throw Failure(description: "\(name) did not start: \(log.suffix(2000))")
     }
 
     /// SIGTERM, then SIGKILL if it has not exited after `grace` seconds; returns once it has exited.

@@ -1,7 +1,9 @@
+import Foundation
 import Logging
 import Synchronization
 
-/// Keeps every log event of the logger it hands out, for tests that check what an operator would read.
+/// Keeps every log event of the logger it hands out, for tests that check what an operator would read. With
+/// `UPLINK_TEST_LOG` set in the environment each event is written to stderr too.
 public final class LogCapture: Sendable {
     /// One event.
     public struct Entry: Sendable, CustomStringConvertible {
@@ -33,12 +35,27 @@ public final class LogCapture: Sendable {
     public var all: [Entry] { entries.withLock { $0 } }
 
     /// The events at `warning` level.
-    public var warnings: [Entry] { all.filter { $0.level == .warning } }
+    public var warnings: [Entry] { entries(at: .warning) }
 
-    /// The events whose message contains `text`.
-    public func entries(containing text: String) -> [Entry] { all.filter { $0.message.contains(text) } }
+    /// The events whose message contains `text` (at `level` if given).
+    public func entries(containing text: String, at level: Logger.Level? = nil) -> [Entry] {
+        all.filter { $0.message.contains(text) && (level == nil || $0.level == level) }
+    }
 
-    fileprivate func append(_ entry: Entry) { entries.withLock { $0.append(entry) } }
+    /// Whether an event's message contains `text` (at `level` if given).
+    public func contains(_ text: String, at level: Logger.Level? = nil) -> Bool {
+        !entries(containing: text, at: level).isEmpty
+    }
+
+    /// The events at `level`.
+    public func entries(at level: Logger.Level) -> [Entry] { all.filter { $0.level == level } }
+
+    fileprivate func append(_ entry: Entry) {
+        entries.withLock { $0.append(entry) }
+        if Self.echo { FileHandle.standardError.write(Data("\(entry)\n".utf8)) }
+    }
+
+    private static let echo = ProcessInfo.processInfo.environment["UPLINK_TEST_LOG"] != nil
 
     private struct Handler: LogHandler {
         let capture: LogCapture

@@ -26,9 +26,9 @@ public final class LoopbackTestClient: Sendable {
     }
 
     private let channel: any Channel
-    private let recorder: Recorder
+    private let recorder: ConnectionRecord
 
-    private init(channel: any Channel, recorder: Recorder) {
+    private init(channel: any Channel, recorder: ConnectionRecord) {
         self.channel = channel
         self.recorder = recorder
     }
@@ -39,7 +39,7 @@ public final class LoopbackTestClient: Sendable {
         port: Int,
         group: any EventLoopGroup = MultiThreadedEventLoopGroup.singleton
     ) async throws -> LoopbackTestClient {
-        let recorder = Recorder()
+        let recorder = ConnectionRecord()
         let channel = try await ClientBootstrap(group: group)
             .channelOption(ChannelOptions.socketOption(.tcp_nodelay), value: 1)
             .connectTimeout(.seconds(10))
@@ -112,7 +112,7 @@ public final class LoopbackTestClient: Sendable {
 }
 
 /// The shared record of one connection, written by its handler and read by the client.
-private final class Recorder: Sendable {
+private final class ConnectionRecord: Sendable {
     struct State {
         var received: [UInt8] = []
         var firstError: (any Error)?
@@ -126,9 +126,9 @@ private final class Recorder: Sendable {
 private final class RecordingHandler: ChannelInboundHandler {
     typealias InboundIn = ByteBuffer
 
-    private let recorder: Recorder
+    private let recorder: ConnectionRecord
 
-    init(recorder: Recorder) {
+    init(recorder: ConnectionRecord) {
         self.recorder = recorder
     }
 

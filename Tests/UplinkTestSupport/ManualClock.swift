@@ -63,9 +63,8 @@ public final class ManualClock: Clock, Sendable {
         state.withLock { state in state.sleepers.map { state.now.duration(to: $0.deadline) }.sorted() }
     }
 
-    /// Lets other tasks run until `count` sleeps are in progress (bounded in count); whether they are.
+    /// Waits (`eventually`) until `count` sleeps are in progress; whether they are.
     public func waitForSleepers(_ count: Int) async -> Bool {
-        for _ in 0..<1_000_000 where sleepers < count { await Task.yield() }
-        return sleepers >= count
+        await eventually { sleepers >= count }
     }
 }

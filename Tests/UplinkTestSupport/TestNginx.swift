@@ -124,7 +124,7 @@ public final class TestNginx: @unchecked Sendable {
         var lastError: (any Error)?
         for _ in 0..<5 {
             do {
-                nginx.port = try freeLoopbackPort()
+                nginx.port = try FreePort.pick()
                 try await nginx.launch()
                 return nginx
             } catch {
@@ -167,12 +167,11 @@ public final class TestNginx: @unchecked Sendable {
         guard let master = masterProcessID() else { throw Failure(description: "nginx reload: no master pid") }
         let before = try workerProcessIDs(of: master)
         kill(master, SIGHUP)
-        let deadline = Date().addingTimeInterval(Double(configuration.workerShutdownTimeoutSeconds) + 10)
-        while Date() < deadline {
+        let replaced = try await eventually(timeout: .seconds(configuration.workerShutdownTimeoutSeconds + 10)) {
             let now = try workerProcessIDs(of: master)
-            if !now.isEmpty, before.isDisjoint(with: now) { return }
-            try await Task.sleep(for: .milliseconds(50))
+            return !now.isEmpty && before.isDisjoint(with: now)
         }
+        if replaced { return }
         throw Failure(description: "nginx reload: old workers \(before) still running")
     }
 
@@ -197,14 +196,11 @@ public final class TestNginx: @unchecked Sendable {
             Self.binary, "-p", directory + "/", "-c", directory + "/nginx.conf", "-e", errorLogPath,
         ])
         self.process = process
-        let deadline = Date().addingTimeInterval(10)
-        while Date() < deadline {
-            if !process.isRunning {
-                self.process = nil
-                throw Failure(description: "nginx exited at start: \(errorLog().suffix(2000))")
-            }
-            if Self.canConnect(port: port) { return }
-            try await Task.sleep(for: .milliseconds(20))
+        let port = port
+        if await process.waitUntil(timeout: .seconds(10), { Self.canConnect(port: port) }) { return }
+        if !process.isRunning {
+            self.process = nil
+            throw Failure(description: "nginx exited at start: \(errorLog().suffix(2000))")
         }
         await stop()
         throw Failure(description: "nginx did not listen on 127.0.0.1:\(port) within 10 s: \(errorLog().suffix(2000))")
@@ -289,23 +285,6 @@ public final class TestNginx: @unchecked Sendable {
         guard let master else { return [] }
         let children = (try? String(contentsOfFile: "/proc/\(master)/task/\(master)/children", encoding: .utf8)) ?? ""
         return Set(children.split(separator: " ").compactMap { Int32($0.trimmingCharacters(in: .whitespacesAndNewlines)) })
-    }
-
-    /// A port on 127.0.0.1 that was free a moment ago.
-    public static func freeLoopbackPort() throws -> Int {
-        let descriptor = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        guard descriptor >= 0 else { throw Failure(description: "socket: errno \(errno)") }
-        defer { close(descriptor) }
-        var address = loopback(port: 0)
-        let bound = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(descriptor, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
-        }
-        guard bound == 0 else { throw Failure(description: "bind: errno \(errno)") }
-        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
-        _ = withUnsafeMutablePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(descriptor, $0, &length) }
-        }
-        return Int(UInt16(bigEndian: address.sin_port))
     }
 
     /// Whether a TCP connection to 127.0.0.1:`port` succeeds now.

@@ -1,3 +1,5 @@
+import UplinkCollector
+
 /// A private certificate authority made with openssl, with the certificates the TLS tests present: a server
 /// certificate for `localhost`, 127.0.0.1 and ::1, and an agent's client certificate (CN `agent-1`, DNS names
 /// `agent-1` and `agent-1.fleet`). Certificates that only some tests need are issued on demand.
@@ -32,5 +34,18 @@ public struct TestPKI: Sendable {
     public func foreignAgent() async throws -> TestCertificateAuthority.Certificate {
         let other = try await TestCertificateAuthority.create(in: directory + "/other-ca", name: "other-ca")
         return try await other.issue(commonName: "agent-1", usage: .client)
+    }
+}
+
+extension TestPKI {
+    /// The collector's TLS setting with this PKI: it presents `server`; with client authentication it checks client
+    /// certificates against this authority.
+    public func collectorTLS(
+        clientAuthentication: CollectorTLS.ClientAuthentication = .none, agentIdentity: CollectorTLS.AgentIdentity = .header
+    ) -> CollectorTLS {
+        CollectorTLS(
+            certificateFile: server.certificateFile, keyFile: server.keyFile,
+            clientCAFile: clientAuthentication == .none ? nil : authority.certificateFile,
+            clientAuthentication: clientAuthentication, agentIdentity: agentIdentity)
     }
 }

@@ -14,27 +14,21 @@ public final class TestPrometheus: @unchecked Sendable {
     /// One scrape job per entry: job name → `host:port`.
     public init(directory: String, targets: [String: String]) async throws {
         self.directory = directory
-        self.port = try TestNginx.freeLoopbackPort()
+        self.port = try FreePort.pick()
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
         var configuration = "global:\n  scrape_interval: 1s\n  scrape_timeout: 900ms\nscrape_configs:\n"
         for (job, target) in targets.sorted(by: { $0.key < $1.key }) {
             configuration += "  - job_name: \(job)\n    static_configs:\n      - targets: ['\(target)']\n"
         }
         try configuration.write(toFile: directory + "/prometheus.yml", atomically: true, encoding: .utf8)
-        let process = try ChildProcess(
+        let port = port
+        process = try await ChildProcess.startServer(
+            "Prometheus on port \(port)",
             [
                 Self.binary, "--config.file=\(directory)/prometheus.yml", "--storage.tsdb.path=\(directory)/data",
                 "--web.listen-address=127.0.0.1:\(port)", "--log.level=warn",
-            ], outputPath: directory + "/prometheus.log")
-        self.process = process
-        let deadline = Date().addingTimeInterval(60)
-        while Date() < deadline {
-            if LoopbackHTTP10.request(port: port, path: "/-/ready")?.status == 200 { return }
-            guard process.isRunning else { break }
-            try await Task.sleep(for: .milliseconds(100))
-        }
-        await stop()
-        throw ChildProcess.Failure(description: "Prometheus did not start on port \(port): \(log.suffix(2000))")
+            ], outputPath: directory + "/prometheus.log", timeout: .seconds(60), grace: 10
+        ) { LoopbackHTTP10.request(port: port, path: "/-/ready")?.status == 200 }
     }
 
     public var log: String { (try? String(contentsOfFile: directory + "/prometheus.log", encoding: .utf8)) ?? "" }

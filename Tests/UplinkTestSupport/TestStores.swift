@@ -48,6 +48,19 @@ public enum LoopbackHTTP10 {
         guard parts.count >= 2, let status = Int(parts[1]) else { return nil }
         return Response(status: status, body: Array(response[(end + 4)...]))
     }
+
+    /// Waits (`eventually`, at most `timeout`) until `GET path` on `port` answers 200; false after `timeout` or once
+    /// `isRunning` (the server's process) is false.
+    public static func waitUntilOK(
+        port: Int, path: String, timeout: Duration = .seconds(30), while isRunning: () -> Bool = { true }
+    ) async -> Bool {
+        var ok = false
+        await eventually(timeout: timeout) {
+            ok = request(port: port, path: path, headers: ["Connection": "close"])?.status == 200
+            return ok || !isRunning()
+        }
+        return ok
+    }
 }
 
 /// VictoriaMetrics single node (Debian `victoria-metrics`) in a temporary directory on a free loopback port.
@@ -64,7 +77,7 @@ public final class TestVictoriaMetrics: @unchecked Sendable {
     /// tells users) on `port` (a free one when nil) and waits until it answers `/health`.
     public init(directory: String, port: Int? = nil, start: Bool = true) async throws {
         self.directory = directory
-        self.port = try port ?? TestNginx.freeLoopbackPort()
+        self.port = try port ?? FreePort.pick()
         if start { try await self.start() }
     }
 
@@ -73,22 +86,15 @@ public final class TestVictoriaMetrics: @unchecked Sendable {
     public func start() async throws {
         precondition(process == nil, "already running")
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
-        let process = try ChildProcess(
+        let port = port
+        process = try await ChildProcess.startServer(
+            "VictoriaMetrics on port \(port)",
             [
                 Self.binary, "-storageDataPath", directory + "/data", "-httpListenAddr", "127.0.0.1:\(port)",
                 "-dedup.minScrapeInterval=1ms", "-retentionPeriod=100y", "-search.latencyOffset=0s",
                 "-search.disableCache", "-loggerLevel=ERROR",
-            ], outputPath: directory + "/victoria-metrics.log")
-        self.process = process
-        let deadline = Date().addingTimeInterval(60)
-        while Date() < deadline {
-            if LoopbackHTTP10.request(port: port, path: "/health")?.status == 200 { return }
-            guard process.isRunning else { break }
-            try await Task.sleep(for: .milliseconds(50))
-        }
-        await stop()
-        let log = (try? String(contentsOfFile: directory + "/victoria-metrics.log", encoding: .utf8)) ?? ""
-        throw ChildProcess.Failure(description: "VictoriaMetrics did not start on port \(port): \(log.suffix(2000))")
+            ], outputPath: directory + "/victoria-metrics.log", timeout: .seconds(60), grace: 20
+        ) { LoopbackHTTP10.request(port: port, path: "/health")?.status == 200 }
     }
 
     /// SIGTERM (VictoriaMetrics flushes what it buffered), then waits for the exit. Released without `stop()`, the
@@ -125,7 +131,7 @@ public final class TestClickHouse: @unchecked Sendable {
 
     public init(directory: String, port: Int? = nil, start: Bool = true) async throws {
         self.directory = directory
-        self.port = try port ?? TestNginx.freeLoopbackPort()
+        self.port = try port ?? FreePort.pick()
         if start { try await self.start() }
     }
 
@@ -134,7 +140,7 @@ public final class TestClickHouse: @unchecked Sendable {
     public func start() async throws {
         precondition(process == nil, "already running")
         try FileManager.default.createDirectory(atPath: directory + "/data/tmp", withIntermediateDirectories: true)
-        let tcpPort = try TestNginx.freeLoopbackPort()
+        let tcpPort = try FreePort.pick()
         let config = """
             <?xml version="1.0"?>
             <yandex>
@@ -166,18 +172,10 @@ public final class TestClickHouse: @unchecked Sendable {
             """
         try config.write(toFile: directory + "/config.xml", atomically: true, encoding: .utf8)
         try users.write(toFile: directory + "/users.xml", atomically: true, encoding: .utf8)
-        let process = try ChildProcess(
-            [Self.binary, "--config-file=\(directory)/config.xml"], outputPath: directory + "/clickhouse.log")
-        self.process = process
-        let deadline = Date().addingTimeInterval(90)
-        while Date() < deadline {
-            if (try? query("SELECT 1")) == "1\n" { return }
-            guard process.isRunning else { break }
-            try await Task.sleep(for: .milliseconds(100))
-        }
-        await stop()
-        let log = (try? String(contentsOfFile: directory + "/clickhouse.log", encoding: .utf8)) ?? ""
-        throw ChildProcess.Failure(description: "ClickHouse did not start on port \(port): \(log.suffix(2000))")
+        process = try await ChildProcess.startServer(
+            "ClickHouse on port \(port)", [Self.binary, "--config-file=\(directory)/config.xml"],
+            outputPath: directory + "/clickhouse.log", timeout: .seconds(90), grace: 30
+        ) { (try? query("SELECT 1")) == "1\n" }
     }
 
     /// SIGTERM, then waits for the exit. Released without `stop()`, the process is killed (SIGKILL, by

@@ -49,7 +49,7 @@ public final class TestTinyproxy: @unchecked Sendable {
         let directory = try TestDirectories.make("uplink-tinyproxy")
         var lastError: (any Error)?
         for _ in 0..<5 {
-            let proxy = TestTinyproxy(port: try TestNginx.freeLoopbackPort(), directory: directory)
+            let proxy = TestTinyproxy(port: try FreePort.pick(), directory: directory)
             do {
                 try await proxy.launch(basicAuth: basicAuth)
                 return proxy
@@ -97,14 +97,11 @@ public final class TestTinyproxy: @unchecked Sendable {
             ["/usr/bin/timeout", "--signal=TERM", "--kill-after=5", String(TestNginx.lifetime), Self.binary, "-d", "-c", configurationPath],
             outputPath: logPath)
         self.process = process
-        let deadline = Date().addingTimeInterval(10)
-        while Date() < deadline {
-            if !process.isRunning {
-                self.process = nil
-                throw Failure(description: "tinyproxy exited at start: \(self.log().suffix(2000))")
-            }
-            if TestNginx.canConnect(port: port) { return }
-            try await Task.sleep(for: .milliseconds(20))
+        let port = port
+        if await process.waitUntil(timeout: .seconds(10), { TestNginx.canConnect(port: port) }) { return }
+        if !process.isRunning {
+            self.process = nil
+            throw Failure(description: "tinyproxy exited at start: \(self.log().suffix(2000))")
         }
         await stop()
         throw Failure(description: "tinyproxy did not listen on 127.0.0.1:\(port) within 10 s")

@@ -350,8 +350,8 @@ struct FaultProxyTests {
 
     @Test("an unreachable upstream closes the client connection promptly")
     func upstreamDown() async throws {
-        let refusing = try RefusingPort()
-        defer { refusing.close() }
+        let refusing = try FreePort.reserve()
+        defer { refusing.release() }
 
         let proxy = FaultProxy(upstreamPort: refusing.port)
         try await proxy.start()
@@ -410,56 +410,6 @@ private func pingPong(_ client: LoopbackTestClient) async throws {
     #expect(Array(client.received.dropFirst(before)) == ping)
 }
 
-
-/// A TCP port on 127.0.0.1 that is bound but not listening: connecting to it is refused, and no
-/// other socket can take the port while it is held (unlike a port freed by stopping a server).
-private final class RefusingPort: Sendable {
-    struct SocketError: Error {
-        let call: String
-        let errno: Int32
-    }
-
-    let port: Int
-    private let fd: Int32
-
-    init() throws {
-        #if os(Linux)
-        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        #else
-        let fd = socket(AF_INET, SOCK_STREAM, 0)
-        #endif
-        guard fd >= 0 else { throw SocketError(call: "socket", errno: errno) }
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_port = 0
-        address.sin_addr.s_addr = inet_addr("127.0.0.1")
-        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
-        let bound = withUnsafeMutablePointer(to: &address) { pointer in
-            pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) { address in
-                bind(fd, address, length) == 0 && getsockname(fd, address, &length) == 0
-            }
-        }
-        guard bound else {
-            let error = SocketError(call: "bind/getsockname", errno: errno)
-            systemClose(fd)
-            throw error
-        }
-        self.fd = fd
-        self.port = Int(UInt16(bigEndian: address.sin_port))
-    }
-
-    func close() {
-        systemClose(self.fd)
-    }
-}
-
-private func systemClose(_ fd: Int32) {
-    #if canImport(Glibc)
-    _ = Glibc.close(fd)
-    #else
-    _ = Darwin.close(fd)
-    #endif
-}
 
 /// Deterministic pseudo-random bytes, so any reordering or corruption is detected.
 private func testBytes(count: Int, seed: UInt64) -> [UInt8] {

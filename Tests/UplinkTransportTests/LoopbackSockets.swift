@@ -4,18 +4,12 @@ import Glibc
 import Darwin
 #endif
 
-/// Raw loopback sockets for the reconnect tests: a port that refuses, and a listener that never completes a connect.
+/// Raw loopback sockets for the reconnect tests: a listener that never completes a connect (a port that refuses is
+/// `FreePort.pick()`).
 enum LoopbackSockets {
     struct Failure: Error, CustomStringConvertible {
         let description: String
         init(_ call: String) { description = "\(call) failed: errno \(errno)" }
-    }
-
-    /// A TCP port on 127.0.0.1 that refuses connections: bound (so the kernel picked a free one), read, closed.
-    static func refusedPort() throws -> Int {
-        let descriptor = try boundSocket()
-        defer { close(descriptor) }
-        return try port(of: descriptor)
     }
 
     /// A TCP listener on 127.0.0.1 whose accept queue is full, so the kernel drops every further SYN and a connect to

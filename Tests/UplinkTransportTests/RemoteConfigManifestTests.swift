@@ -97,7 +97,7 @@ struct RemoteConfigManifestTests {
 
     @Test("No collector listening: failed, nothing else")
     func noCollector() async throws {
-        let port = try TestNginx.freeLoopbackPort()
+        let port = try FreePort.pick()
         let result = try await T.withClient(url: "http://127.0.0.1:\(port)") { await $0.fetchManifest(previousETag: nil) }
         guard case .failed(let reason) = result else {
             Issue.record("no collector gave \(result)")

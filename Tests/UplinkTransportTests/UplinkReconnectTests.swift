@@ -18,7 +18,7 @@ struct UplinkReconnectTests {
 
     @Test("Against a refused port: N attempts, each refused at once and followed by exactly one backoff delay")
     func refusedPort() async throws {
-        let port = try LoopbackSockets.refusedPort()
+        let port = try FreePort.pick()
         let attempts = 8
         // Long connect and stall timeouts: only a failure that comes at once lets eight attempts finish in the test's
         // bounded wait.
@@ -52,7 +52,7 @@ struct UplinkReconnectTests {
     @Test("Each attempt is exactly one TCP connection: a listener that accepts and drops counts one per attempt")
     func oneConnectionPerAttempt() async throws {
         // The proxy accepts every connection, finds its upstream refusing and closes the client's connection.
-        let proxy = FaultProxy(upstreamPort: try LoopbackSockets.refusedPort())
+        let proxy = FaultProxy(upstreamPort: try FreePort.pick())
         try await proxy.start()
         let attempts = 6
         let recorder = BackoffRecorder(returningAtOnce: attempts - 1, observing: { proxy.acceptedConnectionCount })
@@ -76,7 +76,7 @@ struct UplinkReconnectTests {
     func connectTimeout() async throws {
         let hole = try LoopbackSockets.BlackHole()
         // The filler connection must be queued before the uplink's SYN arrives, or the uplink would take its place.
-        let full = await pollUntil { hole.isFull }
+        let full = await eventually(timeout: .seconds(10)) { hole.isFull }
         try #require(full, "the listener's accept queue did not fill: \(hole.acceptQueue())")
 
         var configuration = Self.configuration(port: hole.port)
@@ -218,16 +218,6 @@ final class BackoffRecorder: Sendable {
 
     /// Waits (polling, bounded) until the sleep was called `count` times.
     func waitForCalls(_ count: Int, within limit: Duration = .seconds(30)) async -> Bool {
-        await pollUntil(within: limit) { self.calls.count >= count }
+        await eventually(timeout: limit) { self.calls.count >= count }
     }
-}
-
-/// Polls `condition` every 10 ms until it holds or `limit` passes; returns whether it held.
-func pollUntil(within limit: Duration = .seconds(10), _ condition: () -> Bool) async -> Bool {
-    let deadline = ContinuousClock.now + limit
-    while ContinuousClock.now < deadline {
-        if condition() { return true }
-        try? await Task.sleep(for: .milliseconds(10))
-    }
-    return condition()
 }

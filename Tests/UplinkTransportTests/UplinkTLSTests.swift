@@ -13,9 +13,8 @@ struct UplinkTLSTests {
     let client: TestCertificateAuthority.Certificate
 
     init() async throws {
-        directory = try TestDirectories.make("uplink-tls")
-        ca = try await TestCertificateAuthority.create(in: directory)
-        client = try await ca.issue(commonName: "agent-1", usage: .client)
+        let pki = try await TestPKI("uplink-tls")
+        (directory, ca, client) = (pki.authority.directory, pki.authority, pki.agent)
     }
 
     @Test("A CA bundle with a matching certificate and key loads; the CA replaces the system store")

@@ -9,7 +9,7 @@ import UplinkWire
 @Suite(.computeBound) struct BatchEncodingTests {
     /// A random batch: messy messages, timestamps that often repeat (lines read together share one), with and
     /// without batch fields and origin, some lines with fields of their own (both kinds of `append`).
-    static func randomBatch(_ random: inout SeededRandom) -> LogLineBatch {
+    static func randomBatch(_ random: inout SplitMix64) -> LogLineBatch {
         let fields = Bool.random(using: &random) ? [] : random.tags()
         let originID = Bool.random(using: &random) ? 0 : UInt64.random(in: 1...UInt64(Int64.max), using: &random)
         var batch = LogLineBatch(source: random.string(maxLength: 10), fields: fields, originID: originID)
@@ -41,7 +41,7 @@ import UplinkWire
     }
 
     @Test func batchFramesAreTheRecordFramesByteForByte() throws {
-        var random = SeededRandom(seed: 0x5EED_0B01)
+        var random = SplitMix64(seed: 0x5EED_0B01)
         let encoder = NDJSONFrameEncoder()
         for _ in 0..<400 {
             let batch = Self.randomBatch(&random)
@@ -162,7 +162,7 @@ import UplinkWire
     }
 
     @Test func randomStringsMatchTheReference() {
-        var random = SeededRandom(seed: 0x5EED_0B02)
+        var random = SplitMix64(seed: 0x5EED_0B02)
         for _ in 0..<5000 {
             let message = Bool.random(using: &random)
                 ? random.messyBytes(maxLength: 80) : Array(random.string(maxLength: 60).utf8)
@@ -183,7 +183,7 @@ import UplinkWire
             if power > UInt64.max / 10 { break }
             power *= 10
         }
-        var random = SeededRandom(seed: 0x5EED_0B03)
+        var random = SplitMix64(seed: 0x5EED_0B03)
         for _ in 0..<2000 {
             values.append(UInt64.random(in: 0...UInt64.max, using: &random) >> UInt64.random(in: 0...63, using: &random))
         }

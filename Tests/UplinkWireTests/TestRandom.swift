@@ -1,19 +1,7 @@
 import UplinkCore
 
-/// A small seeded generator (SplitMix64) so that random tests are reproducible.
-struct SeededRandom: RandomNumberGenerator {
-    private var state: UInt64
-
-    init(seed: UInt64) { state = seed }
-
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
-    }
-
+/// Random test values from UplinkCore's seeded SplitMix64, so that random tests are reproducible.
+extension SplitMix64 {
     /// A string mixing plain ASCII, every control character, quotes, backslashes, multi-byte characters and
     /// arbitrary Unicode scalars.
     mutating func string(maxLength: Int = 24) -> String {

@@ -148,13 +148,17 @@ enum UplinkBinary {
 struct CollectorProcess {
     let process: ChildProcess
     let port: Int
+    /// Where its output goes (appended across restarts), for the error of a collector that never became healthy.
+    let log: String
 
-    /// Starts `binary collector` on `port`, storing under `dataDirectory`, logging errors only, with
-    /// `extraArguments` after the others; its output is discarded.
+    /// Starts `binary collector` on `port`, storing under `dataDirectory`, logging errors only (to
+    /// `<dataDirectory>.log`), with `extraArguments` after the others.
     init(binary: String, port: Int, dataDirectory: String, extraArguments: [String] = []) throws {
+        log = dataDirectory + ".log"
         process = try ChildProcess(
             [binary, "collector", "--port", String(port), "--data-dir", dataDirectory, "--no-stdout", "--log-level", "error"]
-                + extraArguments)
+                + extraArguments,
+            outputPath: log)
         self.port = port
     }
 
@@ -162,13 +166,19 @@ struct CollectorProcess {
     init(binary: String, configuration: String, port: Int, log: String) throws {
         process = try ChildProcess([binary, "collector", "--config", configuration, "--log-level", "warning"], outputPath: log)
         self.port = port
+        self.log = log
     }
 
-    /// Waits until `GET /healthz` answers (a restarted process binds the same port).
+    /// Waits until `GET /healthz` answers (a restarted process binds the same port); throws with what the collector
+    /// wrote when it exited or did not answer in time.
     func waitUntilHealthy() async throws {
-        struct NotHealthy: Error {}
+        struct NotHealthy: Error, CustomStringConvertible {
+            let description: String
+        }
         guard await LoopbackHTTP10.waitUntilOK(port: port, path: "/healthz", while: { process.isRunning }) else {
-            throw NotHealthy()
+            let output = (try? String(contentsOfFile: log, encoding: .utf8)) ?? "(no output)"
+            throw NotHealthy(
+                description: "the collector on port \(port) \(process.isRunning ? "did not answer /healthz" : "exited"): \(output.suffix(2000))")
         }
     }
 

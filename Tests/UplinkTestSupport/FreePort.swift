@@ -11,20 +11,45 @@ public enum FreePort {
 
     /// A loopback port held bound (not listening) until `release()`: connecting to it is refused, and no other
     /// socket in the test run is given it meanwhile (a server binding port 0 could be, once `pick()` let it go).
+    ///
+    /// The port lies below the kernel's ephemeral range, so after `release()` neither a server binding port 0 nor a
+    /// client's `connect` can be given it: a client retrying against the port in the moment between `release()` and
+    /// the server's `bind` would otherwise, rarely, get it as its own source port and connect to itself, and the
+    /// server's `bind` would fail. (Port 0 is used when no such port is free.)
     public static func reserve() throws -> PortReservation {
+        let below = ephemeralRangeStart()
+        if below > 10_001 {
+            for _ in 0..<64 {
+                if let reservation = bind(port: UInt16.random(in: 10_000..<UInt16(below))) { return reservation }
+            }
+        }
+        guard let reservation = bind(port: 0) else { throw POSIXError(.EADDRINUSE) }
+        return reservation
+    }
+
+    /// The first port of `net.ipv4.ip_local_port_range` (Linux's default 32768 when it cannot be read).
+    private static func ephemeralRangeStart() -> Int {
+        let text = (try? String(contentsOfFile: "/proc/sys/net/ipv4/ip_local_port_range", encoding: .utf8)) ?? ""
+        return text.split(whereSeparator: { $0 == " " || $0 == "\t" || $0 == "\n" }).first.flatMap { Int($0) } ?? 32768
+    }
+
+    /// A socket bound to 127.0.0.1:`port` (0: one the kernel picks), or nil when the port is taken.
+    private static func bind(port: UInt16) -> PortReservation? {
         let socketFD = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        guard socketFD >= 0 else { throw POSIXError(.EMFILE) }
+        guard socketFD >= 0 else { return nil }
         var address = sockaddr_in()
         address.sin_family = sa_family_t(AF_INET)
         address.sin_addr.s_addr = inet_addr("127.0.0.1")
-        address.sin_port = 0
+        address.sin_port = port.bigEndian
         var length = socklen_t(MemoryLayout<sockaddr_in>.size)
         let bound = withUnsafeMutablePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(socketFD, $0, length) == 0 && getsockname(socketFD, $0, &length) == 0 }
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                Foundation.bind(socketFD, $0, length) == 0 && getsockname(socketFD, $0, &length) == 0
+            }
         }
         guard bound else {
             close(socketFD)
-            throw POSIXError(.EADDRINUSE)
+            return nil
         }
         return PortReservation(port: Int(UInt16(bigEndian: address.sin_port)), descriptor: socketFD)
     }

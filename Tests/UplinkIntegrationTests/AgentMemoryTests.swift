@@ -34,8 +34,19 @@ struct AgentMemoryTests {
             process.waitUntilExit()
         }
 
-        // Let the ring fill (8 MiB), then measure while the generator keeps overflowing it.
-        try await Task.sleep(for: .seconds(2))
+        // Let the ring fill (8 MiB): resident memory stops growing (less than 1 MiB over a second; on a loaded machine
+        // that takes longer than on an idle one). Then measure while the generator keeps overflowing it.
+        var window: [(at: ContinuousClock.Instant, bytes: Int)] = []
+        let filled = await eventually(timeout: .seconds(60)) {
+            guard let bytes = Self.residentBytes(of: process.processIdentifier) else { return false }
+            let now = ContinuousClock.now
+            window.append((now, bytes))
+            guard let first = window.first, now - first.at >= .seconds(1) else { return false }
+            window.removeAll { now - $0.at > .seconds(1) }
+            let sizes = window.map(\.bytes)
+            return sizes.max()! - sizes.min()! < 1 << 20
+        }
+        #expect(filled, "resident memory never stopped growing: \(window.last.map { $0.bytes >> 20 } ?? 0) MiB")
         let settled = try #require(Self.residentBytes(of: process.processIdentifier))
         var peak = settled
         for _ in 0..<8 {

@@ -7,7 +7,7 @@ import UplinkCore
 import UplinkTestSupport
 import UplinkWire
 
-/// What arrives from the network never crashes the collector (issue #11): out-of-range numbers, huge numbers,
+/// What arrives from the network never crashes the collector: out-of-range numbers, huge numbers,
 /// huge lines, invalid UTF-8 and random bytes are malformed lines, counted and set aside, while a well-behaved
 /// agent streaming alongside loses nothing and `/healthz` keeps answering. Real collector, real loopback sockets.
 @Suite(.timeLimit(.minutes(3)))

@@ -4,7 +4,7 @@ import UplinkConfig
 import UplinkCore
 
 /// Sizes, durations and counts have upper bounds that fit the machine, and every issue is exactly one line
-/// whatever the value holds (issue #11: `buffer.max_bytes: 1TiB` aborted `uplink validate`; control characters
+/// whatever the value holds (once `buffer.max_bytes: 1TiB` aborted `uplink validate`; control characters
 /// were printed raw).
 @Suite("Configuration limits")
 struct ConfigLimitsTests {

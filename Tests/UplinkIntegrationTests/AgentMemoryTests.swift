@@ -60,7 +60,7 @@ struct AgentMemoryTests {
         try await collector.stop()
     }
 
-    /// Issue #12, "bounded memory": the ring fills and wraps many times while the agent reads the file as fast as
+    /// Bounded memory: the ring fills and wraps many times while the agent reads the file as fast as
     /// the collector takes it. What the agent allocates (RssAnon: the ring, the encoders, the pending lines, the
     /// allocator's arenas) stays within the ring's capacity plus 12 MiB, whatever the file's size; nothing is kept per
     /// line beyond what the ring holds. The whole peak (VmHWM, code pages included) is the release binary's to meet

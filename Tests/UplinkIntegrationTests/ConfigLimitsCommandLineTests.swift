@@ -1,7 +1,7 @@
 import Foundation
 import Testing
 
-/// `uplink validate` on configurations that used to abort it or garble its output (issue #11), as a user runs it.
+/// `uplink validate` on configurations that used to abort it or garble its output, as a user runs it.
 @Suite("uplink validate: limits and control characters", .serialized, .timeLimit(.minutes(2)))
 struct ConfigLimitsCommandLineTests {
     func validate(_ yaml: String) throws -> (path: String, status: Int32, standardError: String) {

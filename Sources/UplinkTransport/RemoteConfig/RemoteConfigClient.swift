@@ -7,7 +7,7 @@ import UplinkCore
 import UplinkRemoteConfig
 import UplinkWire
 
-/// The agent's client of the collector's remote configuration (#32 item 5): the manifest (`GET /v1/config`) and the
+/// The agent's client of the collector's remote configuration: the manifest (`GET /v1/config`) and the
 /// content-addressed blobs it names (`GET /v1/config/blobs/sha256:<hex>`, resumable, see `downloadBlob`).
 ///
 /// It reaches the collector the way the uplink does (`uplink.url`, TLS and mTLS with certificates read again when they

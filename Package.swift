@@ -311,7 +311,7 @@ let package = Package(
             dependencies: ["UplinkCore", "UplinkPersistentBuffer", "UplinkProcess", "UplinkTestSupport"],
             swiftSettings: strict),
         .testTarget(
-            name: "UplinkFilesTests", dependencies: ["UplinkFiles"], swiftSettings: strict),
+            name: "UplinkFilesTests", dependencies: ["UplinkFiles", "UplinkTestSupport"], swiftSettings: strict),
         .testTarget(
             name: "UplinkProcessTests", dependencies: ["UplinkProcess", "UplinkTestSupport"], swiftSettings: strict),
         .testTarget(

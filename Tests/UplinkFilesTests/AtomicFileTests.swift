@@ -1,19 +1,13 @@
 import Foundation
 import Testing
 import UplinkFiles
+import UplinkTestSupport
 
 @Suite("Atomic file")
 struct AtomicFileTests {
-    static func temporaryDirectory() throws -> String {
-        let path = NSTemporaryDirectory() + "uplink-atomic-\(UUID().uuidString)"
-        try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)
-        return path
-    }
-
     @Test("replaces the content, with the mode asked for, and leaves no temporary file")
     func replaces() throws {
-        let directory = try Self.temporaryDirectory()
-        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let directory = try TestDirectories.make("uplink-files")
         let path = directory + "/state"
         try AtomicFile.write(Array("old".utf8), to: path)
         try AtomicFile.write(Array("new content".utf8), to: path, mode: 0o600)
@@ -25,8 +19,7 @@ struct AtomicFileTests {
 
     @Test("a step that fails names itself and its errno, removes the temporary file and leaves the target alone")
     func failures() throws {
-        let directory = try Self.temporaryDirectory()
-        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let directory = try TestDirectories.make("uplink-files")
         #expect(throws: FileError(operation: "create", path: directory + "/missing/state.tmp", errno: ENOENT)) {
             try AtomicFile.write([1], to: directory + "/missing/state")
         }
@@ -42,8 +35,7 @@ struct AtomicFileTests {
 
     @Test("a failed write leaves the old content and no temporary file; the error names the temporary file")
     func failureKeepsOldContent() throws {
-        let directory = try Self.temporaryDirectory()
-        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let directory = try TestDirectories.make("uplink-files")
         let path = directory + "/state"
         try AtomicFile.write(Array("old".utf8), to: path)
         // A directory where the temporary file goes: it cannot be created.
@@ -56,11 +48,8 @@ struct AtomicFileTests {
 
     @Test("a directory that cannot be written to: nothing is created, the old content stays", .enabled(if: geteuid() != 0))
     func readOnlyDirectory() throws {
-        let directory = try Self.temporaryDirectory()
-        defer {
-            chmod(directory, 0o755)
-            try? FileManager.default.removeItem(atPath: directory)
-        }
+        let directory = try TestDirectories.make("uplink-files")
+        defer { chmod(directory, 0o755) }  // removable again at exit
         let path = directory + "/state"
         try AtomicFile.write(Array("old".utf8), to: path)
         chmod(directory, 0o555)

@@ -1,13 +1,13 @@
 import Foundation
 import Testing
 import UplinkFiles
+import UplinkTestSupport
 
 @Suite("Directory entries")
 struct DirectoryEntriesTests {
     @Test("entries carry the type the directory records; list is their names")
     func entries() throws {
-        let directory = try AtomicFileTests.temporaryDirectory()
-        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let directory = try TestDirectories.make("uplink-files")
         try AtomicFile.write([1], to: directory + "/file")
         try Directories.create(directory + "/sub", mode: 0o755)
         try FileManager.default.createSymbolicLink(atPath: directory + "/link", withDestinationPath: "file")

@@ -1,13 +1,13 @@
 import Foundation
 import Testing
 import UplinkFiles
+import UplinkTestSupport
 
 @Suite("File layer")
 struct FileLayerTests {
     @Test("WholeFile reads a file whole, across chunks, and empty files")
     func readWhole() throws {
-        let directory = try AtomicFileTests.temporaryDirectory()
-        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let directory = try TestDirectories.make("uplink-files")
         let content = (0..<200_000).map { UInt8(truncatingIfNeeded: $0 &* 31) }
         try AtomicFile.write(content, to: directory + "/big")
         #expect(try WholeFile.read(path: directory + "/big").get() == content)
@@ -18,8 +18,7 @@ struct FileLayerTests {
 
     @Test("WholeFile: a missing file and one over the limit are errors that name the path")
     func readWholeFailures() throws {
-        let directory = try AtomicFileTests.temporaryDirectory()
-        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let directory = try TestDirectories.make("uplink-files")
         let missing = directory + "/missing"
         let failure = try #require(WholeFile.read(path: missing).failure)
         #expect(failure == FileError(operation: "open", path: missing, errno: ENOENT))
@@ -42,8 +41,7 @@ struct FileLayerTests {
 
     @Test("Directories: create with parents and mode, list, and a file in the way")
     func directories() throws {
-        let directory = try AtomicFileTests.temporaryDirectory()
-        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let directory = try TestDirectories.make("uplink-files")
         let nested = directory + "/a/b/c"
         try Directories.create(nested, mode: 0o700)
         try Directories.create(nested, mode: 0o700)  // already there: fine
@@ -65,11 +63,8 @@ struct FileLayerTests {
 
     @Test("Directories: a read-only directory refuses a new one", .enabled(if: geteuid() != 0))
     func readOnlyDirectory() throws {
-        let directory = try AtomicFileTests.temporaryDirectory()
-        defer {
-            chmod(directory, 0o755)
-            try? FileManager.default.removeItem(atPath: directory)
-        }
+        let directory = try TestDirectories.make("uplink-files")
+        defer { chmod(directory, 0o755) }  // removable again at exit
         chmod(directory, 0o555)
         #expect(throws: FileError(operation: "create directory", path: directory + "/sub", errno: EACCES)) {
             try Directories.create(directory + "/sub/deeper", mode: 0o755)
@@ -78,8 +73,7 @@ struct FileLayerTests {
 
     @Test("SystemFile: append, write at an offset, read at an offset, read fully, size, truncate, sync")
     func descriptors() throws {
-        let directory = try AtomicFileTests.temporaryDirectory()
-        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let directory = try TestDirectories.make("uplink-files")
         let path = directory + "/data"
         let appender = try SystemFile.open(path, .append, mode: 0o600)
         try SystemFile.writeAll(appender, Array("hello ".utf8), path: path)
@@ -109,8 +103,7 @@ struct FileLayerTests {
 
     @Test("SystemFile.writeAll of vectors writes the parts in order, an empty one included; a failure names the path")
     func vectors() throws {
-        let directory = try AtomicFileTests.temporaryDirectory()
-        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let directory = try TestDirectories.make("uplink-files")
         let path = directory + "/vectored"
         let fd = try SystemFile.open(path, .append)
         let parts: [[UInt8]] = [Array("head".utf8), [], [UInt8](repeating: 9, count: 100_000)]
@@ -141,8 +134,7 @@ struct FileLayerTests {
 
     @Test("SystemFile.open: missing, existing with createNew, and no create for update")
     func openFailures() throws {
-        let directory = try AtomicFileTests.temporaryDirectory()
-        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let directory = try TestDirectories.make("uplink-files")
         #expect(throws: FileError(operation: "open", path: directory + "/nope", errno: ENOENT)) {
             try SystemFile.open(directory + "/nope", .read)
         }

@@ -64,11 +64,12 @@ let package = Package(
         // against Debian's libsystemd-dev headers, but loaded with dlopen when a journald source first opens a journal
         // (Sources/CSystemd/systemd.c), so agents without one and collectors do not load it and its dependencies.
         .target(name: "CSystemd"),
-        // sync_file_range, which the collector's storage uses to keep the page cache its files occupy bounded, and
-        // epoll, which the tail source's inotify thread waits in.
+        // sync_file_range, which the collector's storage uses to keep the page cache its files occupy bounded, and the
+        // calling thread's voluntary context switches (getrusage RUSAGE_THREAD), which tell it a store slept.
         .target(name: "CLinuxIO"),
         // The one file layer: open, read, write all, fsync, atomic write, read whole, make and list directories, with
-        // one error type (`FileError`). Plain system calls; no uplink module, no Foundation.
+        // one error type (`FileError`). Plain system calls; no uplink module, no Foundation; NIOPosix for the thread
+        // pool `BlockingFileWork` runs file work on.
         .target(
             name: "UplinkFiles",
             dependencies: [.product(name: "NIOPosix", package: "swift-nio")],

@@ -80,6 +80,20 @@ func remoteConfiguration(_ root: String, _ settings: RemoteConfigSettings, tls: 
     return configuration
 }
 
+/// A collector serving the document `base` to every agent behind the token `s3cret`, and a client for it.
+func withGuardedCollector(_ body: (Collector, Int, HTTPClient) async throws -> Void) async throws {
+    try await withTemporaryDirectory { root in
+        let fixture = try RemoteConfigFixture(root)
+        try fixture.document("base", tailDocument)
+        try fixture.assignments("generation: 1\nassign:\n  - {name: all, documents: [base]}\n")
+        var configuration = remoteConfiguration(root, fixture.settings)
+        configuration.token = "s3cret"
+        try await withRemoteCollector(configuration) { collector, port in
+            try await withClient { client in try await body(collector, port, client) }
+        }
+    }
+}
+
 func withRemoteCollector<T>(
     _ configuration: CollectorConfiguration, logger: Logger = testLogger, _ body: (Collector, Int) async throws -> T
 ) async throws -> T {
@@ -217,36 +231,27 @@ struct RemoteConfigTests {
 
     @Test("The collector's token guards the endpoints as it guards the stream; a status larger than 16 KiB is 413")
     func token() async throws {
-        try await withTemporaryDirectory { root in
-            let fixture = try RemoteConfigFixture(root)
-            try fixture.document("base", tailDocument)
-            try fixture.assignments("generation: 1\nassign:\n  - {name: all, documents: [base]}\n")
-            var configuration = remoteConfiguration(root, fixture.settings)
-            configuration.token = "s3cret"
-            try await withRemoteCollector(configuration) { collector, port in
-                try await withClient { client in
-                    let refused = try await request(client, port: port, "/v1/config", agent: "edge-1")
-                    #expect(refused.status == .unauthorized)
-                    #expect(refused.header("WWW-Authenticate") == "Bearer")
-                    let wrong = try await request(
-                        client, port: port, "/v1/config/status", agent: "edge-1", method: .POST,
-                        headers: [("Authorization", "Bearer guess")], body: Array(#"{"config_status":{"state":"applied"}}"#.utf8))
-                    #expect(wrong.status == .unauthorized)
-                    #expect(collector.remoteConfigStatuses().isEmpty)
-                    let bearer = [("Authorization", "Bearer s3cret")]
-                    #expect(try await request(client, port: port, "/v1/config", agent: "edge-1", headers: bearer).status == .ok)
-                    var large = Array(#"{"config_status":{"state":"failed","error":""#.utf8)
-                    large += Array(repeating: UInt8(ascii: "x"), count: 16 * 1024) + Array(#""}}"#.utf8)
-                    let tooLarge = try await request(
-                        client, port: port, "/v1/config/status", agent: "edge-1", method: .POST, headers: bearer, body: large)
-                    #expect(tooLarge.status.code == 413)
-                    let accepted = try await request(
-                        client, port: port, "/v1/config/status", agent: "edge-1", method: .POST, headers: bearer,
-                        body: Array("{\"config_status\":{\"state\":\"applied\"}}\n".utf8))
-                    #expect(accepted.status == .noContent)
-                    #expect(collector.remoteConfigStatuses()["edge-1"]?.status == ConfigStatus(state: .applied))
-                }
-            }
+        try await withGuardedCollector { collector, port, client in
+            let refused = try await request(client, port: port, "/v1/config", agent: "edge-1")
+            #expect(refused.status == .unauthorized)
+            #expect(refused.header("WWW-Authenticate") == "Bearer")
+            let wrong = try await request(
+                client, port: port, "/v1/config/status", agent: "edge-1", method: .POST,
+                headers: [("Authorization", "Bearer guess")], body: Array(#"{"config_status":{"state":"applied"}}"#.utf8))
+            #expect(wrong.status == .unauthorized)
+            #expect(collector.remoteConfigStatuses().isEmpty)
+            let bearer = [("Authorization", "Bearer s3cret")]
+            #expect(try await request(client, port: port, "/v1/config", agent: "edge-1", headers: bearer).status == .ok)
+            var large = Array(#"{"config_status":{"state":"failed","error":""#.utf8)
+            large += Array(repeating: UInt8(ascii: "x"), count: 16 * 1024) + Array(#""}}"#.utf8)
+            let tooLarge = try await request(
+                client, port: port, "/v1/config/status", agent: "edge-1", method: .POST, headers: bearer, body: large)
+            #expect(tooLarge.status.code == 413)
+            let accepted = try await request(
+                client, port: port, "/v1/config/status", agent: "edge-1", method: .POST, headers: bearer,
+                body: Array("{\"config_status\":{\"state\":\"applied\"}}\n".utf8))
+            #expect(accepted.status == .noContent)
+            #expect(collector.remoteConfigStatuses()["edge-1"]?.status == ConfigStatus(state: .applied))
         }
     }
 
@@ -396,62 +401,53 @@ struct RemoteConfigTests {
 
     @Test("An agent that never streams and reports by POST /v1/config/status is in /v1/fleet: not connected, last seen, its status")
     func postOnlyAgentInTheFleet() async throws {
-        try await withTemporaryDirectory { root in
-            let fixture = try RemoteConfigFixture(root)
-            try fixture.document("base", tailDocument)
-            try fixture.assignments("generation: 1\nassign:\n  - {name: all, documents: [base]}\n")
-            var configuration = remoteConfiguration(root, fixture.settings)
-            configuration.token = "s3cret"
-            try await withRemoteCollector(configuration) { collector, port in
-                try await withClient { client in
-                    let bearer = [("Authorization", "Bearer s3cret")]
-                    // Refused requests name no one: nothing enters the table.
-                    let refused = try await request(
-                        client, port: port, "/v1/config/status", agent: "intruder", method: .POST,
-                        headers: [("Authorization", "Bearer guess")], body: Array(#"{"config_status":{"state":"applied"}}"#.utf8))
-                    #expect(refused.status == .unauthorized)
-                    #expect(try await request(client, port: port, "/v1/config", agent: nil, headers: bearer).status == .badRequest)
-                    #expect(collector.agents().isEmpty)
+        try await withGuardedCollector { collector, port, client in
+            let bearer = [("Authorization", "Bearer s3cret")]
+            // Refused requests name no one: nothing enters the table.
+            let refused = try await request(
+                client, port: port, "/v1/config/status", agent: "intruder", method: .POST,
+                headers: [("Authorization", "Bearer guess")], body: Array(#"{"config_status":{"state":"applied"}}"#.utf8))
+            #expect(refused.status == .unauthorized)
+            #expect(try await request(client, port: port, "/v1/config", agent: nil, headers: bearer).status == .badRequest)
+            #expect(collector.agents().isEmpty)
 
-                    let before = WallClock.nowNanoseconds()
-                    let status = #"{"config_status":{"desired":"sha256:\#(String(repeating: "a", count: 64))","effective":null,"lkg":null,"state":"failed","error":"no envelope","generation":1}}"#
-                    let posted = try await request(
-                        client, port: port, "/v1/config/status", agent: "edge-9", method: .POST, headers: bearer,
-                        body: Array(status.utf8))
-                    #expect(posted.status == .noContent)
-                    let after = WallClock.nowNanoseconds()
+            let before = WallClock.nowNanoseconds()
+            let status = #"{"config_status":{"desired":"sha256:\#(String(repeating: "a", count: 64))","effective":null,"lkg":null,"state":"failed","error":"no envelope","generation":1}}"#
+            let posted = try await request(
+                client, port: port, "/v1/config/status", agent: "edge-9", method: .POST, headers: bearer,
+                body: Array(status.utf8))
+            #expect(posted.status == .noContent)
+            let after = WallClock.nowNanoseconds()
 
-                    let agent = try #require(collector.agents().first { $0.agent == "edge-9" })
-                    #expect(!agent.connected && agent.connectedSince == nil && agent.streamsOpened == 0)
-                    #expect(agent.lastSeen >= before && agent.lastSeen <= after)
-                    #expect(agent.recordsStored == 0 && agent.peer == nil && agent.httpVersion == nil)
+            let agent = try #require(collector.agents().first { $0.agent == "edge-9" })
+            #expect(!agent.connected && agent.connectedSince == nil && agent.streamsOpened == 0)
+            #expect(agent.lastSeen >= before && agent.lastSeen <= after)
+            #expect(agent.recordsStored == 0 && agent.peer == nil && agent.httpVersion == nil)
 
-                    let fleet = try await request(client, port: port, "/v1/fleet", agent: nil, headers: bearer)
-                    #expect(fleet.status == .ok)
-                    let object = try JSONSerialization.jsonObject(with: Data(fleet.body)) as? [String: Any]
-                    let agents = try #require(object?["agents"] as? [[String: Any]])
-                    #expect(agents.map { $0["agent"] as? String } == ["edge-9"])
-                    let row = agents[0]
-                    #expect(row["connected"] as? Bool == false)
-                    #expect(row["connected_since_ms"] is NSNull)
-                    #expect(row["streams_opened"] as? Int == 0)
-                    #expect((row["last_seen_ms"] as? NSNumber)?.int64Value == agent.lastSeen / 1_000_000)
-                    let config = try #require(row["config"] as? [String: Any])
-                    #expect(config["state"] as? String == "failed")
-                    #expect(config["error"] as? String == "no envelope")
-                    #expect(config["generation"] as? Int == 1)
+            let fleet = try await request(client, port: port, "/v1/fleet", agent: nil, headers: bearer)
+            #expect(fleet.status == .ok)
+            let object = try JSONSerialization.jsonObject(with: Data(fleet.body)) as? [String: Any]
+            let agents = try #require(object?["agents"] as? [[String: Any]])
+            #expect(agents.map { $0["agent"] as? String } == ["edge-9"])
+            let row = agents[0]
+            #expect(row["connected"] as? Bool == false)
+            #expect(row["connected_since_ms"] is NSNull)
+            #expect(row["streams_opened"] as? Int == 0)
+            #expect((row["last_seen_ms"] as? NSNumber)?.int64Value == agent.lastSeen / 1_000_000)
+            let config = try #require(row["config"] as? [String: Any])
+            #expect(config["state"] as? String == "failed")
+            #expect(config["error"] as? String == "no envelope")
+            #expect(config["generation"] as? Int == 1)
 
-                    // Its polls keep it seen: a later manifest request moves last_seen on.
-                    let polled = WallClock.nowNanoseconds()
-                    #expect(try await request(client, port: port, "/v1/config", agent: "edge-9", headers: bearer).status == .ok)
-                    let seenAgain = try #require(collector.agents().first { $0.agent == "edge-9" })
-                    #expect(seenAgain.lastSeen >= polled && !seenAgain.connected)
+            // Its polls keep it seen: a later manifest request moves last_seen on.
+            let polled = WallClock.nowNanoseconds()
+            #expect(try await request(client, port: port, "/v1/config", agent: "edge-9", headers: bearer).status == .ok)
+            let seenAgain = try #require(collector.agents().first { $0.agent == "edge-9" })
+            #expect(seenAgain.lastSeen >= polled && !seenAgain.connected)
 
-                    // The fleet page says so for an agent without a stream.
-                    let page = try await request(client, port: port, "/", agent: nil, headers: bearer)
-                    #expect(String(decoding: page.body, as: UTF8.self).contains(#"agent.streams_opened === 0 ? "no stream; " : """#))
-                }
-            }
+            // The fleet page says so for an agent without a stream.
+            let page = try await request(client, port: port, "/", agent: nil, headers: bearer)
+            #expect(String(decoding: page.body, as: UTF8.self).contains(#"agent.streams_opened === 0 ? "no stream; " : """#))
         }
     }
 

@@ -146,6 +146,7 @@ import UplinkTestSupport
         for index in 0..<2_000_000 { spin = spin &* 6_364_136_223_846_793_005 &+ UInt64(index) }
         #expect(spin != 0)
         #expect(uplink_thread_voluntary_switches() == before, "a computation does not give up the CPU voluntarily")
+        // The sleep is what is measured here (a store that blocks in the kernel), not a wait for something.
         var pause = timespec(tv_sec: 0, tv_nsec: 2_000_000)
         nanosleep(&pause, nil)
         #expect(uplink_thread_voluntary_switches() > before)

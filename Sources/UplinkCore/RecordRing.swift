@@ -1,3 +1,4 @@
+import DequeModule
 import Metrics
 import Synchronization
 
@@ -286,6 +287,24 @@ public final class RecordRing: Sendable {
         releaseHeadLocked(&state, frameBytes: Self.frameHeaderBytes + length)
     }
 
+    /// Releases, in one step, the frames before the newest send mark that `sequence` acknowledges whole: the ring
+    /// then reads no frame header to release them. Walking the headers frame by frame instead costs a cache miss per
+    /// frame once a bulk transfer's acknowledgements trail the writer by megabytes.
+    private func releaseToSendMarkLocked(through sequence: UInt64, _ state: inout State) {
+        guard let mark = state.sendMarks.take(acknowledgedThrough: sequence, headSequence: state.headSequence,
+                                               nextSequence: state.nextSequence) else { return }
+        let released = mark.sequence == state.nextSequence
+            ? state.used
+            : (mark.offset - state.head + capacity) % capacity
+        state.head = mark.offset
+        state.used -= released
+        state.headSequence = mark.sequence
+        if state.disk == nil && state.sendSequence < state.headSequence {
+            state.send = state.head
+            state.sendSequence = state.headSequence
+        }
+    }
+
     func releaseHeadLocked(_ state: inout State, frameBytes: Int) {
         let wasNextToSend = state.sendSequence == state.headSequence
         state.head = advance(state.head, by: frameBytes)
@@ -332,6 +351,9 @@ public final class RecordRing: Sendable {
                 state.sendSequence += 1
                 bytes += length
                 frames += 1
+            }
+            if frames > 0 && state.sendSequence >= state.headSequence {
+                state.sendMarks.note(sequence: state.sendSequence, offset: state.send)
             }
             return frames
         }
@@ -394,6 +416,7 @@ public final class RecordRing: Sendable {
         let (spaceWaiters, acknowledged) = state.withLock { state in
             if sequence > state.acknowledged { state.acknowledged = sequence }
             let (oldHead, oldUsed) = (state.head, state.used)
+            releaseToSendMarkLocked(through: sequence, &state)
             while state.headSequence <= sequence && state.headSequence < state.nextSequence {
                 let (length, _) = header(at: state.head)
                 releaseHeadLocked(&state, frameBytes: Self.frameHeaderBytes + length)
@@ -423,6 +446,7 @@ public final class RecordRing: Sendable {
                 // Saturating: a (confused) collector must not be able to crash the agent.
                 state.nextSequence = collectorHas == .max ? .max : collectorHas + 1
                 state.headSequence = state.nextSequence
+                state.sendMarks.removeAll()
                 state.spilledThrough = state.nextSequence - 1
                 state.disk?.noteAssigned(next: state.nextSequence)
             }
@@ -553,6 +577,11 @@ public final class RecordRing: Sendable {
     }
 
     func header(at offset: Int) -> (length: Int, source: UInt32) {
+        if offset + Self.frameHeaderBytes <= capacity {
+            let length = UInt32(littleEndian: storage.loadUnaligned(fromByteOffset: offset, as: UInt32.self))
+            let source = UInt32(littleEndian: storage.loadUnaligned(fromByteOffset: offset + 4, as: UInt32.self))
+            return (Int(length), source)
+        }
         var header: (UInt32, UInt32) = (0, 0)
         withUnsafeMutableBytes(of: &header) { destination in
             let first = min(Self.frameHeaderBytes, capacity - offset)
@@ -585,6 +614,44 @@ extension RecordRing {
         var sources: [SourceCounters] = []
         var dataWaiter: (@Sendable () -> Void)?
         var spaceWaiters: [SpaceWaiter] = []
+        var sendMarks = SendMarks()
+    }
+
+    /// Where the send cursor stood after each pass that read frames from memory: a frame's sequence and the offset
+    /// where it starts (or will start, when no frame has that sequence yet). Acknowledgements release whole passes
+    /// through these marks instead of reading every released frame's header.
+    ///
+    /// A mark stays true while its sequence lies between the oldest retained frame and the next to write: frames never
+    /// move in the storage, and the only renumbering (`resume` above everything written) clears the marks.
+    struct SendMarks {
+        /// At most this many passes are remembered; older ones are forgotten (their frames are then released by
+        /// reading headers, which is only slower).
+        static let limit = 1024
+        private var marks: Deque<(sequence: UInt64, offset: Int)> = []
+
+        var count: Int { marks.count }
+
+        /// Remembers that frame `sequence` starts at `offset`. A mark at or above it (from before a rewind) goes.
+        mutating func note(sequence: UInt64, offset: Int) {
+            while let last = marks.last, last.sequence >= sequence { marks.removeLast() }
+            if marks.count == Self.limit { marks.removeFirst() }
+            marks.append((sequence, offset))
+        }
+
+        /// The newest mark whose preceding frames are all acknowledged through `acknowledged` and that lies above
+        /// the oldest retained frame, if any; forgets it and every older mark.
+        mutating func take(
+            acknowledgedThrough acknowledged: UInt64, headSequence: UInt64, nextSequence: UInt64
+        ) -> (sequence: UInt64, offset: Int)? {
+            var taken: (sequence: UInt64, offset: Int)?
+            while let first = marks.first, first.sequence <= acknowledged &+ 1 || first.sequence <= headSequence {
+                marks.removeFirst()
+                if first.sequence > headSequence && first.sequence <= nextSequence { taken = first }
+            }
+            return taken
+        }
+
+        mutating func removeAll() { marks.removeAll() }
     }
 
     struct SourceCounters {

@@ -59,6 +59,43 @@ extension RecordRingTests {
         model.rewind()
         #expect(readUnsent(ring) == model.readUnsent(maxBytes: .max))
     }
+
+    /// Acknowledgements release whole send passes at once (through the marks the reads leave); more passes than the
+    /// ring remembers, acknowledgements between marks, across the wrap of the storage, and after a rewind must all
+    /// release exactly what the model does.
+    @Test(arguments: 1...3 as ClosedRange<UInt64>)
+    func acknowledgementsThroughManySendPassesMatchTheModel(seed: UInt64) {
+        var random = SplitMix64(seed: seed)
+        let capacity = 40_000
+        let ring = RecordRing(capacity: capacity)
+        let source = ring.registerSource("a")
+        var model = RingModel(capacity: capacity, policy: .dropOldest, sourceNames: ["a"])
+        for round in 0..<6 {
+            for index in 0..<1500 {
+                let frame = pattern(round * 1500 + index, count: Int(random.next() % 24))
+                #expect(ring.append(frame, source: source) == model.append(frame, source: 0))
+                // Mostly one frame per pass, so passes outnumber what the ring remembers.
+                if random.next() % 4 != 0 {
+                    let maxBytes = Int(random.next() % 40)
+                    #expect(readUnsent(ring, maxBytes: maxBytes) == model.readUnsent(maxBytes: maxBytes))
+                }
+            }
+            if round == 3 {
+                ring.rewindToAcknowledged()
+                model.rewind()
+            }
+            for _ in 0..<3 {
+                let low = model.oldestRetained
+                let sequence = low + random.next() % max(1, model.nextToSend - low + 1)
+                ring.acknowledge(through: sequence)
+                model.acknowledge(through: sequence)
+                #expect(Snapshot(ring.statistics()) == model.statistics, "seed \(seed) round \(round)")
+            }
+        }
+        ring.rewindToAcknowledged()
+        model.rewind()
+        #expect(readUnsent(ring) == model.readUnsent(maxBytes: .max))
+    }
 }
 
 /// `RingStatistics`, constructible by the model.

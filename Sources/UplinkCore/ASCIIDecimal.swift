@@ -12,6 +12,19 @@ public enum ASCIIDecimal {
         var value: UInt64 = 0
         var overflow = false
         var length = 0
+        // Eight bytes at a time while the value cannot overflow (16 digits stay below 10^16): the collector reads
+        // four integers of up to 19 digits on every line, and a digit at a time is a chain of multiplications.
+        while length < 16 && length &+ 8 <= bytes.count {
+            let digits = UInt64(littleEndian: bytes.loadUnaligned(fromByteOffset: length, as: UInt64.self))
+                ^ 0x3030_3030_3030_3030
+            let run = leadingDigitCount(digits)
+            if run > 0 {
+                // The run's digits moved to the high bytes, zeros (leading zeros) below them.
+                value = value &* powersOfTen[run] &+ eightDigits(digits &<< UInt64(64 &- 8 &* run))
+                length &+= run
+            }
+            guard run == 8 else { return (length > 0 ? value : nil, length) }
+        }
         while length < bytes.count {
             let digit = bytes[length] &- UInt8(ascii: "0")
             guard digit < 10 else { break }
@@ -23,6 +36,27 @@ public enum ASCIIDecimal {
             value = sum
         }
         return (length > 0 && !overflow ? value : nil, length)
+    }
+
+    private static let powersOfTen: [UInt64] = [1, 10, 100, 1000, 10000, 100_000, 1_000_000, 10_000_000, 100_000_000]
+
+    /// How many of the eight bytes of `digits` (loaded little-endian, each XORed with `0`) are digits before the
+    /// first that is not: a digit is now 0...9, so its high nibble is zero and its low nibble plus 6 stays below 16.
+    /// Neither test carries from one byte into the next.
+    @inline(__always)
+    private static func leadingDigitCount(_ digits: UInt64) -> Int {
+        let highNibbles = digits & 0xF0F0_F0F0_F0F0_F0F0
+        let lowAboveNine = ((digits & 0x0F0F_0F0F_0F0F_0F0F) &+ 0x0606_0606_0606_0606) & 0x1010_1010_1010_1010
+        return (highNibbles | lowAboveNine).trailingZeroBitCount &>> 3
+    }
+
+    /// The value of eight digits 0...9, one per byte, the most significant in the lowest byte: pairs, then
+    /// quadruples, then the whole, each step one multiplication.
+    @inline(__always)
+    private static func eightDigits(_ digits: UInt64) -> UInt64 {
+        let pairs = (digits &* (10 << 8 + 1)) &>> 8 & 0x00FF_00FF_00FF_00FF
+        let quadruples = (pairs &* (100 << 16 + 1)) &>> 16 & 0x0000_FFFF_0000_FFFF
+        return (quadruples &* (10000 << 32 + 1)) &>> 32
     }
 
     /// `leading(_:)` of any collection of bytes (contiguous ones are read in place).

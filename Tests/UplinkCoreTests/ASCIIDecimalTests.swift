@@ -1,5 +1,6 @@
 import Testing
 import UplinkCore
+import UplinkTestSupport
 
 @Suite("ASCII decimal")
 struct ASCIIDecimalTests {
@@ -17,6 +18,45 @@ struct ASCIIDecimalTests {
         #expect(ASCIIDecimal.value(Array("18446744073709551615".utf8)) == .max)
         #expect(ASCIIDecimal.value(Array("18446744073709551616".utf8)) == nil)
         #expect(ASCIIDecimal.leading(Array("99999999999999999999999,".utf8)) == (nil, 23))
+    }
+
+    @Test("eight bytes at a time agrees with a digit at a time, for every run length and every byte after it",
+          arguments: 1...4 as ClosedRange<UInt64>)
+    func agreesWithADigitAtATime(seed: UInt64) {
+        var random = SplitMix64(seed: seed)
+        // Bytes that end a run, chosen next to the digits in each nibble the fast test looks at.
+        let stoppers: [UInt8] = [0x00, 0x20, 0x29, 0x2F, 0x3A, 0x3F, 0x40, 0x70, 0x79, 0xB0, 0xB9, 0xF9, 0xFA, 0xFF]
+        for digits in 0...24 {
+            for _ in 0..<40 {
+                var bytes = (0..<digits).map { _ in UInt8(ascii: "0") + UInt8(random.next() % 10) }
+                let tail = Int(random.next() % 10)
+                bytes += (0..<tail).map { index in
+                    index == 0 ? stoppers[Int(random.next() % UInt64(stoppers.count))] : UInt8(truncatingIfNeeded: random.next())
+                }
+                // Sometimes the run starts after a prefix, so the fast reads are unaligned.
+                let prefix = Int(random.next() % 3)
+                let buffer = Array(repeating: UInt8(ascii: "x"), count: prefix) + bytes
+                let result = buffer.withUnsafeBytes { ASCIIDecimal.leading(UnsafeRawBufferPointer(rebasing: $0[prefix...])) }
+                let expected = Self.digitAtATime(bytes)
+                #expect(result == expected, "\(bytes)")
+            }
+        }
+    }
+
+    /// The obvious reading the fast one is checked against.
+    private static func digitAtATime(_ bytes: [UInt8]) -> (value: UInt64?, length: Int) {
+        var value: UInt64? = 0
+        var length = 0
+        for byte in bytes {
+            guard (UInt8(ascii: "0")...UInt8(ascii: "9")).contains(byte) else { break }
+            length += 1
+            if let current = value {
+                let (times10, overflow1) = current.multipliedReportingOverflow(by: 10)
+                let (sum, overflow2) = times10.addingReportingOverflow(UInt64(byte - UInt8(ascii: "0")))
+                value = overflow1 || overflow2 ? nil : sum
+            }
+        }
+        return (length > 0 ? value : nil, length)
     }
 
     @Test("value: every byte a digit, at least one")

@@ -64,8 +64,9 @@ let package = Package(
         // against Debian's libsystemd-dev headers, but loaded with dlopen when a journald source first opens a journal
         // (Sources/CSystemd/systemd.c), so agents without one and collectors do not load it and its dependencies.
         .target(name: "CSystemd"),
-        // sync_file_range, which the collector's storage uses to keep the page cache its files occupy bounded, and the
-        // calling thread's voluntary context switches (getrusage RUSAGE_THREAD), which tell it a store slept.
+        // sync_file_range, which the collector's storage uses to keep the page cache its files occupy bounded, the
+        // calling thread's voluntary context switches (getrusage RUSAGE_THREAD), which tell it a store slept, and
+        // glibc's mallopt for the collector's heap thresholds.
         .target(name: "CLinuxIO"),
         // The one file layer: open, read, write all, fsync, atomic write, read whole, make and list directories, with
         // one error type (`FileError`). Plain system calls; no uplink module, no Foundation; NIOPosix for the thread
@@ -109,13 +110,16 @@ let package = Package(
             ],
             swiftSettings: sendPath
         ),
-        // Process tuning at start: the open-file limit and giving back the code pages that starting touched. For the
-        // executables (`uplink`, and `uplink-bench`, which cannot import `uplink`'s files); no library imports it.
+        // Process tuning at start: the open-file limit, giving back the code pages that starting touched, the
+        // collector's malloc thresholds. For the executables (`uplink`, and `uplink-bench`, which cannot import
+        // `uplink`'s files); no library imports it.
         .target(
             name: "UplinkProcess",
             dependencies: [
                 // `WholeFile`, to read /proc/self/smaps.
                 "UplinkFiles",
+                // mallopt, for the collector's heap thresholds.
+                "CLinuxIO",
                 .product(name: "Logging", package: "swift-log"),
             ],
             swiftSettings: strict

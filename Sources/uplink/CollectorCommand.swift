@@ -60,6 +60,7 @@ struct CollectorCommand: AsyncParsableCommand {
         _ = MetricsExposition.bootstrap()
         let logger = Logger(label: "uplink.collector")
         FileDescriptorLimit.raiseSoftLimit(logger: logger)
+        CollectorHeap.keepFreedMemory(logger: logger)
         var configuration = CollectorConfiguration()
         if let config {
             configuration = try ConfigurationLoading.load(config).collectorOrDefaults

@@ -1,4 +1,5 @@
-// Linux file calls that glibc declares only under _GNU_SOURCE, which Swift's Glibc module does not define.
+// Linux calls that Swift's Glibc module does not declare: file calls glibc declares only under _GNU_SOURCE, and
+// malloc.h's mallopt.
 #ifndef UPLINK_CLINUXIO_H
 #define UPLINK_CLINUXIO_H
 
@@ -16,5 +17,9 @@ int uplink_finish_writeback(int fd, int64_t offset, int64_t count);
 /// How many times the calling thread has given up the CPU voluntarily (slept in the kernel: waited for a lock, for
 /// I/O, or was throttled), from getrusage(RUSAGE_THREAD); preemptions are not counted. -1 with errno set.
 int64_t uplink_thread_voluntary_switches(void);
+
+/// Sets glibc's M_MMAP_THRESHOLD and M_TRIM_THRESHOLD (bytes) with mallopt; 1 when both were accepted, 0 otherwise
+/// (also where the C library is not glibc).
+int uplink_set_malloc_thresholds(int mmap_threshold, int trim_threshold);
 
 #endif

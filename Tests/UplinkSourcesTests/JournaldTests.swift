@@ -10,11 +10,19 @@ import UplinkTestSupport
 /// A journald source running in a task of its own.
 struct RunningJournald {
     let task: Task<Void, any Error>
+    /// What the source reports: healthy once the journal is open, watched and positioned.
+    let health = SourceHealth()
 
     init(_ config: JournaldConfig, sink: some RecordSink, stateDirectory: String? = nil, name: String = "journal-test") {
         let source = JournaldSource(name: name, config: config)
-        let context = SourceContext(sink: sink, logger: Logger(label: "journald-test"), stateDirectory: stateDirectory)
+        let context = SourceContext(
+            sink: sink, logger: Logger(label: "journald-test"), stateDirectory: stateDirectory, health: health)
         task = Task { try await source.run(context: context) }
+    }
+
+    /// Whether the source was reading in time: from then on every entry appended is read (with `since: now` too).
+    func following() async -> Bool {
+        await eventually { health.snapshot.state == .healthy }
     }
 
     /// Cancels the source and waits until it returned.
@@ -111,7 +119,7 @@ struct JournaldTests {
         config.since = .now
         let sink = RecordingSink()
         let source = RunningJournald(config, sink: sink)
-        try await Task.sleep(for: .milliseconds(200))
+        #expect(await source.following())
         for round in 0..<10 {
             try await TestJournal.append(TestJournal.numbered((5 + round * 10)..<(15 + round * 10)), to: file)
             #expect(await eventually { journalNumbers(sink.records).count >= (round + 1) * 10 }, "round \(round)")
@@ -135,7 +143,7 @@ struct JournaldTests {
         config.since = .now
         let sink = RecordingSink()
         var source = RunningJournald(config, sink: sink, stateDirectory: state)
-        try await Task.sleep(for: .milliseconds(200))
+        #expect(await source.following())
         try await TestJournal.append(TestJournal.numbered(0..<20), to: journal + "/system.journal")
         #expect(await eventually { sink.records.count >= 20 })
         try await source.stop()

@@ -82,6 +82,8 @@ func writeFile(_ path: String, _ text: String) {
 /// A tail source running in a task of its own.
 struct RunningTail {
     let task: Task<Void, any Error>
+    /// What the source reports: healthy once every file it matched is open.
+    let health: SourceHealth
 
     init(
         _ config: TailConfig, sink: some RecordSink, stateDirectory: String? = nil, name: String = "tail-test",
@@ -90,7 +92,14 @@ struct RunningTail {
     ) {
         let source = TailSource(name: name, config: config, clock: clock)
         let context = SourceContext(sink: sink, logger: logger, stateDirectory: stateDirectory, health: health)
+        self.health = health
         task = Task { try await source.run(context: context) }
+    }
+
+    /// Whether every file the paths matched was opened (the source reported itself healthy) in time: from then on a
+    /// write to them is read, whatever `start_at` says.
+    func opened() async -> Bool {
+        await eventually { health.snapshot.state == .healthy }
     }
 
     /// Cancels the source and waits until it returned.

@@ -39,7 +39,7 @@ struct TailTests {
 
         let endSink = RecordingSink()
         let endTail = RunningTail(tailTestConfig([path], startAt: .end), sink: endSink)
-        try await Task.sleep(for: .milliseconds(200))
+        #expect(await endTail.opened())
         let writer = TailTestWriter(path)
         writer.write("new 1\n")
         #expect(await eventually { endSink.count >= 1 })
@@ -217,7 +217,7 @@ struct TailTests {
         var writer = TailTestWriter(path)
         let sink = RecordingSink()
         let tail = RunningTail(tailTestConfig([path]), sink: sink)
-        try await Task.sleep(for: .milliseconds(100))
+        #expect(await tail.opened())
         var counter = 0
         for rotation in 0..<10 {
             for _ in 0..<50 {
@@ -256,7 +256,8 @@ struct TailTests {
         let path = directory.file("app.log")
         let sink = RecordingSink()
         let tail = RunningTail(tailTestConfig([path + "*"], watch: .auto), sink: sink)
-        try await Task.sleep(for: .milliseconds(100))
+        // Watching already: nothing matches yet.
+        #expect(await eventually { tail.health.snapshot.state == .idle })
         var writer = TailTestWriter(path)
         var counter = 0
         for rotation in 0..<200 {

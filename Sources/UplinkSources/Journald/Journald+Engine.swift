@@ -25,6 +25,8 @@ final class JournaldEngine {
     let checkpointPath: String?
     let journal: JournaldJournal
     let wakeup: SourceWakeup
+    /// Healthy once the journal is open, watched and positioned (`run`).
+    let health: SourceHealth
     /// What the checkpoint interval and the read-error retry are measured on and waited out with.
     let clock: any TickClock
     var watcher: JournaldWatcher?
@@ -99,8 +101,7 @@ final class JournaldEngine {
                 throw SourceError("journald source '\(name)': cannot add the match \(match): \(JournaldJournal.errorText(result))")
             }
         }
-        // The journal is open with its matches: the source works, whether or not entries come.
-        context.health.succeeded()
+        health = context.health
         batch = LogLineBatch(source: name, fields: [], originID: 0)
         lastCheckpointWrite = clock.now
     }
@@ -134,6 +135,9 @@ final class JournaldEngine {
             }
         }
         position()
+        // The journal is open, watched and positioned: the source works, whether or not entries come, and whatever is
+        // appended from now on is read.
+        health.succeeded()
         await writeCheckpoint(force: true)
         while !Task.isCancelled, !stopped {
             let more = await readSome()

@@ -17,15 +17,15 @@ import UplinkWire
 /// A small commit that finds the storage idle is stored as a group of its own on the calling thread (the stream's
 /// event loop) when nothing in it can wait for the device: `collector.fsync` off, no segment to roll, no step of the
 /// page cache's writeback, no ledger rewrite due. That is the common case at ordinary rates (a few lines per chunk),
-/// and it saves the two thread hand-offs per chunk (to the storage thread and back), about a quarter of the
-/// collector's CPU per line at 1,000 lines/s. Whatever may wait, and anything that queued meanwhile, goes to the
-/// storage thread as before.
+/// and it saves the two thread hand-offs per chunk (to the storage thread and back). Whatever may wait, and anything
+/// that queued meanwhile, goes to the storage thread as before.
 ///
 /// A buffered write that nothing foresees waiting can still sleep in the kernel: when the machine's dirty pages pass
-/// the kernel's limit it throttles every writer (measured here: 9 of 15,000 small appends over 10 ms, the longest
-/// 158 ms, beside two `dd`s and an `fsync` loop), and a journal commit can hold a write briefly. So every store that
+/// the kernel's limit it throttles every writer, and a journal commit can hold a write briefly. So every store that
 /// was foreseen not to wait checks whether its thread slept during it (a voluntary context switch); if it did, small
 /// commits go to the storage thread for `inlineHoldOff`, and a loop is held by at most one such write per hold-off.
+/// What the inline store saves and how often such writes sleep, measured: docs/architecture.md, "The collector's
+/// per-record path".
 final class Storage: Sendable {
     /// What one stream hands in for one received chunk.
     struct Commit: Sendable {

@@ -13,8 +13,11 @@ struct RunningJournald {
     /// What the source reports: healthy once the journal is open, watched and positioned.
     let health = SourceHealth()
 
-    init(_ config: JournaldConfig, sink: some RecordSink, stateDirectory: String? = nil, name: String = "journal-test") {
-        let source = JournaldSource(name: name, config: config)
+    init(
+        _ config: JournaldConfig, sink: some RecordSink, stateDirectory: String? = nil, name: String = "journal-test",
+        clock: any TickClock = SystemTickClock()
+    ) {
+        let source = JournaldSource(name: name, config: config, clock: clock)
         let context = SourceContext(
             sink: sink, logger: Logger(label: "journald-test"), stateDirectory: stateDirectory, health: health)
         task = Task { try await source.run(context: context) }
@@ -91,9 +94,11 @@ struct JournaldTests {
             var config = journaldTestConfig(directory.path)
             change(&config)
             let sink = RecordingSink()
-            let source = RunningJournald(config, sink: sink)
+            let clock = ManualTickClock()
+            let source = RunningJournald(config, sink: sink, clock: clock)
             #expect(await eventually { sink.records.count >= expected })
-            try await Task.sleep(for: .milliseconds(100))  // nothing more arrives
+            // Time for an entry too many to show: the source sleeps on one timer when idle.
+            #expect(await clock.pass(10, of: .milliseconds(50), sleepers: 1))
             try await source.stop()
             return journalNumbers(sink.records)
         }
@@ -151,9 +156,10 @@ struct JournaldTests {
         // Added while stopped: sent after the restart, although since is now (the checkpoint wins).
         try await TestJournal.append(TestJournal.numbered(20..<30), to: journal + "/system.journal")
         let second = RecordingSink()
-        source = RunningJournald(config, sink: second, stateDirectory: state)
+        let clock = ManualTickClock()
+        source = RunningJournald(config, sink: second, stateDirectory: state, clock: clock)
         #expect(await eventually { second.records.count >= 10 })
-        try await Task.sleep(for: .milliseconds(100))
+        #expect(await clock.pass(10, of: .milliseconds(50), sleepers: 1))  // time for an entry too many to show
         try await source.stop()
         #expect(journalNumbers(second.records) == Array(20..<30))
     }
@@ -168,11 +174,14 @@ struct JournaldTests {
         try await TestJournal.append(TestJournal.numbered(0..<1000), to: file)
 
         let sink = RecordingSink(acknowledgesOnEmit: false)
-        var source = RunningJournald(journaldTestConfig(directory.path), sink: sink, stateDirectory: state)
+        // Time is the test's: the checkpoint interval (50 ms) passes only when the clock is moved on.
+        let clock = ManualTickClock()
+        var source = RunningJournald(journaldTestConfig(directory.path), sink: sink, stateDirectory: state, clock: clock)
         #expect(await eventually { sink.count >= 1000 })
-        try await Task.sleep(for: .milliseconds(200))  // several checkpoint intervals
+        #expect(await clock.pass(10, of: .milliseconds(50), sleepers: 1))  // ten checkpoint intervals
         #expect(Self.cursor(state) == nil, "a checkpoint before any acknowledgement")
-        // Batches of 512: acknowledging the first batch moves the checkpoint to its last entry.
+        // Batches of 512: acknowledging the first batch moves the checkpoint to its last entry (an acknowledgement
+        // wakes the source, and the interval has passed).
         sink.acknowledge(through: 600)
         #expect(await eventually { Self.cursor(state) != nil })
         try await source.stop()  // waits up to 5 s for the rest: not acknowledged, so not checkpointed
@@ -190,8 +199,10 @@ struct JournaldTests {
 
         // Everything acknowledged: a restart sends nothing again, and then only new entries.
         let third = RecordingSink(acknowledgesOnEmit: false)
-        source = RunningJournald(journaldTestConfig(directory.path), sink: third, stateDirectory: state)
-        try await Task.sleep(for: .milliseconds(300))
+        let thirdClock = ManualTickClock()
+        source = RunningJournald(journaldTestConfig(directory.path), sink: third, stateDirectory: state, clock: thirdClock)
+        #expect(await source.following())
+        #expect(await thirdClock.pass(10, of: .milliseconds(50), sleepers: 1))
         #expect(third.count == 0)
         try await TestJournal.append(TestJournal.numbered(1100..<1110), to: file)
         #expect(await eventually { third.count >= 10 })
@@ -257,9 +268,10 @@ struct JournaldTests {
         let total = next + 30
         try FileManager.default.removeItem(atPath: file(5))
         let second = RecordingSink(acknowledgesOnEmit: false)
-        source = RunningJournald(journaldTestConfig(journalDirectory), sink: second, stateDirectory: state)
+        let clock = ManualTickClock()
+        source = RunningJournald(journaldTestConfig(journalDirectory), sink: second, stateDirectory: state, clock: clock)
         #expect(await eventually { second.count >= 30 })
-        try await Task.sleep(for: .milliseconds(200))
+        #expect(await clock.pass(10, of: .milliseconds(50), sleepers: 1))  // time for an entry too many to show
         second.acknowledge(through: UInt64(second.count))
         try await source.stop()
         #expect(journalNumbers(second.records) == Array(next..<total))

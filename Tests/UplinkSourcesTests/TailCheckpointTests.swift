@@ -78,16 +78,20 @@ struct TailCheckpointTests {
 
         let sink = RecordingSink(acknowledgesOnEmit: false)
         sink.acknowledge(through: .max)
-        let tail = RunningTail(config, sink: sink, stateDirectory: state)
-        #expect(await eventually { Self.checkpoints(state)?.count == 40 && Self.checkpoints(state)?.allSatisfy { $0.offset == 8 } == true })
+        // Time is the test's: polls and checkpoint intervals pass only when the clock is moved on.
+        let clock = ManualTickClock()
+        let tail = RunningTail(config, sink: sink, stateDirectory: state, clock: clock)
+        #expect(await clock.advance(by: .milliseconds(20), until: {
+            Self.checkpoints(state)?.count == 40 && Self.checkpoints(state)?.allSatisfy { $0.offset == 8 } == true
+        }))
         let fileBefore = FileManager.default.contents(atPath: checkpointPath)
         let inodeBefore = TailFS.status(path: checkpointPath)?.inode
 
         // One file moves: only its entry is written, to the changes file; the checkpoint file is left alone.
         let writer = TailTestWriter(logs + "/f07.log")
         writer.write("three\n")
-        #expect(await eventually { offset("f07.log") == 14 })
-        try await Task.sleep(for: .milliseconds(200))  // several checkpoint intervals
+        #expect(await clock.advance(by: .milliseconds(20), until: { offset("f07.log") == 14 }))
+        #expect(await clock.pass(10, of: .milliseconds(50)))  // ten checkpoint intervals
         #expect(FileManager.default.contents(atPath: checkpointPath) == fileBefore)
         #expect(TailFS.status(path: checkpointPath)?.inode == inodeBefore)
         let changes = try TailCheckpointChanges.decode(Array(try #require(FileManager.default.contents(atPath: changesPath)))).get()
@@ -100,15 +104,17 @@ struct TailCheckpointTests {
         writeFile(logs + "/f20.log", "one\ntwo\nlater\n")
         let second = RecordingSink(acknowledgesOnEmit: false)
         second.acknowledge(through: .max)
-        let again = RunningTail(config, sink: second, stateDirectory: state)
+        let secondClock = ManualTickClock()
+        let again = RunningTail(config, sink: second, stateDirectory: state, clock: secondClock)
         #expect(await eventually { second.count >= 2 })
-        try await Task.sleep(for: .milliseconds(200))
+        #expect(await secondClock.pass(10, of: .milliseconds(50)))  // time for a line read again to show
         #expect(messages(second.records).sorted() == ["four", "later"])
 
         // Most files move: the checkpoint file is rewritten whole and the changes file removed.
         for name in names.prefix(30) { TailTestWriter(logs + "/" + name).write("more\n") }
-        #expect(await eventually { second.count >= 32 })
-        #expect(await eventually { offset("f00.log") == 13 && !FileManager.default.fileExists(atPath: changesPath) })
+        #expect(await secondClock.advance(by: .milliseconds(20), until: {
+            second.count >= 32 && offset("f00.log") == 13 && !FileManager.default.fileExists(atPath: changesPath)
+        }))
         #expect(FileManager.default.contents(atPath: checkpointPath) != fileBefore)
         try await again.stop()
         #expect(Self.checkpoints(state)?.count == 40)
@@ -154,18 +160,20 @@ struct TailCheckpointTests {
         for index in 0..<10 { writer.write("line \(index)\n") }  // 7 bytes each
 
         let sink = RecordingSink(acknowledgesOnEmit: false)
-        let tail = RunningTail(tailTestConfig([path]), sink: sink, stateDirectory: state)
+        // Time is the test's: the checkpoint interval (50 ms) passes only when the clock is moved on.
+        let clock = ManualTickClock()
+        let tail = RunningTail(tailTestConfig([path]), sink: sink, stateDirectory: state, clock: clock)
         #expect(await eventually { sink.count >= 10 })
         #expect(await eventually { Self.checkpoints(state)?.count == 1 })
-        try await Task.sleep(for: .milliseconds(200))  // several checkpoint intervals
+        #expect(await clock.pass(10, of: .milliseconds(50)))  // ten checkpoint intervals
         #expect(Self.checkpoints(state)?.first?.offset == 0)
 
         sink.acknowledge(through: 4)
-        #expect(await eventually { Self.checkpoints(state)?.first?.offset == 28 })
-        try await Task.sleep(for: .milliseconds(200))
+        #expect(await clock.advance(by: .milliseconds(50), until: { Self.checkpoints(state)?.first?.offset == 28 }))
+        #expect(await clock.pass(10, of: .milliseconds(50)))
         #expect(Self.checkpoints(state)?.first?.offset == 28)
         sink.acknowledge(through: 6)
-        #expect(await eventually { Self.checkpoints(state)?.first?.offset == 42 })
+        #expect(await clock.advance(by: .milliseconds(50), until: { Self.checkpoints(state)?.first?.offset == 42 }))
         let origin = try #require(sink.records.first?.logLine?.origin?.id)
         #expect(Self.checkpoints(state)?.first?.originID == origin)
         #expect(Self.checkpoints(state)?.first?.path == path)
@@ -180,9 +188,11 @@ struct TailCheckpointTests {
 
         let second = RecordingSink(acknowledgesOnEmit: false)
         second.acknowledge(through: .max)
-        let again = RunningTail(tailTestConfig([path], startAt: .end), sink: second, stateDirectory: state)
+        let secondClock = ManualTickClock()
+        let again = RunningTail(
+            tailTestConfig([path], startAt: .end), sink: second, stateDirectory: state, clock: secondClock)
         #expect(await eventually { second.count >= 6 })
-        try await Task.sleep(for: .milliseconds(100))
+        #expect(await secondClock.pass(10, of: .milliseconds(50)))  // time for a line too many to show
         try await again.stop()
         #expect(messages(second.records) == (6..<12).map { "line \($0)" })
         #expect(second.records.allSatisfy { $0.logLine?.origin?.id == origin })
@@ -211,9 +221,10 @@ struct TailCheckpointTests {
         writeFile(path, "b1\n")
 
         let second = RecordingSink()
-        let again = RunningTail(config, sink: second, stateDirectory: state)
+        let clock = ManualTickClock()
+        let again = RunningTail(config, sink: second, stateDirectory: state, clock: clock)
         #expect(await eventually { second.count >= 2 })
-        try await Task.sleep(for: .milliseconds(100))
+        #expect(await clock.pass(10, of: .milliseconds(50)))  // time for a line read twice to show
         try await again.stop()
         #expect(Set(messages(second.records)) == ["a3", "b1"])
         #expect(second.records.first { $0.tailMessage == "a3" }?.tailField("path") == path + ".1")
@@ -239,9 +250,10 @@ struct TailCheckpointTests {
         let reused = TailFS.status(path: path)!.inode == oldInode
 
         let second = RecordingSink()
-        let again = RunningTail(tailTestConfig([path], startAt: .end), sink: second, stateDirectory: state)
+        let clock = ManualTickClock()
+        let again = RunningTail(tailTestConfig([path], startAt: .end), sink: second, stateDirectory: state, clock: clock)
         #expect(await eventually { second.count >= 1 })
-        try await Task.sleep(for: .milliseconds(100))
+        #expect(await clock.pass(10, of: .milliseconds(50)))  // time for a line too many to show
         try await again.stop()
         // Read from its start (not at the old offset 38, past its end; not skipped by start_at: end).
         #expect(messages(second.records) == ["new"])

@@ -445,9 +445,11 @@ struct TailTests {
         let total = 5000
         writeFile(path, (0..<total).map { "line \($0)\n" }.joined())
         let sink = RecordingSink(permits: 100)
-        let tail = RunningTail(tailTestConfig([path]), sink: sink)
+        let clock = ManualTickClock()
+        let tail = RunningTail(tailTestConfig([path]), sink: sink, clock: clock)
         #expect(await eventually { sink.count == 100 && sink.waiting == 1 })
-        try await Task.sleep(for: .milliseconds(200))
+        // Ten poll intervals pass while the reader waits for the sink (only the opener sleeps on the clock then).
+        #expect(await clock.pass(10, of: .milliseconds(20), sleepers: 1))
         #expect(sink.count == 100)
         #expect(sink.waiting == 1)
         var granted = 100

@@ -235,6 +235,30 @@ final class ManualTickClock: TickClock {
 
     /// How far each sleep in progress has yet to go, shortest first.
     var sleepsLeft: [Duration] { clock.sleepsLeft }
+
+    /// Lets `steps` steps of `step` pass, each settled: the time moves on and the `sleepers` tasks that sleep on
+    /// this clock are asleep again before the next (`ManualClock.advance(by:settlingTo:)`), so whatever a source
+    /// would do in that time is done. A tail source sleeps twice on its clock when idle: its reading task's timer
+    /// and its opener's scan. Whether every step settled.
+    func pass(_ steps: Int, of step: Duration, sleepers: Int = 2) async -> Bool {
+        for _ in 0..<steps {
+            guard await clock.advance(by: step, settlingTo: sleepers) else { return false }
+        }
+        return true
+    }
+
+    /// Settled steps of `step` (as `pass`) until `condition` holds, at most `steps`; whether it held. Before each
+    /// step the condition gets a little real time (`eventually`, 50 ms), for work that an event rather than the clock
+    /// set going: a step settles as soon as every sleeper sleeps again, which says nothing of a task woken otherwise.
+    func advance(
+        by step: Duration, until condition: () -> Bool, steps: Int = 200, sleepers: Int = 2
+    ) async -> Bool {
+        for _ in 0..<steps {
+            if await eventually(timeout: .milliseconds(50), condition) { return true }
+            guard await clock.advance(by: step, settlingTo: sleepers) else { return false }
+        }
+        return await eventually(condition)
+    }
 }
 
 // MARK: - Logging

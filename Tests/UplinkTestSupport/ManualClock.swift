@@ -67,4 +67,16 @@ public final class ManualClock: Clock, Sendable {
     public func waitForSleepers(_ count: Int) async -> Bool {
         await eventually { sleepers >= count }
     }
+
+    /// Moves the time on by `step` and waits (`eventually`) until the tasks that sleep on this clock are all asleep
+    /// again: `count` sleeps in progress, each with time left. A task woken by the step has then done what was due
+    /// and gone back to sleep, so what it would do by this time is done. Whether they settled.
+    public func advance(by step: Duration, settlingTo count: Int) async -> Bool {
+        advance(by: step)
+        return await eventually {
+            state.withLock { state in
+                state.sleepers.count == count && state.sleepers.allSatisfy { $0.deadline > state.now }
+            }
+        }
+    }
 }

@@ -629,8 +629,6 @@ extension RecordRing {
         static let limit = 1024
         private var marks: Deque<(sequence: UInt64, offset: Int)> = []
 
-        var count: Int { marks.count }
-
         /// Remembers that frame `sequence` starts at `offset`. A mark at or above it (from before a rewind) goes.
         mutating func note(sequence: UInt64, offset: Int) {
             while let last = marks.last, last.sequence >= sequence { marks.removeLast() }

@@ -21,7 +21,7 @@ struct ASCIIDecimalTests {
     }
 
     @Test("eight bytes at a time agrees with a digit at a time, for every run length and every byte after it",
-          arguments: 1...4 as ClosedRange<UInt64>)
+          .computeBound, arguments: 1...4 as ClosedRange<UInt64>)
     func agreesWithADigitAtATime(seed: UInt64) {
         var random = SplitMix64(seed: seed)
         // Bytes that end a run, chosen next to the digits in each nibble the fast test looks at.

@@ -63,7 +63,7 @@ extension RecordRingTests {
     /// Acknowledgements release whole send passes at once (through the marks the reads leave); more passes than the
     /// ring remembers, acknowledgements between marks, across the wrap of the storage, and after a rewind must all
     /// release exactly what the model does.
-    @Test(arguments: 1...3 as ClosedRange<UInt64>)
+    @Test(.computeBound, arguments: 1...3 as ClosedRange<UInt64>)
     func acknowledgementsThroughManySendPassesMatchTheModel(seed: UInt64) {
         var random = SplitMix64(seed: seed)
         let capacity = 40_000

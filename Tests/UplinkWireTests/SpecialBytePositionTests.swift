@@ -1,10 +1,11 @@
 import Testing
 import UplinkCore
+import UplinkTestSupport
 import UplinkWire
 
 /// The encoder copies and the decoder skips plain string bytes eight at a time, then one at a time: whatever position
 /// a byte that needs work takes in a message, the line decodes back to the message.
-@Suite("JSON strings: a special byte at every position")
+@Suite("JSON strings: a special byte at every position", .computeBound)
 struct SpecialBytePositionTests {
     /// A quote, a backslash, control characters and non-ASCII bytes at the edges of their ranges.
     static let special: [UInt8] = [0x22, 0x5C, 0x00, 0x0A, 0x1F, 0x80, 0xC3, 0xFF]

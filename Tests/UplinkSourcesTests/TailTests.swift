@@ -171,7 +171,9 @@ struct TailTests {
         var writer = TailTestWriter(path)
         let sink = RecordingSink()
         let logs = LogCapture()
-        let tail = RunningTail(tailTestConfig([path], watch: watch), sink: sink, logger: logs.logger)
+        // Time is the test's: polls, lingering rotated files and timeouts move only with the clock.
+        let clock = ManualTickClock()
+        let tail = RunningTail(tailTestConfig([path], watch: watch), sink: sink, logger: logs.logger, clock: clock)
         let rotations = 50
         let linesPerFile = 400
         // The tailer has the file before its first rotation (a file renamed away unseen is out of `paths`' reach).
@@ -195,12 +197,12 @@ struct TailTests {
             writer.write("line \(counter) " + String(repeating: "p", count: 100) + "\n")
             counter += 1
             let seen = counter
-            #expect(await eventually { sink.count >= seen })
+            #expect(await clock.advance(by: .milliseconds(20), until: { sink.count >= seen }))
         }
         writer.write("last\n")
         let total = counter + 1
-        #expect(await eventually { sink.count >= total })
-        try await Task.sleep(for: .milliseconds(200))
+        #expect(await clock.advance(by: .milliseconds(20), until: { sink.count >= total }))
+        #expect(await clock.pass(10, of: .milliseconds(50)))  // time for a line read twice to show
         try await tail.stop()
         let got = messages(sink.records)
         let expected = (0..<counter).map { "line \($0) " + String(repeating: "p", count: 100) } + ["last"]
@@ -216,7 +218,8 @@ struct TailTests {
         let path = directory.file("app.log")
         var writer = TailTestWriter(path)
         let sink = RecordingSink()
-        let tail = RunningTail(tailTestConfig([path]), sink: sink)
+        let clock = ManualTickClock()
+        let tail = RunningTail(tailTestConfig([path]), sink: sink, clock: clock)
         #expect(await tail.opened())
         var counter = 0
         for rotation in 0..<10 {
@@ -227,7 +230,8 @@ struct TailTests {
             // Rotated like logrotate's `create`: renamed and a new file made at once; the writer reopens later.
             rename(path, directory.file("app.log.\(rotation)"))
             let next = TailTestWriter(path)
-            try await Task.sleep(for: .milliseconds(30))
+            // Two polls: the tailer sees the new file at the path and keeps reading the renamed one.
+            #expect(await clock.pass(2, of: .milliseconds(20)))
             for _ in 0..<5 {
                 writer.write("line \(counter)\n")
                 counter += 1
@@ -238,11 +242,12 @@ struct TailTests {
             writer.write("line \(counter)\n")
             counter += 1
             let seen = counter
-            #expect(await eventually { sink.count >= seen })
+            #expect(await clock.advance(by: .milliseconds(20), until: { sink.count >= seen }))
         }
         writer.close()
-        #expect(await eventually { sink.count >= counter })
-        try await Task.sleep(for: .milliseconds(200))
+        let total = counter
+        #expect(await clock.advance(by: .milliseconds(20), until: { sink.count >= total }))
+        #expect(await clock.pass(10, of: .milliseconds(50)))  // time for a line read twice to show
         try await tail.stop()
         let got = messages(sink.records)
         #expect(got.count == counter)

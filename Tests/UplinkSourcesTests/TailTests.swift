@@ -260,7 +260,8 @@ struct TailTests {
         defer { directory.remove() }
         let path = directory.file("app.log")
         let sink = RecordingSink()
-        let tail = RunningTail(tailTestConfig([path + "*"], watch: .auto), sink: sink)
+        let clock = ManualTickClock()
+        let tail = RunningTail(tailTestConfig([path + "*"], watch: .auto), sink: sink, clock: clock)
         // Watching already: nothing matches yet.
         #expect(await eventually { tail.health.snapshot.state == .idle })
         var writer = TailTestWriter(path)
@@ -279,8 +280,9 @@ struct TailTests {
             writer = TailTestWriter(path)
         }
         writer.close()
-        #expect(await eventually { sink.count >= counter })
-        try await Task.sleep(for: .milliseconds(300))
+        let total = counter
+        #expect(await clock.advance(by: .milliseconds(20), until: { sink.count >= total }))
+        #expect(await clock.pass(10, of: .milliseconds(50)))  // time for a line read twice to show
         try await tail.stop()
         let got = messages(sink.records)
         #expect(got.count == counter)
@@ -305,7 +307,8 @@ struct TailTests {
         let path = directory.file("app.log")
         let writer = TailTestWriter(path)
         let sink = RecordingSink()
-        let tail = RunningTail(tailTestConfig([path]), sink: sink)
+        let clock = ManualTickClock()
+        let tail = RunningTail(tailTestConfig([path]), sink: sink, clock: clock)
         var counter = 0
         for round in 0..<5 {
             for _ in 0..<100 {
@@ -313,7 +316,7 @@ struct TailTests {
                 counter += 1
             }
             let target = counter
-            #expect(await eventually { sink.count >= target })
+            #expect(await clock.advance(by: .milliseconds(20), until: { sink.count >= target }))
             // copytruncate: copy, then truncate in place; the writer (O_APPEND) goes on at the new end.
             try FileManager.default.copyItem(atPath: path, toPath: directory.file("app.log.\(round)"))
             #expect(truncate(path, 0) == 0)
@@ -322,8 +325,9 @@ struct TailTests {
             writer.write("line \(counter)\n")
             counter += 1
         }
-        #expect(await eventually { sink.count >= counter })
-        try await Task.sleep(for: .milliseconds(200))
+        let total = counter
+        #expect(await clock.advance(by: .milliseconds(20), until: { sink.count >= total }))
+        #expect(await clock.pass(10, of: .milliseconds(50)))  // time for a line read twice to show
         try await tail.stop()
         let got = messages(sink.records)
         #expect(got == (0..<counter).map { "line \($0)" })
@@ -346,13 +350,14 @@ struct TailTests {
         writeFile(copy, (0..<10).map { "old line \($0)\n" }.joined())
         writeFile(path, "")
         let sink = RecordingSink(permits: 10 + 50)
-        let tail = RunningTail(tailTestConfig([directory.file("app.log*")]), sink: sink)
+        let clock = ManualTickClock()
+        let tail = RunningTail(tailTestConfig([directory.file("app.log*")]), sink: sink, clock: clock)
         #expect(await eventually { sink.count == 10 })
         let incarnation = (0..<300).map(line).joined()
         let writer = TailTestWriter(path)
         writer.write(incarnation)
         // The reader sent 50 lines and waits for room for the rest.
-        #expect(await eventually { sink.count == 60 && sink.waiting == 1 })
+        #expect(await clock.advance(by: .milliseconds(20), until: { sink.count == 60 && sink.waiting == 1 }))
 
         // The rotation, as logrotate does it: shift the old copy, create the new one and copy into it (seen by
         // the opener while it is still short), truncate.
@@ -360,15 +365,16 @@ struct TailTests {
         let copyWriter = TailTestWriter(copy, truncate: true)
         let firstPart = (0..<20).map(line).joined()
         copyWriter.write(firstPart)
-        try await Task.sleep(for: .milliseconds(300))  // 15 poll intervals: the opener has opened it
+        // 15 poll intervals, while only the opener sleeps on the clock (the reader waits for room): it has opened it.
+        #expect(await clock.pass(15, of: .milliseconds(20), sleepers: 1))
         copyWriter.write(String(incarnation.dropFirst(firstPart.count)))
         copyWriter.close()
         #expect(ftruncate(writer.descriptor, 0) == 0)
 
         sink.grant(100_000)
         writer.write("line 0 of the second incarnation\n")
-        #expect(await eventually { sink.count >= 10 + 300 + 1 })
-        try await Task.sleep(for: .milliseconds(500))  // time for a wrong second read of the copy to show
+        #expect(await clock.advance(by: .milliseconds(20), until: { sink.count >= 10 + 300 + 1 }))
+        #expect(await clock.pass(25, of: .milliseconds(20)))  // time for a wrong second read of the copy to show
         try await tail.stop()
         let got = messages(sink.records)
         let expected = (0..<10).map { "old line \($0)" } + (0..<300).map { String(line($0).dropLast()) }
@@ -384,15 +390,16 @@ struct TailTests {
         let path = directory.file("app.log")
         writeFile(path, "a fairly long first line\nanother long line here\n")
         let sink = RecordingSink()
-        let tail = RunningTail(tailTestConfig([path]), sink: sink)
+        let clock = ManualTickClock()
+        let tail = RunningTail(tailTestConfig([path]), sink: sink, clock: clock)
         #expect(await eventually { sink.count >= 2 })
         // Truncated and rewritten with something shorter than the offset read: the size shows it.
         writeFile(path, "short\n")
-        #expect(await eventually { sink.count >= 3 })
+        #expect(await clock.advance(by: .milliseconds(20), until: { sink.count >= 3 }))
         // Rewritten with something longer than the offset read: the fingerprint shows it.
         writeFile(path, "XXXXXXXX a different first line, long enough to pass the old offset\nand more\n")
-        #expect(await eventually { sink.count >= 5 })
-        try await Task.sleep(for: .milliseconds(100))
+        #expect(await clock.advance(by: .milliseconds(20), until: { sink.count >= 5 }))
+        #expect(await clock.pass(10, of: .milliseconds(50)))  // time for a line read twice to show
         try await tail.stop()
         #expect(
             messages(sink.records) == [

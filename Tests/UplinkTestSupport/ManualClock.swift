@@ -73,10 +73,13 @@ public final class ManualClock: Clock, Sendable {
     /// and gone back to sleep, so what it would do by this time is done. Whether they settled.
     public func advance(by step: Duration, settlingTo count: Int) async -> Bool {
         advance(by: step)
-        return await eventually {
-            state.withLock { state in
-                state.sleepers.count == count && state.sleepers.allSatisfy { $0.deadline > state.now }
-            }
+        return await eventually { isSettled(count) }
+    }
+
+    /// Whether `count` sleeps are in progress and each has time left (see `advance(by:settlingTo:)`).
+    public func isSettled(_ count: Int) -> Bool {
+        state.withLock { state in
+            state.sleepers.count == count && state.sleepers.allSatisfy { $0.deadline > state.now }
         }
     }
 }

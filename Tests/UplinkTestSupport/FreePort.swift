@@ -34,8 +34,12 @@ public enum FreePort {
     }
 
     /// A socket bound to 127.0.0.1:`port` (0: one the kernel picks), or nil when the port is taken.
+    ///
+    /// Close-on-exec: a child this process starts while the port is reserved (an in-process agent's `exec` source
+    /// spawns its commands without closing what they inherit) must not keep the port bound after `release()`; a
+    /// collector then failed to bind it ("Address already in use") once in a full run.
     private static func bind(port: UInt16) -> PortReservation? {
-        let socketFD = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        let socketFD = socket(AF_INET, Int32(SOCK_STREAM.rawValue | SOCK_CLOEXEC.rawValue), 0)
         guard socketFD >= 0 else { return nil }
         var address = sockaddr_in()
         address.sin_family = sa_family_t(AF_INET)

@@ -65,8 +65,9 @@ let package = Package(
         // (Sources/CSystemd/systemd.c), so agents without one and collectors do not load it and its dependencies.
         .target(name: "CSystemd"),
         // sync_file_range, which the collector's storage uses to keep the page cache its files occupy bounded, the
-        // calling thread's voluntary context switches (getrusage RUSAGE_THREAD), which tell it a store slept, and
-        // glibc's mallopt for the collector's heap thresholds.
+        // calling thread's voluntary context switches (getrusage RUSAGE_THREAD), which tell it a store slept,
+        // glibc's mallopt for the collector's heap thresholds, and pipe2 and posix_spawn's closefrom for the exec
+        // source's commands.
         .target(name: "CLinuxIO"),
         // The one file layer: open, read, write all, fsync, atomic write, read whole, make and list directories, with
         // one error type (`FileError`). Plain system calls; no uplink module, no Foundation; NIOPosix for the thread
@@ -142,6 +143,8 @@ let package = Package(
                 // Each kind's folder decodes its own keys (`SourceKindConfig.decode`).
                 "UplinkConfig",
                 "CSystemd",
+                // pipe2 and posix_spawn's closefrom, for the exec source's commands.
+                "CLinuxIO",
                 .product(name: "SystemPackage", package: "swift-system"),
                 .product(name: "Logging", package: "swift-log"),
                 // Checkpoint writes (`fsync`) run on NIO's blocking-I/O thread pool; the tailer's inotify descriptors are

@@ -95,6 +95,20 @@ struct ExecRunTests {
         }
     }
 
+    @Test("the command inherits no descriptor of the agent but its standard streams")
+    func noInheritedDescriptors() async throws {
+        // A descriptor without close-on-exec, as a library might leave one, at a number no shell uses.
+        let plain = open("/dev/null", O_RDONLY)
+        try #require(plain >= 0)
+        let high = fcntl(plain, F_DUPFD, 200)
+        close(plain)
+        try #require(high >= 200)
+        defer { close(high) }
+        let outcome = await ExecSource.runCommand(
+            ["sh", "-c", "if [ -e /proc/$$/fd/\(high) ]; then echo inherited; else echo closed; fi"], timeout: .seconds(10))
+        #expect(outcome == .exited(status: 0, output: Array("closed\n".utf8)))
+    }
+
     @Test("a hanging command (sleep 10) is killed with its process group when the timeout passes")
     func timeout() async throws {
         let directory = try Fixtures.temporaryDirectory()

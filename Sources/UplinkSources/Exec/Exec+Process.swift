@@ -1,3 +1,5 @@
+import CLinuxIO
+
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Musl)
@@ -31,11 +33,11 @@ extension ExecSource {
     static func runCommand(_ command: [String], timeout: Duration) async -> Outcome {
         guard !command.isEmpty else { return .spawnFailed(errno: ENOENT) }
         var fds: [Int32] = [-1, -1]
-        guard pipe(&fds) == 0 else { return .spawnFailed(errno: errno) }
+        // Close-on-exec from the start: a command another exec source spawns meanwhile must not inherit the write end,
+        // or this run would see its output end only when that command exits.
+        guard uplink_pipe_cloexec(&fds) == 0 else { return .spawnFailed(errno: errno) }
         let readEnd = fds[0]
         let writeEnd = fds[1]
-        _ = fcntl(readEnd, F_SETFD, FD_CLOEXEC)
-        _ = fcntl(writeEnd, F_SETFD, FD_CLOEXEC)
         _ = fcntl(readEnd, F_SETFL, fcntl(readEnd, F_GETFL) | O_NONBLOCK)
         defer { close(readEnd) }
 
@@ -118,8 +120,9 @@ extension ExecSource {
         var value: Int32
     }
 
-    /// `posix_spawnp` with stdout on `stdout`, stdin and stderr on `/dev/null`, a new process group, an empty
-    /// signal mask and default dispositions for the signals a parent commonly ignores or handles.
+    /// `posix_spawnp` with stdout on `stdout`, stdin and stderr on `/dev/null`, no other descriptor of the agent, a
+    /// new process group, an empty signal mask and default dispositions for the signals a parent commonly ignores or
+    /// handles.
     private static func spawn(_ command: [String], stdout: Int32) -> Result<pid_t, SpawnError> {
         var actions = posix_spawn_file_actions_t()
         posix_spawn_file_actions_init(&actions)
@@ -127,6 +130,9 @@ extension ExecSource {
         posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
         posix_spawn_file_actions_adddup2(&actions, stdout, 1)
         posix_spawn_file_actions_addopen(&actions, 2, "/dev/null", O_WRONLY, 0)
+        // Whatever else is open here (a library's descriptor without close-on-exec) stays with the agent: a command
+        // must not hold the agent's sockets or files. Only glibc 2.34+ can; elsewhere close-on-exec is all there is.
+        _ = uplink_spawn_close_from(&actions, 3)
 
         var attributes = posix_spawnattr_t()
         posix_spawnattr_init(&attributes)

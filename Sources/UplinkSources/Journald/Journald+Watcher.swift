@@ -1,3 +1,4 @@
+import CLinuxIO
 import Dispatch
 import Synchronization
 
@@ -24,9 +25,9 @@ final class JournaldWatcher: Sendable {
     /// A watcher of `journalFD` that signals `wakeup`; fails with the `errno` of `pipe(2)`.
     static func make(journalFD: Int32, wakeup: SourceWakeup) -> Result<JournaldWatcher, SourceFiles.Errno> {
         var pipeFDs: [Int32] = [-1, -1]
-        guard pipe(&pipeFDs) == 0 else { return .failure(SourceFiles.Errno(errno)) }
+        // Close-on-exec from the start: an exec source's command spawned meanwhile must not inherit it.
+        guard uplink_pipe_cloexec(&pipeFDs) == 0 else { return .failure(SourceFiles.Errno(errno)) }
         for fd in pipeFDs {
-            _ = fcntl(fd, F_SETFD, FD_CLOEXEC)
             _ = fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK)
         }
         return .success(JournaldWatcher(journalFD: journalFD, controlRead: pipeFDs[0], controlWrite: pipeFDs[1], wakeup: wakeup))

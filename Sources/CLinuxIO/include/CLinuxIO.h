@@ -1,5 +1,5 @@
-// Linux calls that Swift's Glibc module does not declare: file calls glibc declares only under _GNU_SOURCE, and
-// malloc.h's mallopt.
+// Linux calls that Swift's Glibc module does not declare: those glibc declares only under _GNU_SOURCE
+// (sync_file_range, pipe2, posix_spawn's closefrom), and malloc.h's mallopt.
 #ifndef UPLINK_CLINUXIO_H
 #define UPLINK_CLINUXIO_H
 

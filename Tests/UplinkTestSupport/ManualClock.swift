@@ -70,7 +70,8 @@ public final class ManualClock: Clock, Sendable {
 
     /// Moves the time on by `step` and waits (`eventually`) until the tasks that sleep on this clock are all asleep
     /// again: `count` sleeps in progress, each with time left. A task woken by the step has then done what was due
-    /// and gone back to sleep, so what it would do by this time is done. Whether they settled.
+    /// and gone back to sleep, so what it would do by this time is done (of a task that something other than the
+    /// clock woke, it says nothing). Whether they settled.
     public func advance(by step: Duration, settlingTo count: Int) async -> Bool {
         advance(by: step)
         return await eventually { isSettled(count) }

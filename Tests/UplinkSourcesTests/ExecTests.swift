@@ -144,12 +144,19 @@ struct ExecRunTests {
 
     @Test("cancelling the source kills the running command")
     func cancellation() async throws {
-        let started = ContinuousClock.now
-        let task = Task { await ExecSource.runCommand(["sleep", "10"], timeout: .seconds(30)) }
-        try await Task.sleep(for: .milliseconds(200))
+        let directory = try Fixtures.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let pidFile = directory.appendingPathComponent("pid").path
+        let task = Task {
+            await ExecSource.runCommand(["sh", "-c", "echo $$ > \(pidFile).part; mv \(pidFile).part \(pidFile); exec sleep 10"], timeout: .seconds(30))
+        }
+        // Running: it wrote its pid.
+        #expect(await eventually { FileManager.default.fileExists(atPath: pidFile) })
+        let pid = try #require(Int32(try String(contentsOfFile: pidFile, encoding: .utf8).trimmingCharacters(in: .whitespacesAndNewlines)))
         task.cancel()
         #expect(await task.value == .cancelled)
-        #expect(ContinuousClock.now - started >= .milliseconds(200))
+        // Killed and reaped by the run: the process is gone, not left running or as a zombie.
+        #expect(kill(pid, 0) != 0 || isZombie(pid), "pid \(pid) still running")
     }
 
     @Test("the source emits what the command prints, with the configured tags and unit")

@@ -147,15 +147,15 @@ struct ExecRunTests {
         let directory = try Fixtures.temporaryDirectory()
         defer { try? FileManager.default.removeItem(at: directory) }
         let pidFile = directory.appendingPathComponent("pid").path
-        let task = Task {
-            await ExecSource.runCommand(["sh", "-c", "echo $$ > \(pidFile).part; mv \(pidFile).part \(pidFile); exec sleep 10"], timeout: .seconds(30))
-        }
+        // A command that writes its pid (whole, by a rename) and then runs until it is killed.
+        let command = "echo $$ > \(pidFile).part; mv \(pidFile).part \(pidFile); exec tail -f /dev/null"
+        let task = Task { await ExecSource.runCommand(["sh", "-c", command], timeout: .seconds(30)) }
         // Running: it wrote its pid.
         #expect(await eventually { FileManager.default.fileExists(atPath: pidFile) })
         let pid = try #require(Int32(try String(contentsOfFile: pidFile, encoding: .utf8).trimmingCharacters(in: .whitespacesAndNewlines)))
         task.cancel()
         #expect(await task.value == .cancelled)
-        // Killed and reaped by the run: the process is gone, not left running or as a zombie.
+        // Killed: gone, or at most a zombie not yet reaped; not running.
         #expect(kill(pid, 0) != 0 || isZombie(pid), "pid \(pid) still running")
     }
 

@@ -93,7 +93,6 @@ let package = Package(
             dependencies: [
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "Logging", package: "swift-log"),
-                .product(name: "Metrics", package: "swift-metrics"),
                 .product(name: "DequeModule", package: "swift-collections"),
             ],
             swiftSettings: sendPath
@@ -107,7 +106,6 @@ let package = Package(
                 "UplinkCore",
                 "UplinkFiles",
                 .product(name: "Logging", package: "swift-log"),
-                .product(name: "Metrics", package: "swift-metrics"),
             ],
             swiftSettings: sendPath
         ),

@@ -43,14 +43,16 @@ extension Collector {
         return nil
     }
 
-    /// Adds the series read at scrape time: per sink (delivered, retried, dead-lettered, lost, lag) and the stream
-    /// limit. Counts the collector keeps as it goes reach the exposition through swift-metrics.
+    /// Adds the collector's series, all read at scrape time from the counts the collector keeps (the same snapshots
+    /// `/v1/status` shows): the stream and edge counts, per sink (delivered, retried, dead-lettered, lost, lag), per
+    /// agent, and the stream limit.
     func registerSeries() -> ScrapeHook {
         let registry = exposition.registry
         let limit = registry.gauge("uplink_collector_max_streams")
         limit.record(Int64(configuration.maxStreams))
-        let sinks = SinkSeries(registry)
-        let agents = AgentSeries(registry, limit: Self.metricsAgentLimit)
+        let counts = CountSeries(exposition)
+        let sinks = SinkSeries(exposition)
+        let agents = AgentSeries(exposition, limit: Self.metricsAgentLimit)
         let configStates: [(ConfigStatus.State, Gauge)] =
             configuration.remoteConfig == nil
             ? []
@@ -58,6 +60,7 @@ extension Collector {
                 ($0, registry.gauge("uplink_collector_config_agents", labels: [("state", $0.rawValue)]))
             }
         return exposition.addScrapeHook { [self] in
+            counts.update(recorder.snapshot(marks: [:]), edge: edgeStatistics())
             let end = forwarding.withLock { $0.first?.log.committedEnd }
             for statistics in sinkStatistics() { sinks.update(statistics, logEnd: end) }
             agents.update(fleet())
@@ -72,6 +75,45 @@ extension Collector {
     public static let metricsAgentLimit = 200
 }
 
+/// The collector-wide counts (`CollectorStatistics`, `CollectorEdgeStatistics`) as `uplink_collector_*` series.
+private final class CountSeries: Sendable {
+    private let counters: [(ScrapedCounter, @Sendable (CollectorStatistics) -> UInt64)]
+    private let edgeCounters: [(ScrapedCounter, EdgeRecorder.Event)]
+    private let activeStreams: Gauge
+
+    init(_ exposition: MetricsExposition) {
+        func counter(_ name: String, _ count: @escaping @Sendable (CollectorStatistics) -> UInt64)
+            -> (ScrapedCounter, @Sendable (CollectorStatistics) -> UInt64)
+        {
+            (exposition.counter(name), count)
+        }
+        counters = [
+            counter("uplink_collector_records_stored_total") { $0.recordsStored },
+            counter("uplink_collector_duplicates_total") { $0.duplicatesDiscarded },
+            counter("uplink_collector_resent_total") { $0.resentDiscarded },
+            counter("uplink_collector_gaps_total") { $0.gaps },
+            counter("uplink_collector_missing_total") { $0.recordsMissing },
+            counter("uplink_collector_malformed_lines_total") { $0.malformedLines },
+            counter("uplink_collector_too_long_lines_total") { $0.tooLongLines },
+            counter("uplink_collector_heartbeats_total") { $0.heartbeats },
+            counter("uplink_collector_streams_total") { $0.streamsAccepted },
+            counter("uplink_collector_streams_replaced_total") { $0.streamsReplaced },
+            counter("uplink_collector_streams_rejected_total") { $0.streamsRejected },
+            counter("uplink_collector_sink_errors_total") { $0.sinkErrors },
+            counter("uplink_collector_decompression_bombs_total") { $0.decompressionBombs },
+            counter("uplink_collector_corrupt_bodies_total") { $0.corruptBodies },
+        ]
+        edgeCounters = EdgeRecorder.Event.allCases.map { (exposition.counter($0.seriesName), $0) }
+        activeStreams = exposition.registry.gauge("uplink_collector_active_streams")
+    }
+
+    func update(_ statistics: CollectorStatistics, edge: CollectorEdgeStatistics) {
+        for (counter, count) in counters { counter.update(to: count(statistics)) }
+        for (counter, event) in edgeCounters { counter.update(to: edge[keyPath: event.keyPath]) }
+        activeStreams.record(Int64(statistics.activeStreams))
+    }
+}
+
 /// The per-agent series, for at most `limit` agents (the first seen since start) so that a fleet, or a peer
 /// inventing agent ids, cannot grow the exposition without bound.
 private final class AgentSeries: Sendable {
@@ -79,7 +121,7 @@ private final class AgentSeries: Sendable {
         let stored, duplicates, resent, missing, rejected: ScrapedCounter
         let connected, lag: Gauge
     }
-    private let registry: PrometheusCollectorRegistry
+    private let exposition: MetricsExposition
     private let limit: Int
     private let series = Mutex<[String: Series]>([:])
     private let known: Gauge
@@ -87,13 +129,14 @@ private final class AgentSeries: Sendable {
     private let withoutSeries: Gauge
     private let evicted: ScrapedCounter
 
-    init(_ registry: PrometheusCollectorRegistry, limit: Int) {
-        self.registry = registry
+    init(_ exposition: MetricsExposition, limit: Int) {
+        self.exposition = exposition
         self.limit = limit
+        let registry = exposition.registry
         known = registry.gauge("uplink_collector_agents")
         connected = registry.gauge("uplink_collector_agents_connected")
         withoutSeries = registry.gauge("uplink_collector_agents_without_series")
-        evicted = ScrapedCounter(registry, name: "uplink_collector_agents_evicted_total")
+        evicted = exposition.counter("uplink_collector_agents_evicted_total")
     }
 
     func update(_ fleet: FleetSnapshot) {
@@ -123,7 +166,8 @@ private final class AgentSeries: Sendable {
             if let existing = series[agent] { return existing }
             guard series.count < limit else { return nil }
             let labels = [("agent", agent)]
-            func counter(_ name: String) -> ScrapedCounter { ScrapedCounter(registry, name: name, labels: labels) }
+            let registry = exposition.registry
+            func counter(_ name: String) -> ScrapedCounter { exposition.counter(name, labels: labels) }
             let set = Series(
                 stored: counter("uplink_collector_agent_records_stored_total"),
                 duplicates: counter("uplink_collector_agent_duplicates_total"),
@@ -140,18 +184,19 @@ private final class AgentSeries: Sendable {
 
 /// The per-sink series (`uplink_collector_sink_*{sink}`), one set per configured sink.
 private final class SinkSeries: Sendable {
-    private let registry: PrometheusCollectorRegistry
+    private let exposition: MetricsExposition
     private let series = Mutex<[String: (forwarded: ScrapedCounter, retries: ScrapedCounter, deadLettered: ScrapedCounter, lost: ScrapedCounter, lag: Gauge)]>([:])
 
-    init(_ registry: PrometheusCollectorRegistry) {
-        self.registry = registry
+    init(_ exposition: MetricsExposition) {
+        self.exposition = exposition
     }
 
     func update(_ statistics: SinkStatistics, logEnd: Int64?) {
         let set = series.withLock { series in
             if let set = series[statistics.name] { return set }
             let labels = [("sink", statistics.name)]
-            func counter(_ name: String) -> ScrapedCounter { ScrapedCounter(registry, name: name, labels: labels) }
+            let registry = exposition.registry
+            func counter(_ name: String) -> ScrapedCounter { exposition.counter(name, labels: labels) }
             let set = (
                 forwarded: counter("uplink_collector_sink_records_forwarded_total"),
                 retries: counter("uplink_collector_sink_retries_total"),

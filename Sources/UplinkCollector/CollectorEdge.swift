@@ -1,5 +1,4 @@
 import Logging
-import Metrics
 import Synchronization
 
 /// What the collector's network edge refused, cut or noticed: connection limits, deadlines, TLS and identity.
@@ -32,13 +31,14 @@ public struct CollectorEdgeStatistics: Sendable, Equatable {
     public init() {}
 }
 
-/// Counts edge events into `CollectorEdgeStatistics` and swift-metrics counters; shared by the channel handlers.
+/// Counts edge events into `CollectorEdgeStatistics` (the one place they are kept); shared by the channel handlers.
 final class EdgeRecorder: Sendable {
     enum Event: CaseIterable {
         case streamOverLimit, identityRefused, headTimeout, idleTimeout, tlsHandshakeFailure, acceptFailure
         case connectionShed, http2Stream, tlsStream
 
-        var label: String {
+        /// The series `/metrics` shows the count under.
+        var seriesName: String {
             switch self {
             case .streamOverLimit: "uplink_collector_streams_over_limit_total"
             case .identityRefused: "uplink_collector_identity_refused_total"
@@ -68,15 +68,9 @@ final class EdgeRecorder: Sendable {
     }
 
     private let statistics = Mutex(CollectorEdgeStatistics())
-    private let counters: [Counter]
-
-    init() {
-        counters = Event.allCases.map { Counter(label: $0.label) }
-    }
 
     func record(_ event: Event) {
         statistics.withLock { $0[keyPath: event.keyPath] &+= 1 }
-        counters[Event.allCases.firstIndex(of: event)!].increment()
     }
 
     func snapshot() -> CollectorEdgeStatistics { statistics.withLock { $0 } }

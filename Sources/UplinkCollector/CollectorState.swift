@@ -1,4 +1,3 @@
-import Metrics
 import Synchronization
 import UplinkWire
 
@@ -102,102 +101,64 @@ final class MarkTable: Sendable {
     }
 }
 
-/// Keeps `CollectorStatistics` and reports the same counts through swift-metrics.
+/// Keeps `CollectorStatistics`: the one place each of these counts is kept (`/v1/status`, the fleet page and the
+/// `/metrics` scrape hook all read `snapshot(marks:)`).
 package final class StatisticsRecorder: Sendable {
     package init() {}
 
     private let statistics = Mutex(CollectorStatistics())
-    private let recordsStored = Counter(label: "uplink_collector_records_stored_total")
-    private let duplicates = Counter(label: "uplink_collector_duplicates_total")
-    private let resent = Counter(label: "uplink_collector_resent_total")
-    private let gaps = Counter(label: "uplink_collector_gaps_total")
-    private let missing = Counter(label: "uplink_collector_missing_total")
-    private let malformed = Counter(label: "uplink_collector_malformed_lines_total")
-    private let tooLong = Counter(label: "uplink_collector_too_long_lines_total")
-    private let heartbeats = Counter(label: "uplink_collector_heartbeats_total")
-    private let streamsAccepted = Counter(label: "uplink_collector_streams_total")
-    private let streamsReplaced = Counter(label: "uplink_collector_streams_replaced_total")
-    private let streamsRejected = Counter(label: "uplink_collector_streams_rejected_total")
-    private let sinkErrors = Counter(label: "uplink_collector_sink_errors_total")
-    private let decompressionBombs = Counter(label: "uplink_collector_decompression_bombs_total")
-    private let corruptBodies = Counter(label: "uplink_collector_corrupt_bodies_total")
-    private let activeStreams = Gauge(label: "uplink_collector_active_streams")
 
     /// Counts what a received chunk held (before it is stored).
     package func received(_ batch: ReceivedBatch) {
-        let (gapCount, missingCount) = (UInt64(batch.gaps.count), batch.missing)
-        let (malformedCount, tooLongCount) = (batch.malformed, batch.tooLong)
         statistics.withLock {
             $0.duplicatesDiscarded.addSaturating(batch.duplicates)
             $0.resentDiscarded.addSaturating(batch.resent)
             $0.heartbeats.addSaturating(batch.heartbeats)
-            $0.gaps.addSaturating(gapCount)
-            $0.recordsMissing.addSaturating(missingCount)
-            $0.malformedLines.addSaturating(malformedCount)
-            $0.tooLongLines.addSaturating(tooLongCount)
+            $0.gaps.addSaturating(UInt64(batch.gaps.count))
+            $0.recordsMissing.addSaturating(batch.missing)
+            $0.malformedLines.addSaturating(batch.malformed)
+            $0.tooLongLines.addSaturating(batch.tooLong)
         }
-        Self.add(batch.duplicates, to: duplicates)
-        Self.add(batch.resent, to: resent)
-        Self.add(batch.heartbeats, to: heartbeats)
-        Self.add(gapCount, to: gaps)
-        Self.add(missingCount, to: missing)
-        Self.add(malformedCount, to: malformed)
-        Self.add(tooLongCount, to: tooLong)
     }
 
     func stored(_ count: Int) {
         statistics.withLock { $0.recordsStored.addSaturating(UInt64(count)) }
-        Self.add(UInt64(count), to: recordsStored)
     }
 
     func streamOpened(replacing: Bool) {
-        let active = statistics.withLock {
+        statistics.withLock {
             $0.streamsAccepted.addSaturating(1)
             if replacing { $0.streamsReplaced.addSaturating(1) }
             $0.activeStreams += 1
-            return $0.activeStreams
         }
-        streamsAccepted.increment()
-        if replacing { streamsReplaced.increment() }
-        activeStreams.record(active)
     }
 
     func streamClosed() {
-        let active = statistics.withLock {
-            $0.activeStreams -= 1
-            return $0.activeStreams
-        }
-        activeStreams.record(active)
+        statistics.withLock { $0.activeStreams -= 1 }
     }
 
     func streamRejected() {
         statistics.withLock { $0.streamsRejected.addSaturating(1) }
-        streamsRejected.increment()
     }
 
     /// A stream's compressed body was refused: over the limits (a bomb, or a zstd window too large) or corrupt.
     func decompressionFailed(_ error: WireCompressionError) {
-        if error.isResourceLimit {
-            statistics.withLock { $0.decompressionBombs.addSaturating(1) }
-            decompressionBombs.increment()
-        } else {
-            statistics.withLock { $0.corruptBodies.addSaturating(1) }
-            corruptBodies.increment()
+        statistics.withLock {
+            if error.isResourceLimit {
+                $0.decompressionBombs.addSaturating(1)
+            } else {
+                $0.corruptBodies.addSaturating(1)
+            }
         }
     }
 
     func sinkError() {
         statistics.withLock { $0.sinkErrors.addSaturating(1) }
-        sinkErrors.increment()
     }
 
     package func snapshot(marks: [StreamKey: UInt64]) -> CollectorStatistics {
         var snapshot = statistics.withLock { $0 }
         snapshot.marks = marks
         return snapshot
-    }
-
-    private static func add(_ count: UInt64, to counter: Counter) {
-        if count > 0 { counter.increment(by: Int64(clamping: count)) }
     }
 }

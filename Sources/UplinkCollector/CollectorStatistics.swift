@@ -33,9 +33,9 @@ public struct StreamKey: Hashable, Sendable, CustomStringConvertible {
 
 /// Counts since the collector started (marks: since the data directory was created).
 ///
-/// Every count is also reported through swift-metrics (`uplink_collector_*`). Counts saturate at `UInt64.max`
-/// rather than wrap or trap: what agents send decides some of them (a gap's size is the difference of two
-/// sequence numbers), so no input can make a count crash the collector.
+/// `/metrics` reads these counts when scraped (`uplink_collector_*`); they are kept nowhere else. Counts saturate
+/// at `UInt64.max` rather than wrap or trap: what agents send decides some of them (a gap's size is the difference
+/// of two sequence numbers), so no input can make a count crash the collector.
 public struct CollectorStatistics: Sendable, Equatable {
     /// Records accepted and stored in the log (`uplink_collector_records_stored_total`).
     public var recordsStored: UInt64 = 0

@@ -21,7 +21,6 @@ extension RecordRing {
                     // The system refused the write: the frame is lost, as without a disk.
                     let sourceIndex = Int(sourceWord & ~Self.keptFlag)
                     state.sources[sourceIndex].droppedOldest += 1
-                    state.sources[sourceIndex].droppedOldestCounter.increment()
                 }
                 state.spilledThrough = state.headSequence
             }

@@ -1,5 +1,4 @@
 import DequeModule
-import Metrics
 import Synchronization
 
 /// Identifies a source registered with a `RecordRing`; frames carry it so drops can be counted per source.
@@ -49,7 +48,6 @@ public final class RecordRing: Sendable {
     // Only touched with `state` locked; `state.memory` owns the mapping.
     nonisolated(unsafe) let storage: UnsafeMutableRawPointer
     let state: Mutex<State>
-    private let usedBytesGauge = Gauge(label: "uplink_ring_used_bytes")
     /// `state.acknowledged`, raised after each acknowledgement, for the sources waiting for one.
     private let acknowledgements = MonotonicSignal<UInt64>()
 
@@ -132,7 +130,6 @@ public final class RecordRing: Sendable {
                 }
                 if Task.isCancelled {
                     state.sources[Int(source.rawValue)].droppedNewest += 1
-                    state.sources[Int(source.rawValue)].droppedNewestCounter.increment()
                     return (.droppedNewest, nil)
                 }
                 return (nil, nil)
@@ -165,7 +162,6 @@ public final class RecordRing: Sendable {
                             if Task.isCancelled {
                                 let remaining = ends.count - outcomes.count
                                 state.sources[Int(source.rawValue)].droppedNewest += remaining
-                                state.sources[Int(source.rawValue)].droppedNewestCounter.increment(by: Int64(remaining))
                                 outcomes.append(contentsOf: repeatElement(.droppedNewest, count: remaining))
                                 break
                             }
@@ -197,7 +193,6 @@ public final class RecordRing: Sendable {
         let needed = Self.frameHeaderBytes + frame.count
         if needed > capacity || frame.count > Int(UInt32.max) {
             state.sources[sourceIndex].rejectedOversize += 1
-            state.sources[sourceIndex].rejectedOversizeCounter.increment()
             return .rejectedOversize
         }
         if state.used + needed > capacity {
@@ -205,25 +200,21 @@ public final class RecordRing: Sendable {
                 // Moving frames to disk loses nothing, whatever the policy: the disk budget applies it.
                 guard mayDrop, canDropOldest(toFit: needed, state), evictToDiskLocked(toFit: needed, &state) else {
                     state.sources[sourceIndex].droppedNewest += 1
-                    state.sources[sourceIndex].droppedNewestCounter.increment()
                     return .droppedNewest
                 }
             } else {
                 guard mayDrop, policy == .dropOldest, canDropOldest(toFit: needed, state) else {
                     state.sources[sourceIndex].droppedNewest += 1
-                    state.sources[sourceIndex].droppedNewestCounter.increment()
                     return .droppedNewest
                 }
                 while state.used + needed > capacity {
                     dropOldestLocked(&state)
                 }
             }
-            usedBytesGauge.record(state.used + needed)
         }
         let sourceWord = kept ? source.rawValue | Self.keptFlag : source.rawValue
         if state.disk != nil, !writeThroughLocked(frame, sourceWord: sourceWord, &state) {
             state.sources[sourceIndex].droppedNewest += 1
-            state.sources[sourceIndex].droppedNewestCounter.increment()
             return .droppedNewest
         }
         state.memory.noteWritten(at: state.tail, count: needed)
@@ -246,22 +237,7 @@ public final class RecordRing: Sendable {
         state.nextSequence += 1
         state.disk?.noteAssigned(next: state.nextSequence)
         state.sources[sourceIndex].appended += 1
-        if sequence & 1023 == 0 { reportMetricsLocked(&state) }
         return .appended(sequence: sequence)
-    }
-
-    /// Brings the swift-metrics appended counters and the fill gauge up to date. Appends are counted in the locked
-    /// state and reported in batches (every 1024 appends, and on every drain, ack and snapshot) because a metrics
-    /// call per append would cost more than the append itself.
-    private func reportMetricsLocked(_ state: inout State) {
-        for index in state.sources.indices {
-            let unreported = state.sources[index].appended - state.sources[index].appendedReported
-            if unreported > 0 {
-                state.sources[index].appendedCounter.increment(by: Int64(unreported))
-                state.sources[index].appendedReported = state.sources[index].appended
-            }
-        }
-        usedBytesGauge.record(state.used)
     }
 
     /// Whether dropping oldest frames can make room for `needed` bytes without dropping a kept frame.
@@ -283,7 +259,6 @@ public final class RecordRing: Sendable {
         let (length, sourceWord) = header(at: state.head)
         let sourceIndex = Int(sourceWord & ~Self.keptFlag)
         state.sources[sourceIndex].droppedOldest += 1
-        state.sources[sourceIndex].droppedOldestCounter.increment()
         releaseHeadLocked(&state, frameBytes: Self.frameHeaderBytes + length)
     }
 
@@ -426,7 +401,6 @@ public final class RecordRing: Sendable {
                 state.disk?.release(through: state.acknowledged)
                 if state.sendSequence <= sequence { moveSendCursorLocked(to: sequence &+ 1, &state) }
             }
-            reportMetricsLocked(&state)
             return (takeSatisfiedSpaceWaiters(&state), state.acknowledged)
         }
         for waiter in spaceWaiters { waiter.continuation.resume() }
@@ -490,8 +464,7 @@ public final class RecordRing: Sendable {
     /// `retainedFrames > 0` always comes with the frame it counts.
     public func statistics(oldestPrefixBytes: Int = 0) -> RingStatistics {
         state.withLock { state in
-            reportMetricsLocked(&state)
-            return RingStatistics(
+            RingStatistics(
                 capacity: capacity,
                 usedBytes: state.used,
                 retainedFrames: Int(state.nextSequence - state.headSequence),
@@ -655,26 +628,9 @@ extension RecordRing {
     struct SourceCounters {
         let name: String
         var appended = 0
-        var appendedReported = 0
         var droppedOldest = 0
         var droppedNewest = 0
         var rejectedOversize = 0
-        let appendedCounter: Counter
-        let droppedOldestCounter: Counter
-        let droppedNewestCounter: Counter
-        let rejectedOversizeCounter: Counter
-
-        init(name: String) {
-            self.name = name
-            let source = [("source", name)]
-            appendedCounter = Counter(label: "uplink_records_appended_total", dimensions: source)
-            droppedOldestCounter = Counter(
-                label: "uplink_records_dropped_total", dimensions: source + [("reason", "buffer_full_drop_oldest")])
-            droppedNewestCounter = Counter(
-                label: "uplink_records_dropped_total", dimensions: source + [("reason", "buffer_full_drop_newest")])
-            rejectedOversizeCounter = Counter(
-                label: "uplink_records_dropped_total", dimensions: source + [("reason", "larger_than_buffer")])
-        }
     }
 
     struct SpaceWaiter {

@@ -2,13 +2,15 @@ import CoreMetrics
 import Prometheus
 import Synchronization
 
-/// The process's Prometheus exposition: the swift-metrics backend that every `uplink_*` counter and gauge reports
-/// to, plus values that are only read when scraped (ring fill, ages, stream state, per-agent counts), rendered as
-/// the text format 0.0.4 that `/metrics` serves on the agent (`agent.metrics_listen`) and on the collector.
+/// The process's Prometheus exposition, rendered as the text format 0.0.4 that `/metrics` serves on the agent
+/// (`agent.metrics_listen`) and on the collector.
 ///
-/// swift-metrics binds each counter to the backend when the counter is created, and the backend can be set only
-/// once per process: call `MetricsExposition.bootstrap()` at start, before any agent or collector is created.
-/// Without it counters are no-ops and `render()` shows only what scrape hooks report.
+/// Most series are read when scraped: the agent and the collector keep each count once, in their statistics
+/// snapshots (`UplinkStatistics`, `RingStatistics`, `CollectorStatistics`, …, which `/v1/status` and the fleet page
+/// show), and a scrape hook brings the series up to those counts (`counter(_:labels:)`, `ScrapedCounter`). The few
+/// counts that no snapshot holds (remote configuration's applies and downloads) are swift-metrics counters: this is
+/// also swift-metrics' backend once `bootstrap()` ran. The backend can be set only once per process: call
+/// `MetricsExposition.bootstrap()` at start, before any agent or collector is created.
 ///
 /// Nothing here runs between scrapes: scrape hooks run only inside `render()`, so an idle process with the
 /// endpoint enabled costs nothing until it is asked.
@@ -16,6 +18,7 @@ public final class MetricsExposition: Sendable {
     /// Where the series live; hooks and `ScrapedCounter`s create theirs here.
     public let registry: PrometheusCollectorRegistry
     private let hooks = Mutex<(next: Int, byID: [Int: @Sendable () -> Void])>((0, [:]))
+    private let scrapedCounters = Mutex<[ScrapedCounter.Key: ScrapedCounter]>([:])
 
     /// An exposition of its own, not connected to swift-metrics (tests; hooks only).
     public init() {
@@ -54,6 +57,20 @@ public final class MetricsExposition: Sendable {
         }
     }
 
+    /// The counter `name{labels}` that follows a cumulative count kept elsewhere, created on first use. Every call
+    /// for the same series returns the same one, so a hook registered again (an endpoint restarted) continues from
+    /// what the series shows instead of adding the whole count a second time. One count feeds one series: where
+    /// several owners count into a series, their hook passes the sum.
+    public func counter(_ name: String, labels: [(String, String)] = []) -> ScrapedCounter {
+        let key = ScrapedCounter.Key(name: name, labels: labels.map { [$0.0, $0.1] })
+        return scrapedCounters.withLock { counters in
+            if let existing = counters[key] { return existing }
+            let counter = ScrapedCounter(registry, name: name, labels: labels)
+            counters[key] = counter
+            return counter
+        }
+    }
+
     /// Stops calling a hook (its owner stopped). Its series stay, with their last values.
     public func removeScrapeHook(_ hook: ScrapeHook) {
         _ = hooks.withLock { $0.byID.removeValue(forKey: hook.id) }
@@ -80,14 +97,23 @@ public struct ScrapeHook: Sendable, Hashable {
 /// A Prometheus counter fed from a cumulative count kept elsewhere (a statistics snapshot): each `update(to:)`
 /// adds what the count grew by since the previous one. A count that went down (its owner restarted in-process) is
 /// taken as a reset: the counter then grows by the new count, as Prometheus' `rate()` expects after a reset.
+/// Made by `MetricsExposition.counter(_:labels:)`, one per series.
 public final class ScrapedCounter: Sendable {
+    struct Key: Hashable {
+        let name: String
+        let labels: [[String]]
+    }
+
     private let counter: Prometheus.Counter
     private let last = Mutex<UInt64>(0)
 
     /// The series `name{labels}` in `registry`, with the help text of `SeriesCatalog`.
-    public init(_ registry: PrometheusCollectorRegistry, name: String, labels: [(String, String)] = []) {
+    fileprivate init(_ registry: PrometheusCollectorRegistry, name: String, labels: [(String, String)]) {
         counter = registry.makeCounter(descriptor: .exactly(name), labels: labels)
     }
+
+    /// Brings the counter up to `total`.
+    public func update(to total: Int) { update(to: UInt64(max(0, total))) }
 
     /// Brings the counter up to `total`.
     public func update(to total: UInt64) {

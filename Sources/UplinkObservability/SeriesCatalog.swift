@@ -17,9 +17,9 @@ public struct SeriesDefinition: Sendable, Hashable {
 }
 
 /// Every series the agent's and the collector's `/metrics` endpoints serve, with its help text: the one place that
-/// text is written. Series created through swift-metrics (`Counter(label:)`, `Gauge(label:)`) get it from the
-/// backend `MetricsExposition.bootstrap()` installs; those made on the registry directly (`ScrapedCounter`,
-/// `registry.gauge(_:labels:)`) look it up here too. docs/metrics.md's tables say the same, row for row (checked by
+/// text is written. Series read at scrape time (`MetricsExposition.counter(_:labels:)`, `registry.gauge(_:labels:)`)
+/// look it up here, and so does the swift-metrics backend `MetricsExposition.bootstrap()` installs for the few
+/// `Counter(label:)`s. docs/metrics.md's tables say the same, row for row (checked by
 /// MetricsConventionsTests in the integration tests), in the same order as here.
 public enum SeriesCatalog {
     /// The agent's series (docs/metrics.md, "Agent").

@@ -1,5 +1,4 @@
 import Logging
-import Metrics
 import UplinkCore
 import UplinkFiles
 
@@ -46,7 +45,6 @@ public struct PersistentBuffer: RecordRingDisk {
     private var loggedWriteError = false
     /// The counters (`RecordRing.persistentStatistics()` reads them).
     public private(set) var statistics = PersistentBufferStatistics()
-    private let metrics = PersistentBufferMetrics()
 
     /// Sequences reserved at once in `spill` mode: one 40-byte `state` write per this many records.
     public static let reservationBlock: UInt64 = 1 << 20
@@ -139,7 +137,6 @@ public struct PersistentBuffer: RecordRingDisk {
             unlink(segmentPath(segments[index].firstSequence))
             segments.remove(at: index)
         }
-        metrics.corrupt.increment(by: Int64(statistics.corruptRegions + statistics.tornTails))
 
         let diskNext = segments.last.map { max($0.lastSequence + 1, $0.firstSequence, previous + 1) } ?? 1
         if let state = readState() {
@@ -168,7 +165,6 @@ public struct PersistentBuffer: RecordRingDisk {
         try writeState(clean: false, next: nextSequence)
         try openActive()
         statistics.diskBytes = segments.reduce(0) { $0 + $1.bytes }
-        metrics.diskBytes.record(statistics.diskBytes)
         logger.info(
             "persistent buffer open",
             metadata: [
@@ -225,7 +221,6 @@ public struct PersistentBuffer: RecordRingDisk {
             }
             guard makeRoom(for: size, acknowledged: acknowledged) else {
                 statistics.framesRefused += 1
-                metrics.refused.increment()
                 return .refused
             }
         } catch {
@@ -255,7 +250,6 @@ public struct PersistentBuffer: RecordRingDisk {
         statistics.framesWritten += 1
         statistics.bytesWritten += size
         statistics.diskBytes += size
-        metrics.written.increment(by: Int64(size))
         return .written
     }
 
@@ -266,7 +260,6 @@ public struct PersistentBuffer: RecordRingDisk {
 
     private mutating func failed(_ code: Int32, _ description: String) -> WriteOutcome {
         statistics.writeErrors += 1
-        metrics.writeErrors.increment()
         if !loggedWriteError {
             loggedWriteError = true
             logger.error(
@@ -285,7 +278,6 @@ public struct PersistentBuffer: RecordRingDisk {
             unlink(segmentPath(oldest.firstSequence))
             statistics.diskBytes -= oldest.bytes
             statistics.framesDropped += dropped
-            metrics.dropped.increment(by: Int64(dropped))
             if reader.segment == oldest.firstSequence { reader = Reader() }
             logger.warning(
                 "persistent buffer full: oldest records dropped",
@@ -411,7 +403,6 @@ public struct PersistentBuffer: RecordRingDisk {
             statistics.diskBytes -= segment.bytes
             if reader.segment == segment.firstSequence { reader = Reader() }
         }
-        metrics.diskBytes.record(statistics.diskBytes)
     }
 
     /// When something was written since the last call: the `fsync` of the newest segment (through a duplicate of its
@@ -440,7 +431,6 @@ public struct PersistentBuffer: RecordRingDisk {
         } catch {
             logger.error("persistent buffer: cannot record the clean shutdown: \(error)")
         }
-        metrics.diskBytes.record(statistics.diskBytes)
         logger.info(
             "persistent buffer closed",
             metadata: ["next_sequence": "\(next)", "bytes": "\(statistics.diskBytes)"])
@@ -493,13 +483,4 @@ public struct PersistentBuffer: RecordRingDisk {
         }
         try PersistentFiles.writeAtomically(statePath, bytes)
     }
-}
-
-struct PersistentBufferMetrics: Sendable {
-    let written = Counter(label: "uplink_buffer_disk_written_bytes_total")
-    let dropped = Counter(label: "uplink_records_dropped_total", dimensions: [("reason", "disk_budget_drop_oldest")])
-    let refused = Counter(label: "uplink_records_dropped_total", dimensions: [("reason", "disk_budget_drop_newest")])
-    let corrupt = Counter(label: "uplink_buffer_disk_corrupt_total")
-    let writeErrors = Counter(label: "uplink_buffer_disk_write_errors_total")
-    let diskBytes = Gauge(label: "uplink_buffer_disk_bytes")
 }

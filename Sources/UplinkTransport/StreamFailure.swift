@@ -18,6 +18,21 @@ public enum StreamFailure: Sendable, Equatable, CustomStringConvertible {
     /// The collector answered `415` to the body's `Content-Encoding`; the uplink now sends uncompressed bodies.
     case encodingRefused(WireCompression)
 
+    /// The failure's kind as `uplink_stream_failures_total`'s `reason` label and `UplinkStatistics.failuresByReason`'s
+    /// key: `transport`, `status_<code>`, `response_ended`, `no_resume`, `ack_stall`, `write_stall`,
+    /// `encoding_refused`.
+    public var reason: String {
+        switch self {
+        case .transport: "transport"
+        case .status(let code): "status_\(code)"
+        case .responseEnded: "response_ended"
+        case .noResume: "no_resume"
+        case .ackStall: "ack_stall"
+        case .writeStall: "write_stall"
+        case .encodingRefused: "encoding_refused"
+        }
+    }
+
     /// 4xx answers: wrong URL, token or headers. Retrying soon cannot succeed.
     public var isConfigurationProblem: Bool {
         if case .status(let code) = self { return (400..<500).contains(code) }

@@ -150,7 +150,6 @@ final class UplinkDriver {
             // The collector stored these, whichever stream carried them: release them in any case.
             ring.acknowledge(through: sequence)
             uplink.statisticsBox.withLock { $0.acknowledged = max($0.acknowledged, sequence) }
-            uplink.metrics.acknowledgedSequence.record(Int64(clamping: sequence))
             perform(machine.acknowledged(connection, through: sequence, everythingAcknowledged: ring.isEmpty, now: now))
             if connection == machine.currentStream?.connection {
                 inFlight.acknowledged(through: sequence)
@@ -194,7 +193,6 @@ final class UplinkDriver {
         switch action {
         case .connect(let connection):
             uplink.statisticsBox.withLock { $0.connectionAttempts += 1 }
-            uplink.metrics.connectionAttempts.increment()
             openStream(connection)
         case .resume(let collectorHas):
             let first = ring.resume(collectorHas: collectorHas)
@@ -219,9 +217,9 @@ final class UplinkDriver {
     }
 
     private func record(_ failure: StreamFailure, delay: Duration?) {
-        uplink.metrics.failure(failure)
         uplink.statisticsBox.withLock { statistics in
             statistics.failures += 1
+            statistics.failuresByReason[failure.reason, default: 0] += 1
             statistics.lastFailure = failure
             statistics.lastFailureTime = WallClock.nowNanoseconds()
             if let delay {

@@ -93,7 +93,6 @@ extension UplinkDriver {
         let written = pair.write(&pending)
         note(bytes: written, lineBytes: line.readableBytes, records: 0)
         uplink.statisticsBox.withLock { $0.heartbeatsSent += 1 }
-        uplink.metrics.heartbeats.increment()
         _ = machine.wrote(
             connection, lastSequence: nil, wroteBytes: written > 0, pairFull: pending.readableBytes > 0, now: .now)
     }
@@ -126,8 +125,5 @@ extension UplinkDriver {
             $0.lineBytesWritten += lineBytes
             $0.recordsWritten += records
         }
-        if bytes > 0 { uplink.metrics.bytesSent.increment(by: Int64(bytes)) }
-        if lineBytes > 0 { uplink.metrics.lineBytes.increment(by: Int64(lineBytes)) }
-        if records > 0 { uplink.metrics.recordsSent.increment(by: Int64(records)) }
     }
 }

@@ -25,7 +25,6 @@ public final class Uplink: Service {
     let backoffSleep: (@Sendable (Duration) async throws -> Void)?
     private let suppliedClient: HTTPClient?
     let statisticsBox = Mutex(UplinkStatistics())
-    let metrics = UplinkMetrics()
     /// Reads `uplink.tls`'s files and reads them again when they change; nil for an `http://` URL.
     let tlsReloader: TLSReloader?
     /// Remote configuration hints in, the agent's status out (nil: none).

@@ -1,7 +1,7 @@
 import UplinkWire
 
-/// Counters of one `Uplink`, for tests, benchmarks and the status view. Operators get the same numbers as
-/// swift-metrics counters (`uplink_*`).
+/// Counters of one `Uplink`, for tests, benchmarks and the status view: the one place they are kept (the agent's
+/// `/metrics` reads them when scraped, as `uplink_*` series).
 public struct UplinkStatistics: Sendable, Equatable {
     /// Streams the uplink started to open.
     public var connectionAttempts = 0
@@ -9,6 +9,8 @@ public struct UplinkStatistics: Sendable, Equatable {
     public var streamsOpened = 0
     /// Streams given up (each is followed by a backoff, except during shutdown).
     public var failures = 0
+    /// `failures` by kind (`StreamFailure.reason`).
+    public var failuresByReason: [String: Int] = [:]
     /// Why the last stream was given up.
     public var lastFailure: StreamFailure?
     /// The text of the last non-200 answer's body, when it had one (e.g. nginx's "No required SSL certificate was

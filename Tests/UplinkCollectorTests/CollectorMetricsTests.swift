@@ -39,6 +39,10 @@ struct CollectorMetricsTests {
                     let metrics = try await get(client, port: port, "/metrics")
                     #expect(metrics.status == 200)
                     #expect(metrics.body.contains(#"uplink_collector_agent_records_stored_total{agent="box-9"} 3"#))
+                    // The collector-wide counts come from the same snapshot as `/v1/status`.
+                    #expect(metrics.body.contains("uplink_collector_records_stored_total 3"))
+                    #expect(metrics.body.contains("uplink_collector_streams_total 1"))
+                    #expect(metrics.body.contains("uplink_collector_active_streams 1"))
                     #expect(metrics.body.contains(#"uplink_collector_agent_connected{agent="box-9"} 1"#))
                     #expect(metrics.body.contains("uplink_collector_agents_connected 1"))
                     #expect(metrics.body.contains("uplink_collector_max_streams 1"))
@@ -74,14 +78,20 @@ struct CollectorMetricsTests {
         }
     }
 
-    @Test("a ScrapedCounter adds what a count grew by and takes a drop as a reset")
+    @Test("a ScrapedCounter adds what a count grew by and takes a drop as a reset; one per series")
     func scrapedCounter() {
         let exposition = MetricsExposition()
-        let counter = ScrapedCounter(exposition.registry, name: "uplink_collector_agents_evicted_total")
+        let counter = exposition.counter("uplink_collector_agents_evicted_total")
         counter.update(to: 5)
         counter.update(to: 7)
         #expect(String(decoding: exposition.render(), as: UTF8.self).contains("uplink_collector_agents_evicted_total 7"))
         counter.update(to: 2)
         #expect(String(decoding: exposition.render(), as: UTF8.self).contains("uplink_collector_agents_evicted_total 9"))
+        // A hook registered again (an endpoint restarted) gets the same counter: the count is not added twice.
+        exposition.counter("uplink_collector_agents_evicted_total").update(to: 3)
+        #expect(String(decoding: exposition.render(), as: UTF8.self).contains("uplink_collector_agents_evicted_total 10"))
+        let labelled = exposition.counter("uplink_collector_sink_retries_total", labels: [("sink", "a")])
+        #expect(labelled !== exposition.counter("uplink_collector_sink_retries_total", labels: [("sink", "b")]))
+        #expect(labelled === exposition.counter("uplink_collector_sink_retries_total", labels: [("sink", "a")]))
     }
 }

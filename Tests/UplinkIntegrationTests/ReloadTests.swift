@@ -11,11 +11,12 @@ import UplinkTestSupport
 @Suite("Live reload (SIGHUP)", .serialized, .timeLimit(.minutes(5)))
 struct ReloadTests {
     /// An agent configuration: a steady generator always, `extra` sources after it.
-    static func configuration(url: String, stateDirectory: String, extra: String = "") -> String {
+    static func configuration(url: String, stateDirectory: String, metricsPort: Int, extra: String = "") -> String {
         """
         agent:
           id: reload-agent
           state_dir: \(stateDirectory)
+          metrics_listen: 127.0.0.1:\(metricsPort)
         uplink:
           url: \(url)
           backoff:
@@ -56,7 +57,17 @@ struct ReloadTests {
         let directory = try Harness.temporaryDirectory("reload")
         let path = directory + "/agent.yaml"
         let notify = try NotifySocket(path: directory + "/notify.sock")
-        try Self.configuration(url: first.url, stateDirectory: directory).write(toFile: path, atomically: true, encoding: .utf8)
+        let metricsPort = try FreePort.pick()
+        func configuration(url: String, extra: String = "") -> String {
+            Self.configuration(url: url, stateDirectory: directory, metricsPort: metricsPort, extra: extra)
+        }
+        /// A counter of the agent's `/metrics` without labels.
+        func counter(_ name: String) -> Double? {
+            guard let response = ObservabilityTests.get(metricsPort, "/metrics"), response.status == 200 else { return nil }
+            return response.text.split(separator: "\n").first { $0.hasPrefix(name + " ") }
+                .flatMap { Double($0.split(separator: " ")[1]) }
+        }
+        try configuration(url: first.url).write(toFile: path, atomically: true, encoding: .utf8)
 
         let (process, log) = try UplinkBinary.start(
             ["run", "--config", path, "--log-level", "info"], environment: ["NOTIFY_SOCKET": notify.name])
@@ -80,13 +91,13 @@ struct ReloadTests {
 
         // 1. Add a source.
         try await sighup(
-            Self.configuration(url: first.url, stateDirectory: directory, extra: Self.addedSource),
+            configuration(url: first.url, extra: Self.addedSource),
             expecting: "configuration reloaded")
         #expect(await waitForMore("added", than: 20, in: [first]), "log: \(log.text.suffix(2000))")
         #expect(log.text.contains("added: [\"added\"]") || log.text.contains("added=[\"added\"]"), "\(log.text.suffix(1000))")
 
         // 2. Remove it again: it stops producing; the steady source keeps going.
-        try await sighup(Self.configuration(url: first.url, stateDirectory: directory), expecting: "configuration reloaded")
+        try await sighup(configuration(url: first.url), expecting: "configuration reloaded")
         let steadyAfterRemoval = Self.storedCount("steady", in: [first])
         // 400 steady records (2 s at 200/s) after the removal was applied: every record of the removed source,
         // appended before it, has been stored by then (the ring is delivered in order).
@@ -95,12 +106,19 @@ struct ReloadTests {
         #expect(addedStored > 20)
 
         // 3. Switch to a second collector: the first stream drains and closes, the second carries on.
-        try await sighup(Self.configuration(url: second.url, stateDirectory: directory), expecting: "configuration reloaded")
+        try await sighup(configuration(url: second.url), expecting: "configuration reloaded")
         #expect(await waitForMore("steady", than: 50, in: [second]), "log: \(log.text.suffix(2000))")
         let storedByFirst = first.recordsStored
+        // `/metrics` counts across the hand-over: the first uplink's records and connection stay in the totals.
+        // Read once, after the stored counts: a record is sent before it is stored, so the total covers both
+        // collectors' records; without the first uplink's share it would fall short by hundreds.
+        let storedByBoth = Double(storedByFirst + Self.storedCount("steady", in: [second]))
+        let sent = counter("uplink_records_sent_total")
+        #expect(sent.map { $0 >= storedByBoth } == true, "sent \(String(describing: sent)), stored \(storedByBoth)")
+        #expect((counter("uplink_connection_attempts_total") ?? 0) >= 2)
 
         // 4. Break the file: reported with file:line:col and key, nothing changes, records keep flowing.
-        let broken = Self.configuration(url: second.url, stateDirectory: directory)
+        let broken = configuration(url: second.url)
             .replacingOccurrences(of: "rate: 200", with: "rate: fast")
         try await sighup(broken, expecting: "not reloaded, the running configuration stays")
         let brokenLine = broken.components(separatedBy: "\n").firstIndex { $0.contains("rate: fast") }! + 1

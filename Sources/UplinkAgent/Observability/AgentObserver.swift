@@ -13,8 +13,8 @@ import Musl
 #endif
 
 /// Reads a running agent for its endpoint: the status (`/v1/status`, `uplink status`), readiness (`/readyz`) and
-/// the series of `/metrics` that are read at scrape time. Counters the agent keeps as it goes (records appended and
-/// dropped per source, bytes and records sent, reconnects by cause) reach `/metrics` through swift-metrics.
+/// the series of `/metrics`, all from the same snapshots (the ring's, the uplink's, the persistent buffer's), read
+/// when asked: the agent keeps each count once.
 final class AgentObserver: Sendable {
     let agent: Agent
     let version: String
@@ -106,9 +106,13 @@ final class AgentObserver: Sendable {
             uniqueKeysWithValues: RemoteConfigStatus.State.allCases.map { state in
                 (state, registry.gauge("uplink_remote_config_state", labels: [("state", state.rawValue)]))
             })
+        let counts = AgentCountSeries(exposition)
         return exposition.addScrapeHook { [self] in
             let ring = agent.ring.statistics(oldestPrefixBytes: NDJSONFrameEncoder.timestampPrefixBytes)
             let stream = agent.uplink.statistics()
+            counts.update(
+                ring: ring, stream: stream, totals: agent.uplinkHost.totals(),
+                disk: agent.ring.persistentStatistics())
             capacity.record(Int64(ring.capacity))
             if let bytes = agent.ring.residentBytes() { resident.record(Int64(bytes)) }
             frames.record(Int64(ring.retainedFrames))
@@ -123,6 +127,72 @@ final class AgentObserver: Sendable {
             sourcesFailing.record(Int64(sources.filter { $0.health.state == .failing }.count))
             let remote = agent.remoteConfigStatus.withLock { $0 }?()
             for (state, gauge) in remoteStates { gauge.record(Int64(remote?.state == state ? 1 : 0)) }
+        }
+    }
+}
+
+/// The agent's counts as `/metrics` series: records appended and dropped per source, the stream's totals across
+/// reloads, the persistent buffer's disk counts.
+private final class AgentCountSeries: Sendable {
+    private let exposition: MetricsExposition
+    private let usedBytes: Gauge
+    private let acknowledged: Gauge
+    private let diskBytes: Gauge
+    private let stream: [(ScrapedCounter, @Sendable (UplinkTotals) -> Int)]
+    private let disk: [(ScrapedCounter, @Sendable (PersistentBufferStatistics) -> Int)]
+
+    init(_ exposition: MetricsExposition) {
+        self.exposition = exposition
+        let registry = exposition.registry
+        usedBytes = registry.gauge("uplink_ring_used_bytes")
+        acknowledged = registry.gauge("uplink_acknowledged_sequence")
+        diskBytes = registry.gauge("uplink_buffer_disk_bytes")
+        func counter<Counts>(
+            _ name: String, _ labels: [(String, String)] = [], _ count: @escaping @Sendable (Counts) -> Int
+        ) -> (ScrapedCounter, @Sendable (Counts) -> Int) {
+            (exposition.counter(name, labels: labels), count)
+        }
+        stream = [
+            counter("uplink_connection_attempts_total") { $0.connectionAttempts },
+            counter("uplink_bytes_sent_total") { $0.bytesWritten },
+            counter("uplink_line_bytes_total") { $0.lineBytesWritten },
+            counter("uplink_records_sent_total") { $0.recordsWritten },
+            counter("uplink_heartbeats_total") { $0.heartbeatsSent },
+        ]
+        let dropped = "uplink_records_dropped_total"
+        disk = [
+            counter("uplink_buffer_disk_written_bytes_total") { $0.bytesWritten },
+            counter(dropped, [("reason", "disk_budget_drop_oldest")]) { $0.framesDropped },
+            counter(dropped, [("reason", "disk_budget_drop_newest")]) { $0.framesRefused },
+            counter("uplink_buffer_disk_corrupt_total") { $0.corruptRegions + $0.tornTails },
+            counter("uplink_buffer_disk_write_errors_total") { $0.writeErrors },
+        ]
+    }
+
+    func update(
+        ring: RingStatistics, stream current: UplinkStatistics, totals: UplinkTotals,
+        disk persistent: PersistentBufferStatistics?
+    ) {
+        usedBytes.record(Int64(ring.usedBytes))
+        acknowledged.record(Int64(clamping: current.acknowledged))
+        for source in ring.sources {
+            let name = ("source", source.name)
+            let dropped = "uplink_records_dropped_total"
+            exposition.counter("uplink_records_appended_total", labels: [name]).update(to: source.appended)
+            exposition.counter(dropped, labels: [name, ("reason", "buffer_full_drop_oldest")])
+                .update(to: source.droppedOldest)
+            exposition.counter(dropped, labels: [name, ("reason", "buffer_full_drop_newest")])
+                .update(to: source.droppedNewest)
+            exposition.counter(dropped, labels: [name, ("reason", "larger_than_buffer")])
+                .update(to: source.rejectedOversize)
+        }
+        for (counter, count) in stream { counter.update(to: count(totals)) }
+        for (reason, count) in totals.failuresByReason {
+            exposition.counter("uplink_stream_failures_total", labels: [("reason", reason)]).update(to: count)
+        }
+        if let persistent {
+            for (counter, count) in disk { counter.update(to: count(persistent)) }
+            diskBytes.record(Int64(persistent.diskBytes))
         }
     }
 }

@@ -22,6 +22,8 @@ final class UplinkHost: Service, Sendable {
         /// The group running the current uplink, once started.
         var group: ServiceGroup?
         var shuttingDown = false
+        /// The counts of the uplinks the current one replaced.
+        var retired = UplinkTotals()
     }
 
     private let state: Mutex<State>
@@ -34,6 +36,16 @@ final class UplinkHost: Service, Sendable {
 
     /// The uplink running now (or about to run).
     var current: Uplink { state.withLock { $0.current } }
+
+    /// The counts of every uplink this host ran, the current one included: each uplink counts from zero, and
+    /// `/metrics` shows the agent's totals across reloads.
+    func totals() -> UplinkTotals {
+        state.withLock { state in
+            var totals = state.retired
+            totals.add(state.current.statistics())
+            return totals
+        }
+    }
 
     /// The newest uplink: the one waiting to take over, else the current one.
     var newest: Uplink { state.withLock { $0.next ?? $0.current } }
@@ -71,6 +83,7 @@ final class UplinkHost: Service, Sendable {
             let next = state.withLock { state -> Uplink? in
                 state.group = nil
                 guard !state.shuttingDown, !Task.isCancelled, let next = state.next else { return nil }
+                state.retired.add(state.current.statistics())
                 state.current = next
                 state.next = nil
                 return next
@@ -80,5 +93,24 @@ final class UplinkHost: Service, Sendable {
                 "url": "\(next.configuration.url)", "previous_url": "\(uplink.configuration.url)",
             ])
         }
+    }
+}
+
+/// What `UplinkHost.totals()` adds up: the cumulative counts of `UplinkStatistics`.
+struct UplinkTotals: Sendable, Equatable {
+    var connectionAttempts = 0
+    var bytesWritten = 0
+    var lineBytesWritten = 0
+    var recordsWritten = 0
+    var heartbeatsSent = 0
+    var failuresByReason: [String: Int] = [:]
+
+    mutating func add(_ statistics: UplinkStatistics) {
+        connectionAttempts += statistics.connectionAttempts
+        bytesWritten += statistics.bytesWritten
+        lineBytesWritten += statistics.lineBytesWritten
+        recordsWritten += statistics.recordsWritten
+        heartbeatsSent += statistics.heartbeatsSent
+        failuresByReason.merge(statistics.failuresByReason, uniquingKeysWith: +)
     }
 }

@@ -26,7 +26,7 @@ extension TailEngine {
             let forced = index < excess
             guard quiet || forced else { continue }
             let deleted = !file.isParked && (TailFS.status(descriptor: file.descriptor)?.links ?? 0) == 0
-            guard deleted || discoveryCount > file.detachedAtDiscovery || forced else { continue }
+            guard deleted || discovery.count > file.detachedAtDiscovery || forced else { continue }
             // Its writer is gone: an unfinished last line is complete now.
             await flushPending(file)
             if stopped { return }

@@ -32,8 +32,6 @@ final class TailEngine {
     let logger: Logger
     /// Told whether every matched file could be opened (`SourceHealth`).
     let health: SourceHealth
-    let globs: [TailGlob]
-    let exclude: TailExclude
     let startPattern: Regex<AnyRegexOutput>?
     /// What every timeout, interval and the linger budget are measured on (`clock.now`) and waited out with.
     let clock: any TickClock
@@ -56,15 +54,10 @@ final class TailEngine {
     var files: [TailedFile] { fileSet.all }
     /// The files a turn looks at: all but the parked ones at their paths (`files` order).
     var awake: [TailedFile] { fileSet.awake }
-    /// The modification times of the directories the last discovery looked at, and when they were read (wall clock,
-    /// ns); nil: missing.
-    var directoryTimes: [String: (modified: Int64, readAt: Int64)?] = [:]
+    /// When to look for the files the globs match, and what the looks remember.
+    var discovery: TailDiscovery
     /// When polling, parked files are looked at (`stat`) at most this often.
     var nextParkedCheck: ContinuousClock.Instant
-    /// Watched paths with nothing there, since when.
-    var missingSince: [String: ContinuousClock.Instant] = [:]
-    /// How long a path with nothing there stays watched at least.
-    static let missingPathKept: Duration = .seconds(60)
     /// Where recently closed rotated files stood (a rotated file found again later, e.g. renamed once more to a
     /// matching name, continues there instead of being read again).
     var recentlyClosed = TailRecentlyClosed(limit: 1024)
@@ -82,9 +75,6 @@ final class TailEngine {
     var batch = LogLineBatch(source: "", fields: [], originID: 0)
 
     var lastAppendedSequence: UInt64 = 0
-    var discoveryCount = 0
-    var discoveryRequested = false
-    var nextDiscovery: ContinuousClock.Instant
     var warnedPaths: Set<String> = []
     /// Paths refused (and logged) because of `TailConfig.allowedRealPaths`.
     var refusedPaths: Set<String> = []
@@ -120,9 +110,7 @@ final class TailEngine {
         eventLoop = context.eventLoop
         self.clock = clock
         wakeup = SourceWakeup(clock: clock)
-        globs = config.paths.map(TailGlob.init)
         opener = TailOpener(allowedRealPaths: config.allowedRealPaths.map { $0.map(TailGlob.init) })
-        exclude = TailExclude(config.exclude)
         if let pattern = config.multilineStartPattern {
             do {
                 startPattern = try Regex(pattern)
@@ -140,7 +128,7 @@ final class TailEngine {
         buffer = .allocate(byteCount: Self.chunkBytes, alignment: 16)
         scratch = .allocate(byteCount: TailFingerprint.maximumLength, alignment: 16)
         let now = clock.now
-        nextDiscovery = now
+        discovery = TailDiscovery(config: config, now: now)
         nextParkedCheck = now
         batch.source = name
     }
@@ -210,9 +198,9 @@ final class TailEngine {
         if let watcher = inotify {
             let changes = watcher.takeDirectoryChanges()
             if changes.full {
-                discoveryRequested = true
+                discovery.request()
             } else if !changes.paths.isEmpty {
-                for path in changes.paths.sorted() where TailGlob.matches(path, globs, exclude: exclude) {
+                for path in changes.paths.sorted() where discovery.matches(path) {
                     if let problem = follow(path, initial: false) { health.failed(problem) }
                 }
                 handleOpenerEvents()
@@ -226,10 +214,10 @@ final class TailEngine {
                 }
             }
         }
-        if discoveryRequested || clock.now >= nextDiscovery {
-            if !discoveryRequested, inotify != nil, watchedDirectoriesUnchanged() {
+        if discovery.isDue(now: clock.now) {
+            if !discovery.requested, inotify != nil, discovery.directoriesUnchanged() {
                 // The safety net finds nothing inotify did not report: no directory changed since the last look.
-                nextDiscovery = clock.now.advanced(by: max(config.discoveryInterval, .milliseconds(1)))
+                discovery.skip(now: clock.now)
             } else {
                 discover(initial: false)
                 if inotify != nil { opener.scan() }
@@ -273,7 +261,7 @@ final class TailEngine {
     private func idleDeadline() -> ContinuousClock.Instant {
         let now = clock.now
         let safetyNet = inotify == nil ? config.pollInterval : max(config.pollInterval, config.discoveryInterval)
-        var deadline = min(nextDiscovery, now.advanced(by: safetyNet))
+        var deadline = min(discovery.next, now.advanced(by: safetyNet))
         for file in awake where !file.isClosed {
             if let decision = copies.decisionDeadline(of: file) {
                 deadline = min(deadline, decision)
@@ -350,18 +338,12 @@ final class TailEngine {
 
     // MARK: Discovery
 
-    /// Expands the globs: follows new matching files, watches the directories that matter.
+    /// Looks for the files the globs match: follows new ones, watches the directories that matter, gives up watched
+    /// paths that stayed empty (`TailDiscovery`).
     func discover(initial: Bool) {
-        discoveryRequested = false
-        nextDiscovery = clock.now.advanced(by: max(config.discoveryInterval, .milliseconds(1)))
-        let expansion = TailGlob.expand(globs, exclude: exclude)
+        let expansion = discovery.look(now: clock.now)
         if let watcher = inotify, let error = watcher.watch(directories: expansion.directories) {
             fallBackToPolling(error)
-        }
-        directoryTimes = [:]
-        let wallNow = WallClock.nowNanoseconds()
-        for directory in expansion.directories {
-            directoryTimes[directory] = TailFS.status(path: directory).map { ($0.modified, wallNow) }
         }
         var failure: String?
         for path in expansion.files {
@@ -384,36 +366,11 @@ final class TailEngine {
         } else if !expansion.files.isEmpty {
             warnedNothingFound = false
         }
-        // A path with nothing there stays watched for a while (a rotation may be under way, its next file comes
-        // soon; inotify reports files renamed away from watched paths only), then it is forgotten.
-        let matched = Set(expansion.files)
-        let now = clock.now
-        for path in opener.trackedPaths {
-            if matched.contains(path) || fileSet.file(at: path) != nil {
-                missingSince[path] = nil
-            } else if let since = missingSince[path] {
-                if since.advanced(by: max(Self.missingPathKept, config.discoveryInterval * 2)) <= now {
-                    opener.untrackIfIdle(path)
-                    missingSince[path] = nil
-                }
-            } else {
-                missingSince[path] = now
-            }
-        }
-        discoveryCount += 1
-    }
-
-    /// Whether every directory the last discovery looked at is unchanged since (modification time, which creating,
-    /// renaming or deleting an entry sets). A time within 1 s of its reading is not trusted (a change in the same
-    /// clock tick would not show).
-    func watchedDirectoriesUnchanged() -> Bool {
-        guard !directoryTimes.isEmpty else { return false }
-        for (directory, recorded) in directoryTimes {
-            guard let recorded, recorded.modified < recorded.readAt - 1_000_000_000,
-                TailFS.status(path: directory)?.modified == recorded.modified
-            else { return false }
-        }
-        return true
+        let fileSet = self.fileSet
+        let forgotten = discovery.finishLook(
+            watched: opener.trackedPaths, found: Set(expansion.files), followed: { fileSet.file(at: $0) != nil },
+            now: clock.now)
+        for path in forgotten { opener.untrackIfIdle(path) }
     }
 
     /// Starts watching a path the globs match and following the file there, unless it is followed already.
@@ -549,7 +506,7 @@ final class TailEngine {
             "tail source: \(file.path) is no longer at its path; reading it to its end",
             metadata: ["path": "\(file.path)", "inode": "\(file.inode.inode)"])
         file.detachedAt = clock.now
-        file.detachedAtDiscovery = discoveryCount
+        file.detachedAtDiscovery = discovery.count
         if file.isParked {
             // Read to its end when it was parked; it is closed once a discovery showed where it went.
             syncParked(file.path)
@@ -558,7 +515,7 @@ final class TailEngine {
             file.atEnd = false
         }
         // A discovery shows whether it was renamed to another followed path.
-        discoveryRequested = true
+        discovery.request()
     }
 
     /// Applies what the opener saw at the followed paths, in order.

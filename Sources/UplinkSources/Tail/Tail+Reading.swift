@@ -276,7 +276,7 @@ extension TailEngine {
         if let followed = copy.followed { return followed }
         // A copy the globs match but not followed yet: followed from here on as the continuation.
         defer { SourceFiles.closeDescriptor(copyDescriptor) }
-        guard TailGlob.matches(copyPath, globs, exclude: exclude), let status = TailFS.status(descriptor: copyDescriptor)
+        guard discovery.matches(copyPath), let status = TailFS.status(descriptor: copyDescriptor)
         else { return nil }
         if fileSet.file(at: copyPath) == nil, case .success(let opened)? = opener.track(copyPath) {
             adopt(opened, at: copyPath, initial: false)

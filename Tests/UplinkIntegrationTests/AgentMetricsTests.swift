@@ -43,6 +43,12 @@ struct AgentMetricsTests {
         #expect(scraped.contains(#"uplink_records_dropped_total{source="app",reason="buffer_full_drop_oldest"} \#(counts.droppedOldest)"#))
         #expect(scraped.contains(#"uplink_records_dropped_total{source="app",reason="larger_than_buffer"} 1"#))
         #expect(scraped.contains("uplink_ring_used_bytes \(ring.statistics().usedBytes)"))
+        // The acknowledged sequence is the ring's: it does not start over with the uplink a reload makes.
+        var newest: UInt64 = 0
+        _ = ring.readUnsent(maxBytes: 1 << 20) { sequence, _, _ in newest = max(newest, sequence) }
+        #expect(newest > 0)
+        ring.acknowledge(through: newest)
+        #expect(text().contains("uplink_acknowledged_sequence \(newest)"))
 
         // The endpoint restarted (a second hook on the same exposition): the series continue, not doubled.
         exposition.removeScrapeHook(hook)

@@ -110,9 +110,7 @@ final class AgentObserver: Sendable {
         return exposition.addScrapeHook { [self] in
             let ring = agent.ring.statistics(oldestPrefixBytes: NDJSONFrameEncoder.timestampPrefixBytes)
             let stream = agent.uplink.statistics()
-            counts.update(
-                ring: ring, stream: stream, totals: agent.uplinkHost.totals(),
-                disk: agent.ring.persistentStatistics())
+            counts.update(ring: ring, totals: agent.uplinkHost.totals(), disk: agent.ring.persistentStatistics())
             capacity.record(Int64(ring.capacity))
             if let bytes = agent.ring.residentBytes() { resident.record(Int64(bytes)) }
             frames.record(Int64(ring.retainedFrames))
@@ -131,8 +129,8 @@ final class AgentObserver: Sendable {
     }
 }
 
-/// The agent's counts as `/metrics` series: records appended and dropped per source, the stream's totals across
-/// reloads, the persistent buffer's disk counts.
+/// The agent's counts as `/metrics` series: records appended and dropped per source, the acknowledged sequence (the
+/// ring's: it carries over a reload), the stream's totals across reloads, the persistent buffer's disk counts.
 private final class AgentCountSeries: Sendable {
     private let exposition: MetricsExposition
     private let usedBytes: Gauge
@@ -169,12 +167,9 @@ private final class AgentCountSeries: Sendable {
         ]
     }
 
-    func update(
-        ring: RingStatistics, stream current: UplinkStatistics, totals: UplinkTotals,
-        disk persistent: PersistentBufferStatistics?
-    ) {
+    func update(ring: RingStatistics, totals: UplinkTotals, disk persistent: PersistentBufferStatistics?) {
         usedBytes.record(Int64(ring.usedBytes))
-        acknowledged.record(Int64(clamping: current.acknowledged))
+        acknowledged.record(Int64(clamping: ring.acknowledged))
         for source in ring.sources {
             let name = ("source", source.name)
             let dropped = "uplink_records_dropped_total"

@@ -24,11 +24,12 @@ struct CollectorLimitsTests {
                 configuration.streamIdleTimeout = .seconds(3)
                 let log = LogCapture(level: .info)
                 try await withEdgeCollector(configuration, log: log) { collector, port in
+                    // The heads are written as each connection comes up, on its loop: a test task that a loaded
+                    // machine runs late would otherwise send them after the head deadline closed the connection.
                     let silent = try await LoopbackTestClient.connect(port: port)
-                    let halfHead = try await LoopbackTestClient.connect(port: port)
-                    try await halfHead.sendAndWait(Array("POST /v1/stream HTTP/1.1\r\nHost: 127.0.0.1\r\nUplink-Ag".utf8))
-                    let noBody = try await LoopbackTestClient.connect(port: port)
-                    try await noBody.sendAndWait(Self.streamHead)
+                    let halfHead = try await LoopbackTestClient.connect(
+                        port: port, sendingFirst: Array("POST /v1/stream HTTP/1.1\r\nHost: 127.0.0.1\r\nUplink-Ag".utf8))
+                    let noBody = try await LoopbackTestClient.connect(port: port, sendingFirst: Self.streamHead)
                     try await withClient { client in
                         #expect(await healthzAnswers(client, port: port))
                     }

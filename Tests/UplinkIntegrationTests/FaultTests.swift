@@ -41,7 +41,6 @@ struct FaultTests {
             // only while records wait for their ack: a few are added now, as the generator may be done already on
             // a loaded machine (20,000 records at 2,000/s last 10 s).
             let failuresBeforeStall = agent.uplink.statistics().failures
-            let stalledAt = ContinuousClock.now
             proxy.setStalled(true)
             let duringStall = 10
             let stallSink = RingRecordSink(ring: agent.ring, sourceName: "stall", encoder: NDJSONFrameEncoder())
@@ -50,15 +49,16 @@ struct FaultTests {
                 #expect(outcome != .droppedNewest && outcome != .rejectedOversize, "not stored: \(outcome)")
             }
             #expect(await eventually(timeout: .seconds(20)) { agent.uplink.statistics().failures > failuresBeforeStall })
-            let detectedAfter = ContinuousClock.now - stalledAt
             // Whichever stall timer runs at that moment: outstanding acknowledgements, a write that is not taken, or (when
             // the stall began while a stream was being opened again) the response that never starts.
             let stallFailure = agent.uplink.statistics().lastFailure
             #expect(
                 stallFailure == .ackStall || stallFailure == .writeStall || stallFailure == .noResume,
                 "the failure during the stall: \(String(describing: stallFailure))")
-            // Detected after the timeout (1 s) has run, not before: a stall is not mistaken for a hiccup.
-            #expect(detectedAfter >= .milliseconds(900))
+            // That it is not detected before the timeout has run is the state machine's to show, on its clock
+            // (UplinkStateMachineTests: `deadlinePassed` one tick early does nothing). Measured here against the
+            // wall clock it cannot be: the ack timer runs from the last ack, which on a loaded machine can come well
+            // before the stall begins (detected 0.82 s after the stall began in one full run).
             proxy.setStalled(false)
 
             #expect(await agent.waitUntilAllAcknowledged(records: total + duringStall, timeout: .seconds(60)))

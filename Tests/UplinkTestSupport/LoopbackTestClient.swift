@@ -33,10 +33,12 @@ public final class LoopbackTestClient: Sendable {
         self.recorder = recorder
     }
 
-    /// Connects to `host:port`.
+    /// Connects to `host:port`. `first`, when not empty, is written as soon as the connection is up, on its event
+    /// loop: not when the calling task runs next, which a loaded machine can delay past a peer's deadline.
     public static func connect(
         host: String = "127.0.0.1",
         port: Int,
+        sendingFirst first: [UInt8] = [],
         group: any EventLoopGroup = MultiThreadedEventLoopGroup.singleton
     ) async throws -> LoopbackTestClient {
         let recorder = ConnectionRecord()
@@ -49,6 +51,10 @@ public final class LoopbackTestClient: Sendable {
                 }
             }
             .connect(host: host, port: port)
+            .flatMap { channel in
+                guard !first.isEmpty else { return channel.eventLoop.makeSucceededFuture(channel) }
+                return channel.writeAndFlush(channel.allocator.buffer(bytes: first)).map { channel }
+            }
             .get()
         return LoopbackTestClient(channel: channel, recorder: recorder)
     }

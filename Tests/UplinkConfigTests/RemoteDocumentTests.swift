@@ -72,6 +72,14 @@ struct RemoteDocumentTests {
         #expect(fixture.merge(text).value == nil, sourceLocation: sourceLocation)
     }
 
+    @Test("sources: [] is a document that adds no source (how a fleet takes its sources off a box); a bare sources: is not")
+    func emptySources() throws {
+        let fixture = try RemoteFixture()
+        let merged = try #require(fixture.merge("sources: []\n").value)
+        #expect(merged.sources.map(\.name) == ["cpu"], "the local sources only")
+        try expectRefused("sources:\n", "1:9: sources: at least one source is required (hint: e.g. 'sources: [{ name: cpu, type: cpu }]')")
+    }
+
     @Test("issues name the document remote:<name>@<12 hex digits of its sha256>")
     func issueFile() {
         let sha = String(repeating: "AB", count: 32)

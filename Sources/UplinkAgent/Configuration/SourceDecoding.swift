@@ -11,11 +11,11 @@ enum SourceDecoding {
     /// Longest source name accepted.
     static let maximumNameLength = 64
 
-    /// The sources of the root mapping's `sources` list, in order. Reported: a missing or empty list, items that
-    /// are not mappings, missing `name` or `type`, an unknown `type` (with the closest known type), a name that is
-    /// not `[A-Za-z0-9._-]{1,64}`, a name used twice (at the second use, naming the first's line), unknown keys
-    /// for the source's kind, and each key's own problems.
-    static func decodeSources(_ root: ConfigMapping) -> [AgentConfiguration.NamedSource] {
+    /// The sources of the root mapping's `sources` list, in order. Reported: a missing or empty list (an empty one
+    /// only unless `mayBeEmpty`), items that are not mappings, missing `name` or `type`, an unknown `type` (with the
+    /// closest known type), a name that is not `[A-Za-z0-9._-]{1,64}`, a name used twice (at the second use, naming
+    /// the first's line), unknown keys for the source's kind, and each key's own problems.
+    static func decodeSources(_ root: ConfigMapping, mayBeEmpty: Bool = false) -> [AgentConfiguration.NamedSource] {
         let decoder = root.decoder
         guard let entry = root.entry("sources") else { return [] }
         guard let elements = root.list("sources") else {
@@ -23,7 +23,7 @@ enum SourceDecoding {
             return []
         }
         if elements.isEmpty {
-            reportEmpty(at: entry.value.mark, root: root)
+            if !mayBeEmpty { reportEmpty(at: entry.value.mark, root: root) }
             return []
         }
         let typeNames = SourceKind.allCases.map(\.typeName)

@@ -15,7 +15,8 @@ import UplinkWire
 /// runs again and the revision is remembered as bad.
 ///
 /// Nothing the collector does or fails to do removes sources that run: no answer, an error, `204` or `404` change
-/// nothing. Every check is made again on the last-known-good at each start (`startup`), before the agent runs.
+/// nothing. Remote sources end only by a document set that leaves them out (down to `sources: []`), checked and
+/// proven like any other. Every check is made again on the last-known-good at each start (`startup`), before the agent runs.
 public final class RemoteConfigAgent<C: Clock<Duration>>: Service, Sendable where C.Instant == ContinuousClock.Instant {
     /// What the agent starts with, from `startup`.
     public struct Startup: Sendable {

@@ -84,7 +84,9 @@ public struct RemoteDocument: Sendable {
             return (nil, decoder.issues)
         }
         if let list = root.value("sources") { reportSecrets(in: list, path: root.path("sources"), decoder) }
-        let decoded = SourceDecoding.decodeSources(root)
+        // `sources: []` is how a fleet takes its sources off a box: a document that adds none, applied and proven
+        // like any other (an unassigned box keeps what it runs, see `RemoteConfigAgent`).
+        let decoded = SourceDecoding.decodeSources(root, mayBeEmpty: true)
         var items: [String: ConfigElement] = [:]
         // Not `root.list`: a `sources` that is no list was reported by `decodeSources` already.
         let listed = (root.value("sources")?.items ?? []).enumerated().map {

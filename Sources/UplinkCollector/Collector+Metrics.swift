@@ -77,39 +77,36 @@ extension Collector {
 
 /// The collector-wide counts (`CollectorStatistics`, `CollectorEdgeStatistics`) as `uplink_collector_*` series.
 private final class CountSeries: Sendable {
-    private let counters: [(ScrapedCounter, @Sendable (CollectorStatistics) -> UInt64)]
-    private let edgeCounters: [(ScrapedCounter, EdgeRecorder.Event)]
+    private let counters: [SnapshotCounter<CollectorStatistics>]
+    private let edgeCounters: [SnapshotCounter<CollectorEdgeStatistics>]
     private let activeStreams: Gauge
 
     init(_ exposition: MetricsExposition) {
-        func counter(_ name: String, _ count: @escaping @Sendable (CollectorStatistics) -> UInt64)
-            -> (ScrapedCounter, @Sendable (CollectorStatistics) -> UInt64)
-        {
-            (exposition.counter(name), count)
-        }
         counters = [
-            counter("uplink_collector_records_stored_total") { $0.recordsStored },
-            counter("uplink_collector_duplicates_total") { $0.duplicatesDiscarded },
-            counter("uplink_collector_resent_total") { $0.resentDiscarded },
-            counter("uplink_collector_gaps_total") { $0.gaps },
-            counter("uplink_collector_missing_total") { $0.recordsMissing },
-            counter("uplink_collector_malformed_lines_total") { $0.malformedLines },
-            counter("uplink_collector_too_long_lines_total") { $0.tooLongLines },
-            counter("uplink_collector_heartbeats_total") { $0.heartbeats },
-            counter("uplink_collector_streams_total") { $0.streamsAccepted },
-            counter("uplink_collector_streams_replaced_total") { $0.streamsReplaced },
-            counter("uplink_collector_streams_rejected_total") { $0.streamsRejected },
-            counter("uplink_collector_sink_errors_total") { $0.sinkErrors },
-            counter("uplink_collector_decompression_bombs_total") { $0.decompressionBombs },
-            counter("uplink_collector_corrupt_bodies_total") { $0.corruptBodies },
+            exposition.counter("uplink_collector_records_stored_total") { $0.recordsStored },
+            exposition.counter("uplink_collector_duplicates_total") { $0.duplicatesDiscarded },
+            exposition.counter("uplink_collector_resent_total") { $0.resentDiscarded },
+            exposition.counter("uplink_collector_gaps_total") { $0.gaps },
+            exposition.counter("uplink_collector_missing_total") { $0.recordsMissing },
+            exposition.counter("uplink_collector_malformed_lines_total") { $0.malformedLines },
+            exposition.counter("uplink_collector_too_long_lines_total") { $0.tooLongLines },
+            exposition.counter("uplink_collector_heartbeats_total") { $0.heartbeats },
+            exposition.counter("uplink_collector_streams_total") { $0.streamsAccepted },
+            exposition.counter("uplink_collector_streams_replaced_total") { $0.streamsReplaced },
+            exposition.counter("uplink_collector_streams_rejected_total") { $0.streamsRejected },
+            exposition.counter("uplink_collector_sink_errors_total") { $0.sinkErrors },
+            exposition.counter("uplink_collector_decompression_bombs_total") { $0.decompressionBombs },
+            exposition.counter("uplink_collector_corrupt_bodies_total") { $0.corruptBodies },
         ]
-        edgeCounters = EdgeRecorder.Event.allCases.map { (exposition.counter($0.seriesName), $0) }
+        edgeCounters = EdgeRecorder.Event.allCases.map { event in
+            exposition.counter(event.seriesName) { (edge: CollectorEdgeStatistics) in edge[keyPath: event.keyPath] }
+        }
         activeStreams = exposition.registry.gauge("uplink_collector_active_streams")
     }
 
     func update(_ statistics: CollectorStatistics, edge: CollectorEdgeStatistics) {
-        for (counter, count) in counters { counter.update(to: count(statistics)) }
-        for (counter, event) in edgeCounters { counter.update(to: edge[keyPath: event.keyPath]) }
+        for counter in counters { counter.update(from: statistics) }
+        for counter in edgeCounters { counter.update(from: edge) }
         activeStreams.record(Int64(statistics.activeStreams))
     }
 }

@@ -71,6 +71,21 @@ public final class MetricsExposition: Sendable {
         }
     }
 
+    /// The counter `name{labels}` fed from one count of a statistics snapshot: `update(from:)` brings it up to
+    /// `count(snapshot)`.
+    public func counter<Snapshot>(
+        _ name: String, labels: [(String, String)] = [], from count: @escaping @Sendable (Snapshot) -> UInt64
+    ) -> SnapshotCounter<Snapshot> {
+        SnapshotCounter(counter: counter(name, labels: labels), count: count)
+    }
+
+    /// The counter `name{labels}` fed from one count of a statistics snapshot (an `Int` count).
+    public func counter<Snapshot>(
+        _ name: String, labels: [(String, String)] = [], from count: @escaping @Sendable (Snapshot) -> Int
+    ) -> SnapshotCounter<Snapshot> {
+        counter(name, labels: labels, from: { UInt64(max(0, count($0))) })
+    }
+
     /// Stops calling a hook (its owner stopped). Its series stay, with their last values.
     public func removeScrapeHook(_ hook: ScrapeHook) {
         _ = hooks.withLock { $0.byID.removeValue(forKey: hook.id) }
@@ -123,6 +138,15 @@ public final class ScrapedCounter: Sendable {
         }
         if delta > 0 { counter.increment(by: Int64(clamping: delta)) }
     }
+}
+
+/// A counter series that follows one count of a statistics snapshot (`MetricsExposition.counter(_:labels:from:)`).
+public struct SnapshotCounter<Snapshot>: Sendable {
+    let counter: ScrapedCounter
+    let count: @Sendable (Snapshot) -> UInt64
+
+    /// Brings the series up to the count in `snapshot`.
+    public func update(from snapshot: Snapshot) { counter.update(to: count(snapshot)) }
 }
 
 extension MetricNameDescriptor {

@@ -15,12 +15,7 @@ struct AgentMetricsTests {
     @Test("appended and dropped records per source, the buffer's fill, a hook registered twice")
     func ringCounts() async throws {
         let loops = MultiThreadedEventLoopGroup(numberOfThreads: 1)
-        // Never run: its uplink does not connect; only the ring and the observer are used.
-        let agent = Agent(
-            configuration: AgentConfiguration(
-                uplink: UplinkConfiguration(url: "http://127.0.0.1:9", agentID: "metrics", jitterSeed: 7),
-                sources: [], bufferBytes: 4 << 10, overflow: .dropOldest, stateDirectory: Harness.agentStateDirectory()),
-            logger: testLogger, eventLoop: loops.next())
+        let agent = Harness.agentNeverRun(id: "metrics", bufferBytes: 4 << 10, on: loops.next())
         let observer = AgentObserver(agent: agent, version: "test")
         let exposition = MetricsExposition()
         let hook = observer.registerSeries(in: exposition)

@@ -18,12 +18,7 @@ struct AgentStatusSnapshotTests {
     @Test("frames > 0 always comes with the oldest frame's age while frames come and go", .computeBound)
     func framesComeWithTheirAge() async throws {
         let loops = MultiThreadedEventLoopGroup(numberOfThreads: 1)
-        // An agent that is never run: its uplink does not connect; only the ring and the observer are used.
-        let agent = Agent(
-            configuration: AgentConfiguration(
-                uplink: UplinkConfiguration(url: "http://127.0.0.1:9", agentID: "status-snapshot", jitterSeed: 7),
-                sources: [], bufferBytes: 64 << 10, overflow: .dropOldest, stateDirectory: Harness.agentStateDirectory()),
-            logger: testLogger, eventLoop: loops.next())
+        let agent = Harness.agentNeverRun(id: "status-snapshot", bufferBytes: 64 << 10, on: loops.next())
         let observer = AgentObserver(agent: agent, version: "test")
         let ring = agent.ring
         let source = ring.registerSource("s")

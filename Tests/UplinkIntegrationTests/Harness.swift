@@ -1,5 +1,6 @@
 import Foundation
 import Logging
+import NIOCore
 import NIOPosix
 import ServiceLifecycle
 import Testing
@@ -24,6 +25,14 @@ enum Harness {
         TestDirectories.reserve("uplink-agent-state")
     }
 
+    /// An agent that is never run, on `loop`: its uplink does not connect, only its ring and what reads it are used.
+    static func agentNeverRun(id: String, bufferBytes: Int, on loop: any EventLoop) -> Agent {
+        Agent(
+            configuration: AgentConfiguration(
+                uplink: UplinkConfiguration(url: "http://127.0.0.1:9", agentID: id, jitterSeed: 7),
+                sources: [], bufferBytes: bufferBytes, overflow: .dropOldest, stateDirectory: agentStateDirectory()),
+            logger: testLogger, eventLoop: loop)
+    }
 
     /// The stored records of `records.jsonl`, decoded with the wire parser (which ignores the agent/epoch keys).
     static func storedRecords(in dataDirectory: String) throws -> [(sequence: UInt64, record: Record)] {

@@ -136,8 +136,8 @@ private final class AgentCountSeries: Sendable {
     private let usedBytes: Gauge
     private let acknowledged: Gauge
     private let diskBytes: Gauge
-    private let stream: [(ScrapedCounter, @Sendable (UplinkTotals) -> Int)]
-    private let disk: [(ScrapedCounter, @Sendable (PersistentBufferStatistics) -> Int)]
+    private let stream: [SnapshotCounter<UplinkTotals>]
+    private let disk: [SnapshotCounter<PersistentBufferStatistics>]
 
     init(_ exposition: MetricsExposition) {
         self.exposition = exposition
@@ -145,25 +145,20 @@ private final class AgentCountSeries: Sendable {
         usedBytes = registry.gauge("uplink_ring_used_bytes")
         acknowledged = registry.gauge("uplink_acknowledged_sequence")
         diskBytes = registry.gauge("uplink_buffer_disk_bytes")
-        func counter<Counts>(
-            _ name: String, _ labels: [(String, String)] = [], _ count: @escaping @Sendable (Counts) -> Int
-        ) -> (ScrapedCounter, @Sendable (Counts) -> Int) {
-            (exposition.counter(name, labels: labels), count)
-        }
         stream = [
-            counter("uplink_connection_attempts_total") { $0.connectionAttempts },
-            counter("uplink_bytes_sent_total") { $0.bytesWritten },
-            counter("uplink_line_bytes_total") { $0.lineBytesWritten },
-            counter("uplink_records_sent_total") { $0.recordsWritten },
-            counter("uplink_heartbeats_total") { $0.heartbeatsSent },
+            exposition.counter("uplink_connection_attempts_total") { $0.connectionAttempts },
+            exposition.counter("uplink_bytes_sent_total") { $0.bytesWritten },
+            exposition.counter("uplink_line_bytes_total") { $0.lineBytesWritten },
+            exposition.counter("uplink_records_sent_total") { $0.recordsWritten },
+            exposition.counter("uplink_heartbeats_total") { $0.heartbeatsSent },
         ]
         let dropped = "uplink_records_dropped_total"
         disk = [
-            counter("uplink_buffer_disk_written_bytes_total") { $0.bytesWritten },
-            counter(dropped, [("reason", "disk_budget_drop_oldest")]) { $0.framesDropped },
-            counter(dropped, [("reason", "disk_budget_drop_newest")]) { $0.framesRefused },
-            counter("uplink_buffer_disk_corrupt_total") { $0.corruptRegions + $0.tornTails },
-            counter("uplink_buffer_disk_write_errors_total") { $0.writeErrors },
+            exposition.counter("uplink_buffer_disk_written_bytes_total") { $0.bytesWritten },
+            exposition.counter(dropped, labels: [("reason", "disk_budget_drop_oldest")]) { $0.framesDropped },
+            exposition.counter(dropped, labels: [("reason", "disk_budget_drop_newest")]) { $0.framesRefused },
+            exposition.counter("uplink_buffer_disk_corrupt_total") { $0.corruptRegions + $0.tornTails },
+            exposition.counter("uplink_buffer_disk_write_errors_total") { $0.writeErrors },
         ]
     }
 
@@ -181,12 +176,12 @@ private final class AgentCountSeries: Sendable {
             exposition.counter(dropped, labels: [name, ("reason", "larger_than_buffer")])
                 .update(to: source.rejectedOversize)
         }
-        for (counter, count) in stream { counter.update(to: count(totals)) }
+        for counter in stream { counter.update(from: totals) }
         for (reason, count) in totals.failuresByReason {
             exposition.counter("uplink_stream_failures_total", labels: [("reason", reason)]).update(to: count)
         }
         if let persistent {
-            for (counter, count) in disk { counter.update(to: count(persistent)) }
+            for counter in disk { counter.update(from: persistent) }
             diskBytes.record(Int64(persistent.diskBytes))
         }
     }

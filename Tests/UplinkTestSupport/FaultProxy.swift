@@ -189,7 +189,25 @@ public final class FaultProxy: Sendable {
         self.shared.state.withLock { $0.cutAfterUpstreamBytes = n }
     }
 
+    /// Alters the response to the next HTTP/1.1 request whose head (request line or a header) contains `marker`;
+    /// calls queue up, each used once. The request is forwarded as it is.
+    public func alterResponse(toRequestContaining marker: String, _ alteration: ProxyResponseAlteration) {
+        self.shared.state.withLock { $0.responseAlterations.append((marker, alteration)) }
+    }
+
     // MARK: Observations
+
+    /// Every HTTP/1.1 request head clients sent through the proxy (request line and header lines, `\r\n` between
+    /// them), in the order read, answered by upstream or by ``respondWithStatus(_:times:)``. A connection's heads
+    /// are watched until a body of unknown length (chunked) starts on it.
+    public var requestHeads: [String] {
+        self.shared.state.withLock { $0.requestHeads }
+    }
+
+    /// Alterations of ``alterResponse(toRequestContaining:_:)`` no request has armed yet.
+    public var pendingResponseAlterations: Int {
+        self.shared.state.withLock { $0.responseAlterations.count }
+    }
 
     /// How many client connections were accepted so far.
     public var acceptedConnectionCount: Int {

@@ -51,6 +51,10 @@ final class FaultProxyState: Sendable {
         var bytesToClient: Int = 0
         var nextConnectionID: Int = 0
         var connections: [Int: Entry] = [:]
+        /// Every HTTP/1.1 request head clients sent, in the order the proxy read them.
+        var requestHeads: [String] = []
+        /// Alterations waiting for a request head that contains their marker, first come first served.
+        var responseAlterations: [(marker: String, alteration: ProxyResponseAlteration)] = []
     }
 
     let state = Mutex(State())
@@ -67,6 +71,16 @@ final class FaultProxyState: Sendable {
 
     func addForwarded(toClient count: Int) {
         self.state.withLock { $0.bytesToClient += count }
+    }
+
+    /// Records a request head a client sent, and returns the alteration it arms for its response, if any (only
+    /// when `forwarded`: a canned response is not altered, and leaves the alteration for the next request).
+    func recordRequestHead(_ head: String, forwarded: Bool) -> ProxyResponseAlteration? {
+        self.state.withLock { state in
+            state.requestHeads.append(head)
+            guard forwarded, let index = state.responseAlterations.firstIndex(where: { head.contains($0.marker) }) else { return nil }
+            return state.responseAlterations.remove(at: index).alteration
+        }
     }
 
     // MARK: Connection registry

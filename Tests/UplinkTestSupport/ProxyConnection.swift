@@ -94,6 +94,11 @@ final class ProxyConnection {
     private var headTerminatorMatched = 0
     private var responded = false
 
+    /// The client's request heads, for `FaultProxy.requestHeads` and response alterations.
+    private var requestHeads = HTTPRequestHeadScanner()
+    /// The alteration armed by the last request head, applied to what upstream answers.
+    private var responseAlteration: ResponseAlterationProgress?
+
     init(shared: FaultProxyState, eventLoop: any EventLoop, clientChannel: any Channel, upstreamHost: String, upstreamPort: Int)
     {
         self.shared = shared
@@ -388,6 +393,17 @@ final class ProxyConnection {
             switch head.item {
             case .data(var buffer):
                 self[direction: source].queuedBytes -= buffer.readableBytes
+                if source == .upstream, var alteration = self.responseAlteration {
+                    let (cutAfter, done) = alteration.apply(to: &buffer)
+                    self.responseAlteration = done ? nil : alteration
+                    if let cutAfter {
+                        self.forward(buffer.readSlice(length: cutAfter)!, to: context, from: source)
+                        context.flush()
+                        wrote = false
+                        self.cut()
+                        return
+                    }
+                }
                 if source == .client, case .forward(let limit?) = self.mode,
                     buffer.readableBytes >= limit - self.forwardedToUpstream
                 {
@@ -424,6 +440,11 @@ final class ProxyConnection {
         context.write(NIOAny(buffer), promise: nil)
         switch source {
         case .client:
+            for head in self.requestHeads.consume(buffer) {
+                if let alteration = self.shared.recordRequestHead(head, forwarded: true) {
+                    self.responseAlteration = ResponseAlterationProgress(alteration)
+                }
+            }
             self.forwardedToUpstream += count
             self.shared.addForwarded(toUpstream: count)
         case .upstream:
@@ -463,6 +484,7 @@ final class ProxyConnection {
 
     private func scanRequestHead(_ buffer: ByteBuffer, status: Int) {
         guard !self.responded else { return }
+        for head in self.requestHeads.consume(buffer) { _ = self.shared.recordRequestHead(head, forwarded: false) }
         let complete = buffer.withUnsafeReadableBytes { bytes -> Bool in
             for byte in bytes {
                 if byte == Self.headTerminator[self.headTerminatorMatched] {

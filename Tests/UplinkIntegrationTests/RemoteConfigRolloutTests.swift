@@ -20,7 +20,7 @@ struct RemoteConfigRolloutTests {
 
     @Test("the canary stage gets the broken document first; its rollback halts the rollout; the other 18 never fetch it")
     func canaryHalts() async throws {
-        let fleet = try RemoteConfigEndToEndTests.Fleet()
+        let fleet = try RemoteConfigFleet()
         try fleet.write("""
             collector:
               listen: 127.0.0.1:\(fleet.collectorPort)

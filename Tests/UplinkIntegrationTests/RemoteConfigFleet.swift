@@ -92,9 +92,9 @@ final class RemoteConfigFleet: @unchecked Sendable {
     }
 
     /// The agent's `/v1/status` as JSON, nil while it does not answer.
-    func agentStatus() async -> [String: Any]? {
+    func agentStatus(port: Int? = nil) async -> [String: Any]? {
         guard let response = try? await client.execute(
-            HTTPClientRequest(url: "http://127.0.0.1:\(agentPort)/v1/status"), timeout: .seconds(5)),
+            HTTPClientRequest(url: "http://127.0.0.1:\(port ?? agentPort)/v1/status"), timeout: .seconds(5)),
             let body = try? await response.body.collect(upTo: 1 << 20)
         else { return nil }
         return (try? JSONSerialization.jsonObject(with: Data(body.readableBytesView))) as? [String: Any]
@@ -109,8 +109,10 @@ final class RemoteConfigFleet: @unchecked Sendable {
         return String(buffer: body)
     }
 
-    func remoteState() async -> (state: String?, error: String?, sources: [String]) {
-        let status = await agentStatus()
+    /// The remote configuration's state and error and the sources that run, of the agent whose status listens on
+    /// `port` (by default the fleet's agent).
+    func remoteState(port: Int? = nil) async -> (state: String?, error: String?, sources: [String]) {
+        let status = await agentStatus(port: port)
         let remote = status?["remote_config"] as? [String: Any]
         let sources = (status?["sources"] as? [[String: Any]] ?? []).compactMap { $0["name"] as? String }
         return (remote?["state"] as? String, remote?["error"] as? String, sources)
@@ -160,9 +162,9 @@ extension RemoteConfigFleet {
 
 extension RemoteConfigFleet {
     /// A field of the agent's `/v1/status` `remote_config` object (`state`, `desired`, `effective`, `error`, …) as
-    /// text, nil while the agent does not answer or the field is not there.
-    func remote(_ field: String) async -> String? {
-        guard let value = (await agentStatus()?["remote_config"] as? [String: Any])?[field] else { return nil }
+    /// text, nil while the agent does not answer or the field is not there; `port` names another agent's status.
+    func remote(_ field: String, port: Int? = nil) async -> String? {
+        guard let value = (await agentStatus(port: port)?["remote_config"] as? [String: Any])?[field] else { return nil }
         return value as? String ?? "\(value)"
     }
 
@@ -234,5 +236,37 @@ final class LineWriter: @unchecked Sendable {
         let line = "\(prefix)-\(written.count + 1)"
         try RemoteConfigFleet.append([line], to: path)
         written.append(line)
+    }
+}
+
+/// One more agent process of a fleet (`RemoteConfigFleet.startBox`).
+struct RemoteConfigBox {
+    let id: String
+    /// Where its `/v1/status` listens.
+    let port: Int
+    /// Its `agent.state_dir`.
+    let state: String
+    let process: Process
+    let log: OutputCollector
+}
+
+extension RemoteConfigFleet {
+    /// Starts another agent like the fleet's own (its `agent.yaml` as it is now, routed or not) as `id`, with a state
+    /// directory and a status port of its own.
+    func startBox(_ id: String) throws -> RemoteConfigBox {
+        let port = try FreePort.pick()
+        let state = root + "/state-\(id)"
+        let own = "id: box-1, state_dir: \(root)/state, metrics_listen: \"127.0.0.1:\(agentPort)\""
+        let text = try String(contentsOfFile: root + "/agent.yaml", encoding: .utf8)
+        precondition(text.contains(own), "agent.yaml does not name the fleet's agent as expected")
+        try write(text.replacingOccurrences(of: own, with: "id: \(id), state_dir: \(state), metrics_listen: \"127.0.0.1:\(port)\""), to: "agent-\(id).yaml")
+        let (process, log) = try start(["run", "--config", root + "/agent-\(id).yaml"])
+        return RemoteConfigBox(id: id, port: port, state: state, process: process, log: log)
+    }
+
+    /// Stops `boxes` (SIGTERM, then waits for each).
+    static func stop(_ boxes: [RemoteConfigBox]) {
+        for box in boxes where box.process.isRunning { box.process.terminate() }
+        for box in boxes { box.process.waitUntilExit() }
     }
 }

@@ -10,14 +10,6 @@ import UplinkTestSupport
 /// there halts the rollout, and no agent outside the stage ever downloads them.
 @Suite("Remote configuration: a staged rollout over 20 agents", .serialized, .timeLimit(.minutes(5)))
 struct RemoteConfigRolloutTests {
-    struct Box {
-        let id: String
-        let port: Int
-        let state: String
-        let process: Process
-        let log: OutputCollector
-    }
-
     @Test("the canary stage gets the broken document first; its rollback halts the rollout; the other 18 never fetch it")
     func canaryHalts() async throws {
         let fleet = try RemoteConfigFleet()
@@ -44,38 +36,20 @@ struct RemoteConfigRolloutTests {
         try fleet.assign(generation: 1, ["logs"])
         try fleet.startCollector()
 
-        var boxes: [Box] = []
+        var boxes: [RemoteConfigBox] = []
         func stopAll() async {
-            for box in boxes where box.process.isRunning { box.process.terminate() }
-            for box in boxes { box.process.waitUntilExit() }
+            RemoteConfigFleet.stop(boxes)
             await fleet.stop()
         }
         do {
             for number in 1...20 {
-                let id = String(format: "box-%02d", number)
-                let port = try FreePort.pick()
-                let state = fleet.root + "/state-\(id)"
-                let agentConfig = try String(contentsOfFile: fleet.root + "/agent.yaml", encoding: .utf8)
-                    .replacingOccurrences(of: "id: box-1, state_dir: \(fleet.root)/state, metrics_listen: \"127.0.0.1:\(fleet.agentPort)\"",
-                                          with: "id: \(id), state_dir: \(state), metrics_listen: \"127.0.0.1:\(port)\"")
-                #expect(agentConfig.contains("id: \(id)"))
-                try fleet.write(agentConfig, to: "agent-\(id).yaml")
-                let (process, log) = try fleet.start(["run", "--config", fleet.root + "/agent-\(id).yaml"])
-                boxes.append(Box(id: id, port: port, state: state, process: process, log: log))
+                boxes.append(try fleet.startBox(String(format: "box-%02d", number)))
             }
-            func remoteStatus(_ box: Box) async -> [String: Any]? {
-                guard let response = try? await fleet.client.execute(
-                    HTTPClientRequest(url: "http://127.0.0.1:\(box.port)/v1/status"), timeout: .seconds(5)),
-                    let body = try? await response.body.collect(upTo: 1 << 20),
-                    let status = (try? JSONSerialization.jsonObject(with: Data(body.readableBytesView))) as? [String: Any]
-                else { return nil }
-                return status["remote_config"] as? [String: Any]
-            }
-            func remoteState(_ box: Box) async -> String? { await remoteStatus(box)?["state"] as? String }
+            func remoteState(_ box: RemoteConfigBox) async -> String? { await fleet.remote("state", port: box.port) }
             for box in boxes {
                 #expect(await eventually(timeout: .seconds(120)) { await remoteState(box) == "applied" }, "\(box.id): \(box.log.text)")
             }
-            let previous = await remoteStatus(boxes[0])?["effective"] as? String
+            let previous = await fleet.remote("effective", port: boxes[0].port)
             #expect(previous != nil)
 
             try fleet.write("""
@@ -97,7 +71,7 @@ struct RemoteConfigRolloutTests {
             // `rolled_back` is the canary's state only until the halt reaches it: the halted rollout then serves it
             // `previous`, which it already runs, and it says `applied` again. What lasts is bad.json.
             let canaries = boxes.filter { ["box-03", "box-11"].contains($0.id) }
-            func remembersBad(_ box: Box) -> Bool {
+            func remembersBad(_ box: RemoteConfigBox) -> Bool {
                 ((try? String(contentsOfFile: box.state + "/remote/bad.json", encoding: .utf8)) ?? "").contains("probe")
             }
             for box in canaries {
@@ -122,11 +96,12 @@ struct RemoteConfigRolloutTests {
             }
             for box in canaries {
                 let back = await eventually(timeout: .seconds(60)) {
-                    guard let status = await remoteStatus(box) else { return false }
-                    return status["state"] as? String == "applied" && status["effective"] as? String == previous
+                    let state = await remoteState(box)
+                    let effective = await fleet.remote("effective", port: box.port)
+                    return state == "applied" && effective == previous
                 }
-                let status = await remoteStatus(box)
-                #expect(back, "\(box.id) runs the rollout's previous documents again: \(String(describing: status))")
+                let state = await fleet.remoteState(port: box.port)
+                #expect(back, "\(box.id) runs the rollout's previous documents again: \(state)")
             }
         } catch {
             await stopAll()

@@ -55,6 +55,11 @@ final class FaultProxyState: Sendable {
         var requestHeads: [String] = []
         /// Alterations waiting for a request head that contains their marker, first come first served.
         var responseAlterations: [(marker: String, alteration: ProxyResponseAlteration)] = []
+        /// A connection on which a request head with this arrives is closed before the request goes upstream.
+        var refusedRequestMarker: String?
+        /// Whether clients' bytes are kept, per connection id (`clientBytes`).
+        var recordsClientBytes = false
+        var clientBytes: [Int: [UInt8]] = [:]
     }
 
     let state = Mutex(State())
@@ -73,13 +78,24 @@ final class FaultProxyState: Sendable {
         self.state.withLock { $0.bytesToClient += count }
     }
 
-    /// Records a request head a client sent, and returns the alteration it arms for its response, if any (only
-    /// when `forwarded`: a canned response is not altered, and leaves the alteration for the next request).
-    func recordRequestHead(_ head: String, forwarded: Bool) -> ProxyResponseAlteration? {
+    /// Records a request head a client sent, and says what to do with it: refuse it (close the connection before it
+    /// goes upstream), or forward it with the alteration it arms for its response, if any. A canned response
+    /// (`forwarded` false) is neither refused nor altered, and leaves the alteration for the next request.
+    func recordRequestHead(_ head: String, forwarded: Bool) -> (refuse: Bool, alteration: ProxyResponseAlteration?) {
         self.state.withLock { state in
             state.requestHeads.append(head)
-            guard forwarded, let index = state.responseAlterations.firstIndex(where: { head.contains($0.marker) }) else { return nil }
-            return state.responseAlterations.remove(at: index).alteration
+            guard forwarded else { return (false, nil) }
+            if let marker = state.refusedRequestMarker, head.contains(marker) { return (true, nil) }
+            guard let index = state.responseAlterations.firstIndex(where: { head.contains($0.marker) }) else { return (false, nil) }
+            return (false, state.responseAlterations.remove(at: index).alteration)
+        }
+    }
+
+    /// Keeps `buffer`'s bytes as sent by the client of connection `id`, when that is asked for.
+    func recordClientBytes(_ buffer: ByteBuffer, connection id: Int) {
+        self.state.withLock { state in
+            guard state.recordsClientBytes else { return }
+            state.clientBytes[id, default: []].append(contentsOf: buffer.readableBytesView)
         }
     }
 

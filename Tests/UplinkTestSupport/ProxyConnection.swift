@@ -393,6 +393,16 @@ final class ProxyConnection {
             switch head.item {
             case .data(var buffer):
                 self[direction: source].queuedBytes -= buffer.readableBytes
+                if source == .client {
+                    for head in self.requestHeads.consume(buffer) {
+                        let verdict = self.shared.recordRequestHead(head, forwarded: true)
+                        if verdict.refuse {
+                            self.cut()
+                            return
+                        }
+                        if let alteration = verdict.alteration { self.responseAlteration = ResponseAlterationProgress(alteration) }
+                    }
+                }
                 if source == .upstream, var alteration = self.responseAlteration {
                     let (cutAfter, done) = alteration.apply(to: &buffer)
                     self.responseAlteration = done ? nil : alteration
@@ -440,11 +450,7 @@ final class ProxyConnection {
         context.write(NIOAny(buffer), promise: nil)
         switch source {
         case .client:
-            for head in self.requestHeads.consume(buffer) {
-                if let alteration = self.shared.recordRequestHead(head, forwarded: true) {
-                    self.responseAlteration = ResponseAlterationProgress(alteration)
-                }
-            }
+            self.shared.recordClientBytes(buffer, connection: self.id)
             self.forwardedToUpstream += count
             self.shared.addForwarded(toUpstream: count)
         case .upstream:

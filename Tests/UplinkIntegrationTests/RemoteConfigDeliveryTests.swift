@@ -49,7 +49,7 @@ struct RemoteConfigDeliveryTests {
         SHA256Digest(of: Array(try Data(contentsOf: URL(fileURLWithPath: fleet.root + "/fleet/documents/\(name).yaml"))))
     }
 
-    @Test("refused while a remote set runs: a bad signature, a byte changed in transit, an older serial (also after a restart), another audience, an expired envelope, 1 MiB + 1 byte; the running tail goes on, no exec ever starts")
+    @Test("refused while a remote set runs: a bad signature, a byte changed in transit, an older serial (also after a restart), another audience, an expired envelope, 1 MiB + 1 byte, an endless body; the running tail goes on, no exec ever starts")
     func refusedDocumentsLeaveTheRunningSetAlone() async throws {
         // The collector does not check signatures: the box is what refuses.
         try await Self.withProxiedFleet(collectorRequiresSignature: false) { fleet, proxy in
@@ -135,8 +135,17 @@ struct RemoteConfigDeliveryTests {
             try await expectRefused(["logs", "extra"], "is 1048577 bytes, more than remote_config.max_document_bytes (1048576)", "1 MiB + 1 byte")
             #expect(Self.blobRequests(proxy, try Self.digest(fleet, "extra")).isEmpty, "the large document was downloaded")
 
+            // A body that does not end where the manifest says the document does: cut off while it streams.
+            try fleet.signedDocument("extra", serial: 6, "sources:\n" + probe + "\n# endless")
+            proxy.alterResponse(toRequestContaining: "GET /v1/config/blobs/\(try Self.digest(fleet, "extra").prefixed) ", .endlessBody)
+            let sentBefore = proxy.bytesToClient
+            try await expectRefused(["logs", "extra"], "the body is longer than the blob's", "an endless body")
+            #expect(proxy.pendingResponseAlterations == 0, "the document went through the proxy")
+            #expect(await settles(quiet: .milliseconds(500), timeout: .seconds(30)) { proxy.bytesToClient }, "the agent stopped reading")
+            #expect(proxy.bytesToClient - sentBefore < 64 << 20, "\(proxy.bytesToClient - sentBefore) bytes of an endless body read")
+
             // The same probe in a document the box accepts does run: the marker is a real witness.
-            try fleet.signedDocument("extra", serial: 6, "sources:\n" + probe)
+            try fleet.signedDocument("extra", serial: 7, "sources:\n" + probe)
             generation += 1
             try fleet.assign(generation: generation, ["logs", "extra"])
             kill(fleet.collector!.processIdentifier, SIGHUP)

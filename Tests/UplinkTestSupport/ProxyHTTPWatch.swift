@@ -8,6 +8,9 @@ public enum ProxyResponseAlteration: Sendable, Equatable {
     case cutAtResourceOffset(Int)
     /// Flips the lowest bit of body byte `index` (counted from 0); the rest passes unchanged.
     case flipBodyByte(Int)
+    /// Answers `200` without a length instead of upstream's response, then a body that never ends (as fast as the
+    /// client reads) until the client closes the connection.
+    case endlessBody
 }
 
 /// Reads the client's bytes of an HTTP/1.1 connection as they pass the proxy and returns each request head whole.
@@ -90,6 +93,8 @@ struct ResponseAlterationProgress {
                     return (nil, true)
                 }
                 bodySeen += 1
+            case .endlessBody:
+                return (nil, true)  // `ProxyConnection` answers in upstream's place
             }
         }
         return (nil, false)

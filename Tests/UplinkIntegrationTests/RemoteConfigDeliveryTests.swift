@@ -9,9 +9,11 @@ import UplinkTestSupport
 /// What reached the collector is read from the proxy's log of request heads.
 @Suite("Remote configuration: delivery through a fault proxy", .serialized, .timeLimit(.minutes(3)))
 struct RemoteConfigDeliveryTests {
-    /// Runs `body` with a fleet whose agent reaches the collector through a started `FaultProxy`.
+    /// Runs `body` with a fleet whose agent reaches the collector through a started `FaultProxy`. The probation is
+    /// 3 s: the acknowledgement criterion needs a record appended after the swap acknowledged, and `local-load`
+    /// appends one a second; a probation as short as that interval fails on a loaded machine.
     static func withProxiedFleet(
-        probation: String = "1s", collectorRequiresSignature: Bool = true,
+        probation: String = "3s", collectorRequiresSignature: Bool = true,
         _ body: (RemoteConfigFleet, FaultProxy) async throws -> Void
     ) async throws {
         try await RemoteConfigFleet.with(probation: probation, collectorRequiresSignature: collectorRequiresSignature) { fleet in

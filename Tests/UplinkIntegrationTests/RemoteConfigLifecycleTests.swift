@@ -35,17 +35,23 @@ struct RemoteConfigLifecycleTests {
 
     @Test("push: a SIGHUP of the collector reaches the agent within 2 s; unchanged tails keep their descriptors; no line lost or stored twice; a stop after the switch to last-known-good does not mark it bad; a start without the collector runs it")
     func pushAndRestart() async throws {
-        try await RemoteConfigFleet.with(probation: "2s", localSources: Self.localTail) { fleet in
+        try await RemoteConfigFleet.with(probation: "3s", localSources: Self.localTail) { fleet in
             let local = try LineWriter(path: fleet.root + "/local.log", prefix: "local")
             try local.writeOne()
-            try "app-1\n".write(toFile: fleet.root + "/logs/app.log", atomically: true, encoding: .utf8)
+            // The remote tail's file grows all along too: a file quiet for 5 s is parked (its descriptor closed).
+            let app = try LineWriter(path: fleet.root + "/logs/app.log", prefix: "app")
+            try app.writeOne()
             try "extra-1\n".write(toFile: fleet.root + "/logs/extra.log", atomically: true, encoding: .utf8)
             try fleet.document("logs", serial: 1, Self.tailDocument(fleet, "app", file: "app.log"))
             try fleet.document("extra", serial: 1, Self.tailDocument(fleet, "extra", file: "extra.log"))
             try fleet.assign(generation: 1, ["logs"])
             try fleet.startCollector()
             try fleet.startAgent()
-            #expect(await eventually(timeout: .seconds(60)) { await fleet.remoteState().state == "applied" }, "\(fleet.logs)")
+            #expect(await eventually(timeout: .seconds(60)) {
+                try? local.writeOne()
+                try? app.writeOne()
+                return await fleet.remoteState().state == "applied"
+            }, "\(fleet.logs)")
             let first = try #require(await fleet.remote("effective"))
             let localDescriptors = fleet.agentDescriptors(on: fleet.root + "/local.log")
             let appDescriptors = fleet.agentDescriptors(on: fleet.root + "/logs/app.log")
@@ -57,12 +63,14 @@ struct RemoteConfigLifecycleTests {
             kill(fleet.collector!.processIdentifier, SIGHUP)
             #expect(await eventually(timeout: .seconds(30)) {
                 try? local.writeOne()
+                try? app.writeOne()
                 return await Self.runsOnProbationOrApplied(fleet, other: first)
             }, "\(fleet.logs)")
             let pushed = ContinuousClock.now - hinted
             #expect(pushed <= .seconds(2), "applied \(pushed) after the collector's SIGHUP")
             #expect(await eventually(timeout: .seconds(30)) {
                 try? local.writeOne()
+                try? app.writeOne()
                 return await fleet.remoteState().state == "applied"
             }, "\(fleet.logs)")
             let second = try #require(await fleet.remote("effective"))
@@ -75,6 +83,7 @@ struct RemoteConfigLifecycleTests {
             #expect(!fleet.agentStopped(source: "local-app") && !fleet.agentStopped(source: "app"), "\(fleet.logs)")
             #expect(await eventually(timeout: .seconds(30)) { fleet.storedMessages(source: "local-app").count >= local.written.count })
             #expect(fleet.storedMessages(source: "local-app") == local.written, "each line of the local file stored once, in order")
+            #expect(await eventually(timeout: .seconds(30)) { fleet.storedMessages(source: "app") == app.written }, "the unchanged remote tail's lines once each")
             #expect(await eventually(timeout: .seconds(30)) { fleet.storedMessages(source: "extra") == ["extra-1"] }, "\(fleet.logs)")
 
             // A kill after the set became the last-known-good and before the trial marker was removed: the marker is
@@ -110,10 +119,12 @@ struct RemoteConfigLifecycleTests {
 
     @Test("runtime failure: a remote tail whose file's real path is outside allow.tail_paths is rolled back within probation + 1 s; the last-known-good runs on; no local line lost or stored twice")
     func runtimeFailureRollsBack() async throws {
-        try await RemoteConfigFleet.with(probation: "2s", localSources: Self.localTail) { fleet in
+        try await RemoteConfigFleet.with(probation: "3s", localSources: Self.localTail) { fleet in
             let local = try LineWriter(path: fleet.root + "/local.log", prefix: "local")
             try local.writeOne()
-            try "app-1\n".write(toFile: fleet.root + "/logs/app.log", atomically: true, encoding: .utf8)
+            // The remote tail's file grows all along too: a file quiet for 5 s is parked (its descriptor closed).
+            let app = try LineWriter(path: fleet.root + "/logs/app.log", prefix: "app")
+            try app.writeOne()
             // A file the agent may not read: the document names a path inside allow.tail_paths, but it is a symbolic
             // link to a file outside, and the check is on the real path when the file is opened. (Mode 000 would not
             // stop the tests, which run as root.)
@@ -128,6 +139,7 @@ struct RemoteConfigLifecycleTests {
             try fleet.startAgent()
             #expect(await eventually(timeout: .seconds(60)) {
                 try? local.writeOne()
+                try? app.writeOne()
                 return await fleet.remoteState().state == "applied"
             }, "\(fleet.logs)")
             let lastKnownGood = try #require(await fleet.remote("effective"))
@@ -137,16 +149,18 @@ struct RemoteConfigLifecycleTests {
             kill(fleet.collector!.processIdentifier, SIGHUP)
             #expect(await eventually(timeout: .seconds(30)) {
                 try? local.writeOne()
+                try? app.writeOne()
                 return await fleet.remoteState().state == "applying"
             }, "\(fleet.logs)")
             // Measured from the first sight of `applying`, which is a little after the swap itself.
             let applied = ContinuousClock.now
             #expect(await eventually(timeout: .seconds(30)) {
                 try? local.writeOne()
+                try? app.writeOne()
                 return await fleet.remoteState().state == "rolled_back"
             }, "\(fleet.logs)")
             let rolledBackAfter = ContinuousClock.now - applied
-            #expect(rolledBackAfter <= .seconds(3), "rolled back \(rolledBackAfter) after the apply (probation 2 s)")
+            #expect(rolledBackAfter <= .seconds(4), "rolled back \(rolledBackAfter) after the apply (probation 3 s)")
             let state = await fleet.remoteState()
             #expect(state.error?.contains("source secret is failing") == true, "\(state)")
             #expect(state.error?.contains("outside the allowed paths") == true, "\(state)")
@@ -154,10 +168,10 @@ struct RemoteConfigLifecycleTests {
             #expect(await fleet.remote("effective") == lastKnownGood)
             #expect(fleet.agentDescriptors(on: fleet.root + "/logs/app.log") == appDescriptors, "the unchanged remote tail kept its file")
 
-            try RemoteConfigFleet.append(["app-2"], to: fleet.root + "/logs/app.log")
+            try app.writeOne()
             try local.writeOne()
             #expect(await eventually(timeout: .seconds(30)) {
-                fleet.storedMessages(source: "app") == ["app-1", "app-2"]
+                fleet.storedMessages(source: "app") == app.written
                     && fleet.storedMessages(source: "local-app").count >= local.written.count
             }, "\(fleet.logs)")
             #expect(fleet.storedMessages(source: "local-app") == local.written, "each line of the local file stored once, in order")

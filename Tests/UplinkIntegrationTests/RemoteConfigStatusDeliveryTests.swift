@@ -91,6 +91,9 @@ struct RemoteConfigStatusDeliveryTests {
                 """)
             try fleet.assign(generation: 1, ["logs"])
             try fleet.startCollector()
+            // Without a stream there is no hint: a first look that finds no collector is made again only after
+            // poll_interval (at least 30 s). So the collector answers before the agent starts.
+            #expect(await eventually(timeout: .seconds(60)) { await fleet.collectorFleet() != nil }, "\(fleet.logs)")
             try fleet.startAgent()
             #expect(await eventually(timeout: .seconds(60)) { await fleet.remoteState().state == "applied" }, "\(fleet.logs)")
             #expect(await eventually(timeout: .seconds(30)) {

@@ -270,3 +270,18 @@ extension RemoteConfigFleet {
         for box in boxes { box.process.waitUntilExit() }
     }
 }
+
+extension RemoteConfigFleet {
+    /// The `generation` of what the collector assigns `agent` now (its `GET /v1/config`, asked as that agent), nil
+    /// while it does not answer: when it has taken new assignments in, independently of any agent.
+    func collectorGeneration(agent: String = "box-1") async -> Int? {
+        var request = HTTPClientRequest(url: "http://127.0.0.1:\(collectorPort)/v1/config")
+        request.headers.add(name: "Uplink-Agent", value: agent)
+        request.headers.add(name: "Uplink-Labels", value: "site=lab")
+        guard let response = try? await client.execute(request, timeout: .seconds(5)), response.status == .ok,
+            let body = try? await response.body.collect(upTo: 1 << 20),
+            let manifest = (try? JSONSerialization.jsonObject(with: Data(body.readableBytesView))) as? [String: Any]
+        else { return nil }
+        return manifest["generation"] as? Int
+    }
+}

@@ -9,153 +9,9 @@ import UplinkTestSupport
 /// process serving a directory, an agent process applying what it is assigned, probation, rollback.
 @Suite("Remote configuration: collector to agent", .serialized, .timeLimit(.minutes(4)))
 struct RemoteConfigEndToEndTests {
-    /// The files and processes of one fleet of one box.
-    final class Fleet: @unchecked Sendable {
-        let root: String
-        let collectorPort: Int
-        let agentPort: Int
-        var collector: Process?
-        var agent: Process?
-        var collectorLog: OutputCollector?
-        var agentLog: OutputCollector?
-        let client = HTTPClient(eventLoopGroupProvider: .singleton)
-
-        /// - Parameters:
-        ///   - probation: `remote_config.probation`.
-        ///   - collectorRequiresSignature: `collector.remote_config.require_signature`.
-        init(probation: String = "3s", collectorRequiresSignature: Bool = true) throws {
-            root = try Harness.temporaryDirectory("remote-e2e")
-            collectorPort = try FreePort.pick()
-            agentPort = try FreePort.pick()
-            for directory in ["fleet/documents", "logs", "keys"] {
-                try FileManager.default.createDirectory(atPath: root + "/" + directory, withIntermediateDirectories: true)
-            }
-            let keygen = try UplinkBinary.run(["config", "keygen", "--out", root + "/keys/ops"])
-            precondition(keygen.status == 0, keygen.standardError)
-            try write("""
-                collector:
-                  listen: 127.0.0.1:\(collectorPort)
-                  data_dir: \(root)/data
-                  stdout: false
-                  remote_config:
-                    dir: \(root)/fleet
-                    require_signature: \(collectorRequiresSignature)
-                    trusted_keys: [\(root)/keys/ops.pub]
-                """, to: "collector.yaml")
-            try write("""
-                agent: { id: box-1, state_dir: \(root)/state, metrics_listen: "127.0.0.1:\(agentPort)" }
-                uplink: { url: "http://127.0.0.1:\(collectorPort)" }
-                sources:
-                  - { name: local-load, type: load, interval: 1s }
-                remote_config:
-                  enabled: true
-                  probation: \(probation)
-                  trusted_keys: [\(root)/keys/ops.pub]
-                  labels: { site: lab }
-                  allow:
-                    source_types: [tail, exec]
-                    tail_paths: ["\(root)/logs/**"]
-                    exec:
-                      - argv: [\(root)/missing-probe, "*"]
-                """, to: "agent.yaml")
-        }
-
-        func write(_ text: String, to path: String) throws {
-            try (text + "\n").write(toFile: root + "/" + path, atomically: true, encoding: .utf8)
-        }
-
-        /// Writes `documents/<name>.yaml` and signs it with `uplink config sign` (with `key`, by default the trusted one).
-        func document(_ name: String, serial: Int, key: String = "ops", _ text: String) throws {
-            try write(text, to: "fleet/documents/\(name).yaml")
-            let sign = try UplinkBinary.run([
-                "config", "sign", "--key", root + "/keys/\(key).key", "--serial", "\(serial)", "--audience", "labels.site=lab",
-                "--expires", "30d", root + "/fleet/documents/\(name).yaml",
-            ])
-            precondition(sign.status == 0, sign.standardError)
-        }
-
-        func assign(generation: Int, _ documents: [String]) throws {
-            try write("generation: \(generation)\nassign:\n  - {name: lab, match: {agents: [\"box-*\"]}, documents: [\(documents.joined(separator: ", "))]}", to: "fleet/assignments.yaml")
-        }
-
-        func start(_ arguments: [String]) throws -> (Process, OutputCollector) {
-            try UplinkBinary.start(arguments, capturing: .both)
-        }
-
-        func startCollector() throws {
-            (collector, collectorLog) = try start(["collector", "--config", root + "/collector.yaml"])
-        }
-
-        func startAgent() throws {
-            (agent, agentLog) = try start(["run", "--config", root + "/agent.yaml"])
-        }
-
-        /// The agent's `/v1/status` as JSON, nil while it does not answer.
-        func agentStatus() async -> [String: Any]? {
-            guard let response = try? await client.execute(
-                HTTPClientRequest(url: "http://127.0.0.1:\(agentPort)/v1/status"), timeout: .seconds(5)),
-                let body = try? await response.body.collect(upTo: 1 << 20)
-            else { return nil }
-            return (try? JSONSerialization.jsonObject(with: Data(body.readableBytesView))) as? [String: Any]
-        }
-
-        /// The collector's `/v1/fleet` as text, nil while it does not answer.
-        func collectorFleet() async -> String? {
-            guard let response = try? await client.execute(
-                HTTPClientRequest(url: "http://127.0.0.1:\(collectorPort)/v1/fleet"), timeout: .seconds(5)),
-                let body = try? await response.body.collect(upTo: 1 << 20)
-            else { return nil }
-            return String(buffer: body)
-        }
-
-        func remoteState() async -> (state: String?, error: String?, sources: [String]) {
-            let status = await agentStatus()
-            let remote = status?["remote_config"] as? [String: Any]
-            let sources = (status?["sources"] as? [[String: Any]] ?? []).compactMap { $0["name"] as? String }
-            return (remote?["state"] as? String, remote?["error"] as? String, sources)
-        }
-
-        func storedMessages(source: String) -> [String] {
-            guard let records = try? Harness.storedRecords(in: root + "/data") else { return [] }
-            return records.compactMap { entry in
-                guard entry.record.source == source, case .log(let line) = entry.record.payload else { return nil }
-                return line.message
-            }
-        }
-
-        func stop() async {
-            for process in [agent, collector].compactMap({ $0 }) where process.isRunning {
-                process.terminate()
-                process.waitUntilExit()
-            }
-            try? await client.shutdown()
-        }
-
-        /// Whether the agent logged that the source `name` stopped (a reload that changes or removes it stops it).
-        func agentStopped(source name: String) -> Bool {
-            (agentLog?.text ?? "").split(separator: "\n").contains { $0.contains("source stopped") && $0.contains("source=\(name)") }
-        }
-
-        var logs: String { "agent:\n\(agentLog?.text ?? "")\ncollector:\n\(collectorLog?.text ?? "")" }
-    }
-
-    /// Runs `body` with a new fleet, and stops its processes afterwards, whether `body` returned or threw.
-    static func withFleet(
-        probation: String = "3s", collectorRequiresSignature: Bool = true, _ body: (Fleet) async throws -> Void
-    ) async throws {
-        let fleet = try Fleet(probation: probation, collectorRequiresSignature: collectorRequiresSignature)
-        do {
-            try await body(fleet)
-        } catch {
-            await fleet.stop()
-            throw error
-        }
-        await fleet.stop()
-    }
-
     @Test("a signed document is applied from a hint and kept; a broken one is rolled back and remembered as bad")
     func applyAndRollBack() async throws {
-        try await Self.withFleet { fleet in
+        try await RemoteConfigFleet.with { fleet in
             let logFile = fleet.root + "/logs/app.log"
             try (1...5).map { "line-\($0)" }.joined(separator: "\n").appending("\n").write(toFile: logFile, atomically: true, encoding: .utf8)
             try fleet.document("logs", serial: 1, """
@@ -216,7 +72,7 @@ extension RemoteConfigEndToEndTests {
     @Test("a kill during probation: the next start runs the last-known-good and never retries that revision; pin stops remote sources")
     func killDuringProbation() async throws {
         // A long probation: every kill below lands inside it, however slowly this machine answers.
-        try await Self.withFleet(probation: "20s") { fleet in
+        try await RemoteConfigFleet.with(probation: "20s") { fleet in
             let logFile = fleet.root + "/logs/app.log"
             try "line-1\n".write(toFile: logFile, atomically: true, encoding: .utf8)
             try fleet.document("logs", serial: 1, """
@@ -274,7 +130,7 @@ extension RemoteConfigEndToEndTests {
 extension RemoteConfigEndToEndTests {
     @Test("the collector away during probation: no rollback (the acknowledgement is skipped), the status arrives after it is back")
     func collectorDownDuringProbation() async throws {
-        try await Self.withFleet(probation: "5s") { fleet in
+        try await RemoteConfigFleet.with(probation: "5s") { fleet in
             let logFile = fleet.root + "/logs/app.log"
             try "line-1\n".write(toFile: logFile, atomically: true, encoding: .utf8)
             try fleet.document("logs", serial: 1, """
@@ -300,7 +156,7 @@ extension RemoteConfigEndToEndTests {
     @Test("documents the box refuses leave what runs untouched: an untrusted key; an exec outside allow.exec never runs")
     func refusedDocuments() async throws {
         // A collector that does not check signatures: the box is what refuses.
-        try await Self.withFleet(collectorRequiresSignature: false) { fleet in
+        try await RemoteConfigFleet.with(collectorRequiresSignature: false) { fleet in
             #expect(try UplinkBinary.run(["config", "keygen", "--out", fleet.root + "/keys/rogue"]).status == 0)
             let marker = fleet.root + "/exec-ran"
             try fleet.document("rogue", serial: 1, key: "rogue", """
@@ -337,7 +193,7 @@ extension RemoteConfigEndToEndTests {
 extension RemoteConfigEndToEndTests {
     @Test("an unsigned document from a collector with require_signature false: refused by a box that requires signatures, applied once it does not")
     func unsignedDocument() async throws {
-        try await Self.withFleet(probation: "2s", collectorRequiresSignature: false) { fleet in
+        try await RemoteConfigFleet.with(probation: "2s", collectorRequiresSignature: false) { fleet in
             let logFile = fleet.root + "/logs/app.log"
             try "line-1\n".write(toFile: logFile, atomically: true, encoding: .utf8)
             // No `uplink config sign`: the collector serves it without an envelope.
@@ -376,7 +232,7 @@ extension RemoteConfigEndToEndTests {
 extension RemoteConfigEndToEndTests {
     @Test("a clean stop during probation is inconclusive: after the start the same revision is tried again, not marked bad")
     func cleanStopDuringProbation() async throws {
-        try await Self.withFleet(probation: "30s") { fleet in
+        try await RemoteConfigFleet.with(probation: "30s") { fleet in
             try fleet.document("logs", serial: 1, """
                 sources:
                   - { name: app, type: tail, paths: ["\(fleet.root)/logs/app.log"] }
@@ -404,7 +260,7 @@ extension RemoteConfigEndToEndTests {
 extension RemoteConfigEndToEndTests {
     @Test("one process, agent and embedded collector: a SIGHUP reloads both the file and the served directory")
     func embeddedCollectorReload() async throws {
-        try await Self.withFleet { fleet in
+        try await RemoteConfigFleet.with { fleet in
             let agentFile = try String(contentsOfFile: fleet.root + "/agent.yaml", encoding: .utf8)
                 .replacingOccurrences(of: "uplink: { url: \"http://127.0.0.1:\(fleet.collectorPort)\" }", with: "uplink: { url: embedded }")
             let collectorFile = try String(contentsOfFile: fleet.root + "/collector.yaml", encoding: .utf8)

@@ -7,20 +7,18 @@ import UplinkRemoteConfig
 import UplinkTestSupport
 
 /// A staged rollout over a fleet of real agent processes: the canary stage alone gets the new documents, a failure
-/// there halts the rollout, and no agent outside the stage ever downloads them.
-@Suite("Remote configuration: a staged rollout over 20 agents", .serialized, .timeLimit(.minutes(5)))
+/// there halts the rollout, and no agent outside the stage ever asks for them (the log of a proxy in front of the
+/// collector).
+@Suite("Remote configuration: a staged rollout over 20 agents", .serialized, .timeLimit(.minutes(8)))
 struct RemoteConfigRolloutTests {
-    struct Box {
-        let id: String
-        let port: Int
-        let state: String
-        let process: Process
-        let log: OutputCollector
+    @Test("the canary stage gets the broken document first; its rollback halts the rollout; the other 18 never ask for it")
+    func canaryHalts() async throws {
+        // Twenty agents at once: alone among the heavy and timed tests (CPUGate).
+        try await CPUGate.exclusive { try await Self.runCanaryHalts() }
     }
 
-    @Test("the canary stage gets the broken document first; its rollback halts the rollout; the other 18 never fetch it")
-    func canaryHalts() async throws {
-        let fleet = try RemoteConfigEndToEndTests.Fleet()
+    static func runCanaryHalts() async throws {
+        let fleet = try RemoteConfigFleet()
         try fleet.write("""
             collector:
               listen: 127.0.0.1:\(fleet.collectorPort)
@@ -43,39 +41,26 @@ struct RemoteConfigRolloutTests {
         let probeDigest = SHA256Digest(of: Array(try String(contentsOfFile: fleet.root + "/fleet/documents/probe.yaml", encoding: .utf8).utf8))
         try fleet.assign(generation: 1, ["logs"])
         try fleet.startCollector()
+        // Every box reaches the collector through the proxy, whose log says who asked for what.
+        let proxy = FaultProxy(upstreamPort: fleet.collectorPort)
+        try await proxy.start()
+        try fleet.routeAgent(throughPort: proxy.port)
 
-        var boxes: [Box] = []
+        var boxes: [RemoteConfigBox] = []
         func stopAll() async {
-            for box in boxes where box.process.isRunning { box.process.terminate() }
-            for box in boxes { box.process.waitUntilExit() }
+            RemoteConfigFleet.stop(boxes)
             await fleet.stop()
+            try? await proxy.stop()
         }
         do {
             for number in 1...20 {
-                let id = String(format: "box-%02d", number)
-                let port = try FreePort.pick()
-                let state = fleet.root + "/state-\(id)"
-                let agentConfig = try String(contentsOfFile: fleet.root + "/agent.yaml", encoding: .utf8)
-                    .replacingOccurrences(of: "id: box-1, state_dir: \(fleet.root)/state, metrics_listen: \"127.0.0.1:\(fleet.agentPort)\"",
-                                          with: "id: \(id), state_dir: \(state), metrics_listen: \"127.0.0.1:\(port)\"")
-                #expect(agentConfig.contains("id: \(id)"))
-                try fleet.write(agentConfig, to: "agent-\(id).yaml")
-                let (process, log) = try fleet.start(["run", "--config", fleet.root + "/agent-\(id).yaml"])
-                boxes.append(Box(id: id, port: port, state: state, process: process, log: log))
+                boxes.append(try fleet.startBox(String(format: "box-%02d", number)))
             }
-            func remoteStatus(_ box: Box) async -> [String: Any]? {
-                guard let response = try? await fleet.client.execute(
-                    HTTPClientRequest(url: "http://127.0.0.1:\(box.port)/v1/status"), timeout: .seconds(5)),
-                    let body = try? await response.body.collect(upTo: 1 << 20),
-                    let status = (try? JSONSerialization.jsonObject(with: Data(body.readableBytesView))) as? [String: Any]
-                else { return nil }
-                return status["remote_config"] as? [String: Any]
-            }
-            func remoteState(_ box: Box) async -> String? { await remoteStatus(box)?["state"] as? String }
+            func remoteState(_ box: RemoteConfigBox) async -> String? { await fleet.remote("state", port: box.port) }
             for box in boxes {
                 #expect(await eventually(timeout: .seconds(120)) { await remoteState(box) == "applied" }, "\(box.id): \(box.log.text)")
             }
-            let previous = await remoteStatus(boxes[0])?["effective"] as? String
+            let previous = await fleet.remote("effective", port: boxes[0].port)
             #expect(previous != nil)
 
             try fleet.write("""
@@ -97,7 +82,7 @@ struct RemoteConfigRolloutTests {
             // `rolled_back` is the canary's state only until the halt reaches it: the halted rollout then serves it
             // `previous`, which it already runs, and it says `applied` again. What lasts is bad.json.
             let canaries = boxes.filter { ["box-03", "box-11"].contains($0.id) }
-            func remembersBad(_ box: Box) -> Bool {
+            func remembersBad(_ box: RemoteConfigBox) -> Bool {
                 ((try? String(contentsOfFile: box.state + "/remote/bad.json", encoding: .utf8)) ?? "").contains("probe")
             }
             for box in canaries {
@@ -117,16 +102,19 @@ struct RemoteConfigRolloutTests {
             #expect(halted, "the rollout halted: \(fleetText)")
             for box in boxes where !canaries.contains(where: { $0.id == box.id }) {
                 #expect(await remoteState(box) == "applied", "\(box.id) kept the previous documents")
-                let blobs = (try? FileManager.default.contentsOfDirectory(atPath: box.state + "/remote/blobs")) ?? []
-                #expect(!blobs.contains { $0.hasPrefix(probeDigest.hex) }, "\(box.id) never downloaded the halted document")
             }
+            let askers = proxy.requestHeads
+                .filter { $0.hasPrefix("GET /v1/config/blobs/\(probeDigest.prefixed) ") }
+                .map { RemoteConfigDeliveryTests.header("Uplink-Agent", in: $0) ?? "?" }
+            #expect(Set(askers) == Set(canaries.map(\.id)), "only the canaries ever asked for the halted document: \(askers)")
             for box in canaries {
                 let back = await eventually(timeout: .seconds(60)) {
-                    guard let status = await remoteStatus(box) else { return false }
-                    return status["state"] as? String == "applied" && status["effective"] as? String == previous
+                    let state = await remoteState(box)
+                    let effective = await fleet.remote("effective", port: box.port)
+                    return state == "applied" && effective == previous
                 }
-                let status = await remoteStatus(box)
-                #expect(back, "\(box.id) runs the rollout's previous documents again: \(String(describing: status))")
+                let state = await fleet.remoteState(port: box.port)
+                #expect(back, "\(box.id) runs the rollout's previous documents again: \(state)")
             }
         } catch {
             await stopAll()

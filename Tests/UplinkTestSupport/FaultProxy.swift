@@ -189,7 +189,44 @@ public final class FaultProxy: Sendable {
         self.shared.state.withLock { $0.cutAfterUpstreamBytes = n }
     }
 
+    /// Alters the response to the next HTTP/1.1 request whose head (request line or a header) contains `marker`;
+    /// calls queue up, each used once. The request is forwarded as it is.
+    public func alterResponse(toRequestContaining marker: String, _ alteration: ProxyResponseAlteration) {
+        self.shared.state.withLock { $0.responseAlterations.append((marker, alteration)) }
+    }
+
+    /// Closes (orderly) each connection on which a request head containing `marker` arrives, before that request
+    /// reaches upstream (bytes of the head read before it was complete may have gone up); nil stops refusing.
+    public func refuseRequests(containing marker: String?) {
+        self.shared.state.withLock { $0.refusedRequestMarker = marker }
+    }
+
+    /// Keeps every byte clients send from now on, per connection (``clientBytesByConnection``).
+    public func recordClientBytes() {
+        self.shared.state.withLock { $0.recordsClientBytes = true }
+    }
+
     // MARK: Observations
+
+    /// What clients sent on each connection since ``recordClientBytes()`` (forwarded bytes, decoded as UTF-8 with
+    /// replacement), in the order the connections were accepted.
+    public var clientBytesByConnection: [String] {
+        self.shared.state.withLock { state in
+            state.clientBytes.keys.sorted().map { String(decoding: state.clientBytes[$0]!, as: UTF8.self) }
+        }
+    }
+
+    /// Every HTTP/1.1 request head clients sent through the proxy (request line and header lines, `\r\n` between
+    /// them), in the order read, answered by upstream or by ``respondWithStatus(_:times:)``. A connection's heads
+    /// are watched until a body of unknown length (chunked) starts on it.
+    public var requestHeads: [String] {
+        self.shared.state.withLock { $0.requestHeads }
+    }
+
+    /// Alterations of ``alterResponse(toRequestContaining:_:)`` no request has armed yet.
+    public var pendingResponseAlterations: Int {
+        self.shared.state.withLock { $0.responseAlterations.count }
+    }
 
     /// How many client connections were accepted so far.
     public var acceptedConnectionCount: Int {

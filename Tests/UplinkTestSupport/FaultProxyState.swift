@@ -51,6 +51,15 @@ final class FaultProxyState: Sendable {
         var bytesToClient: Int = 0
         var nextConnectionID: Int = 0
         var connections: [Int: Entry] = [:]
+        /// Every HTTP/1.1 request head clients sent, in the order the proxy read them.
+        var requestHeads: [String] = []
+        /// Alterations waiting for a request head that contains their marker, first come first served.
+        var responseAlterations: [(marker: String, alteration: ProxyResponseAlteration)] = []
+        /// A connection on which a request head with this arrives is closed before the request goes upstream.
+        var refusedRequestMarker: String?
+        /// Whether clients' bytes are kept, per connection id (`clientBytes`).
+        var recordsClientBytes = false
+        var clientBytes: [Int: [UInt8]] = [:]
     }
 
     let state = Mutex(State())
@@ -67,6 +76,27 @@ final class FaultProxyState: Sendable {
 
     func addForwarded(toClient count: Int) {
         self.state.withLock { $0.bytesToClient += count }
+    }
+
+    /// Records a request head a client sent, and says what to do with it: refuse it (close the connection before it
+    /// goes upstream), or forward it with the alteration it arms for its response, if any. A canned response
+    /// (`forwarded` false) is neither refused nor altered, and leaves the alteration for the next request.
+    func recordRequestHead(_ head: String, forwarded: Bool) -> (refuse: Bool, alteration: ProxyResponseAlteration?) {
+        self.state.withLock { state in
+            state.requestHeads.append(head)
+            guard forwarded else { return (false, nil) }
+            if let marker = state.refusedRequestMarker, head.contains(marker) { return (true, nil) }
+            guard let index = state.responseAlterations.firstIndex(where: { head.contains($0.marker) }) else { return (false, nil) }
+            return (false, state.responseAlterations.remove(at: index).alteration)
+        }
+    }
+
+    /// Keeps `buffer`'s bytes as sent by the client of connection `id`, when that is asked for.
+    func recordClientBytes(_ buffer: ByteBuffer, connection id: Int) {
+        self.state.withLock { state in
+            guard state.recordsClientBytes else { return }
+            state.clientBytes[id, default: []].append(contentsOf: buffer.readableBytesView)
+        }
     }
 
     // MARK: Connection registry

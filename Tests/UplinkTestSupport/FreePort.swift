@@ -3,10 +3,17 @@ import Synchronization
 
 /// A free loopback port (bind to 0, read it, release it).
 public enum FreePort {
+    /// Ports `pick()` handed out in this test run: never handed out again, since the test that got one may bind it
+    /// only seconds later (a process it starts), and parallel suites pick many.
+    private static let pickedPorts = Mutex<Set<Int>>([])
+
     public static func pick() throws -> Int {
-        let reservation = try reserve()
-        defer { reservation.release() }
-        return reservation.port
+        for _ in 0..<16 {
+            let reservation = try reserve()
+            defer { reservation.release() }
+            if pickedPorts.withLock({ $0.insert(reservation.port).inserted }) { return reservation.port }
+        }
+        throw POSIXError(.EADDRINUSE)
     }
 
     /// A loopback port held bound (not listening) until `release()`: connecting to it is refused, and no other
@@ -20,7 +27,9 @@ public enum FreePort {
         let below = ephemeralRangeStart()
         if below > 10_001 {
             for _ in 0..<64 {
-                if let reservation = bind(port: UInt16.random(in: 10_000..<UInt16(below))) { return reservation }
+                let port = UInt16.random(in: 10_000..<UInt16(below))
+                if pickedPorts.withLock({ $0.contains(Int(port)) }) { continue }
+                if let reservation = bind(port: port) { return reservation }
             }
         }
         guard let reservation = bind(port: 0) else { throw POSIXError(.EADDRINUSE) }

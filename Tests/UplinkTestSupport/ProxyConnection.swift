@@ -94,6 +94,14 @@ final class ProxyConnection {
     private var headTerminatorMatched = 0
     private var responded = false
 
+    /// The client's request heads, for `FaultProxy.requestHeads` and response alterations.
+    private var requestHeads = HTTPRequestHeadScanner()
+    /// The alteration armed by the last request head, applied to what upstream answers.
+    private var responseAlteration: ResponseAlterationProgress?
+    /// Answering with an endless body (`ProxyResponseAlteration.endlessBody`): upstream's bytes are dropped.
+    private var endlessBody = false
+    private static let endlessChunk = [UInt8](repeating: UInt8(ascii: "x"), count: 16 * 1024)
+
     init(shared: FaultProxyState, eventLoop: any EventLoop, clientChannel: any Channel, upstreamHost: String, upstreamPort: Int)
     {
         self.shared = shared
@@ -226,6 +234,22 @@ final class ProxyConnection {
     func writabilityChanged(side: Side) {
         if self[side].channel?.isWritable == true {
             self.requestRead(side.other)
+            if side == .client { self.writeEndless() }
+        }
+    }
+
+    /// Writes the endless body's chunks to the client while it can take them (again at each writability change).
+    private func writeEndless() {
+        guard self.endlessBody, let context = self.client.context, self.isActive(.client), context.channel.isWritable
+        else { return }
+        for _ in 0..<8 {
+            context.write(NIOAny(context.channel.allocator.buffer(bytes: Self.endlessChunk)), promise: nil)
+            self.shared.addForwarded(toClient: Self.endlessChunk.count)
+        }
+        context.flush()
+        // Still writable: more on the next loop turn (not in a loop here: the client's reads must get their turn).
+        if context.channel.isWritable {
+            self.eventLoop.assumeIsolated().execute { self.writeEndless() }
         }
     }
 
@@ -388,6 +412,35 @@ final class ProxyConnection {
             switch head.item {
             case .data(var buffer):
                 self[direction: source].queuedBytes -= buffer.readableBytes
+                if source == .client {
+                    for head in self.requestHeads.consume(buffer) {
+                        let verdict = self.shared.recordRequestHead(head, forwarded: true)
+                        if verdict.refuse {
+                            self.cut()
+                            return
+                        }
+                        if let alteration = verdict.alteration { self.responseAlteration = ResponseAlterationProgress(alteration) }
+                    }
+                }
+                if source == .upstream, self.endlessBody { continue }
+                if source == .upstream, self.responseAlteration?.alteration == .endlessBody {
+                    self.responseAlteration = nil
+                    self.endlessBody = true
+                    context.write(NIOAny(context.channel.allocator.buffer(string: "HTTP/1.1 200 OK\r\nConnection: close\r\n\r\n")), promise: nil)
+                    self.writeEndless()
+                    continue
+                }
+                if source == .upstream, var alteration = self.responseAlteration {
+                    let (cutAfter, done) = alteration.apply(to: &buffer)
+                    self.responseAlteration = done ? nil : alteration
+                    if let cutAfter {
+                        self.forward(buffer.readSlice(length: cutAfter)!, to: context, from: source)
+                        context.flush()
+                        wrote = false
+                        self.cut()
+                        return
+                    }
+                }
                 if source == .client, case .forward(let limit?) = self.mode,
                     buffer.readableBytes >= limit - self.forwardedToUpstream
                 {
@@ -400,6 +453,8 @@ final class ProxyConnection {
                 }
                 self.forward(buffer, to: context, from: source)
                 wrote = true
+            case .endOfStream where source == .upstream && self.endlessBody, .close where source == .upstream && self.endlessBody:
+                continue  // the endless answer goes on until the client closes
             case .endOfStream:
                 if wrote {
                     context.flush()
@@ -424,6 +479,7 @@ final class ProxyConnection {
         context.write(NIOAny(buffer), promise: nil)
         switch source {
         case .client:
+            self.shared.recordClientBytes(buffer, connection: self.id)
             self.forwardedToUpstream += count
             self.shared.addForwarded(toUpstream: count)
         case .upstream:
@@ -463,6 +519,7 @@ final class ProxyConnection {
 
     private func scanRequestHead(_ buffer: ByteBuffer, status: Int) {
         guard !self.responded else { return }
+        for head in self.requestHeads.consume(buffer) { _ = self.shared.recordRequestHead(head, forwarded: false) }
         let complete = buffer.withUnsafeReadableBytes { bytes -> Bool in
             for byte in bytes {
                 if byte == Self.headTerminator[self.headTerminatorMatched] {

@@ -495,7 +495,8 @@ extension RemoteConfigAgent {
     /// What the agent starts with, before it runs and without the collector: the last-known-good set, checked again
     /// against the local file as it is now (keys, labels and `allow` may have changed). A trial marker left by a
     /// crash or a kill during a probation marks that revision bad (the last-known-good was never replaced); one left
-    /// by a clean stop is dropped, so the revision is tried again.
+    /// by a clean stop is dropped, so the revision is tried again; one whose revision is already the last-known-good
+    /// (a stop between the switch and the marker's removal) means the probation passed, and is dropped.
     public static func startup(local: UplinkFile, store: RemoteConfigStore, logger: Logger) -> Startup {
         let now = WallClock.nowNanoseconds() / 1_000_000
         func status(_ state: RemoteConfigStatus.State, error: String? = nil) -> RemoteConfigStatus {
@@ -509,7 +510,15 @@ extension RemoteConfigAgent {
         }
         if store.isPinned { return Startup(sources: [], set: nil, status: status(.pinned)) }
         if case .valid(let trial) = store.trial() {
-            if !trial.cleanShutdown {
+            if case .valid(let set) = store.lastKnownGood(), set.revision == trial.revision {
+                // Stopped after the set passed its probation and became the last-known-good, before the marker was
+                // removed (`apply`): the probation passed, so what that step had left to do is done here.
+                switch store.seen() {
+                case .absent: try? store.saveSeen(RemoteConfigStore.Seen().recording(set, generation: trial.generation))
+                case .valid(let seen): try? store.saveSeen(seen.recording(set, generation: trial.generation))
+                case .invalid: break  // left as it is: `consider` refuses new documents until it is fixed
+                }
+            } else if !trial.cleanShutdown {
                 var bad = store.badRevisions().value ?? RemoteConfigStore.BadRevisions()
                 let reason = "the agent stopped during the probation of this revision (a crash or a kill)"
                 bad.add(RemoteConfigStore.BadRevision(

@@ -1,0 +1,287 @@
+import AsyncHTTPClient
+import Foundation
+import NIOCore
+import UplinkCore
+import UplinkRemoteConfig
+import UplinkTestSupport
+
+/// The files and processes of one fleet of one box for remote configuration tests: keys made with `uplink config
+/// keygen`, a collector process serving `fleet/`, an agent process with a `local-load` source and `remote_config` on.
+final class RemoteConfigFleet: @unchecked Sendable {
+    let root: String
+    let collectorPort: Int
+    let agentPort: Int
+    var collector: Process?
+    var agent: Process?
+    var collectorLog: OutputCollector?
+    var agentLog: OutputCollector?
+    let client = HTTPClient(eventLoopGroupProvider: .singleton)
+
+    /// - Parameters:
+    ///   - probation: `remote_config.probation`.
+    ///   - collectorRequiresSignature: `collector.remote_config.require_signature`.
+    ///   - localSources: More local sources (flow-style YAML items) after `local-load`, given the fleet's root.
+    init(
+        probation: String = "3s", collectorRequiresSignature: Bool = true,
+        localSources: (_ root: String) -> [String] = { _ in [] }
+    ) throws {
+        root = try Harness.temporaryDirectory("remote-e2e")
+        collectorPort = try FreePort.pick()
+        agentPort = try FreePort.pick()
+        for directory in ["fleet/documents", "logs", "keys"] {
+            try FileManager.default.createDirectory(atPath: root + "/" + directory, withIntermediateDirectories: true)
+        }
+        let keygen = try UplinkBinary.run(["config", "keygen", "--out", root + "/keys/ops"])
+        precondition(keygen.status == 0, keygen.standardError)
+        try write("""
+            collector:
+              listen: 127.0.0.1:\(collectorPort)
+              data_dir: \(root)/data
+              stdout: false
+              remote_config:
+                dir: \(root)/fleet
+                require_signature: \(collectorRequiresSignature)
+                trusted_keys: [\(root)/keys/ops.pub]
+            """, to: "collector.yaml")
+        try write("""
+            agent: { id: box-1, state_dir: \(root)/state, metrics_listen: "127.0.0.1:\(agentPort)" }
+            uplink: { url: "http://127.0.0.1:\(collectorPort)" }
+            sources:
+              - { name: local-load, type: load, interval: 1s }
+            \(localSources(root).map { "  - \($0)\n" }.joined())remote_config:
+              enabled: true
+              probation: \(probation)
+              trusted_keys: [\(root)/keys/ops.pub]
+              labels: { site: lab }
+              allow:
+                source_types: [tail, exec]
+                tail_paths: ["\(root)/logs/**"]
+                exec:
+                  - argv: [\(root)/missing-probe, "*"]
+            """, to: "agent.yaml")
+    }
+
+    func write(_ text: String, to path: String) throws {
+        try (text + "\n").write(toFile: root + "/" + path, atomically: true, encoding: .utf8)
+    }
+
+    /// Writes `documents/<name>.yaml` and signs it with `uplink config sign` (with `key`, by default the trusted one).
+    func document(_ name: String, serial: Int, key: String = "ops", _ text: String) throws {
+        try write(text, to: "fleet/documents/\(name).yaml")
+        let sign = try UplinkBinary.run([
+            "config", "sign", "--key", root + "/keys/\(key).key", "--serial", "\(serial)", "--audience", "labels.site=lab",
+            "--expires", "30d", root + "/fleet/documents/\(name).yaml",
+        ])
+        precondition(sign.status == 0, sign.standardError)
+    }
+
+    func assign(generation: Int, _ documents: [String]) throws {
+        try write("generation: \(generation)\nassign:\n  - {name: lab, match: {agents: [\"box-*\"]}, documents: [\(documents.joined(separator: ", "))]}", to: "fleet/assignments.yaml")
+    }
+
+    func start(_ arguments: [String]) throws -> (Process, OutputCollector) {
+        try UplinkBinary.start(arguments, capturing: .both)
+    }
+
+    func startCollector() throws {
+        (collector, collectorLog) = try start(["collector", "--config", root + "/collector.yaml"])
+    }
+
+    func startAgent() throws {
+        (agent, agentLog) = try start(["run", "--config", root + "/agent.yaml"])
+    }
+
+    /// The agent's `/v1/status` as JSON, nil while it does not answer.
+    func agentStatus(port: Int? = nil) async -> [String: Any]? {
+        guard let response = try? await client.execute(
+            HTTPClientRequest(url: "http://127.0.0.1:\(port ?? agentPort)/v1/status"), timeout: .seconds(5)),
+            let body = try? await response.body.collect(upTo: 1 << 20)
+        else { return nil }
+        return (try? JSONSerialization.jsonObject(with: Data(body.readableBytesView))) as? [String: Any]
+    }
+
+    /// The collector's `/v1/fleet` as text, nil while it does not answer.
+    func collectorFleet() async -> String? {
+        guard let response = try? await client.execute(
+            HTTPClientRequest(url: "http://127.0.0.1:\(collectorPort)/v1/fleet"), timeout: .seconds(5)),
+            let body = try? await response.body.collect(upTo: 1 << 20)
+        else { return nil }
+        return String(buffer: body)
+    }
+
+    /// The remote configuration's state and error and the sources that run, of the agent whose status listens on
+    /// `port` (by default the fleet's agent).
+    func remoteState(port: Int? = nil) async -> (state: String?, error: String?, sources: [String]) {
+        let status = await agentStatus(port: port)
+        let remote = status?["remote_config"] as? [String: Any]
+        let sources = (status?["sources"] as? [[String: Any]] ?? []).compactMap { $0["name"] as? String }
+        return (remote?["state"] as? String, remote?["error"] as? String, sources)
+    }
+
+    func storedMessages(source: String) -> [String] {
+        guard let records = try? Harness.storedRecords(in: root + "/data") else { return [] }
+        return records.compactMap { entry in
+            guard entry.record.source == source, case .log(let line) = entry.record.payload else { return nil }
+            return line.message
+        }
+    }
+
+    func stop() async {
+        for process in [agent, collector].compactMap({ $0 }) where process.isRunning {
+            process.terminate()
+            process.waitUntilExit()
+        }
+        try? await client.shutdown()
+    }
+
+    /// Whether the agent logged that the source `name` stopped (a reload that changes or removes it stops it).
+    func agentStopped(source name: String) -> Bool {
+        (agentLog?.text ?? "").split(separator: "\n").contains { $0.contains("source stopped") && $0.contains("source=\(name)") }
+    }
+
+    var logs: String { "agent:\n\(agentLog?.text ?? "")\ncollector:\n\(collectorLog?.text ?? "")" }
+}
+
+extension RemoteConfigFleet {
+    /// Runs `body` with a new fleet, and stops its processes afterwards, whether `body` returned or threw.
+    static func with(
+        probation: String = "3s", collectorRequiresSignature: Bool = true,
+        localSources: (_ root: String) -> [String] = { _ in [] }, _ body: (RemoteConfigFleet) async throws -> Void
+    ) async throws {
+        let fleet = try RemoteConfigFleet(
+            probation: probation, collectorRequiresSignature: collectorRequiresSignature, localSources: localSources)
+        do {
+            try await body(fleet)
+        } catch {
+            await fleet.stop()
+            throw error
+        }
+        await fleet.stop()
+    }
+}
+
+extension RemoteConfigFleet {
+    /// A field of the agent's `/v1/status` `remote_config` object (`state`, `desired`, `effective`, `error`, …) as
+    /// text, nil while the agent does not answer or the field is not there; `port` names another agent's status.
+    func remote(_ field: String, port: Int? = nil) async -> String? {
+        guard let value = (await agentStatus(port: port)?["remote_config"] as? [String: Any])?[field] else { return nil }
+        return value as? String ?? "\(value)"
+    }
+
+    /// Points the agent at `port` on loopback (a `FaultProxy` in front of the collector) instead of the collector.
+    func routeAgent(throughPort port: Int) throws {
+        let path = root + "/agent.yaml"
+        let text = try String(contentsOfFile: path, encoding: .utf8)
+        let routed = text.replacingOccurrences(
+            of: "url: \"http://127.0.0.1:\(collectorPort)\"", with: "url: \"http://127.0.0.1:\(port)\"")
+        precondition(routed != text, "agent.yaml names no collector URL to replace")
+        try routed.write(toFile: path, atomically: true, encoding: .utf8)
+    }
+
+    /// Writes `documents/<name>.yaml` and an envelope signed here with the trusted key (`uplink config sign` makes
+    /// only valid ones): `notAfter` in the past makes it expired, `change` alters it after signing (a bad signature).
+    func signedDocument(
+        _ name: String, serial: UInt64, audience: String = "labels.site=lab", notAfter: Int64? = nil,
+        change: (inout ConfigEnvelope) -> Void = { _ in }, _ text: String
+    ) throws {
+        try write(text, to: "fleet/documents/\(name).yaml")
+        let content = Array(try String(contentsOfFile: root + "/fleet/documents/\(name).yaml", encoding: .utf8).utf8)
+        let key = try SigningKeyFile.readSecret(path: root + "/keys/ops.key").get()
+        var envelope = ConfigEnvelope.sign(
+            document: content, name: name, serial: serial, audience: try Audience(selector: audience),
+            notAfter: notAfter ?? Int64(Date().timeIntervalSince1970) + 30 * 86_400, with: key)
+        change(&envelope)
+        try Data(envelope.json).write(to: URL(fileURLWithPath: root + "/fleet/documents/\(name).yaml.sig"))
+    }
+
+    /// Appends `lines` (each with a newline) to the file at `path`, which must exist.
+    static func append(_ lines: [String], to path: String) throws {
+        let handle = try FileHandle(forWritingTo: URL(fileURLWithPath: path))
+        defer { try? handle.close() }
+        try handle.seekToEnd()
+        try handle.write(contentsOf: Data(lines.map { $0 + "\n" }.joined().utf8))
+    }
+
+    /// The agent's open descriptors on `path`, each as its number and the inode it refers to: equal before and after
+    /// a swap means the file was never closed and opened again.
+    func agentDescriptors(on path: String) -> [String] {
+        guard let agent, agent.isRunning else { return [] }
+        let directory = "/proc/\(agent.processIdentifier)/fd"
+        let entries = (try? FileManager.default.contentsOfDirectory(atPath: directory)) ?? []
+        return entries.sorted().compactMap { fd in
+            guard (try? FileManager.default.destinationOfSymbolicLink(atPath: directory + "/" + fd)) == path else { return nil }
+            var info = stat()
+            guard stat(directory + "/" + fd, &info) == 0 else { return nil }
+            return "fd \(fd) -> inode \(info.st_ino)"
+        }
+    }
+}
+
+/// A log file a test appends to while it waits for something else (one line per `writeOne()`, from inside the
+/// `eventually` conditions), remembering every line, so that it can check each was stored exactly once, in order.
+final class LineWriter: @unchecked Sendable {
+    let path: String
+    let prefix: String
+    private(set) var written: [String] = []
+
+    /// Creates the file at `path`, empty.
+    init(path: String, prefix: String) throws {
+        self.path = path
+        self.prefix = prefix
+        try Data().write(to: URL(fileURLWithPath: path))
+    }
+
+    /// Appends the next line, `<prefix>-<n>`.
+    func writeOne() throws {
+        let line = "\(prefix)-\(written.count + 1)"
+        try RemoteConfigFleet.append([line], to: path)
+        written.append(line)
+    }
+}
+
+/// One more agent process of a fleet (`RemoteConfigFleet.startBox`).
+struct RemoteConfigBox {
+    let id: String
+    /// Where its `/v1/status` listens.
+    let port: Int
+    /// Its `agent.state_dir`.
+    let state: String
+    let process: Process
+    let log: OutputCollector
+}
+
+extension RemoteConfigFleet {
+    /// Starts another agent like the fleet's own (its `agent.yaml` as it is now, routed or not) as `id`, with a state
+    /// directory and a status port of its own.
+    func startBox(_ id: String) throws -> RemoteConfigBox {
+        let port = try FreePort.pick()
+        let state = root + "/state-\(id)"
+        let own = "id: box-1, state_dir: \(root)/state, metrics_listen: \"127.0.0.1:\(agentPort)\""
+        let text = try String(contentsOfFile: root + "/agent.yaml", encoding: .utf8)
+        precondition(text.contains(own), "agent.yaml does not name the fleet's agent as expected")
+        try write(text.replacingOccurrences(of: own, with: "id: \(id), state_dir: \(state), metrics_listen: \"127.0.0.1:\(port)\""), to: "agent-\(id).yaml")
+        let (process, log) = try start(["run", "--config", root + "/agent-\(id).yaml"])
+        return RemoteConfigBox(id: id, port: port, state: state, process: process, log: log)
+    }
+
+    /// Stops `boxes` (SIGTERM, then waits for each).
+    static func stop(_ boxes: [RemoteConfigBox]) {
+        for box in boxes where box.process.isRunning { box.process.terminate() }
+        for box in boxes { box.process.waitUntilExit() }
+    }
+}
+
+extension RemoteConfigFleet {
+    /// The `generation` of what the collector assigns `agent` now (its `GET /v1/config`, asked as that agent), nil
+    /// while it does not answer: when it has taken new assignments in, independently of any agent.
+    func collectorGeneration(agent: String = "box-1") async -> Int? {
+        var request = HTTPClientRequest(url: "http://127.0.0.1:\(collectorPort)/v1/config")
+        request.headers.add(name: "Uplink-Agent", value: agent)
+        request.headers.add(name: "Uplink-Labels", value: "site=lab")
+        guard let response = try? await client.execute(request, timeout: .seconds(5)), response.status == .ok,
+            let body = try? await response.body.collect(upTo: 1 << 20),
+            let manifest = (try? JSONSerialization.jsonObject(with: Data(body.readableBytesView))) as? [String: Any]
+        else { return nil }
+        return manifest["generation"] as? Int
+    }
+}

@@ -61,6 +61,21 @@ struct RemoteConfigStartupTests {
         #expect(seen.highestGeneration == 4)
     }
 
+    @Test("A last-known-good whose envelopes have expired since it was applied still runs at the next start: not-after is for new applies only")
+    func expiredLastKnownGoodRuns() throws {
+        let (store, local) = try makeBox()
+        // Signed to expire in 2001: long past, as a set applied years ago and never replaced would be.
+        let set = try RemoteConfigStoreTests.documentSet(
+            ["lab": ("sources:\n  - { name: remote-cpu, type: cpu, interval: 10s }\n", 3)], generation: 4,
+            notAfter: 1_000_000_000)
+        try store.saveLastKnownGood(set)
+
+        let startup = RemoteAgent.startup(local: local, store: store, logger: .init(label: "test"))
+        #expect(startup.set == set, "\(startup.status)")
+        #expect(startup.sources.map(\.name) == ["remote-cpu"])
+        #expect(startup.status.state == .applied && startup.status.error == nil, "\(startup.status)")
+    }
+
     @Test("Stopped during the probation of a newer set: that one is marked bad, the last-known-good runs")
     func stoppedDuringProbation() throws {
         let (store, local) = try makeBox()

@@ -22,7 +22,8 @@ struct RemoteConfigStoreTests {
     /// A set of signed documents (`name: (yaml, serial)`), with the manifest naming them; those named in `unsigned`
     /// have no envelope (served by a collector with `require_signature: false`).
     static func documentSet(
-        _ documents: [String: (String, UInt64)], generation: UInt64 = 1, unsigned: Set<String> = []
+        _ documents: [String: (String, UInt64)], generation: UInt64 = 1, unsigned: Set<String> = [],
+        notAfter: Int64 = 4_000_000_000
     ) throws -> RemoteConfigStore.DocumentSet {
         var files: [String: ([UInt8], [UInt8]?)] = [:]
         var entries: [ConfigManifest.Document] = []
@@ -34,7 +35,7 @@ struct RemoteConfigStoreTests {
                 continue
             }
             let envelope = ConfigEnvelope.sign(
-                document: content, name: name, serial: serial, audience: .everyone, notAfter: 4_000_000_000, with: key)
+                document: content, name: name, serial: serial, audience: .everyone, notAfter: notAfter, with: key)
             files[name] = (content, envelope.json)
             entries.append(.init(
                 name: name, sha256: SHA256Digest(of: content), size: content.count,

@@ -134,9 +134,19 @@ final class RemoteConfigFleet: @unchecked Sendable {
         try? await client.shutdown()
     }
 
-    /// Whether the agent logged that the source `name` stopped (a reload that changes or removes it stops it).
+    /// Whether the agent stopped the source `name`: an apply of a remote set or a local reload that lists it as
+    /// changed or removed (`changed=[…] removed=[…]` in its log line: how a running source is stopped, and started
+    /// again when changed), or its failure (`source stopped`). A clean stop logs nothing of its own at `info`.
     func agentStopped(source name: String) -> Bool {
-        (agentLog?.text ?? "").split(separator: "\n").contains { $0.contains("source stopped") && $0.contains("source=\(name)") }
+        func lists(_ line: Substring, _ key: String) -> Bool {
+            guard let start = line.range(of: " \(key)=[") else { return false }
+            let list = line[start.upperBound...].prefix { $0 != "]" }
+            return list.contains("\"\(name)\"")
+        }
+        return (agentLog?.text ?? "").split(separator: "\n").contains { line in
+            (line.contains("source stopped") && line.contains("source=\(name)")) || lists(line, "changed")
+                || lists(line, "removed")
+        }
     }
 
     var logs: String { "agent:\n\(agentLog?.text ?? "")\ncollector:\n\(collectorLog?.text ?? "")" }

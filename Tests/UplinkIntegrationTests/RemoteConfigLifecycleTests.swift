@@ -128,6 +128,56 @@ struct RemoteConfigLifecycleTests {
         }
     }
 
+    @Test("sources: [] takes the remote sources off a box: applied, kept across a restart without the collector; the local tail runs on, every line once")
+    func emptyDocumentRemovesRemoteSources() async throws {
+        try await RemoteConfigFleet.with(probation: "1s", localSources: Self.localTail) { fleet in
+            let local = try LineWriter(path: fleet.root + "/local.log", prefix: "local")
+            try local.writeOne()
+            let app = try LineWriter(path: fleet.root + "/logs/app.log", prefix: "app")
+            try app.writeOne()
+            try fleet.document("logs", serial: 1, Self.tailDocument(fleet, "app", file: "app.log"))
+            try fleet.assign(generation: 1, ["logs"])
+            try fleet.startCollector()
+            try fleet.startAgent()
+            #expect(await eventually(timeout: .seconds(60)) {
+                let state = await fleet.remoteState()
+                return state.state == "applied" && state.sources.contains("app")
+            }, "\(fleet.logs)")
+            let withApp = try #require(await fleet.remote("effective"))
+
+            // Unassigning would change nothing; the same document signed again without a source takes it off.
+            try fleet.document("logs", serial: 2, "sources: []\n")
+            try fleet.assign(generation: 2, ["logs"])
+            kill(fleet.collector!.processIdentifier, SIGHUP)
+            #expect(await eventually(timeout: .seconds(60)) {
+                try? local.writeOne()
+                let state = await fleet.remoteState()
+                return state.state == "applied" && !state.sources.contains("app")
+            }, "\(fleet.logs)")
+            #expect(await fleet.remote("effective") != withApp)
+            #expect(await fleet.remoteState().sources.sorted() == ["local-app", "local-load"])
+            #expect(fleet.agentStopped(source: "app"), "\(fleet.logs)")
+
+            // The empty set is the last-known-good now: a start without the collector runs the local sources only.
+            fleet.collector!.terminate()
+            fleet.collector!.waitUntilExit()
+            fleet.agent!.terminate()
+            fleet.agent!.waitUntilExit()
+            try local.writeOne()
+            try fleet.startAgent()
+            #expect(await eventually(timeout: .seconds(60)) {
+                let state = await fleet.remoteState()
+                return state.state == "applied" && state.sources.sorted() == ["local-app", "local-load"]
+            }, "\(fleet.logs)")
+
+            try fleet.startCollector()
+            try local.writeOne()
+            #expect(await eventually(timeout: .seconds(60)) { fleet.storedMessages(source: "local-app").count >= local.written.count })
+            #expect(fleet.storedMessages(source: "local-app") == local.written, "each line of the local file stored once, in order")
+            #expect(fleet.storedMessages(source: "app") == app.written, "the remote tail's line, once")
+        }
+    }
+
     @Test("runtime failure: a remote tail whose file's real path is outside allow.tail_paths is rolled back within probation + 1 s; the last-known-good runs on; no local line lost or stored twice")
     func runtimeFailureRollsBack() async throws {
         // Timed (probation + 1 s): alone among the heavy and timed tests (CPUGate).

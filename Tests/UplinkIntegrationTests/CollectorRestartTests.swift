@@ -124,22 +124,16 @@ enum UplinkBinary {
         return process
     }
 
-    /// Runs `uplink ARGUMENTS` to the end: its exit status and what it printed.
+    /// Runs `uplink ARGUMENTS` to the end: its exit status and what it printed. Spawned as a `ChildProcess`, not with
+    /// Foundation's `Process`, whose `run()` can crash the test process (see `OpenSSL` in UplinkTestSupport).
     static func run(_ arguments: [String]) throws -> (status: Int32, standardOutput: String, standardError: String) {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: try path())
-        process.arguments = arguments
-        let output = Pipe()
-        let errors = Pipe()
-        process.standardOutput = output
-        process.standardError = errors
-        try process.run()
-        let outputData = output.fileHandleForReading.readDataToEndOfFile()
-        let errorData = errors.fileHandleForReading.readDataToEndOfFile()
-        process.waitUntilExit()
-        return (
-            process.terminationStatus, String(decoding: outputData, as: UTF8.self), String(decoding: errorData, as: UTF8.self)
-        )
+        let directory = try TestDirectories.make("uplink-command")
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let process = try ChildProcess(
+            [try path()] + arguments, outputPath: directory + "/stdout", errorPath: directory + "/stderr")
+        let status = process.waitUntilExitBlocking()
+        func read(_ name: String) -> String { (try? String(contentsOfFile: directory + "/" + name, encoding: .utf8)) ?? "" }
+        return (status, read("stdout"), read("stderr"))
     }
 }
 

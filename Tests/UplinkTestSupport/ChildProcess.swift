@@ -15,16 +15,21 @@ public final class ChildProcess: @unchecked Sendable {
     private let lock = NSLock()
     private var status: Int32?
 
-    /// Starts `arguments[0]` (an absolute path) with the rest as arguments; standard output and error go to
-    /// `outputPath` (appended; `/dev/null` when nil), standard input is `/dev/null`.
-    public init(_ arguments: [String], outputPath: String? = nil) throws {
+    /// Starts `arguments[0]` (an absolute path) with the rest as arguments; standard output goes to `outputPath`
+    /// (appended; `/dev/null` when nil), standard error to `errorPath` (appended) or, when nil, with the output;
+    /// standard input is `/dev/null`.
+    public init(_ arguments: [String], outputPath: String? = nil, errorPath: String? = nil) throws {
         var actions = posix_spawn_file_actions_t()
         posix_spawn_file_actions_init(&actions)
         defer { posix_spawn_file_actions_destroy(&actions) }
         posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
         let output = outputPath ?? "/dev/null"
         posix_spawn_file_actions_addopen(&actions, 1, output, O_WRONLY | O_CREAT | O_APPEND, 0o644)
-        posix_spawn_file_actions_adddup2(&actions, 1, 2)
+        if let errorPath {
+            posix_spawn_file_actions_addopen(&actions, 2, errorPath, O_WRONLY | O_CREAT | O_APPEND, 0o644)
+        } else {
+            posix_spawn_file_actions_adddup2(&actions, 1, 2)
+        }
         // Nothing else of the test process may leak into the daemon: a socket it inherited would stay open after
         // the test closed it, and its peer would never see the connection end (other tests' connections too).
         Self.closeInheritedDescriptors(&actions)
@@ -88,6 +93,20 @@ public final class ChildProcess: @unchecked Sendable {
             return false
         }
         return true
+    }
+
+    /// Blocks the calling thread until the child exits and returns its exit code, or its signal number when a
+    /// signal ended it (what Foundation's `Process.terminationStatus` says). For short commands only.
+    public func waitUntilExitBlocking() -> Int32 {
+        lock.lock()
+        defer { lock.unlock() }
+        if status == nil {
+            var raw: Int32 = 0
+            while waitpid(processIdentifier, &raw, 0) < 0 && errno == EINTR {}
+            status = raw
+        }
+        let raw = status ?? 0
+        return raw & 0x7f == 0 ? (raw >> 8) & 0xff : raw & 0x7f
     }
 
     /// Sends `signal` to the child if it is still running.

@@ -27,6 +27,21 @@ struct RemoteConfigLifecycleTests {
             .saveTrial(.init(revision: revision, generation: generation, startedAtMilliseconds: 1))
     }
 
+    /// Assigns `documents` (generation 1), starts the collector and the agent, and waits until the agent applied them
+    /// while `writers` keep appending; returns the applied revision.
+    static func startApplied(
+        _ fleet: RemoteConfigFleet, _ documents: [String], writing writers: [LineWriter]
+    ) async throws -> String {
+        try fleet.assign(generation: 1, documents)
+        try fleet.startCollector()
+        try fleet.startAgent()
+        #expect(await eventually(timeout: .seconds(60)) {
+            for writer in writers { try? writer.writeOne() }
+            return await fleet.remoteState().state == "applied"
+        }, "\(fleet.logs)")
+        return try #require(await fleet.remote("effective"))
+    }
+
     /// Whether the agent runs a set other than `other`, on probation or applied.
     static func runsOnProbationOrApplied(_ fleet: RemoteConfigFleet, other: String) async -> Bool {
         guard let effective = await fleet.remote("effective"), effective != other else { return false }
@@ -46,15 +61,7 @@ struct RemoteConfigLifecycleTests {
                 try "extra-1\n".write(toFile: fleet.root + "/logs/extra.log", atomically: true, encoding: .utf8)
                 try fleet.document("logs", serial: 1, Self.tailDocument(fleet, "app", file: "app.log"))
                 try fleet.document("extra", serial: 1, Self.tailDocument(fleet, "extra", file: "extra.log"))
-                try fleet.assign(generation: 1, ["logs"])
-                try fleet.startCollector()
-                try fleet.startAgent()
-                #expect(await eventually(timeout: .seconds(60)) {
-                    try? local.writeOne()
-                    try? app.writeOne()
-                    return await fleet.remoteState().state == "applied"
-                }, "\(fleet.logs)")
-                let first = try #require(await fleet.remote("effective"))
+                let first = try await Self.startApplied(fleet, ["logs"], writing: [local, app])
                 let localDescriptors = fleet.agentDescriptors(on: fleet.root + "/local.log")
                 let appDescriptors = fleet.agentDescriptors(on: fleet.root + "/logs/app.log")
                 #expect(!localDescriptors.isEmpty && !appDescriptors.isEmpty, "the tails hold their files open")
@@ -136,26 +143,24 @@ struct RemoteConfigLifecycleTests {
             let app = try LineWriter(path: fleet.root + "/logs/app.log", prefix: "app")
             try app.writeOne()
             try fleet.document("logs", serial: 1, Self.tailDocument(fleet, "app", file: "app.log"))
-            try fleet.assign(generation: 1, ["logs"])
-            try fleet.startCollector()
-            try fleet.startAgent()
-            #expect(await eventually(timeout: .seconds(60)) {
-                let state = await fleet.remoteState()
-                return state.state == "applied" && state.sources.contains("app")
-            }, "\(fleet.logs)")
-            let withApp = try #require(await fleet.remote("effective"))
+            let withApp = try await Self.startApplied(fleet, ["logs"], writing: [local])
+            #expect(await fleet.remoteState().sources.contains("app"))
 
             // Unassigning would change nothing; the same document signed again without a source takes it off.
             try fleet.document("logs", serial: 2, "sources: []\n")
             try fleet.assign(generation: 2, ["logs"])
             kill(fleet.collector!.processIdentifier, SIGHUP)
-            // `applied` with the new revision: the probation passed and the empty set is the last-known-good. (Between
-            // the swap and the status's `applying`, the status still says `applied` of the previous revision.)
+            // `applied` with the new revision, read from one status: the probation passed and the empty set is the
+            // last-known-good. (Between the swap and the status's `applying`, the status still says `applied` of the
+            // previous revision; two reads could see that and then the new revision, on probation.)
             #expect(await eventually(timeout: .seconds(60)) {
                 try? local.writeOne()
-                let state = await fleet.remoteState()
-                guard state.state == "applied", !state.sources.contains("app") else { return false }
-                return await fleet.remote("effective").map { $0 != withApp } ?? false
+                guard let status = await fleet.agentStatus(), let remote = status["remote_config"] as? [String: Any] else {
+                    return false
+                }
+                let sources = (status["sources"] as? [[String: Any]] ?? []).compactMap { $0["name"] as? String }
+                return remote["state"] as? String == "applied" && (remote["effective"] as? String).map { $0 != withApp } == true
+                    && !sources.contains("app")
             }, "\(fleet.logs)")
             #expect(await fleet.remoteState().sources.sorted() == ["local-app", "local-load"])
             #expect(fleet.agentStopped(source: "app"), "\(fleet.logs)")
@@ -199,15 +204,7 @@ struct RemoteConfigLifecycleTests {
                     atPath: fleet.root + "/logs/secret.log", withDestinationPath: fleet.root + "/private/secret.txt")
                 try fleet.document("logs", serial: 1, Self.tailDocument(fleet, "app", file: "app.log"))
                 try fleet.document("secret", serial: 1, Self.tailDocument(fleet, "secret", file: "secret.log"))
-                try fleet.assign(generation: 1, ["logs"])
-                try fleet.startCollector()
-                try fleet.startAgent()
-                #expect(await eventually(timeout: .seconds(60)) {
-                    try? local.writeOne()
-                    try? app.writeOne()
-                    return await fleet.remoteState().state == "applied"
-                }, "\(fleet.logs)")
-                let lastKnownGood = try #require(await fleet.remote("effective"))
+                let lastKnownGood = try await Self.startApplied(fleet, ["logs"], writing: [local, app])
                 let appDescriptors = fleet.agentDescriptors(on: fleet.root + "/logs/app.log")
 
                 try fleet.assign(generation: 2, ["logs", "secret"])

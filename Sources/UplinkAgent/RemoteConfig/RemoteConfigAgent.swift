@@ -396,6 +396,13 @@ extension RemoteConfigAgent {
         let localNames = Set(local.sources.map(\.name))
         let before = reading(watched: [], localNames: localNames)
         let previous = await configuration.remote
+        // `applying` before the swap: a status read while the sources change never says `applied` of the revision
+        // being replaced.
+        update {
+            $0.state = .applying
+            $0.effective = revision.prefixed
+            $0.error = nil
+        }
         let change = await configuration.replaceRemote(with: sources)
         let remoteNames = Set(sources.map(\.name))
         let watched = (change.plan.added + change.plan.changed).filter { remoteNames.contains($0) }
@@ -403,11 +410,6 @@ extension RemoteConfigAgent {
             "revision": "\(revision.prefixed)", "added": "\(change.plan.added)", "changed": "\(change.plan.changed)",
             "removed": "\(change.plan.removed)", "probation": "\(settings.probation)",
         ])
-        update {
-            $0.state = .applying
-            $0.effective = revision.prefixed
-            $0.error = nil
-        }
         await reportStatus()
         let probation = Probation(
             watched: watched, window: settings.probation, swapSequence: before.lastAppended,

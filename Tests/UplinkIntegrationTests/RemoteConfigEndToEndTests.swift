@@ -103,6 +103,10 @@ extension RemoteConfigEndToEndTests {
                 #expect(await eventually(timeout: .seconds(30)) { await fleet.remoteState().state == "rolled_back" }, "run \(run): \(fleet.logs)")
                 let state = await fleet.remoteState()
                 #expect(state.error?.contains("stopped during the probation") == true, "run \(run): \(state)")
+                // Remembered as bad on disk, which is what keeps it from being tried again until a new serial.
+                let desired = try #require(await fleet.remote("desired"), "run \(run)")
+                let bad = (try? String(contentsOfFile: fleet.root + "/state/remote/bad.json", encoding: .utf8)) ?? ""
+                #expect(bad.contains(String(desired.dropFirst("sha256:".count))), "run \(run): \(desired) not in bad.json: \(bad)")
                 #expect(state.sources.sorted() == ["app", "local-load"], "run \(run): the last-known-good runs")
                 #expect(try FileManager.default.destinationOfSymbolicLink(atPath: fleet.root + "/state/remote/current") == lastKnownGood)
             }

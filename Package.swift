@@ -289,6 +289,8 @@ let package = Package(
                 "UplinkWire",
                 // The in-process collector harness of the collector and end-to-end tests.
                 "UplinkCollector",
+                // posix_spawn's closefrom, for `ChildProcess`.
+                "CLinuxIO",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),

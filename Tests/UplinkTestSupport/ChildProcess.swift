@@ -1,3 +1,4 @@
+import CLinuxIO
 import Foundation
 
 /// A child process for test daemons (nginx, tinyproxy), spawned with `posix_spawn` and a clean signal state: an
@@ -57,15 +58,11 @@ public final class ChildProcess: @unchecked Sendable {
         processIdentifier = pid
     }
 
-    /// Makes the child close every descriptor from 3 up: glibc's `posix_spawn_file_actions_addclosefrom_np` (2.34+,
-    /// looked up at run time because Swift's Glibc module does not declare it); where it is missing, the parent's
-    /// descriptors are marked close-on-exec instead, which does the same for everything open now.
+    /// Makes the child close every descriptor from 3 up (CLinuxIO's `uplink_spawn_close_from`, as the exec source
+    /// does); where the C library lacks it, the parent's descriptors are marked close-on-exec instead, which does the
+    /// same for everything open now.
     private static func closeInheritedDescriptors(_ actions: inout posix_spawn_file_actions_t) {
-        typealias CloseFrom = @convention(c) (UnsafeMutablePointer<posix_spawn_file_actions_t>, Int32) -> Int32
-        if let symbol = dlsym(UnsafeMutableRawPointer(bitPattern: 0), "posix_spawn_file_actions_addclosefrom_np") {
-            let closeFrom = unsafeBitCast(symbol, to: CloseFrom.self)
-            if closeFrom(&actions, 3) == 0 { return }
-        }
+        if uplink_spawn_close_from(&actions, 3) == 0 { return }
         let names = (try? FileManager.default.contentsOfDirectory(atPath: "/proc/self/fd")) ?? []
         for descriptor in names.compactMap({ Int32($0) }) where descriptor > 2 {
             let flags = fcntl(descriptor, F_GETFD)

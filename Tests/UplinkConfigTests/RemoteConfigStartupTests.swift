@@ -20,16 +20,7 @@ struct RemoteConfigStartupTests {
         try AtomicFile.write(
             Array(SigningKeyFile.publicText(SigningKeyFile.TrustedKey(id: key.id, key: key.key.publicKey)).utf8),
             to: root + "/ops.pub")
-        let decoded = decode("""
-            agent: { id: edge-1, state_dir: \(root)/state }
-            uplink: { url: "http://127.0.0.1:9" }
-            sources: [{ name: load, type: load }]
-            remote_config:
-              enabled: true
-              trusted_keys: [\(root)/ops.pub]
-              allow: { source_types: [cpu] }
-            """)
-        guard let local = decoded.value else { throw LocalFileInvalid(issues: decoded.issues.map(\.description)) }
+        let local = try RemoteConfigStoreTests.localFile(root: root)
         let store = RemoteConfigStore(stateDirectory: root + "/state")
         try store.prepare()
         return (store, local)

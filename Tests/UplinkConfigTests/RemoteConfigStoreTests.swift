@@ -47,6 +47,23 @@ struct RemoteConfigStoreTests {
         }
     }
 
+    /// A box's local file, agent `edge-1` with its state under `root`, a local `load` source, and `remote_config`
+    /// trusting `root/ops.pub` and allowing `cpu` sources.
+    static func localFile(root: String, requireSignature: Bool = true) throws -> UplinkFile {
+        let decoded = decode("""
+            agent: { id: edge-1, state_dir: \(root)/state }
+            uplink: { url: "http://127.0.0.1:9" }
+            sources: [{ name: load, type: load }]
+            remote_config:
+              enabled: true
+              require_signature: \(requireSignature)
+              trusted_keys: [\(root)/ops.pub]
+              allow: { source_types: [cpu] }
+            """)
+        guard let file = decoded.value else { throw LocalFileInvalid(issues: decoded.issues.map(\.description)) }
+        return file
+    }
+
     func mode(_ path: String) -> Int? {
         (try? FileManager.default.attributesOfItem(atPath: path)[.posixPermissions]) as? Int
     }
@@ -298,18 +315,7 @@ struct RemoteConfigStoreTests {
         let root = try TestDirectories.make("uplink-remote-unsigned")
         try writePublicKey(to: root + "/ops.pub", id: "ops")
         func local(requireSignature: Bool) throws -> UplinkFile {
-            let decoded = decode("""
-                agent: { id: edge-1, state_dir: \(root)/state }
-                uplink: { url: "http://127.0.0.1:9" }
-                sources: [{ name: load, type: load }]
-                remote_config:
-                  enabled: true
-                  require_signature: \(requireSignature)
-                  trusted_keys: [\(root)/ops.pub]
-                  allow: { source_types: [cpu] }
-                """)
-            guard let file = decoded.value else { throw LocalFileInvalid(issues: decoded.issues.map(\.description)) }
-            return file
+            try Self.localFile(root: root, requireSignature: requireSignature)
         }
         let document = "sources:\n  - { name: remote-cpu, type: cpu, interval: 10s }\n"
         let set = try Self.documentSet(["lab": (document, 0)], unsigned: ["lab"])

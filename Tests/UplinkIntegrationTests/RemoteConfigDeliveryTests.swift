@@ -61,7 +61,7 @@ struct RemoteConfigDeliveryTests {
             try "#!/bin/sh\ntouch \"$1\"\n".write(toFile: fleet.root + "/missing-probe", atomically: true, encoding: .utf8)
             chmod(fleet.root + "/missing-probe", 0o755)
             let probe = "  - { name: probe, type: exec, command: [\"\(fleet.root)/missing-probe\", \"\(marker)\"], interval: 1s }"
-            let app = "sources:\n  - { name: app, type: tail, paths: [\"\(fleet.root)/logs/app.log\"], start_at: beginning }"
+            let app = fleet.tailDocument(source: "app", file: "app.log")
             try "app-1\n".write(toFile: fleet.root + "/logs/app.log", atomically: true, encoding: .utf8)
             try fleet.signedDocument("logs", serial: 5, app)
             try fleet.assign(generation: 1, ["logs"])
@@ -209,10 +209,7 @@ struct RemoteConfigDeliveryTests {
     func errorsNeverRemoveRunningSources() async throws {
         try await Self.withProxiedFleet { fleet, proxy in
             try "app-1\n".write(toFile: fleet.root + "/logs/app.log", atomically: true, encoding: .utf8)
-            try fleet.document("logs", serial: 1, """
-                sources:
-                  - { name: app, type: tail, paths: ["\(fleet.root)/logs/app.log"], start_at: beginning }
-                """)
+            try fleet.document("logs", serial: 1, fleet.tailDocument(source: "app", file: "app.log"))
             try fleet.assign(generation: 1, ["logs"])
             try fleet.startCollector()
             try fleet.startAgent()

@@ -14,10 +14,7 @@ struct RemoteConfigEndToEndTests {
         try await RemoteConfigFleet.with { fleet in
             let logFile = fleet.root + "/logs/app.log"
             try (1...5).map { "line-\($0)" }.joined(separator: "\n").appending("\n").write(toFile: logFile, atomically: true, encoding: .utf8)
-            try fleet.document("logs", serial: 1, """
-                sources:
-                  - { name: app, type: tail, paths: ["\(logFile)"], start_at: beginning }
-                """)
+            try fleet.document("logs", serial: 1, fleet.tailDocument(source: "app", file: "app.log"))
             try fleet.document("probe", serial: 1, """
                 sources:
                   - { name: probe, type: exec, command: ["\(fleet.root)/missing-probe", "7"], interval: 1s }
@@ -75,10 +72,7 @@ extension RemoteConfigEndToEndTests {
         try await RemoteConfigFleet.with(probation: "20s") { fleet in
             let logFile = fleet.root + "/logs/app.log"
             try "line-1\n".write(toFile: logFile, atomically: true, encoding: .utf8)
-            try fleet.document("logs", serial: 1, """
-                sources:
-                  - { name: app, type: tail, paths: ["\(logFile)"], start_at: beginning }
-                """)
+            try fleet.document("logs", serial: 1, fleet.tailDocument(source: "app", file: "app.log"))
             try fleet.assign(generation: 1, ["logs"])
             try fleet.startCollector()
             try fleet.startAgent()
@@ -137,10 +131,7 @@ extension RemoteConfigEndToEndTests {
         try await RemoteConfigFleet.with(probation: "5s") { fleet in
             let logFile = fleet.root + "/logs/app.log"
             try "line-1\n".write(toFile: logFile, atomically: true, encoding: .utf8)
-            try fleet.document("logs", serial: 1, """
-                sources:
-                  - { name: app, type: tail, paths: ["\(logFile)"], start_at: beginning }
-                """)
+            try fleet.document("logs", serial: 1, fleet.tailDocument(source: "app", file: "app.log"))
             try fleet.assign(generation: 1, ["logs"])
             try fleet.startCollector()
             try fleet.startAgent()
@@ -201,10 +192,7 @@ extension RemoteConfigEndToEndTests {
             let logFile = fleet.root + "/logs/app.log"
             try "line-1\n".write(toFile: logFile, atomically: true, encoding: .utf8)
             // No `uplink config sign`: the collector serves it without an envelope.
-            try fleet.write("""
-                sources:
-                  - { name: app, type: tail, paths: ["\(logFile)"], start_at: beginning }
-                """, to: "fleet/documents/logs.yaml")
+            try fleet.write(fleet.tailDocument(source: "app", file: "app.log"), to: "fleet/documents/logs.yaml")
             try fleet.assign(generation: 1, ["logs"])
             try fleet.startCollector()
             try fleet.startAgent()

@@ -33,16 +33,7 @@ final class RemoteConfigFleet: @unchecked Sendable {
         }
         let keygen = try UplinkBinary.run(["config", "keygen", "--out", root + "/keys/ops"])
         precondition(keygen.status == 0, keygen.standardError)
-        try write("""
-            collector:
-              listen: 127.0.0.1:\(collectorPort)
-              data_dir: \(root)/data
-              stdout: false
-              remote_config:
-                dir: \(root)/fleet
-                require_signature: \(collectorRequiresSignature)
-                trusted_keys: [\(root)/keys/ops.pub]
-            """, to: "collector.yaml")
+        try write(collectorConfiguration(requiresSignature: collectorRequiresSignature), to: "collector.yaml")
         try write("""
             agent: { id: box-1, state_dir: \(root)/state, metrics_listen: "127.0.0.1:\(agentPort)" }
             uplink: { url: "http://127.0.0.1:\(collectorPort)" }
@@ -59,6 +50,33 @@ final class RemoteConfigFleet: @unchecked Sendable {
                 exec:
                   - argv: [\(root)/missing-probe, "*"]
             """, to: "agent.yaml")
+    }
+
+    /// `collector.yaml`: the fleet's collector serving `fleet/`, with `remoteConfig` lines (YAML, one key each) added
+    /// to its `remote_config`.
+    func collectorConfiguration(requiresSignature: Bool = true, remoteConfig: [String] = []) -> String {
+        """
+        collector:
+          listen: 127.0.0.1:\(collectorPort)
+          data_dir: \(root)/data
+          stdout: false
+          remote_config:
+            dir: \(root)/fleet
+            require_signature: \(requiresSignature)
+            trusted_keys: [\(root)/keys/ops.pub]
+        \(remoteConfig.map { "    " + $0 + "\n" }.joined())
+        """
+    }
+
+    /// Gives the collector its agents' labels from `fleet/inventory.yaml`, written with `inventory`.
+    func labelAgents(fromInventory inventory: String) throws {
+        try write(collectorConfiguration(remoteConfig: ["labels_from: [inventory]"]), to: "collector.yaml")
+        try write(inventory, to: "fleet/inventory.yaml")
+    }
+
+    /// A document's text with one `tail` source `source` on `logs/<file>`, read from its beginning.
+    func tailDocument(source: String, file: String) -> String {
+        "sources:\n  - { name: \(source), type: tail, paths: [\"\(root)/logs/\(file)\"], start_at: beginning }"
     }
 
     func write(_ text: String, to path: String) throws {

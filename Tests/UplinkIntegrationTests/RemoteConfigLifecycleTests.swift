@@ -16,9 +16,14 @@ struct RemoteConfigLifecycleTests {
         ["{ name: local-app, type: tail, paths: [\"\(root)/local.log\"], start_at: beginning }"]
     }
 
-    /// A remote document with one tail source `name` on `<root>/logs/<file>`.
-    static func tailDocument(_ fleet: RemoteConfigFleet, _ name: String, file: String) -> String {
-        "sources:\n  - { name: \(name), type: tail, paths: [\"\(fleet.root)/logs/\(file)\"], start_at: beginning }"
+    /// The local file and the remote tail's file, one line written to each: both are written all along (a file quiet
+    /// for 5 s is parked, its descriptor closed).
+    static func writers(_ fleet: RemoteConfigFleet) throws -> (local: LineWriter, app: LineWriter) {
+        let local = try LineWriter(path: fleet.root + "/local.log", prefix: "local")
+        try local.writeOne()
+        let app = try LineWriter(path: fleet.root + "/logs/app.log", prefix: "app")
+        try app.writeOne()
+        return (local, app)
     }
 
     /// Writes the trial marker of `revision` into the agent's state directory, as a kill during its probation leaves it.
@@ -53,14 +58,10 @@ struct RemoteConfigLifecycleTests {
         // Timed (2 s from the hint): alone among the heavy and timed tests (CPUGate).
         try await CPUGate.exclusive {
             try await RemoteConfigFleet.with(probation: "3s", localSources: Self.localTail) { fleet in
-                let local = try LineWriter(path: fleet.root + "/local.log", prefix: "local")
-                try local.writeOne()
-                // The remote tail's file grows all along too: a file quiet for 5 s is parked (its descriptor closed).
-                let app = try LineWriter(path: fleet.root + "/logs/app.log", prefix: "app")
-                try app.writeOne()
+                let (local, app) = try Self.writers(fleet)
                 try "extra-1\n".write(toFile: fleet.root + "/logs/extra.log", atomically: true, encoding: .utf8)
-                try fleet.document("logs", serial: 1, Self.tailDocument(fleet, "app", file: "app.log"))
-                try fleet.document("extra", serial: 1, Self.tailDocument(fleet, "extra", file: "extra.log"))
+                try fleet.document("logs", serial: 1, fleet.tailDocument(source: "app", file: "app.log"))
+                try fleet.document("extra", serial: 1, fleet.tailDocument(source: "extra", file: "extra.log"))
                 let first = try await Self.startApplied(fleet, ["logs"], writing: [local, app])
                 let localDescriptors = fleet.agentDescriptors(on: fleet.root + "/local.log")
                 let appDescriptors = fleet.agentDescriptors(on: fleet.root + "/logs/app.log")
@@ -138,11 +139,8 @@ struct RemoteConfigLifecycleTests {
     @Test("sources: [] takes the remote sources off a box: applied, kept across a restart without the collector; the local tail runs on, every line once")
     func emptyDocumentRemovesRemoteSources() async throws {
         try await RemoteConfigFleet.with(probation: "1s", localSources: Self.localTail) { fleet in
-            let local = try LineWriter(path: fleet.root + "/local.log", prefix: "local")
-            try local.writeOne()
-            let app = try LineWriter(path: fleet.root + "/logs/app.log", prefix: "app")
-            try app.writeOne()
-            try fleet.document("logs", serial: 1, Self.tailDocument(fleet, "app", file: "app.log"))
+            let (local, app) = try Self.writers(fleet)
+            try fleet.document("logs", serial: 1, fleet.tailDocument(source: "app", file: "app.log"))
             let withApp = try await Self.startApplied(fleet, ["logs"], writing: [local])
             #expect(await fleet.remoteState().sources.contains("app"))
 
@@ -190,11 +188,7 @@ struct RemoteConfigLifecycleTests {
         // Timed (probation + 1 s): alone among the heavy and timed tests (CPUGate).
         try await CPUGate.exclusive {
             try await RemoteConfigFleet.with(probation: "3s", localSources: Self.localTail) { fleet in
-                let local = try LineWriter(path: fleet.root + "/local.log", prefix: "local")
-                try local.writeOne()
-                // The remote tail's file grows all along too: a file quiet for 5 s is parked (its descriptor closed).
-                let app = try LineWriter(path: fleet.root + "/logs/app.log", prefix: "app")
-                try app.writeOne()
+                let (local, app) = try Self.writers(fleet)
                 // A file the agent may not read: the document names a path inside allow.tail_paths, but it is a symbolic
                 // link to a file outside, and the check is on the real path when the file is opened. (Mode 000 would not
                 // stop the tests, which run as root.)
@@ -202,8 +196,8 @@ struct RemoteConfigLifecycleTests {
                 try "SECRET\n".write(toFile: fleet.root + "/private/secret.txt", atomically: true, encoding: .utf8)
                 try FileManager.default.createSymbolicLink(
                     atPath: fleet.root + "/logs/secret.log", withDestinationPath: fleet.root + "/private/secret.txt")
-                try fleet.document("logs", serial: 1, Self.tailDocument(fleet, "app", file: "app.log"))
-                try fleet.document("secret", serial: 1, Self.tailDocument(fleet, "secret", file: "secret.log"))
+                try fleet.document("logs", serial: 1, fleet.tailDocument(source: "app", file: "app.log"))
+                try fleet.document("secret", serial: 1, fleet.tailDocument(source: "secret", file: "secret.log"))
                 let lastKnownGood = try await Self.startApplied(fleet, ["logs"], writing: [local, app])
                 let appDescriptors = fleet.agentDescriptors(on: fleet.root + "/logs/app.log")
 

@@ -25,6 +25,8 @@ struct RemoteConfigPercentStageTests {
 
     static func runPercentStage() async throws {
         try await RemoteConfigDeliveryTests.withProxiedFleet { fleet, proxy in
+            // What `fleet.labelAgents(fromInventory:)` writes, spelled out: calling it in this closure crashes Swift
+            // 6.3.1's SendNonSendable pass.
             try fleet.write("""
                 collector:
                   listen: 127.0.0.1:\(fleet.collectorPort)

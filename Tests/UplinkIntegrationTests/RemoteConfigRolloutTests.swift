@@ -19,17 +19,7 @@ struct RemoteConfigRolloutTests {
 
     static func runCanaryHalts() async throws {
         let fleet = try RemoteConfigFleet()
-        try fleet.write("""
-            collector:
-              listen: 127.0.0.1:\(fleet.collectorPort)
-              data_dir: \(fleet.root)/data
-              stdout: false
-              remote_config:
-                dir: \(fleet.root)/fleet
-                trusted_keys: [\(fleet.root)/keys/ops.pub]
-                labels_from: [inventory]
-            """, to: "collector.yaml")
-        try fleet.write("box-03: {ring: canary}\nbox-11: {ring: canary}", to: "fleet/inventory.yaml")
+        try fleet.labelAgents(fromInventory: "box-03: {ring: canary}\nbox-11: {ring: canary}")
         try fleet.document("logs", serial: 1, """
             sources:
               - { name: app, type: tail, paths: ["\(fleet.root)/logs/app.log"] }

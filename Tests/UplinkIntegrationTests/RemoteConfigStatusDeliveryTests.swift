@@ -21,10 +21,7 @@ struct RemoteConfigStatusDeliveryTests {
             let agentFile = try String(contentsOfFile: fleet.root + "/agent.yaml", encoding: .utf8)
             try fleet.write(agentFile.replacingOccurrences(of: "uplink: { url: ", with: "uplink: { compression: none, url: "), to: "agent.yaml")
             try "app-1\n".write(toFile: fleet.root + "/logs/app.log", atomically: true, encoding: .utf8)
-            try fleet.document("logs", serial: 1, """
-                sources:
-                  - { name: app, type: tail, paths: ["\(fleet.root)/logs/app.log"], start_at: beginning }
-                """)
+            try fleet.document("logs", serial: 1, fleet.tailDocument(source: "app", file: "app.log"))
             try fleet.assign(generation: 1, ["logs"])
             let withRemoteConfig = try String(contentsOfFile: fleet.root + "/collector.yaml", encoding: .utf8)
             let withoutRemoteConfig = """
@@ -85,10 +82,7 @@ struct RemoteConfigStatusDeliveryTests {
         try await RemoteConfigDeliveryTests.withProxiedFleet { fleet, proxy in
             proxy.refuseRequests(containing: "POST /v1/stream ")
             try "app-1\n".write(toFile: fleet.root + "/logs/app.log", atomically: true, encoding: .utf8)
-            try fleet.document("logs", serial: 1, """
-                sources:
-                  - { name: app, type: tail, paths: ["\(fleet.root)/logs/app.log"], start_at: beginning }
-                """)
+            try fleet.document("logs", serial: 1, fleet.tailDocument(source: "app", file: "app.log"))
             try fleet.assign(generation: 1, ["logs"])
             try fleet.startCollector()
             // Without a stream there is no hint: a first look that finds no collector is made again only after

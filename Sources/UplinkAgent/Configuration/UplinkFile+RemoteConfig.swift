@@ -11,7 +11,8 @@ extension UplinkFile {
         /// `remote_config.enabled` (bool): fetch and apply remote source documents. Default `false`.
         public var enabled: Bool
         /// `remote_config.poll_interval` (duration, at least `30s`): how often the agent asks for documents when no
-        /// stream tells it of a change; the poller adds ±10 % jitter to every wait. Default `5m`.
+        /// stream tells it of a change; the poller adds ±10 % jitter to every wait. A failed look is retried sooner,
+        /// on `RemoteConfigAgent.retryBackoff`, capped at this. Default `5m`.
         public var pollInterval: Duration
         /// `remote_config.probation` (duration, > 0, at most `1h`): how long newly applied remote sources must stay
         /// healthy before the set becomes the last-known-good one; a failure within it rolls back. Default `60s`.
@@ -116,7 +117,8 @@ extension UplinkFile {
             DocumentedKey(
                 "poll_interval", "duration, ≥ `30s`", default: "`5m`",
                 "How often the agent asks for documents when no stream tells it of a change. Every wait gets ±10 % jitter, "
-                    + "so a fleet does not ask in step."),
+                    + "so a fleet does not ask in step. A look that failed (no answer, a 5xx, a download cut) is tried "
+                    + "again sooner: after a delay drawn from 0 to 1 s × 2ⁿ for the n-th failure in a row, at most this."),
             DocumentedKey(
                 "probation", "duration, > 0, ≤ `1h`", default: "`60s`",
                 "How long newly applied remote sources must stay healthy before they become the last-known-good set; a "

@@ -117,12 +117,23 @@ public final class RemoteConfigAgent<C: Clock<Duration>>: Service, Sendable wher
 
     public func run() async throws {
         await cancelWhenGracefulShutdown {
+            var failedInARow = 0
             while !Task.isCancelled {
-                await self.check()
-                await self.waitForNextCheck()
+                failedInARow = await self.check() == .failed ? failedInARow + 1 : 0
+                await self.waitForNextCheck(failedInARow: failedInARow)
             }
         }
         try? await client.shutdown()
+    }
+
+    /// How one look at the collector went.
+    public enum Look: Sendable, Equatable {
+        /// The collector answered and what it answered was dealt with (applied, refused, nothing assigned, …):
+        /// the next look is in `poll_interval`.
+        case done
+        /// It did not get that far (no answer, a 5xx, a download cut, a status the collector did not take): the next
+        /// look comes sooner, on `retryBackoff`.
+        case failed
     }
 
     /// How long to wait for the next look without a hint: `interval` times a factor drawn from `random`, uniformly
@@ -131,20 +142,34 @@ public final class RemoteConfigAgent<C: Clock<Duration>>: Service, Sendable wher
         interval * Double.random(in: 0.9...1.1, using: &random)
     }
 
-    /// Waits for a hint or the poll interval (± 10 %), whichever comes first.
-    private func waitForNextCheck() async {
+    /// When a look failed: the `n`-th failure in a row (from 0) waits a delay drawn from [0, 1 s × 2ⁿ], at most
+    /// `pollInterval` (full jitter, so boxes that lost the collector together do not come back in step). A cut
+    /// download resumes within seconds instead of a poll interval later; a collector away for long is asked at
+    /// `pollInterval` again.
+    public static func retryBackoff(pollInterval: Duration) -> Backoff {
+        Backoff(initial: .seconds(1), multiplier: 2, maximum: max(pollInterval, .seconds(1)))
+    }
+
+    /// Waits for a hint or, whichever comes first, the poll interval (± 10 %) or, after `failedInARow` failed
+    /// looks, the retry delay.
+    private func waitForNextCheck(failedInARow: Int) async {
         let interval = settings.pollInterval
-        let jittered = random.withLock { Self.pollDelay(interval, using: &$0) }
+        let delay = random.withLock { random in
+            failedInARow == 0
+                ? Self.pollDelay(interval, using: &random)
+                : Self.retryBackoff(pollInterval: interval).delay(attempt: failedInARow - 1, using: &random)
+        }
         await withTaskGroup(of: Void.self) { group in
             group.addTask { [wake] in await wake.wait() }
-            group.addTask { [clock] in try? await clock.sleep(for: jittered) }
+            group.addTask { [clock] in try? await clock.sleep(for: delay) }
             await group.next()
             group.cancelAll()
         }
     }
 
-    /// Asks the collector for the manifest and acts on the answer.
-    public func check() async {
+    /// Asks the collector for the manifest, acts on the answer and tells the collector the status.
+    @discardableResult
+    public func check() async -> Look {
         if store.isPinned {
             // Break glass: the remote sources stop (the last-known-good stays on disk for `unpin`).
             if await !configuration.remote.isEmpty {
@@ -159,8 +184,7 @@ public final class RemoteConfigAgent<C: Clock<Duration>>: Service, Sendable wher
                 $0.state = .pinned
                 $0.effective = nil
             }
-            await reportStatus()
-            return
+            return await reportStatus() ? .done : .failed
         }
         let local = await configuration.local
         let recheck = state.withLock { state -> RemoteConfigStore.DocumentSet? in
@@ -186,6 +210,7 @@ public final class RemoteConfigAgent<C: Clock<Duration>>: Service, Sendable wher
             state.withLock { $0.effective = nil }
         }
         let etag = state.withLock { $0.etag }
+        var look = Look.done
         switch await client.fetchManifest(previousETag: etag) {
         case .notModified:
             break
@@ -194,26 +219,31 @@ public final class RemoteConfigAgent<C: Clock<Duration>>: Service, Sendable wher
             update { status in if status.state == .disabled { status.state = .idle } }
         case .failed(let reason):
             logger.debug("cannot fetch the remote configuration manifest; trying again later", metadata: ["reason": "\(reason)"])
+            look = .failed
         case .manifest(let manifest, let newETag):
-            await consider(manifest, local: local)
-            state.withLock { $0.etag = newETag }
+            look = await consider(manifest, local: local)
+            // Only a manifest that was dealt with may be answered `304` next time: after a failed download the next
+            // look must get the manifest again, or the download would wait for the next assignment.
+            state.withLock { $0.etag = look == .done ? newETag : nil }
         }
-        await reportStatus()
+        let reported = await reportStatus()
+        return reported ? look : .failed
     }
 
     /// Tells the collector the status when it changed since it last took one (again at the next look when it fails).
     /// While the stream is up the status travels on it (`RemoteConfigRelay`: a `config_status` line at every change
-    /// and at every stream start); `POST /v1/config/status` is for when it is not.
-    private func reportStatus() async {
+    /// and at every stream start); `POST /v1/config/status` is for when it is not. Whether the collector has it (or
+    /// there was nothing new to tell).
+    private func reportStatus() async -> Bool {
         let (report, reported) = state.withLock { ($0.status.report, $0.reported) }
-        guard let report, report != reported else { return }
+        guard let report, report != reported else { return true }
         if agent.uplink.statistics().state == .streaming {
             state.withLock { $0.reported = report }
-            return
+            return true
         }
-        if await client.reportStatus(report) {
-            state.withLock { $0.reported = report }
-        }
+        guard await client.reportStatus(report) else { return false }
+        state.withLock { $0.reported = report }
+        return true
     }
 
     private func update(_ change: (inout RemoteConfigStatus) -> Void) {
@@ -230,8 +260,9 @@ public final class RemoteConfigAgent<C: Clock<Duration>>: Service, Sendable wher
 // MARK: - Checking and applying
 
 extension RemoteConfigAgent {
-    /// Checks `manifest` and, when it names a new set that passes every check, applies it on probation.
-    func consider(_ manifest: ConfigManifest, local: UplinkFile) async {
+    /// Checks `manifest` and, when it names a new set that passes every check, applies it on probation. `.failed`
+    /// when the set could not be downloaded (tried again soon, the `.part` files resume); a refusal is `.done`.
+    func consider(_ manifest: ConfigManifest, local: UplinkFile) async -> Look {
         let revision = manifest.revision
         update {
             $0.desired = revision.prefixed
@@ -243,14 +274,14 @@ extension RemoteConfigAgent {
                 $0.state = .applied
                 $0.error = nil
             }
-            return
+            return .done
         }
         if let reason = current.refused {
             update {
                 $0.state = .failed
                 $0.error = reason
             }
-            return
+            return .done
         }
         let seen: RemoteConfigStore.Seen
         switch store.seen() {
@@ -265,7 +296,7 @@ extension RemoteConfigAgent {
             update {
                 $0.error = "the collector's assignments are generation \(manifest.generation), below \(seen.highestGeneration) seen before"
             }
-            return
+            return .done
         }
         var bad = store.badRevisions().value ?? RemoteConfigStore.BadRevisions()
         if let known = bad.matching(revision: revision) {
@@ -273,7 +304,7 @@ extension RemoteConfigAgent {
                 $0.state = .rolledBack
                 $0.error = known.reason
             }
-            return
+            return .done
         }
         let set: RemoteConfigStore.DocumentSet
         do {
@@ -290,18 +321,18 @@ extension RemoteConfigAgent {
                     "revision": "\(revision.prefixed)", "reason": "\(failure)",
                 ])
                 update { $0.error = "download: \(failure)" }
-                return
+                return .failed
             }
         } catch {
             update { $0.error = "\(error)" }
-            return
+            return .failed
         }
         if let known = bad.matching(set) {
             update {
                 $0.state = .rolledBack
                 $0.error = known.reason
             }
-            return
+            return .done
         }
         let remoteSources: [AgentConfiguration.NamedSource]
         switch Self.sources(of: set, local: local, seen: seen, isNewApply: true) {
@@ -309,6 +340,7 @@ extension RemoteConfigAgent {
         case .failure(let refusal): return refuse(revision, refusal.reason)
         }
         await apply(set, sources: remoteSources, local: local, seen: seen, bad: &bad)
+        return .done
     }
 
     /// Counts one outcome of a revision the box looked at (`uplink_remote_config_applies_total`).
@@ -316,7 +348,8 @@ extension RemoteConfigAgent {
         Counter(label: "uplink_remote_config_applies_total", dimensions: [("result", result)]).increment()
     }
 
-    private func refuse(_ revision: SHA256Digest, _ reason: String) {
+    /// Remembers `revision` as refused for `reason`: a look that ends here is done.
+    private func refuse(_ revision: SHA256Digest, _ reason: String) -> Look {
         Self.count("refused")
         logger.error("remote configuration refused; the running configuration stays", metadata: [
             "revision": "\(revision.prefixed)", "reason": "\(reason)",
@@ -326,6 +359,7 @@ extension RemoteConfigAgent {
             $0.state = .failed
             $0.error = reason
         }
+        return .done
     }
 
     /// Why a set may not run on this box (the first failed check, as one line for the status).
@@ -410,7 +444,7 @@ extension RemoteConfigAgent {
             "revision": "\(revision.prefixed)", "added": "\(change.plan.added)", "changed": "\(change.plan.changed)",
             "removed": "\(change.plan.removed)", "probation": "\(settings.probation)",
         ])
-        await reportStatus()
+        _ = await reportStatus()
         let probation = Probation(
             watched: watched, window: settings.probation, swapSequence: before.lastAppended,
             localDropsAtSwap: before.localDrops, uptime: clock.now - created, started: clock.now)

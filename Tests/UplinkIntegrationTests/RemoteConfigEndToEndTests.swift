@@ -66,10 +66,9 @@ struct RemoteConfigEndToEndTests {
 }
 
 extension RemoteConfigEndToEndTests {
-    @Test("a kill during probation: the next start runs the last-known-good and never retries that revision; pin stops remote sources")
+    @Test("a kill at a random moment of the probation: the next start runs the last-known-good, or the new set when it had passed; a revision that was on probation at a kill is never tried again; pin stops remote sources")
     func killDuringProbation() async throws {
-        // A long probation: every kill below lands inside it, however slowly this machine answers.
-        try await RemoteConfigFleet.with(probation: "20s") { fleet in
+        try await RemoteConfigFleet.with(probation: "3s") { fleet in
             let logFile = fleet.root + "/logs/app.log"
             try "line-1\n".write(toFile: logFile, atomically: true, encoding: .utf8)
             try fleet.document("logs", serial: 1, fleet.tailDocument(source: "app", file: "app.log"))
@@ -77,9 +76,16 @@ extension RemoteConfigEndToEndTests {
             try fleet.startCollector()
             try fleet.startAgent()
             #expect(await eventually(timeout: .seconds(120)) { await fleet.remoteState().state == "applied" }, "\(fleet.logs)")
-            let lastKnownGood = try FileManager.default.destinationOfSymbolicLink(atPath: fleet.root + "/state/remote/current")
-            // Runs, bounded: each assigns a new revision (a second tail source, a new serial), kills the agent while
-            // that revision is on probation, and starts it again as systemd would.
+            let currentLink = fleet.root + "/state/remote/current"
+            var lastKnownGood = try FileManager.default.destinationOfSymbolicLink(atPath: currentLink)
+            var lastKnownGoodSources = ["app", "local-load"]
+            // The whole log of every agent process, to count how often each revision was put on probation.
+            var processLogs: [String] = []
+            var killedOnProbation = 0
+            var rolledBack: [String] = []
+            // Runs, bounded: each assigns a new revision (a second tail source, a new serial), kills the agent at a
+            // random moment from the start of that revision's probation (3 s) to a little past its end (where it has
+            // just passed, or is passing), and starts it again as systemd would.
             var generator = SystemRandomNumberGenerator()
             for run in 1...20 {
                 try fleet.document("extra", serial: run, """
@@ -89,21 +95,43 @@ extension RemoteConfigEndToEndTests {
                 try fleet.assign(generation: 1 + run, ["logs", "extra"])
                 kill(fleet.collector!.processIdentifier, SIGHUP)
                 #expect(await eventually(timeout: .seconds(30)) { await fleet.remoteState().state == "applying" }, "run \(run): \(fleet.logs)")
-                // At a random point of the probation: after a random number of status round trips (no sleep).
-                for _ in 0..<Int.random(in: 0..<50, using: &generator) { _ = await fleet.agentStatus() }
+                let trying = try #require(await fleet.remote("desired"), "run \(run)")
+                // The moment of the kill is what this test is about, so here the wait is real time, on purpose.
+                let killAfter = Duration.milliseconds(Int.random(in: 0..<3_600, using: &generator))
+                try await Task.sleep(for: killAfter)
                 kill(fleet.agent!.processIdentifier, SIGKILL)
                 fleet.agent!.waitUntilExit()
+                processLogs.append(fleet.agentLog?.text ?? "")
                 try fleet.startAgent()
-                #expect(await eventually(timeout: .seconds(30)) { await fleet.remoteState().state == "rolled_back" }, "run \(run): \(fleet.logs)")
+                let what = "run \(run), killed \(killAfter) into the probation of \(trying)"
+                #expect(await eventually(timeout: .seconds(30)) {
+                    let state = await fleet.remoteState().state
+                    let desired = await fleet.remote("desired")
+                    return (state == "rolled_back" || state == "applied") && desired == trying
+                }, "\(what): \(fleet.logs)")
                 let state = await fleet.remoteState()
-                #expect(state.error?.contains("stopped during the probation") == true, "run \(run): \(state)")
-                // Remembered as bad on disk, which is what keeps it from being tried again until a new serial.
-                let desired = try #require(await fleet.remote("desired"), "run \(run)")
                 let bad = (try? String(contentsOfFile: fleet.root + "/state/remote/bad.json", encoding: .utf8)) ?? ""
-                #expect(bad.contains(String(desired.dropFirst("sha256:".count))), "run \(run): \(desired) not in bad.json: \(bad)")
-                #expect(state.sources.sorted() == ["app", "local-load"], "run \(run): the last-known-good runs")
-                #expect(try FileManager.default.destinationOfSymbolicLink(atPath: fleet.root + "/state/remote/current") == lastKnownGood)
+                let current = try FileManager.default.destinationOfSymbolicLink(atPath: currentLink)
+                let hex = String(trying.dropFirst("sha256:".count))
+                if state.state == "rolled_back" {
+                    // Killed before the probation passed (or it failed by itself first): remembered as bad on disk,
+                    // which is what keeps it from being tried again until a new serial; the last-known-good runs.
+                    if state.error?.contains("stopped during the probation") == true { killedOnProbation += 1 }
+                    rolledBack.append(hex)
+                    #expect(bad.contains(hex), "\(what): not in bad.json: \(bad)")
+                    #expect(current == lastKnownGood, "\(what)")
+                    #expect(state.sources.sorted() == lastKnownGoodSources, "\(what): the last-known-good runs")
+                } else {
+                    // Killed once it had passed: it is the last-known-good, and nothing marks it bad.
+                    #expect(!bad.contains(hex), "\(what): passed, yet in bad.json: \(bad)")
+                    #expect(current != lastKnownGood && current.contains(hex), "\(what): current -> \(current)")
+                    #expect(state.sources.sorted() == ["app", "extra-\(run)", "local-load"], "\(what): \(state)")
+                    lastKnownGood = current
+                    lastKnownGoodSources = ["app", "extra-\(run)", "local-load"]
+                }
             }
+            // Most kills land inside the probation; at least one must, or the test did not test that.
+            #expect(killedOnProbation > 0, "no kill landed inside a probation")
             #expect(fleet.storedMessages(source: "app") == ["line-1"], "each start resumed the tail from its checkpoint")
 
             // Break glass: pin, reload: the remote sources stop; unpin, reload: the assignment is applied again.
@@ -121,6 +149,17 @@ extension RemoteConfigEndToEndTests {
                 let state = await fleet.remoteState()
                 return state.state == "applying" && state.sources.sorted() == ["app", "local-load"]
             }, "\(fleet.logs)")
+
+            // Never tried again: over every process's log, each revision rolled back went on probation once, whatever
+            // the restarts, reloads and looks that came after.
+            processLogs.append(fleet.agentLog?.text ?? "")
+            let probationStarts = processLogs.flatMap { $0.split(separator: "\n") }
+                .filter { $0.contains("remote configuration applied; on probation") }
+                .compactMap { line in line.firstRange(of: "revision=sha256:").map { String(line[$0.upperBound...].prefix(64)) } }
+            #expect(probationStarts.count >= 21, "\(probationStarts.count) probations logged")
+            for hex in rolledBack {
+                #expect(probationStarts.count { $0 == hex } == 1, "\(hex) went on probation \(probationStarts.count { $0 == hex }) times")
+            }
         }
     }
 }

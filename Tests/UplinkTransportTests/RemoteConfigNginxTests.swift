@@ -8,7 +8,8 @@ import UplinkTestSupport
 /// Blob downloads from a real nginx serving a static directory, as an operator might put in front of (or instead of)
 /// the collector's blob endpoint. Under `/v1/config/blobs/` nginx sends our ETag (`"sha256:<hex>"`), so its own
 /// `If-Range` check decides between `206` and `200`; under `/own-etag/` it keeps its own ETag (`"<mtime>-<size>"`),
-/// which never matches ours, so a resume gets the whole blob again.
+/// which never matches ours, so a resume gets the whole blob again; under `/no-ranges/` byte ranges are off
+/// (`max_ranges 0`), so every request gets the whole blob, whatever its `Range` and `If-Range`.
 @Suite(
     "Remote config: blob downloads from nginx", .serialized, .timeLimit(.minutes(3)),
     .enabled(if: FileManager.default.isExecutableFile(atPath: TestNginx.binary), "nginx is not installed (/usr/sbin/nginx)"))
@@ -41,6 +42,12 @@ struct RemoteConfigNginxTests {
                         alias \#(root)/$hex;
                     }
                     location ~ "^/own-etag/v1/config/blobs/sha256:(?<hex>[0-9a-f]{64})$" {
+                        alias \#(root)/$hex;
+                    }
+                    location ~ "^/no-ranges/v1/config/blobs/sha256:(?<hex>[0-9a-f]{64})$" {
+                        max_ranges 0;
+                        etag off;
+                        add_header ETag "\"sha256:$hex\"";
                         alias \#(root)/$hex;
                     }
                 }
@@ -110,6 +117,26 @@ struct RemoteConfigNginxTests {
             #expect(T.digest(done.path) == SHA256Digest(of: blob))
             #expect(await eventually(timeout: .seconds(10)) { server.requests().count == 1 })
             #expect(server.requests().first?.hasPrefix("200 range=bytes=35000- ") == true)
+        }
+    }
+
+    @Test("A server that ignores Range (nginx, max_ranges 0): 200 to a resume; the .part starts over, the result hashes right")
+    func rangeIgnored() async throws {
+        let blob = T.blob(count: 90_000, seed: 15)
+        let hex = SHA256Digest(of: blob).hex
+        try await withStaticBlobs([blob]) { server in
+            let directory = try T.directory()
+            T.write(Array(blob.prefix(45_000)), to: directory + "/" + hex + ".part")
+            let done = try await T.withClient(url: server.nginx.url + "/no-ranges") { client in
+                try await download(client, blob, into: directory).get()
+            }
+            #expect(done.restarted)
+            #expect(done.bytesReceived == blob.count)
+            #expect(T.digest(done.path) == SHA256Digest(of: blob))
+            #expect(T.files(in: directory) == [hex])
+            let ifRange = #"if-range=\x22sha256:"# + hex + #"\x22"#
+            #expect(await eventually(timeout: .seconds(10)) { server.requests().count == 1 })
+            #expect(server.requests() == ["200 range=bytes=45000- \(ifRange)"])
         }
     }
 

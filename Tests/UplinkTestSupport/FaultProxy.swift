@@ -190,9 +190,21 @@ public final class FaultProxy: Sendable {
     }
 
     /// Alters the response to the next HTTP/1.1 request whose head (request line or a header) contains `marker`;
-    /// calls queue up, each used once. The request is forwarded as it is.
-    public func alterResponse(toRequestContaining marker: String, _ alteration: ProxyResponseAlteration) {
-        self.shared.state.withLock { $0.responseAlterations.append((marker, alteration)) }
+    /// calls queue up, each used once (`times` queues that many: for a client that tries again). The request is
+    /// forwarded as it is.
+    public func alterResponse(toRequestContaining marker: String, _ alteration: ProxyResponseAlteration, times: Int = 1) {
+        self.shared.state.withLock { state in
+            for _ in 0..<times { state.responseAlterations.append((marker, alteration)) }
+        }
+    }
+
+    /// Drops the alterations no request has armed yet; returns how many there were.
+    @discardableResult
+    public func discardResponseAlterations() -> Int {
+        self.shared.state.withLock { state in
+            defer { state.responseAlterations.removeAll() }
+            return state.responseAlterations.count
+        }
     }
 
     /// Closes (orderly) each connection on which a request head containing `marker` arrives, before that request

@@ -83,4 +83,24 @@ struct RemoteConfigStartupTests {
         #expect(bad.matching(good) == nil)
         #expect(store.trial() == .absent)
     }
+
+    @Test("After a newer set was rolled back (its serial recorded in seen.json), the next start still runs the older last-known-good")
+    func lastKnownGoodRunsBelowASerialSeenLater() throws {
+        let (store, local) = try makeBox()
+        let good = try cpuSet(serial: 4)
+        let rolledBack = try cpuSet(serial: 5, comment: "# newer, failed its probation\n")
+        // What `apply` leaves after a failed probation: the last-known-good as it was, the newer serial seen, the
+        // revision bad, no trial marker.
+        try store.saveLastKnownGood(good)
+        try store.saveSeen(RemoteConfigStore.Seen().recording(good, generation: 4).recording(rolledBack, generation: 5))
+        var bad = RemoteConfigStore.BadRevisions()
+        bad.add(.init(revision: rolledBack.revision, serials: rolledBack.serials, reason: "failed", atMilliseconds: 1))
+        try store.saveBadRevisions(bad)
+
+        let startup = RemoteAgent.startup(local: local, store: store, logger: .init(label: "test"))
+        #expect(startup.set == good, "\(startup.status)")
+        #expect(startup.sources.map(\.name) == ["remote-cpu"])
+        #expect(startup.status.state == .applied && startup.status.error == nil, "\(startup.status)")
+        #expect(store.seen().value?.serials["lab"]?.serial == 5, "the floor for new applies stays")
+    }
 }

@@ -578,7 +578,9 @@ extension RemoteConfigAgent {
             return Startup(sources: [], set: nil, status: status(.failed, error: "last-known-good unusable: \(reason)"))
         case .valid(let set):
             let remoteSources: [AgentConfiguration.NamedSource]
-            switch sources(of: set, local: local, seen: store.seen().value, isNewApply: false) {
+            // No serial floor: the set's serials were checked when it was applied, and `seen.json` may since hold
+            // the higher serials of a set that was tried and rolled back, which must not refuse the set it fell back to.
+            switch sources(of: set, local: local, seen: nil, isNewApply: false) {
             case .success(let sources): remoteSources = sources
             case .failure(let refusal):
                 logger.error("the last-known-good remote configuration does not pass the local file's checks; starting with the local file only: \(refusal.reason)")

@@ -23,6 +23,10 @@ public actor RunningConfiguration {
 
     private let agent: Agent
     private let embedded: EmbeddedCollectorTarget?
+    /// A change is being applied: the actor is reentrant at its `await`s, so the next change waits its turn here
+    /// (first come, first served) instead of planning from a `running` that is about to be replaced.
+    private var changing = false
+    private var waitingChanges: [CheckedContinuation<Void, Never>] = []
 
     /// - Parameters:
     ///   - agent: The agent, started with `merged(local:remote:).file`.
@@ -57,12 +61,34 @@ public actor RunningConfiguration {
 
     /// Replaces the local file (a SIGHUP reload of a valid file) and applies the difference.
     public func replaceLocal(with file: UplinkFile) async -> Change {
-        await apply(local: file, remote: remote)
+        await takeTurn()
+        defer { endTurn() }
+        return await apply(local: file, remote: remote)
     }
 
     /// Replaces the remote sources (a remote apply, or a rollback to the last-known-good) and applies the difference.
     public func replaceRemote(with sources: [AgentConfiguration.NamedSource]) async -> Change {
-        await apply(local: local, remote: sources)
+        await takeTurn()
+        defer { endTurn() }
+        return await apply(local: local, remote: sources)
+    }
+
+    /// Returns when no other change is being applied (after those that asked first).
+    private func takeTurn() async {
+        guard changing else {
+            changing = true
+            return
+        }
+        await withCheckedContinuation { waitingChanges.append($0) }
+    }
+
+    /// Hands the turn to the next change waiting, if any.
+    private func endTurn() {
+        if waitingChanges.isEmpty {
+            changing = false
+        } else {
+            waitingChanges.removeFirst().resume()
+        }
     }
 
     private func apply(local newLocal: UplinkFile, remote newRemote: [AgentConfiguration.NamedSource]) async -> Change {

@@ -92,10 +92,9 @@ struct RunCommand: AsyncParsableCommand {
                 embeddedTarget = EmbeddedCollectorTarget(url: started.url, token: collector.token)
             }
             // The last-known-good remote sources start with the local ones: the agent never waits for the collector.
-            if file.remoteConfig.enabled {
-                remoteStartup = RemoteConfigAgent<ContinuousClock>.startup(
-                    local: file, store: RemoteConfigStore(stateDirectory: file.agent.stateDirectory), logger: logger)
-            }
+            // With remote_config off this touches nothing (a reload may turn it on).
+            remoteStartup = RemoteConfigAgent<ContinuousClock>.startup(
+                local: file, store: RemoteConfigStore(stateDirectory: file.agent.stateDirectory), logger: logger)
             configuration = RunningConfiguration.merged(local: file, remote: remoteStartup?.sources ?? []).file
                 .agentConfiguration(embedded: embeddedTarget)
             if case .url(let url) = file.uplink.target {
@@ -133,11 +132,15 @@ struct RunCommand: AsyncParsableCommand {
         }
         var remote: RemoteConfigAgent<ContinuousClock>?
         if let file = loaded, let running, let startup = remoteStartup {
-            let client = RemoteConfigClient(
-                uplink: configuration.uplink, labels: file.remoteConfig.labels, logger: logger, clock: ContinuousClock())
+            let target = embeddedTarget
             let remoteAgent = RemoteConfigAgent(
                 startup: startup, local: file, store: RemoteConfigStore(stateDirectory: file.agent.stateDirectory),
-                client: client, configuration: running, agent: agent, clock: ContinuousClock(), logger: logger)
+                client: { file in
+                    RemoteConfigClient(
+                        uplink: file.agentConfiguration(embedded: target).uplink, labels: file.remoteConfig.labels,
+                        logger: logger, clock: ContinuousClock())
+                },
+                configuration: running, agent: agent, clock: ContinuousClock(), logger: logger)
             agent.reportRemoteConfig { remoteAgent.status }
             agent.remoteConfigRelay.deliver { hint in
                 if let revision = SHA256Digest(prefixed: hint.revision) { remoteAgent.hint(revision: revision) }

@@ -41,7 +41,7 @@ struct RemoteConfigPollTests {
         // The collector assigns nothing (204): the agent just asks again at its next look.
         let server = TestHTTPServer { _ in .full(status: 204, headers: [], body: []) }
         try await server.start()
-        let (remote, clock) = try Self.agent(root: root, url: server.url, seed: seed)
+        let (remote, clock, _) = try Self.agent(root: root, url: server.url, seed: seed)
         let manifestRequests = { server.requests.filter { $0.uri == "/v1/config" }.count }
         let running = Task { try await remote.run() }
 
@@ -84,7 +84,7 @@ struct RemoteConfigPollTests {
             return count <= 2 ? .full(status: 503, headers: [], body: Array("busy".utf8)) : .full(status: 204, headers: [], body: [])
         }
         try await server.start()
-        let (remote, clock) = try Self.agent(root: root, url: server.url, seed: seed)
+        let (remote, clock, _) = try Self.agent(root: root, url: server.url, seed: seed)
         let manifestRequests = { server.requests.filter { $0.uri == "/v1/config" }.count }
         let running = Task { try await remote.run() }
 
@@ -101,28 +101,71 @@ struct RemoteConfigPollTests {
         await server.stop()
     }
 
-    /// An agent of a box whose collector is `url` (remote configuration on, poll interval 5m), on a `ManualClock`,
-    /// drawing its jitter from `SplitMix64(seed:)`.
-    static func agent(root: String, url: String, seed: UInt64) throws -> (RemoteAgent, ManualClock) {
+    /// The agent file of a box whose collector is `url`, with remote configuration on (poll interval 5m) unless
+    /// `enabled` is false, `token` its bearer token and `labels` its labels.
+    static func file(root: String, url: String, enabled: Bool = true, token: String = "first", labels: String = "{}") throws -> UplinkFile {
         let yaml = """
             agent: { id: edge-1, state_dir: \(root)/state }
-            uplink: { url: "\(url)" }
+            uplink: { url: "\(url)", token: \(token) }
             sources: [{ name: load, type: load, interval: 1h }]
-            remote_config: { enabled: true, require_signature: false, poll_interval: 5m }
+            remote_config: { enabled: \(enabled), require_signature: false, poll_interval: 5m, labels: \(labels) }
             """
         let decoded = decode(yaml)
-        let local = try #require(decoded.value, "\(decoded.issues)")
+        return try #require(decoded.value, "\(decoded.issues)")
+    }
+
+    /// An agent of a box whose collector is `url` (see `file`), on a `ManualClock`, drawing its jitter from
+    /// `SplitMix64(seed:)`, and the running configuration it changes.
+    static func agent(
+        root: String, url: String, seed: UInt64, enabled: Bool = true
+    ) throws -> (RemoteAgent, ManualClock, RunningConfiguration) {
+        let local = try file(root: root, url: url, enabled: enabled)
         let logger = Logger(label: "remote-poll-test")
         let store = RemoteConfigStore(stateDirectory: local.agent.stateDirectory)
         let startup = RemoteAgent.startup(local: local, store: store, logger: logger)
         let agent = Agent(configuration: local.agentConfiguration(embedded: nil, environment: [:]), logger: logger)
         let clock = ManualClock()
-        let client = RemoteConfigClient(
-            uplink: agent.configuration.uplink, logger: logger, clock: ContinuousClock())
+        let configuration = RunningConfiguration(agent: agent, local: local, embedded: nil)
         let remote = RemoteAgent(
-            startup: startup, local: local, store: store, client: client,
-            configuration: RunningConfiguration(agent: agent, local: local, embedded: nil), agent: agent, clock: clock,
+            startup: startup, local: local, store: store,
+            client: { RemoteConfigClient(uplink: $0.agentConfiguration(embedded: nil, environment: [:]).uplink, labels: $0.remoteConfig.labels, logger: logger, clock: ContinuousClock()) },
+            configuration: configuration, agent: agent, clock: clock,
             logger: logger, random: SplitMix64(seed: seed))
-        return (remote, clock)
+        return (remote, clock, configuration)
+    }
+
+    @Test("A reload that changes the token and the labels: the next look sends the new ones; one that turns remote_config off stops the looks, and on again resumes them")
+    func reloadChangesTheClient() async throws {
+        let root = try TestDirectories.make("uplink-remote-reload")
+        let server = TestHTTPServer { _ in .full(status: 204, headers: [], body: []) }
+        try await server.start()
+        let (remote, clock, configuration) = try Self.agent(root: root, url: server.url, seed: 9)
+        let manifestRequests = { server.requests.filter { $0.uri == "/v1/config" } }
+        let running = Task { try await remote.run() }
+        #expect(await eventually(timeout: .seconds(30)) { manifestRequests().count == 1 && clock.sleepsLeft.count == 1 })
+        #expect(manifestRequests().last?.header("Authorization") == "Bearer first")
+        #expect(manifestRequests().last?.header("Uplink-Labels") == nil)
+
+        // What the reloader does: the new file in force, then the remote configuration told.
+        _ = await configuration.replaceLocal(with: try Self.file(root: root, url: server.url, token: "second", labels: "{ site: berlin }"))
+        remote.localFileChanged()
+        #expect(await eventually(timeout: .seconds(30)) { manifestRequests().count == 2 })
+        #expect(manifestRequests().last?.header("Authorization") == "Bearer second")
+        #expect(manifestRequests().last?.header("Uplink-Labels") == "site=berlin")
+
+        // Off: no look, not even when the poll interval is up; the status says so.
+        _ = await configuration.replaceLocal(with: try Self.file(root: root, url: server.url, enabled: false, token: "second"))
+        remote.localFileChanged()
+        #expect(await eventually(timeout: .seconds(30)) { remote.status.state == .disabled && clock.sleepsLeft.isEmpty })
+        clock.advance(by: .seconds(400))
+        #expect(manifestRequests().count == 2)
+        // On again: it looks at once.
+        _ = await configuration.replaceLocal(with: try Self.file(root: root, url: server.url, token: "second"))
+        remote.localFileChanged()
+        #expect(await eventually(timeout: .seconds(30)) { manifestRequests().count == 3 && remote.status.state == .idle })
+
+        running.cancel()
+        _ = await running.result
+        await server.stop()
     }
 }

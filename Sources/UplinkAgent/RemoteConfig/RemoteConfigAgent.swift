@@ -42,10 +42,11 @@ public final class RemoteConfigAgent<C: Clock<Duration>>: Service, Sendable wher
         var localFileChanged = false
     }
 
-    private let settings: UplinkFile.RemoteConfigSection
-    private let agentID: String
     private let store: RemoteConfigStore
-    private let client: RemoteConfigClient
+    /// Makes the client for a file's `uplink` section, agent id and labels (a reload may change them).
+    private let makeClient: @Sendable (UplinkFile) -> RemoteConfigClient
+    /// The client in use, and what it was made from.
+    private let clients: Mutex<(key: ClientKey, client: RemoteConfigClient)>
     private let configuration: RunningConfiguration
     private let agent: Agent
     private let clock: C
@@ -59,21 +60,35 @@ public final class RemoteConfigAgent<C: Clock<Duration>>: Service, Sendable wher
     /// Blob downloads and their bytes, counted (made with the agent, so the series are there before the first one).
     private let downloadMetrics = RemoteConfigDownloadMetrics()
 
+    /// What a client is made from: when a reload changes it, the next look uses a new client.
+    struct ClientKey: Equatable {
+        var uplink: UplinkFile.UplinkSection
+        var agentID: String
+        var labels: [String: String]
+
+        init(_ file: UplinkFile) {
+            uplink = file.uplink
+            agentID = file.agent.id
+            labels = file.remoteConfig.labels
+        }
+    }
+
     /// - Parameters:
     ///   - startup: What `startup` found (the agent was started with its sources).
-    ///   - local: The local file the agent was started with (`remote_config`, the agent id).
-    ///   - client: Requests to the collector (the uplink's URL, TLS, token and proxy).
+    ///   - local: The local file the agent was started with.
+    ///   - client: Makes the requests' client for a file (the uplink's URL, TLS, token and proxy, the agent id and
+    ///     `remote_config.labels`): called with `local`, and again at a look after a reload changed those.
     ///   - clock: What the poll interval and the probation are measured on.
     ///   - random: Where the poll interval's ± 10 % jitter comes from (tests pass a generator of their own).
     public init(
-        startup: Startup, local: UplinkFile, store: RemoteConfigStore, client: RemoteConfigClient,
+        startup: Startup, local: UplinkFile, store: RemoteConfigStore,
+        client: @escaping @Sendable (UplinkFile) -> RemoteConfigClient,
         configuration: RunningConfiguration, agent: Agent, clock: C, logger: Logger,
         random: some RandomNumberGenerator & Sendable = SystemRandomNumberGenerator()
     ) {
-        self.settings = local.remoteConfig
-        self.agentID = local.agent.id
         self.store = store
-        self.client = client
+        self.makeClient = client
+        self.clients = Mutex((ClientKey(local), client(local)))
         self.configuration = configuration
         self.agent = agent
         self.clock = clock
@@ -120,10 +135,28 @@ public final class RemoteConfigAgent<C: Clock<Duration>>: Service, Sendable wher
             var failedInARow = 0
             while !Task.isCancelled {
                 failedInARow = await self.check() == .failed ? failedInARow + 1 : 0
-                await self.waitForNextCheck(failedInARow: failedInARow)
+                let settings = await self.configuration.local.remoteConfig
+                await self.waitForNextCheck(settings, failedInARow: failedInARow)
             }
         }
-        try? await client.shutdown()
+        try? await clients.withLock { $0.client }.shutdown()
+    }
+
+    /// The client for `file`: the one in use, or a new one when a reload changed what it is made from (the old one
+    /// is shut down: looks run one at a time, so nothing else uses it).
+    private func client(for file: UplinkFile) async -> RemoteConfigClient {
+        let key = ClientKey(file)
+        let (client, replaced) = clients.withLock { current -> (RemoteConfigClient, RemoteConfigClient?) in
+            guard current.key != key else { return (current.client, nil) }
+            let old = current.client
+            current = (key, makeClient(file))
+            return (current.client, old)
+        }
+        if let replaced {
+            logger.info("remote configuration: the collector's address, credentials or this agent's labels changed; using them from now on")
+            try? await replaced.shutdown()
+        }
+        return client
     }
 
     /// How one look at the collector went.
@@ -151,8 +184,9 @@ public final class RemoteConfigAgent<C: Clock<Duration>>: Service, Sendable wher
     }
 
     /// Waits for a hint or, whichever comes first, the poll interval (± 10 %) or, after `failedInARow` failed
-    /// looks, the retry delay.
-    private func waitForNextCheck(failedInARow: Int) async {
+    /// looks, the retry delay. With remote configuration off in the local file, only for a hint or a reload.
+    private func waitForNextCheck(_ settings: UplinkFile.RemoteConfigSection, failedInARow: Int) async {
+        guard settings.enabled else { return await wake.wait() }
         let interval = settings.pollInterval
         let delay = random.withLock { random in
             failedInARow == 0
@@ -170,6 +204,9 @@ public final class RemoteConfigAgent<C: Clock<Duration>>: Service, Sendable wher
     /// Asks the collector for the manifest, acts on the answer and tells the collector the status.
     @discardableResult
     public func check() async -> Look {
+        let local = await configuration.local
+        guard local.remoteConfig.enabled else { return await disable() }
+        if state.withLock({ $0.status.state == .disabled }) { await enable(local) }
         if store.isPinned {
             // Break glass: the remote sources stop (the last-known-good stays on disk for `unpin`).
             if await !configuration.remote.isEmpty {
@@ -186,7 +223,6 @@ public final class RemoteConfigAgent<C: Clock<Duration>>: Service, Sendable wher
             }
             return await reportStatus() ? .done : .failed
         }
-        let local = await configuration.local
         let recheck = state.withLock { state -> RemoteConfigStore.DocumentSet? in
             defer { state.localFileChanged = false }
             return state.localFileChanged ? state.effective : nil
@@ -211,6 +247,7 @@ public final class RemoteConfigAgent<C: Clock<Duration>>: Service, Sendable wher
         }
         let etag = state.withLock { $0.etag }
         var look = Look.done
+        let client = await client(for: await configuration.running)
         switch await client.fetchManifest(previousETag: etag) {
         case .notModified:
             break
@@ -230,6 +267,40 @@ public final class RemoteConfigAgent<C: Clock<Duration>>: Service, Sendable wher
         return reported ? look : .failed
     }
 
+    /// `remote_config.enabled: false` in the local file (a reload turned it off, or it was off at the start): the
+    /// remote sources stop, and nothing is asked until a reload turns it on again. What is on disk stays.
+    private func disable() async -> Look {
+        if await !configuration.remote.isEmpty {
+            logger.warning("remote_config.enabled is false: remote sources stopped")
+            _ = await configuration.replaceRemote(with: [])
+        }
+        state.withLock {
+            $0.effective = nil
+            $0.etag = nil
+        }
+        update {
+            $0.state = .disabled
+            $0.effective = nil
+            $0.error = nil
+        }
+        return .done
+    }
+
+    /// A reload turned `remote_config.enabled` on: the box starts what it would start with (`startup`: the
+    /// last-known-good, checked against the file as it is now) before it asks the collector, as at a start.
+    private func enable(_ local: UplinkFile) async {
+        let startup = Self.startup(local: local, store: store, logger: logger)
+        if !startup.sources.isEmpty { _ = await configuration.replaceRemote(with: startup.sources) }
+        state.withLock {
+            $0.effective = startup.set
+            $0.localFileChanged = false  // `startup` has just checked the set against this file
+        }
+        update { $0 = startup.status }
+        logger.info("remote_config.enabled is true: remote configuration on", metadata: [
+            "last_known_good": "\(startup.set?.revision.prefixed ?? "none")",
+        ])
+    }
+
     /// Tells the collector the status when it changed since it last took one (again at the next look when it fails).
     /// While the stream is up the status travels on it (`RemoteConfigRelay`: a `config_status` line at every change
     /// and at every stream start); `POST /v1/config/status` is for when it is not. Whether the collector has it (or
@@ -241,7 +312,7 @@ public final class RemoteConfigAgent<C: Clock<Duration>>: Service, Sendable wher
             state.withLock { $0.reported = report }
             return true
         }
-        guard await client.reportStatus(report) else { return false }
+        guard await client(for: await configuration.running).reportStatus(report) else { return false }
         state.withLock { $0.reported = report }
         return true
     }
@@ -310,7 +381,8 @@ extension RemoteConfigAgent {
         do {
             try await BlockingFileWork.run { [store] in try store.prepare() }
             set = try await store.download(
-                manifest, with: client, maximumDocumentBytes: settings.maxDocumentBytes, metrics: downloadMetrics)
+                manifest, with: clients.withLock { $0.client }, maximumDocumentBytes: local.remoteConfig.maxDocumentBytes,
+                metrics: downloadMetrics)
         } catch let failure as RemoteConfigStore.DownloadFailure {
             switch failure {
             case .documentTooLarge, .envelopeTooLarge, .invalidSet:
@@ -442,11 +514,11 @@ extension RemoteConfigAgent {
         let watched = (change.plan.added + change.plan.changed).filter { remoteNames.contains($0) }
         logger.info("remote configuration applied; on probation", metadata: [
             "revision": "\(revision.prefixed)", "added": "\(change.plan.added)", "changed": "\(change.plan.changed)",
-            "removed": "\(change.plan.removed)", "probation": "\(settings.probation)",
+            "removed": "\(change.plan.removed)", "probation": "\(local.remoteConfig.probation)",
         ])
         _ = await reportStatus()
         let probation = Probation(
-            watched: watched, window: settings.probation, swapSequence: before.lastAppended,
+            watched: watched, window: local.remoteConfig.probation, swapSequence: before.lastAppended,
             localDropsAtSwap: before.localDrops, uptime: clock.now - created, started: clock.now)
         let verdict = await probation.run(clock: clock) { [self] in reading(watched: watched, localNames: localNames) }
         let seenNow = seen.recording(set, generation: set.manifest.generation)

@@ -49,10 +49,10 @@ struct RemoteConfigStoreTests {
 
     /// A box's local file, agent `edge-1` with its state under `root`, a local `load` source, and `remote_config`
     /// trusting `root/ops.pub` and allowing `cpu` sources.
-    static func localFile(root: String, requireSignature: Bool = true) throws -> UplinkFile {
+    static func localFile(root: String, requireSignature: Bool = true, url: String = "http://127.0.0.1:9") throws -> UplinkFile {
         let decoded = decode("""
             agent: { id: edge-1, state_dir: \(root)/state }
-            uplink: { url: "http://127.0.0.1:9" }
+            uplink: { url: "\(url)" }
             sources: [{ name: load, type: load }]
             remote_config:
               enabled: true

@@ -105,6 +105,9 @@ public final class RemoteConfigAgent<C: Clock<Duration>>: Service, Sendable wher
     /// The status now.
     public var status: RemoteConfigStatus { state.withLock { $0.status } }
 
+    /// The revisions not looked at again until the local file changes, with why.
+    var rememberedRefusals: [SHA256Digest: String] { state.withLock { $0.refused } }
+
     /// The collector named the revision it assigns (the stream's `Uplink-Config` header or `config` line): look now,
     /// unless that revision is the one last looked at, runs already (or was refused), and the collector has the
     /// current status (a stream that starts after the collector was away is when a status it missed gets delivered).
@@ -139,6 +142,11 @@ public final class RemoteConfigAgent<C: Clock<Duration>>: Service, Sendable wher
                 await self.waitForNextCheck(settings, failedInARow: failedInARow)
             }
         }
+        await shutdown()
+    }
+
+    /// Shuts the client down (`run` does when it returns; whoever calls `check` without `run` must).
+    public func shutdown() async {
         try? await clients.withLock { $0.client }.shutdown()
     }
 
@@ -261,7 +269,8 @@ public final class RemoteConfigAgent<C: Clock<Duration>>: Service, Sendable wher
             look = await consider(manifest, local: local)
             // Only a manifest that was dealt with may be answered `304` next time: after a failed download the next
             // look must get the manifest again, or the download would wait for the next assignment.
-            state.withLock { $0.etag = look == .done ? newETag : nil }
+            // Nor under the old file when a reload came during the look: `localFileChanged` dropped it on purpose.
+            state.withLock { $0.etag = look == .done && !$0.localFileChanged ? newETag : nil }
         }
         let reported = await reportStatus()
         return reported ? look : .failed
@@ -360,7 +369,11 @@ extension RemoteConfigAgent {
         case .valid(let value): seen = value
         case .invalid(let reason):
             // Without it an older document could be replayed: apply nothing new until it is fixed.
-            return refuse(revision, "\(store.directory)/seen.json cannot be read (\(reason)); remove it to accept documents again")
+            // Not remembered, and tried again soon: it may be put right on the box at any moment.
+            _ = refuse(
+                revision, "\(store.directory)/seen.json cannot be read (\(reason)); remove it to accept documents again",
+                remember: false)
+            return .failed
         }
         guard manifest.generation >= seen.highestGeneration else {
             // Another collector with older assignments: not this revision's fault, so not remembered.
@@ -409,24 +422,33 @@ extension RemoteConfigAgent {
         let remoteSources: [AgentConfiguration.NamedSource]
         switch Self.sources(of: set, local: local, seen: seen, isNewApply: true) {
         case .success(let sources): remoteSources = sources
-        case .failure(let refusal): return refuse(revision, refusal.reason)
+        case .failure(let refusal): return refuse(revision, refusal.reason, remember: refusal.isLasting)
         }
-        await apply(set, sources: remoteSources, local: local, seen: seen, bad: &bad)
-        return .done
+        return await apply(set, sources: remoteSources, local: local, seen: seen, bad: &bad)
     }
+
+    /// Most refusals remembered at once (a collector that assigns a new refused revision at every look would grow
+    /// the table without bound): when full it starts over, which costs one more check of each.
+    static var maximumRemembered: Int { 64 }
 
     /// Counts one outcome of a revision the box looked at (`uplink_remote_config_applies_total`).
     private static func count(_ result: String) {
         Counter(label: "uplink_remote_config_applies_total", dimensions: [("result", result)]).increment()
     }
 
-    /// Remembers `revision` as refused for `reason`: a look that ends here is done.
-    private func refuse(_ revision: SHA256Digest, _ reason: String) -> Look {
+    /// Refuses `revision` for `reason`: a look that ends here is done. A lasting refusal is remembered (the revision is
+    /// not looked at again until the local file changes), unless a reload came during this look: the refusal was
+    /// made under the old file.
+    private func refuse(_ revision: SHA256Digest, _ reason: String, remember: Bool = true) -> Look {
         Self.count("refused")
         logger.error("remote configuration refused; the running configuration stays", metadata: [
             "revision": "\(revision.prefixed)", "reason": "\(reason)",
         ])
-        state.withLock { $0.refused[revision] = reason }
+        state.withLock { state in
+            guard remember, !state.localFileChanged else { return }
+            if state.refused.count >= Self.maximumRemembered { state.refused.removeAll() }
+            state.refused[revision] = reason
+        }
         update {
             $0.state = .failed
             $0.error = reason
@@ -437,6 +459,10 @@ extension RemoteConfigAgent {
     /// Why a set may not run on this box (the first failed check, as one line for the status).
     struct Refusal: Error {
         let reason: String
+        /// Whether the same set would be refused again as long as the local file is the same (a bad signature, a
+        /// path outside `allow`, …): then it is not looked at again. An expired envelope is not: the box's clock may
+        /// have been wrong.
+        var isLasting = true
     }
 
     /// The remote sources `set` adds to `local`, or why it may not run on this box: each envelope (signature,
@@ -470,7 +496,11 @@ extension RemoteConfigAgent {
                     labels: settings.labels, seen: seen?.serials[document.name], now: now, isNewApply: isNewApply)
                 // Signatures off: an envelope that comes with the document must still be this document's.
                 : EnvelopeVerifier.verifyContent(of: envelope, document: document.content, named: document.name)
-            if case .failure(let refusal) = verdict { return refused("document '\(document.name)': \(refusal)") }
+            if case .failure(let problem) = verdict {
+                var refusal = Refusal(reason: "document '\(document.name)': \(problem)")
+                if case .expired = problem { refusal.isLasting = false }
+                return .failure(refusal)
+            }
         }
         let merged = RemoteConfiguration.merge(
             local: local,
@@ -482,11 +512,12 @@ extension RemoteConfigAgent {
         return .success(Array(file.sources.dropFirst(local.sources.count)))
     }
 
-    /// Applies `set`, runs its probation, and keeps it or rolls back.
+    /// Applies `set`, runs its probation, and keeps it or rolls back. `.failed` when it could not begin (the trial
+    /// marker could not be written: tried again soon).
     private func apply(
         _ set: RemoteConfigStore.DocumentSet, sources: [AgentConfiguration.NamedSource], local: UplinkFile,
         seen: RemoteConfigStore.Seen, bad: inout RemoteConfigStore.BadRevisions
-    ) async {
+    ) async -> Look {
         let revision = set.revision
         let nowMilliseconds = WallClock.nowNanoseconds() / 1_000_000
         do {
@@ -497,7 +528,7 @@ extension RemoteConfigAgent {
         } catch {
             // Without the marker a crash during probation would not roll back: do not start one.
             update { $0.error = "cannot write the trial marker: \(error)" }
-            return
+            return .failed
         }
         let localNames = Set(local.sources.map(\.name))
         let before = reading(watched: [], localNames: localNames)
@@ -544,6 +575,12 @@ extension RemoteConfigAgent {
                 }
             } catch {
                 logger.error("the remote configuration passed its probation but cannot be kept: \(error)")
+                // The marker must not say "stopped during the probation" at the next start: that would mark the set
+                // that passed as bad. Marked a clean stop, the revision is tried again after the start.
+                let inconclusive = RemoteConfigStore.Trial(
+                    revision: revision, generation: set.manifest.generation, startedAtMilliseconds: nowMilliseconds,
+                    cleanShutdown: true, serials: set.serials)
+                try? await BlockingFileWork.run { [store] in try store.saveTrial(inconclusive) }
             }
             state.withLock { $0.effective = set }
             Self.count("applied")
@@ -580,6 +617,7 @@ extension RemoteConfigAgent {
                 $0.error = reason
             }
         }
+        return .done
     }
 
     /// What probation reads: the watched sources' health, the local sources' drops, the stream and the ring.

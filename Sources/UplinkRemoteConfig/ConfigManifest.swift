@@ -141,8 +141,8 @@ public struct ConfigManifest: Sendable, Equatable {
         return Array((try? encoder.encode(wire)) ?? Data()) + [UInt8(ascii: "\n")]
     }
 
-    /// Parses a manifest strictly: version 1, at most `maximumDocuments` documents with unique names, and `rev`
-    /// equal to the revision of the documents listed (a manifest cannot name one set and list another).
+    /// Parses a manifest strictly: version 1, at most `maximumDocuments` documents with unique names, one size per
+    /// digest, and `rev` equal to the revision of the documents listed (a manifest cannot name one set and list another).
     public init(json bytes: [UInt8]) throws(ConfigEnvelope.DecodingFailure) {
         guard bytes.count <= Self.maximumBytes else {
             throw ConfigEnvelope.DecodingFailure(reason: "the manifest is \(bytes.count) bytes, more than \(Self.maximumBytes)")
@@ -165,6 +165,14 @@ public struct ConfigManifest: Sendable, Equatable {
             throw ConfigEnvelope.DecodingFailure(reason: "the manifest lists a document name twice")
         }
         self.init(generation: wire.generation, documents: wire.documents)
+        // One blob is one file: listed twice with two sizes, each download would throw the other away.
+        var sizes: [SHA256Digest: Int] = [:]
+        for blob in blobs {
+            if let size = sizes.updateValue(blob.size, forKey: blob.sha256), size != blob.size {
+                throw ConfigEnvelope.DecodingFailure(
+                    reason: "the manifest lists blob \(blob.sha256.prefixed) with two sizes (\(size) and \(blob.size))")
+            }
+        }
         guard wire.rev == revision.prefixed else {
             throw ConfigEnvelope.DecodingFailure(reason: "the manifest's rev is not the revision of the documents it lists")
         }

@@ -57,10 +57,17 @@ public struct EnvelopeVerifier: Sendable {
     public static func verifyContent(
         of envelope: ConfigEnvelope, document: [UInt8], named name: String
     ) -> Result<Void, Refusal> {
-        let actual = SHA256Digest(of: document)
-        guard actual == envelope.sha256, document.count == envelope.size else {
+        verifyContent(of: envelope, document: ConfigManifest.Blob(sha256: SHA256Digest(of: document), size: document.count), named: name)
+    }
+
+    /// `verifyContent(of:document:named:)` for a document known by its digest and size (a manifest's entry, before
+    /// the document is downloaded).
+    public static func verifyContent(
+        of envelope: ConfigEnvelope, document: ConfigManifest.Blob, named name: String
+    ) -> Result<Void, Refusal> {
+        guard document.sha256 == envelope.sha256, document.size == envelope.size else {
             return .failure(.contentMismatch(
-                expected: envelope.sha256, actual: actual, expectedSize: envelope.size, actualSize: document.count))
+                expected: envelope.sha256, actual: document.sha256, expectedSize: envelope.size, actualSize: document.size))
         }
         guard envelope.name == name else { return .failure(.nameMismatch(envelope: envelope.name, document: name)) }
         return .success(())
@@ -69,6 +76,13 @@ public struct EnvelopeVerifier: Sendable {
     /// The document is the signed one and a trusted key signed it (the collector's check when it loads documents).
     public func verifySignature(
         of envelope: ConfigEnvelope, document: [UInt8], named name: String
+    ) -> Result<Void, Refusal> {
+        verifySignature(of: envelope, document: ConfigManifest.Blob(sha256: SHA256Digest(of: document), size: document.count), named: name)
+    }
+
+    /// `verifySignature(of:document:named:)` for a document known by its digest and size.
+    public func verifySignature(
+        of envelope: ConfigEnvelope, document: ConfigManifest.Blob, named name: String
     ) -> Result<Void, Refusal> {
         if case .failure(let refusal) = Self.verifyContent(of: envelope, document: document, named: name) {
             return .failure(refusal)
@@ -99,6 +113,17 @@ public struct EnvelopeVerifier: Sendable {
     public func verify(
         _ envelope: ConfigEnvelope, document: [UInt8], named name: String, agentID: String, labels: [String: String],
         seen: SeenSerial?, now: Int64, isNewApply: Bool
+    ) -> Result<Void, Refusal> {
+        verify(
+            envelope, document: ConfigManifest.Blob(sha256: SHA256Digest(of: document), size: document.count), named: name,
+            agentID: agentID, labels: labels, seen: seen, now: now, isNewApply: isNewApply)
+    }
+
+    /// `verify(_:document:named:…)` for a document known by its digest and size: what an agent checks of an
+    /// envelope before it downloads the document it signs.
+    public func verify(
+        _ envelope: ConfigEnvelope, document: ConfigManifest.Blob, named name: String, agentID: String,
+        labels: [String: String], seen: SeenSerial?, now: Int64, isNewApply: Bool
     ) -> Result<Void, Refusal> {
         if case .failure(let refusal) = verifySignature(of: envelope, document: document, named: name) {
             return .failure(refusal)

@@ -71,7 +71,7 @@ struct RemoteConfigLookTests {
 
     static let cpu = "sources:\n  - { name: remote-cpu, type: cpu, interval: 10s }\n"
 
-    @Test("An expired envelope is refused but not remembered (the box's clock may be wrong); a bad signature is remembered")
+    @Test("An expired envelope is refused but not remembered (the box's clock may be wrong); a bad signature is remembered, its document never fetched; an unsigned one fetches nothing")
     func expiredIsNotRemembered() async throws {
         let collector = Collector()
         try await collector.server.start()
@@ -96,6 +96,18 @@ struct RemoteConfigLookTests {
         #expect(await remote.check() == .done)
         #expect(remote.status.error?.contains("not in remote_config.trusted_keys") == true, "\(remote.status)")
         #expect(remote.rememberedRefusals.keys.contains(untrusted.revision))
+        // Refused from its envelope: the document itself was never fetched.
+        let blobRequests = collector.server.requests.map(\.uri).filter { $0.hasPrefix("/v1/config/blobs/") }
+        #expect(blobRequests.contains("/v1/config/blobs/" + SHA256Digest(of: envelope.json).prefixed), "\(blobRequests)")
+        #expect(!blobRequests.contains("/v1/config/blobs/" + SHA256Digest(of: content).prefixed), "\(blobRequests)")
+
+        // Unsigned, to a box that requires signatures: refused from the manifest, nothing fetched.
+        let unsigned = try RemoteConfigStoreTests.documentSet(["lab": (Self.cpu + "# unsigned\n", 5)], unsigned: ["lab"])
+        collector.served.set.withLock { $0 = unsigned }
+        let fetched = blobRequests.count
+        #expect(await remote.check() == .done)
+        #expect(remote.status.error?.contains("without an envelope (unsigned)") == true, "\(remote.status)")
+        #expect(collector.server.requests.filter { $0.uri.hasPrefix("/v1/config/blobs/") }.count == fetched)
         await remote.shutdown()
         await collector.server.stop()
     }

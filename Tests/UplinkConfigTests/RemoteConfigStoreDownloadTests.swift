@@ -84,7 +84,8 @@ struct RemoteConfigStoreDownloadTests {
             #expect(await download(store, set.manifest, client, limit: size - 1)
                 == .failure(.documentTooLarge(name: "base", size: size, limit: size - 1)))
             #expect(server.requests.isEmpty)
-            #expect(await download(store, set.manifest, client) == .failure(.blob(name: "base", part: .document, .status(404))))
+            // The envelope is fetched first.
+            #expect(await download(store, set.manifest, client) == .failure(.blob(name: "base", part: .envelope, .status(404))))
         }
         await server.stop()
     }
@@ -140,7 +141,8 @@ struct RemoteConfigStoreDownloadTests {
             ((try? FileManager.default.attributesOfItem(atPath: store.blobPath(digest) + ".part"))?[.size] as? Int) ?? 0
         }
         try await withClient(server.url) { client in
-            // Cut: nothing in place, the half received is on disk and counted.
+            // The envelope whole (it comes first), then the document cut: not in place, the half received is on
+            // disk and counted.
             let cut = await download(store, first.manifest, client, metrics: metrics)
             guard case .failure(.blob(name: "base", part: .document, _)) = cut else {
                 Issue.record("a cut download gave \(cut)")
@@ -149,15 +151,15 @@ struct RemoteConfigStoreDownloadTests {
             let kept = partLength(base.sha256)
             #expect(kept > 0 && kept <= base.size / 2, "the .part holds \(kept) bytes")
             #expect(count("failed") == 1)
-            #expect(count("resumed") == 0 && count("complete") == 0)
-            #expect(bytes() == kept)
-            // Resumed from the .part (Range answered 206); the envelope fetched whole.
+            #expect(count("resumed") == 0 && count("complete") == 1)
+            #expect(bytes() == base.envelope!.size + kept)
+            // Resumed from the .part (Range answered 206); the envelope already there.
             #expect(await download(store, first.manifest, client, metrics: metrics) == .success(first))
             #expect(server.requests.last { $0.uri.hasSuffix(base.sha256.hex) }?.header("Range") == "bytes=\(kept)-")
             #expect(count("resumed") == 1)
             #expect(count("complete") == 1)
             #expect(count("failed") == 1)
-            #expect(bytes() == base.size + base.envelope!.size)
+            #expect(bytes() == base.envelope!.size + base.size)
             // Already there: no download, nothing counted.
             #expect(await download(store, first.manifest, client, metrics: metrics) == .success(first))
             #expect(count("resumed") == 1 && count("complete") == 1)

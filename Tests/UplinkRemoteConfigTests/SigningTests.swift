@@ -261,5 +261,14 @@ struct ConfigManifestTests {
         #expect(refused(good.replacingOccurrences(of: "[{", with: "[{\"name\":\"base\",\"sha256\":\"\(base.sha256.hex)\",\"size\":1,\"sig_sha256\":\"\(base.envelope!.sha256.hex)\",\"sig_size\":3},{")))
         #expect(refused("[]"))
         #expect(refused(String(repeating: " ", count: ConfigManifest.maximumBytes + 1)))
+        // One digest listed with two sizes (here a second document whose bytes are the first one's envelope's).
+        let twoSizes = ConfigManifest(generation: 3, documents: [
+            base, .init(name: "other", sha256: base.envelope!.sha256, size: base.envelope!.size + 1, envelope: nil),
+        ])
+        #expect(refused(String(decoding: twoSizes.json, as: UTF8.self)))
+        let sameSize = ConfigManifest(generation: 3, documents: [
+            base, .init(name: "other", sha256: base.envelope!.sha256, size: base.envelope!.size, envelope: nil),
+        ])
+        #expect(!refused(String(decoding: sameSize.json, as: UTF8.self)), "the same blob twice with one size is one file")
     }
 }

@@ -393,13 +393,28 @@ extension RemoteConfigAgent {
         let set: RemoteConfigStore.DocumentSet
         do {
             try await BlockingFileWork.run { [store] in try store.prepare() }
+            let now = WallClock.nowNanoseconds() / 1_000_000_000
             set = try await store.download(
                 manifest, with: clients.withLock { $0.client }, maximumDocumentBytes: local.remoteConfig.maxDocumentBytes,
-                metrics: downloadMetrics)
+                metrics: downloadMetrics,
+                checkEnvelope: { name, document, bytes in
+                    var envelope: ConfigEnvelope?
+                    if let bytes {
+                        do {
+                            envelope = try ConfigEnvelope(json: bytes)
+                        } catch {
+                            return .init(reason: "the envelope of '\(name)' is not valid: \(error)")
+                        }
+                    }
+                    return Self.envelopeRefusal(envelope, document: document, named: name, local: local, seen: seen, now: now, isNewApply: true)
+                        .map { .init(reason: $0.reason, isLasting: $0.isLasting) }
+                })
         } catch let failure as RemoteConfigStore.DownloadFailure {
             switch failure {
             case .documentTooLarge, .envelopeTooLarge, .invalidSet:
                 return refuse(revision, failure.description)
+            case .refused(let refusal):
+                return refuse(revision, refusal.reason, remember: refusal.isLasting)
             case .blob:
                 // Retried at the next look; the `.part` files resume.
                 logger.warning("cannot download the remote configuration yet; trying again later", metadata: [
@@ -465,6 +480,37 @@ extension RemoteConfigAgent {
         var isLasting = true
     }
 
+    /// Why the document `name` (its digest and size) may not run on this box, from its envelope alone, or nil: with
+    /// `require_signature` the signature by a trusted key, the audience, the serial against `seen` and, for a new
+    /// apply, the expiry (no envelope: refused); without, only that an envelope it comes with names it. Checked on
+    /// the manifest's entry before the document is downloaded, and on the document's bytes before it is applied.
+    static func envelopeRefusal(
+        _ envelope: ConfigEnvelope?, document: ConfigManifest.Blob, named name: String, local: UplinkFile,
+        seen: RemoteConfigStore.Seen?, now: Int64, isNewApply: Bool
+    ) -> Refusal? {
+        let settings = local.remoteConfig
+        guard let envelope else {
+            // Served unsigned (a collector with `require_signature: false`): the manifest's digest and size,
+            // checked when it was downloaded, are all that vouches for it.
+            guard settings.requireSignature else { return nil }
+            return Refusal(
+                reason: "document '\(name)': the collector serves it without an envelope (unsigned), and "
+                    + "remote_config.require_signature is true: sign it with `uplink config sign` on the "
+                    + "collector, or set remote_config.require_signature: false on this box to accept unsigned documents")
+        }
+        let verdict =
+            settings.requireSignature
+            ? EnvelopeVerifier(trustedKeys: settings.signingKeys).verify(
+                envelope, document: document, named: name, agentID: local.agent.id, labels: settings.labels,
+                seen: seen?.serials[name], now: now, isNewApply: isNewApply)
+            // Signatures off: an envelope that comes with the document must still be this document's.
+            : EnvelopeVerifier.verifyContent(of: envelope, document: document, named: name)
+        guard case .failure(let problem) = verdict else { return nil }
+        var refusal = Refusal(reason: "document '\(name)': \(problem)")
+        if case .expired = problem { refusal.isLasting = false }
+        return refusal
+    }
+
     /// The remote sources `set` adds to `local`, or why it may not run on this box: each envelope (signature,
     /// audience, serial against `seen`, expiry for a new apply; without `require_signature` only that it names its
     /// document; a document without one only without `require_signature`), then the document rules and the local
@@ -475,30 +521,13 @@ extension RemoteConfigAgent {
         func refused(_ reason: String) -> Result<[AgentConfiguration.NamedSource], Refusal> { .failure(Refusal(reason: reason)) }
         let settings = local.remoteConfig
         guard settings.enabled else { return refused("remote_config is not enabled in the local file") }
-        let verifier = EnvelopeVerifier(trustedKeys: settings.signingKeys)
         let now = WallClock.nowNanoseconds() / 1_000_000_000
         for document in set.documents {
-            guard let envelope = document.envelope else {
-                // Served unsigned (a collector with `require_signature: false`): the manifest's digest and size,
-                // checked when it was downloaded, are all that vouches for it.
-                guard !settings.requireSignature else {
-                    return refused(
-                        "document '\(document.name)': the collector serves it without an envelope (unsigned), and "
-                            + "remote_config.require_signature is true: sign it with `uplink config sign` on the "
-                            + "collector, or set remote_config.require_signature: false on this box to accept unsigned documents")
-                }
-                continue
-            }
-            let verdict =
-                settings.requireSignature
-                ? verifier.verify(
-                    envelope, document: document.content, named: document.name, agentID: local.agent.id,
-                    labels: settings.labels, seen: seen?.serials[document.name], now: now, isNewApply: isNewApply)
-                // Signatures off: an envelope that comes with the document must still be this document's.
-                : EnvelopeVerifier.verifyContent(of: envelope, document: document.content, named: document.name)
-            if case .failure(let problem) = verdict {
-                var refusal = Refusal(reason: "document '\(document.name)': \(problem)")
-                if case .expired = problem { refusal.isLasting = false }
+            let blob = ConfigManifest.Blob(sha256: SHA256Digest(of: document.content), size: document.content.count)
+            if let refusal = envelopeRefusal(
+                document.envelope, document: blob, named: document.name, local: local, seen: seen, now: now,
+                isNewApply: isNewApply)
+            {
                 return .failure(refusal)
             }
         }

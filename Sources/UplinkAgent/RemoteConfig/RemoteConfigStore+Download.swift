@@ -58,6 +58,8 @@ extension RemoteConfigStore {
         case blob(name: String, part: DocumentSet.Part, BlobDownloadFailure)
         /// The downloads are there but are not the set (changed on disk meanwhile, or an envelope that does not parse).
         case invalidSet(DocumentSet.Invalid)
+        /// `checkEnvelope` refused a document from its envelope (or its lack of one): no document was downloaded.
+        case refused(EnvelopeRefusal)
 
         public var description: String {
             switch self {
@@ -69,7 +71,22 @@ extension RemoteConfigStore {
                 "\(part == .document ? "document" : "the envelope of") '\(name)': \(failure)"
             case .invalidSet(let invalid):
                 invalid.description
+            case .refused(let refusal):
+                refusal.reason
             }
+        }
+    }
+
+    /// Why `checkEnvelope` refused a document before it was downloaded.
+    public struct EnvelopeRefusal: Sendable, Equatable {
+        public var reason: String
+        /// Whether the same envelope would be refused again under the same local file (see
+        /// `RemoteConfigAgent.Refusal.isLasting`).
+        public var isLasting: Bool
+
+        public init(reason: String, isLasting: Bool = true) {
+            self.reason = reason
+            self.isLasting = isLasting
         }
     }
 
@@ -78,7 +95,10 @@ extension RemoteConfigStore {
     /// `.part` of an earlier manifest is of no use), and reads the set back, checked against the manifest.
     ///
     /// Sizes are checked before anything is fetched: a document above `maximumDocumentBytes` or an envelope above
-    /// `ConfigEnvelope.maximumBytes` fails the whole set. Nothing here verifies signatures or applies anything.
+    /// `ConfigEnvelope.maximumBytes` fails the whole set. The envelopes come first: `checkEnvelope` sees each (nil
+    /// for a document listed without one) with the manifest's entry for its document, and a refusal fails the set
+    /// before any document is fetched, so a collector without the signing key can make a box fetch envelopes only.
+    /// Nothing here applies anything.
     ///
     /// - Parameters:
     ///   - metrics: Where each blob download and the bytes received are counted.
@@ -86,6 +106,7 @@ extension RemoteConfigStore {
     public func download(
         _ manifest: ConfigManifest, with client: RemoteConfigClient, maximumDocumentBytes: Int,
         metrics: RemoteConfigDownloadMetrics = RemoteConfigDownloadMetrics(),
+        checkEnvelope: (_ name: String, _ document: ConfigManifest.Blob, _ envelope: [UInt8]?) -> EnvelopeRefusal? = { _, _, _ in nil },
         progress: (@Sendable (BlobProgress) -> Void)? = nil
     ) async throws(DownloadFailure) -> DocumentSet {
         for document in manifest.documents {
@@ -99,13 +120,15 @@ extension RemoteConfigStore {
         let blobs = Set(manifest.blobs.map(\.sha256))
         await BlockingFileWork.run { self.pruneBlobs(keeping: blobs) }
 
-        // Each document, then its envelope when the manifest lists one.
-        let parts = manifest.documents.flatMap { document -> [(String, DocumentSet.Part, ConfigManifest.Blob)] in
-            [(document.name, .document, document.blob)] + (document.envelope.map { [(document.name, .envelope, $0)] } ?? [])
+        // The envelopes, each checked as it arrives, then the documents.
+        let envelopes = manifest.documents.compactMap { document in document.envelope.map { (document.name, DocumentSet.Part.envelope, $0) } }
+        let documents = manifest.documents.map { ($0.name, DocumentSet.Part.document, $0.blob) }
+        let total = (envelopes + documents).reduce(0) { $0 + $1.2.size }
+        for document in manifest.documents where document.envelope == nil {
+            if let refusal = checkEnvelope(document.name, document.blob, nil) { throw .refused(refusal) }
         }
-        let total = parts.reduce(0) { $0 + $1.2.size }
         var done = 0
-        for (name, part, blob) in parts {
+        for (name, part, blob) in envelopes + documents {
             let digest = blob.sha256
             let size = blob.size
             let before = done
@@ -139,6 +162,15 @@ extension RemoteConfigStore {
                 throw .blob(name: name, part: part, failure)
             }
             done += size
+            guard part == .envelope, let document = manifest.documents.first(where: { $0.name == name }) else { continue }
+            let envelope = await BlockingFileWork.run { self.readBlob(digest, size: size) }
+            switch envelope {
+            case .valid(let bytes):
+                if let refusal = checkEnvelope(name, document.blob, bytes) { throw .refused(refusal) }
+            case .absent, .invalid:
+                // Gone or changed on disk since it was fetched: the set is read back below and found so.
+                break
+            }
         }
         do throws(DocumentSet.Invalid) {
             return try await BlockingFileWork.run { () throws(DocumentSet.Invalid) in

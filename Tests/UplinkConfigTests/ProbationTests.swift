@@ -90,4 +90,26 @@ struct ProbationTests {
         #expect(await verdict.value == .passed(skipped: []))
         #expect(readings.value == 61)
     }
+
+    @Test("run ends with interrupted at the first reading after interrupted says so, long before the window is over")
+    func interrupted() async {
+        let trial = probation()
+        let readings = CallCounter()
+        let stop = CallCounter()
+        let verdict = Task { [clock] in
+            await trial.run(clock: clock, interrupted: { stop.value > 0 }) {
+                readings.increment()
+                return reading()
+            }
+        }
+        for _ in 0..<3 {
+            await eventually { clock.sleepers == 1 }
+            clock.advance(by: .seconds(1))
+        }
+        await eventually { clock.sleepers == 1 }
+        stop.increment()
+        clock.advance(by: .seconds(1))
+        #expect(await verdict.value == .interrupted)
+        #expect(readings.value == 4)
+    }
 }

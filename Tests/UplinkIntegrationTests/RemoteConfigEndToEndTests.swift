@@ -312,3 +312,41 @@ extension RemoteConfigEndToEndTests {
         }
     }
 }
+
+extension RemoteConfigEndToEndTests {
+    @Test("a pin during a long probation takes effect within seconds, not at its end; unpin tries the revision again, not marked bad")
+    func pinDuringProbation() async throws {
+        // An hour of probation: anything that waited for its end would time out below.
+        try await RemoteConfigFleet.with(probation: "1h") { fleet in
+            try "line-1\n".write(toFile: fleet.root + "/logs/app.log", atomically: true, encoding: .utf8)
+            try fleet.document("logs", serial: 1, fleet.tailDocument(source: "app", file: "app.log"))
+            try fleet.assign(generation: 1, ["logs"])
+            try fleet.startCollector()
+            try fleet.startAgent()
+            #expect(await eventually(timeout: .seconds(60)) {
+                let state = await fleet.remoteState()
+                return state.state == "applying" && state.sources.sorted() == ["app", "local-load"]
+            }, "\(fleet.logs)")
+            let trying = try #require(await fleet.remote("desired"))
+
+            #expect(try UplinkBinary.run(["config", "pin", "--config", fleet.root + "/agent.yaml"]).status == 0)
+            kill(fleet.agent!.processIdentifier, SIGHUP)
+            #expect(await eventually(timeout: .seconds(30)) {
+                let state = await fleet.remoteState()
+                return state.state == "pinned" && state.sources == ["local-load"]
+            }, "\(fleet.logs)")
+            #expect(fleet.agentLog?.text.contains("probation interrupted") == true, "\(fleet.logs)")
+            #expect(!FileManager.default.fileExists(atPath: fleet.root + "/state/remote/trial.json"))
+
+            #expect(try UplinkBinary.run(["config", "unpin", "--config", fleet.root + "/agent.yaml"]).status == 0)
+            kill(fleet.agent!.processIdentifier, SIGHUP)
+            #expect(await eventually(timeout: .seconds(30)) {
+                let state = await fleet.remoteState()
+                return state.state == "applying" && state.sources.sorted() == ["app", "local-load"]
+            }, "\(fleet.logs)")
+            #expect(await fleet.remote("desired") == trying)
+            let bad = (try? String(contentsOfFile: fleet.root + "/state/remote/bad.json", encoding: .utf8)) ?? ""
+            #expect(!bad.contains(String(trying.dropFirst("sha256:".count))), "an interrupted probation marked it bad: \(bad)")
+        }
+    }
+}

@@ -48,6 +48,9 @@ public struct Probation: Sendable {
         case passed(skipped: [String])
         /// The first criterion that failed, as one sentence for the status.
         case failed(String)
+        /// Ended without a verdict: something the trial must not outlast came first (a reload of the local file, a
+        /// pin). Neither passed nor failed.
+        case interrupted
     }
 
     /// The sources added or changed by the remote apply.
@@ -114,11 +117,14 @@ public struct Probation: Sendable {
         return .passed(skipped: skipped)
     }
 
-    /// Takes a reading every `every` on `clock` until the verdict is not pending. Cancellation returns `.pending`.
+    /// Takes a reading every `every` on `clock` until the verdict is not pending. Cancellation returns `.pending`;
+    /// `interrupted` (asked before each reading) returning true ends it with `.interrupted`.
     public func run<C: Clock<Duration>>(
-        clock: C, every interval: Duration = .seconds(1), read: () async -> Reading
+        clock: C, every interval: Duration = .seconds(1), interrupted: () -> Bool = { false },
+        read: () async -> Reading
     ) async -> Verdict where C.Instant == ContinuousClock.Instant {
         while !Task.isCancelled {
+            if interrupted() { return .interrupted }
             let verdict = check(await read(), at: clock.now)
             if verdict != .pending { return verdict }
             let remaining = window - (clock.now - started)

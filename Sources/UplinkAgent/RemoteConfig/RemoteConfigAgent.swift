@@ -580,9 +580,31 @@ extension RemoteConfigAgent {
         let probation = Probation(
             watched: watched, window: local.remoteConfig.probation, swapSequence: before.lastAppended,
             localDropsAtSwap: before.localDrops, uptime: clock.now - created, started: clock.now)
-        let verdict = await probation.run(clock: clock) { [self] in reading(watched: watched, localNames: localNames) }
+        // A reload (the local file may no longer allow the set, or turn remote configuration off) or a pin must not
+        // wait for the end of a probation of up to an hour: either ends it, within a reading.
+        let verdict = await probation.run(
+            clock: clock, interrupted: { [self] in state.withLock { $0.localFileChanged } || store.isPinned }
+        ) { [self] in reading(watched: watched, localNames: localNames) }
         let seenNow = seen.recording(set, generation: set.manifest.generation)
         switch verdict {
+        case .interrupted:
+            // What ran before runs again, nothing is marked, and the next look (at once: the reload woke it)
+            // decides under the new file or the pin, applying the set anew if it is still assigned and allowed.
+            _ = await configuration.replaceRemote(with: previous)
+            do {
+                try await BlockingFileWork.run { [store] in try store.removeTrial() }
+            } catch {
+                logger.warning("cannot remove the trial marker of an interrupted probation: \(error)")
+            }
+            let restored = state.withLock { $0.effective?.revision }
+            logger.info("remote configuration's probation interrupted by a reload or a pin; what ran before runs again", metadata: [
+                "revision": "\(revision.prefixed)",
+            ])
+            update {
+                $0.state = restored == nil ? .idle : .applied
+                $0.effective = restored?.prefixed
+                $0.error = nil
+            }
         case .pending:
             // Stopped during the probation: inconclusive, tried again after the next start.
             let trial = RemoteConfigStore.Trial(

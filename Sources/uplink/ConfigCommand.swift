@@ -232,7 +232,7 @@ extension ConfigCommand {
         func run() throws {
             let store = try ConfigCommand.store(config)
             do {
-                try store.prepare()
+                try store.prepare(removingLeftovers: false)
                 try store.pin(atMilliseconds: WallClock.nowNanoseconds() / 1_000_000)
             } catch {
                 throw CommandFailure("cannot pin: \(error)")

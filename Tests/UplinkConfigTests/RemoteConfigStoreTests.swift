@@ -187,7 +187,7 @@ struct RemoteConfigStoreTests {
         #expect(RemoteStateFiles.list(store.setsDirectory).isEmpty)
     }
 
-    @Test("A switch interrupted before its rename leaves the old set current; prepare() clears the leftovers")
+    @Test("A switch interrupted before its rename leaves the old set current; prepare() at start clears the leftovers, a later one does not")
     func interruptedSwitch() throws {
         let store = try makeStore()
         let first = try Self.documentSet(["base": ("sources: {}\n", 1)])
@@ -200,8 +200,12 @@ struct RemoteConfigStoreTests {
         symlink("sets/" + second.revision.hex, store.currentPath + ".tmp")
         #expect(store.lastKnownGood() == .valid(first))
 
-        // At the next start, prepare() removes the leftovers; the old set is still current.
+        // A look, or `uplink config pin` while the agent runs, leaves them: they may be another writer's.
         try AtomicFile.write([1], to: store.trialPath + ".tmp")
+        try store.prepare(removingLeftovers: false)
+        #expect(RemoteStateFiles.list(store.directory).sorted() == ["blobs", "current", "current.tmp", "sets", "trial.json.tmp"])
+        #expect(RemoteStateFiles.list(store.setsDirectory).count == 2)
+        // At the next start, prepare() removes the leftovers; the old set is still current.
         try store.prepare()
         #expect(RemoteStateFiles.list(store.setsDirectory) == [first.revision.hex])
         #expect(RemoteStateFiles.list(store.directory).sorted() == ["blobs", "current", "sets"])

@@ -392,7 +392,7 @@ extension RemoteConfigAgent {
         }
         let set: RemoteConfigStore.DocumentSet
         do {
-            try await BlockingFileWork.run { [store] in try store.prepare() }
+            try await BlockingFileWork.run { [store] in try store.prepare(removingLeftovers: false) }
             let now = WallClock.nowNanoseconds() / 1_000_000_000
             set = try await store.download(
                 manifest, with: clients.withLock { $0.client }, maximumDocumentBytes: local.remoteConfig.maxDocumentBytes,

@@ -70,10 +70,10 @@ public struct RemoteConfigStore: Sendable {
     var pinPath: String { directory + "/pin" }
     var currentPath: String { directory + "/current" }
 
-    /// Creates `remote/`, `remote/blobs/` and `remote/sets/` (0700; existing ones are set to 0700) and removes what
-    /// an interrupted write left (`*.tmp` in `remote/` and `sets/`). The state directory itself must exist. Call it
-    /// once at start, before anything else of the store.
-    public func prepare() throws(Failure) {
+    /// Creates `remote/`, `remote/blobs/` and `remote/sets/` (0700; existing ones are set to 0700) and, with
+    /// `removingLeftovers`, removes what an interrupted write left (`*.tmp` in `remote/` and `sets/`): at the agent's
+    /// start, before anything else of the store. Later callers (a look, `uplink config pin`) pass false.
+    public func prepare(removingLeftovers: Bool = true) throws(Failure) {
         // The agent's state directory may not exist yet: remote sources start before the agent made it.
         try Directories.create(AtomicFile.parentDirectory(of: directory), mode: 0o755)
         for path in [directory, blobsDirectory, setsDirectory] {
@@ -87,7 +87,9 @@ public struct RemoteConfigStore: Sendable {
                 }
             }
         }
-        for parent in [directory, setsDirectory] {
+        // Only where no write can be under way: at the agent's start. A `.tmp` is another writer's file until
+        // renamed (the agent's own at a look, `uplink config pin`'s while the agent runs).
+        for parent in removingLeftovers ? [directory, setsDirectory] : [] {
             for name in RemoteStateFiles.list(parent) where name.hasSuffix(".tmp") {
                 RemoteStateFiles.removeTree(parent + "/" + name)
             }

@@ -119,7 +119,7 @@ struct RemoteConfigStoreTests {
         #expect(RemoteStateFiles.list(store.directory).sorted() == ["bad.json", "blobs", "seen.json", "sets"])
     }
 
-    @Test("Seen.recording keeps the highest serial per name and the highest generation")
+    @Test("Seen.recording keeps the highest serial per name and the highest generation; serials only of verified signatures")
     func seenRecording() throws {
         let first = try Self.documentSet(["base": ("sources: {}\n", 5), "extra": ("sources: {}\n# x\n", 2)])
         let seen = RemoteConfigStore.Seen(highestGeneration: 20).recording(first, generation: 9)
@@ -129,6 +129,9 @@ struct RemoteConfigStoreTests {
         let older = try Self.documentSet(["base": ("sources: {}\n# old\n", 4)])
         #expect(seen.recording(older, generation: 21).serials["base"]?.serial == 5)
         #expect(seen.recording(older, generation: 21).highestGeneration == 21)
+        // Signatures not verified (require_signature: false): the generation counts, the serials do not.
+        let unverified = RemoteConfigStore.Seen().recording(first, generation: 30, signed: false)
+        #expect(unverified.highestGeneration == 30 && unverified.serials.isEmpty)
     }
 
     @Test("Bad revisions: bounded, matched by revision or by the same serials; a new serial is tried")

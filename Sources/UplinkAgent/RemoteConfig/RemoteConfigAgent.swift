@@ -378,7 +378,8 @@ extension RemoteConfigAgent {
         guard manifest.generation >= seen.highestGeneration else {
             // Another collector with older assignments: not this revision's fault, so not remembered.
             update {
-                $0.error = "the collector's assignments are generation \(manifest.generation), below \(seen.highestGeneration) seen before"
+                $0.error = "the collector's assignments are generation \(manifest.generation), below \(seen.highestGeneration) seen before "
+                    + "(another collector with older assignments?); raise `generation` in its assignments.yaml above \(seen.highestGeneration)"
             }
             return .done
         }
@@ -585,7 +586,7 @@ extension RemoteConfigAgent {
         let verdict = await probation.run(
             clock: clock, interrupted: { [self] in state.withLock { $0.localFileChanged } || store.isPinned }
         ) { [self] in reading(watched: watched, localNames: localNames) }
-        let seenNow = seen.recording(set, generation: set.manifest.generation)
+        let seenNow = seen.recording(set, generation: set.manifest.generation, signed: local.remoteConfig.requireSignature)
         switch verdict {
         case .interrupted:
             // What ran before runs again, nothing is marked, and the next look (at once: the reload woke it)
@@ -710,9 +711,10 @@ extension RemoteConfigAgent {
             if case .valid(let set) = store.lastKnownGood(), set.revision == trial.revision {
                 // Stopped after the set passed its probation and became the last-known-good, before the marker was
                 // removed (`apply`): the probation passed, so what that step had left to do is done here.
+                let signed = local.remoteConfig.requireSignature
                 switch store.seen() {
-                case .absent: try? store.saveSeen(RemoteConfigStore.Seen().recording(set, generation: trial.generation))
-                case .valid(let seen): try? store.saveSeen(seen.recording(set, generation: trial.generation))
+                case .absent: try? store.saveSeen(RemoteConfigStore.Seen().recording(set, generation: trial.generation, signed: signed))
+                case .valid(let seen): try? store.saveSeen(seen.recording(set, generation: trial.generation, signed: signed))
                 case .invalid: break  // left as it is: `consider` refuses new documents until it is fixed
                 }
             } else if !trial.cleanShutdown {

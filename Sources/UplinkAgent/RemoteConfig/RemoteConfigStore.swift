@@ -112,11 +112,13 @@ public struct RemoteConfigStore: Sendable {
         }
 
         /// This with `set`'s documents and `generation` recorded: each serial above the one seen for its name replaces
-        /// it (a document without an envelope has no serial and records nothing); the generation only grows.
-        public func recording(_ set: DocumentSet, generation: UInt64) -> Seen {
+        /// it (a document without an envelope has no serial and records nothing); the generation only grows. Serials
+        /// count only where signatures were verified (`signed`): an envelope whose signature nobody checked could
+        /// carry any serial, and would refuse signed documents once `require_signature` is turned on.
+        public func recording(_ set: DocumentSet, generation: UInt64, signed: Bool = true) -> Seen {
             var copy = self
             copy.highestGeneration = max(highestGeneration, generation)
-            for document in set.documents {
+            for document in set.documents where signed {
                 guard let envelope = document.envelope else { continue }
                 if let seen = copy.serials[document.name], seen.serial >= envelope.serial { continue }
                 copy.serials[document.name] = EnvelopeVerifier.SeenSerial(serial: envelope.serial, sha256: envelope.sha256)

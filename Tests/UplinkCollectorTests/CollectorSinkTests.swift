@@ -216,16 +216,9 @@ struct CollectorSinkTests {
 
     /// The real gzip tool's reading of a file.
     private func gunzip(_ path: String) throws -> [UInt8] {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/bin/gzip")
-        process.arguments = ["-dc", path]
-        let pipe = Pipe()
-        process.standardOutput = pipe
-        try process.run()
-        let data = pipe.fileHandleForReading.readDataToEndOfFile()
-        process.waitUntilExit()
-        #expect(process.terminationStatus == 0, "gzip -dc \(path)")
-        return Array(data)
+        let done = try SpawnedProcess.runToEnd(["/bin/gzip", "-dc", path])
+        #expect(done.status == 0, "gzip -dc \(path): \(done.errorText)")
+        return done.output
     }
 
     @Test("Retention smaller than an outage: the loss is counted, acks never stall, and forwarding resumes after it")

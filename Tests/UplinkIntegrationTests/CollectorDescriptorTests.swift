@@ -50,7 +50,7 @@ struct CollectorDescriptorTests {
         }
     }
 
-    private func flood(port: Int, http: HTTPClient, process: Process, log: OutputCollector) async throws {
+    private func flood(port: Int, http: HTTPClient, process: SpawnedProcess, log: CapturedOutput) async throws {
         func healthy() async -> Bool {
             guard let response = try? await http.execute(
                 HTTPClientRequest(url: "http://127.0.0.1:\(port)/healthz"), timeout: .seconds(3))

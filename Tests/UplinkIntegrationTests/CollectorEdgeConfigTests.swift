@@ -143,16 +143,9 @@ struct CollectorEdgeConfigTests {
                 cert_file: \(files.server.certificateFile)
                 key_file: \(files.other.keyFile)
             """.write(toFile: path, atomically: true, encoding: .utf8)
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: try UplinkBinary.path())
-        process.arguments = ["validate", "--config", path]
-        let errors = Pipe()
-        process.standardError = errors
-        process.standardOutput = FileHandle.nullDevice
-        try process.run()
-        let text = String(decoding: errors.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-        await process.awaitExit()
-        #expect(process.terminationStatus == 78)
+        let result = try await DedicatedThreads.blocking.run { try UplinkBinary.run(["validate", "--config", path]) }
+        let text = result.standardError
+        #expect(result.status == 78)
         #expect(text.contains("\(path):4:15: collector.tls.key_file: the key in"), "\(text)")
         #expect(!text.contains("Fatal error"))
     }

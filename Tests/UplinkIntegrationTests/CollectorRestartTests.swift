@@ -88,40 +88,36 @@ enum UplinkBinary {
 
     /// Starts `uplink ARGUMENTS` with `environment` added to this process's, in `directory` if given, first lowering
     /// its limits with `limits` (a shell command such as `ulimit -n 40`) if given. What it prints to `captured` is
-    /// collected in `output`; the other stream is discarded.
+    /// collected in `output` (a file); the other stream is discarded. Spawned as a `SpawnedProcess`, not with
+    /// Foundation's `Process` (see there).
     static func start(
         _ arguments: [String], capturing captured: Captured = .standardError, environment: [String: String] = [:],
         in directory: String? = nil, limits: String? = nil
-    ) throws -> (process: Process, output: OutputCollector) {
-        let process = Process()
-        if let limits {
-            process.executableURL = URL(fileURLWithPath: "/bin/sh")
-            process.arguments = ["-c", limits + #" && exec "$0" "$@""#, try path()] + arguments
-        } else {
-            process.executableURL = URL(fileURLWithPath: try path())
-            process.arguments = arguments
+    ) throws -> (process: SpawnedProcess, output: CapturedOutput) {
+        let log = try TestDirectories.make("uplink-process-output") + "/output"
+        // A shell changes the directory and the limits, then becomes `uplink` (`exec`: the same process id).
+        let setUp = [directory == nil ? nil : #"cd "$1" && shift"#, limits].compactMap { $0 }
+        let command =
+            setUp.isEmpty
+            ? [try path()]
+            : ["/bin/sh", "-c", (setUp + [#"exec "$0" "$@""#]).joined(separator: " && "), try path()] + (directory.map { [$0] } ?? [])
+        let merged = environment.isEmpty ? nil : ProcessInfo.processInfo.environment.merging(environment) { $1 }
+        let process: SpawnedProcess
+        switch captured {
+        case .standardError:
+            process = try SpawnedProcess(command + arguments, errorPath: log, environment: merged)
+        case .standardOutput:
+            process = try SpawnedProcess(
+                command + arguments, outputPath: log, errorPath: "/dev/null", environment: merged)
+        case .both:
+            process = try SpawnedProcess(command + arguments, outputPath: log, environment: merged)
         }
-        if !environment.isEmpty {
-            process.environment = ProcessInfo.processInfo.environment.merging(environment) { $1 }
-        }
-        if let directory { process.currentDirectoryURL = URL(fileURLWithPath: directory) }
-        let pipe = Pipe()
-        process.standardOutput = captured == .standardError ? FileHandle.nullDevice : pipe
-        process.standardError = captured == .standardOutput ? FileHandle.nullDevice : pipe
-        let output = OutputCollector(pipe.fileHandleForReading)
-        try process.run()
-        return (process, output)
+        return (process, CapturedOutput(path: log))
     }
 
     /// Starts `uplink run --config CONFIG --log-level error`, an agent process whose output is discarded.
-    static func startAgent(config: String) throws -> Process {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: try path())
-        process.arguments = ["run", "--config", config, "--log-level", "error"]
-        process.standardOutput = FileHandle.nullDevice
-        process.standardError = FileHandle.nullDevice
-        try process.run()
-        return process
+    static func startAgent(config: String) throws -> SpawnedProcess {
+        try SpawnedProcess([try path(), "run", "--config", config, "--log-level", "error"])
     }
 
     /// Runs `uplink ARGUMENTS` to the end: its exit status and what it printed. Spawned as a `ChildProcess`, not with

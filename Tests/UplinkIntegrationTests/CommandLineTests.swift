@@ -37,18 +37,13 @@ struct CommandLineTests {
     @Test("run --config examples.yaml streams records to the embedded collector and exits cleanly on SIGTERM")
     func runExamples() async throws {
         let directory = try Harness.temporaryDirectory("cli-run")
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: try UplinkBinary.path())
-        process.arguments = ["run", "--config", Self.examples]
-        process.currentDirectoryURL = URL(fileURLWithPath: directory)  // the embedded collector's ./collector-data
         // The example's tail source follows ./quickstart.log from its beginning.
         try "hello from the quickstart test\n".write(toFile: directory + "/quickstart.log", atomically: true, encoding: .utf8)
-        let output = Pipe()
-        let errors = Pipe()
-        process.standardOutput = output
-        process.standardError = errors
-        let collected = OutputCollector(output.fileHandleForReading)
-        try process.run()
+        // In `directory`: the embedded collector's ./collector-data, the tail's ./quickstart.log.
+        let process = try SpawnedProcess(
+            ["/bin/sh", "-c", #"cd "$1" && shift && exec "$0" "$@""#, try UplinkBinary.path(), directory, "run", "--config", Self.examples],
+            outputPath: directory + "/stdout", errorPath: directory + "/stderr")
+        let collected = CapturedOutput(path: directory + "/stdout")
 
         let sawRecords = await eventually(timeout: .seconds(30)) {
             let text = collected.text
@@ -62,38 +57,14 @@ struct CommandLineTests {
         #expect(exited)
         if !exited { process.terminate() }
         await process.awaitExit()
-        #expect(process.terminationReason == .exit)
+        #expect(process.exitedNormally)
         #expect(process.terminationStatus == 0)
-        let log = String(decoding: errors.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        let log = CapturedOutput(path: directory + "/stderr").text
         #expect(log.contains("agent stopped"))
         #expect(log.contains("unacknowledged=0"))
     }
 
     func run(_ arguments: [String]) throws -> (status: Int32, standardOutput: String, standardError: String) {
         try UplinkBinary.run(arguments)
-    }
-}
-
-/// Accumulates what a child process prints, read on a background thread.
-final class OutputCollector: @unchecked Sendable {
-    private let lock = NSLock()
-    private var data = Data()
-
-    init(_ handle: FileHandle) {
-        Thread.detachNewThread { [self] in
-            while true {
-                let chunk = handle.availableData
-                if chunk.isEmpty { return }
-                lock.lock()
-                data.append(chunk)
-                lock.unlock()
-            }
-        }
-    }
-
-    var text: String {
-        lock.lock()
-        defer { lock.unlock() }
-        return String(decoding: data, as: UTF8.self)
     }
 }

@@ -10,15 +10,7 @@ import UplinkTestSupport
 struct RemoteConfigCommandTests {
     /// SHA-256 in hex, from coreutils (this target does not link the signing module).
     static func sha256(_ path: String) throws -> String {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/usr/bin/sha256sum")
-        process.arguments = [path]
-        let output = Pipe()
-        process.standardOutput = output
-        try process.run()
-        let data = output.fileHandleForReading.readDataToEndOfFile()
-        process.waitUntilExit()
-        return String(String(decoding: data, as: UTF8.self).prefix(64))
+        String(try SpawnedProcess.runToEnd(["/usr/bin/sha256sum", path]).outputText.prefix(64))
     }
 
     /// Writes `documents/<name>.yaml` with an envelope that names it (unsigned: `require_signature: false`).

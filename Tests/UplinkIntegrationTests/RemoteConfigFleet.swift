@@ -11,10 +11,10 @@ final class RemoteConfigFleet: @unchecked Sendable {
     let root: String
     let collectorPort: Int
     let agentPort: Int
-    var collector: Process?
-    var agent: Process?
-    var collectorLog: OutputCollector?
-    var agentLog: OutputCollector?
+    var collector: SpawnedProcess?
+    var agent: SpawnedProcess?
+    var collectorLog: CapturedOutput?
+    var agentLog: CapturedOutput?
     let client = HTTPClient(eventLoopGroupProvider: .singleton)
 
     /// - Parameters:
@@ -97,7 +97,7 @@ final class RemoteConfigFleet: @unchecked Sendable {
         try write("generation: \(generation)\nassign:\n  - {name: lab, match: {agents: [\"box-*\"]}, documents: [\(documents.joined(separator: ", "))]}", to: "fleet/assignments.yaml")
     }
 
-    func start(_ arguments: [String]) throws -> (Process, OutputCollector) {
+    func start(_ arguments: [String]) throws -> (SpawnedProcess, CapturedOutput) {
         try UplinkBinary.start(arguments, capturing: .both)
     }
 
@@ -274,8 +274,8 @@ struct RemoteConfigBox {
     let port: Int
     /// Its `agent.state_dir`.
     let state: String
-    let process: Process
-    let log: OutputCollector
+    let process: SpawnedProcess
+    let log: CapturedOutput
 }
 
 extension RemoteConfigFleet {

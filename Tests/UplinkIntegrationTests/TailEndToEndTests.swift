@@ -260,12 +260,10 @@ struct TailEndToEndTests {
         }
         for _ in 0..<30 {
             try await Task.sleep(for: .milliseconds(40))
-            let process = Process()
-            process.executableURL = URL(fileURLWithPath: logrotate)
-            process.arguments = ["-f", "-s", directory + "/logrotate.state", configuration]
-            try process.run()
-            await process.awaitExit()
-            #expect(process.terminationStatus == 0, "logrotate failed")
+            let done = try await DedicatedThreads.blocking.run {
+                try SpawnedProcess.runToEnd([logrotate, "-f", "-s", directory + "/logrotate.state", configuration])
+            }
+            #expect(done.status == 0, "logrotate failed: \(done.errorText)")
         }
         writing.withLock { $0 = false }
         let total = await writer.value

@@ -29,14 +29,8 @@ struct TailInotifyFallbackTests {
     /// Whether this machine lets us make a user namespace and set its inotify limits.
     static func userNamespacesWork() -> Bool {
         guard FileManager.default.isExecutableFile(atPath: unshare) else { return false }
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: unshare)
-        process.arguments = ["-U", "-r", "sh", "-c", "echo 1 > /proc/sys/user/max_inotify_watches"]
-        process.standardOutput = FileHandle.nullDevice
-        process.standardError = FileHandle.nullDevice
-        guard (try? process.run()) != nil else { return false }
-        process.waitUntilExit()
-        return process.terminationStatus == 0
+        let done = try? SpawnedProcess.runToEnd([unshare, "-U", "-r", "sh", "-c", "echo 1 > /proc/sys/user/max_inotify_watches"])
+        return done?.status == 0
     }
 
     @Test("inotify out of instances or watches (real limits in a user namespace): the tailer warns, polls, and every line arrives once",
@@ -69,20 +63,14 @@ struct TailInotifyFallbackTests {
         let descriptor = TailEndToEndTests.openForAppend(logPath)
         TailEndToEndTests.append(descriptor, TailEndToEndTests.lines(500, from: &counter))
 
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: Self.unshare)
-        // The limits are set inside the namespace, then the shell becomes the agent.
-        process.arguments = [
-            "-U", "-r", "sh", "-c",
-            "echo \(limit.instances) > /proc/sys/user/max_inotify_instances && echo \(limit.watches) > /proc/sys/user/max_inotify_watches && exec \"$@\"",
-            "sh", try UplinkBinary.path(), "run", "--config", config, "--log-level", "warning",
-        ]
         let log = directory + "/agent.log"
-        _ = FileManager.default.createFile(atPath: log, contents: nil)
-        let logHandle = try FileHandle(forWritingTo: URL(fileURLWithPath: log))
-        process.standardOutput = logHandle
-        process.standardError = logHandle
-        try process.run()
+        // The limits are set inside the namespace, then the shell becomes the agent.
+        let process = try SpawnedProcess(
+            [
+                Self.unshare, "-U", "-r", "sh", "-c",
+                "echo \(limit.instances) > /proc/sys/user/max_inotify_instances && echo \(limit.watches) > /proc/sys/user/max_inotify_watches && exec \"$@\"",
+                "sh", try UplinkBinary.path(), "run", "--config", config, "--log-level", "warning",
+            ], outputPath: log)
 
         // Lines while it runs, a rotation by rename, and a new file the glob matches: all found by polling.
         for _ in 0..<10 {
@@ -104,7 +92,6 @@ struct TailInotifyFallbackTests {
         try await Task.sleep(for: .milliseconds(500))
         process.terminate()
         await process.awaitExit()
-        try logHandle.close()
         try await collector.stop()
         let stored = try TailEndToEndTests.storedCounters(collector).map(\.counter)
         #expect(arrived, "\(stored.count) of \(total) lines")

@@ -18,12 +18,15 @@ public final class ChildProcess: @unchecked Sendable {
 
     /// Starts `arguments[0]` (an absolute path) with the rest as arguments; standard output goes to `outputPath`
     /// (appended; `/dev/null` when nil), standard error to `errorPath` (appended) or, when nil, with the output;
-    /// standard input is `/dev/null`.
-    public init(_ arguments: [String], outputPath: String? = nil, errorPath: String? = nil) throws {
+    /// standard input is `inputPath` (`/dev/null` when nil). `environment` replaces this process's (nil: inherited).
+    public init(
+        _ arguments: [String], outputPath: String? = nil, errorPath: String? = nil, inputPath: String? = nil,
+        environment: [String: String]? = nil
+    ) throws {
         var actions = posix_spawn_file_actions_t()
         posix_spawn_file_actions_init(&actions)
         defer { posix_spawn_file_actions_destroy(&actions) }
-        posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
+        posix_spawn_file_actions_addopen(&actions, 0, inputPath ?? "/dev/null", O_RDONLY, 0)
         let output = outputPath ?? "/dev/null"
         posix_spawn_file_actions_addopen(&actions, 1, output, O_WRONLY | O_CREAT | O_APPEND, 0o644)
         if let errorPath {
@@ -51,7 +54,10 @@ public final class ChildProcess: @unchecked Sendable {
         var pid = pid_t()
         let argv: [UnsafeMutablePointer<CChar>?] = arguments.map { strdup($0) } + [nil]
         defer { for pointer in argv { free(pointer) } }
-        let result = posix_spawn(&pid, arguments[0], &actions, &attributes, argv, environ)
+        let envp: [UnsafeMutablePointer<CChar>?]? = environment.map { $0.map { strdup("\($0.key)=\($0.value)") } + [nil] }
+        defer { for pointer in envp ?? [] { free(pointer) } }
+        let result = envp.map { posix_spawn(&pid, arguments[0], &actions, &attributes, argv, $0) }
+            ?? posix_spawn(&pid, arguments[0], &actions, &attributes, argv, environ)
         guard result == 0 else {
             throw Failure(description: "posix_spawn \(arguments[0]): \(String(cString: strerror(result)))")
         }

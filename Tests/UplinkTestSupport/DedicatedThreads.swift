@@ -89,11 +89,3 @@ public final class DedicatedThreads: TaskExecutor, @unchecked Sendable {
         try await withTaskExecutorPreference(self) { () throws(Failure) -> T in try body() }
     }
 }
-
-extension Process {
-    /// `waitUntilExit()` on ``DedicatedThreads/blocking``: the calling task waits without holding a thread of the
-    /// global executor.
-    public func awaitExit() async {
-        await DedicatedThreads.blocking.run { waitUntilExit() }
-    }
-}

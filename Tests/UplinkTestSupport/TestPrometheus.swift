@@ -79,22 +79,8 @@ public enum TestPromtool {
         let input = directory + "/exposition-\(UUID().uuidString).txt"
         try exposition.write(toFile: input, atomically: true, encoding: .utf8)
         return try await DedicatedThreads.blocking.run {
-            let process = Process()
-            process.executableURL = URL(fileURLWithPath: binary)
-            process.arguments = ["check", "metrics"]
-            guard let standardInput = FileHandle(forReadingAtPath: input) else {
-                throw ChildProcess.Failure(description: "cannot open \(input)")
-            }
-            defer { try? standardInput.close() }
-            let output = Pipe()
-            process.standardInput = standardInput
-            process.standardOutput = output
-            process.standardError = output
-            try process.run()
-            // One pipe for both streams, read to its end before waiting: promtool cannot block on a full pipe.
-            let printed = output.fileHandleForReading.readDataToEndOfFile()
-            process.waitUntilExit()
-            return (process.terminationStatus, String(decoding: printed, as: UTF8.self))
+            let done = try SpawnedProcess.runToEnd([binary, "check", "metrics"], inputPath: input, mergingError: true)
+            return (done.status, done.outputText)
         }
     }
 }

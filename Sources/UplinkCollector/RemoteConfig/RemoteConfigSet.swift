@@ -111,12 +111,13 @@ struct RemoteConfigSet: Sendable {
         var blobs: [SHA256Digest: [UInt8]] = [:]
         let names: [String]
         do {
-            names = try FileIO.listDirectory(documentsDirectory).sorted()
+            // Files starting with a dot are not the operator's documents (an editor's lock or swap file, `.#a.yaml`).
+            names = try FileIO.listDirectory(documentsDirectory).filter { !$0.hasPrefix(".") }.sorted()
         } catch {
             return .failure(RemoteConfigLoadFailure(problems: problems + ["\(documentsDirectory): \(error.message)"]))
         }
         let yamlNames = names.filter { $0.hasSuffix(".yaml") }
-        for file in names where !file.hasSuffix(".yaml") && !file.hasSuffix(".yaml.sig") && !file.hasPrefix(".") {
+        for file in names where !file.hasSuffix(".yaml") && !file.hasSuffix(".yaml.sig") {
             problems.append("\(documentsDirectory)/\(file): not a document (<name>.yaml) or an envelope (<name>.yaml.sig)")
         }
         for file in names where file.hasSuffix(".yaml.sig") && !names.contains(String(file.dropLast(4))) {
@@ -260,7 +261,7 @@ struct RemoteConfigSet: Sendable {
                 rule.name = name
             }
             if let match = mapping.mapping("match", allowedKeys: ["agents", "labels"]) {
-                let selector = decodeMatch(match)
+                let selector = decodeMatch(match, inStage: false)
                 rule.agents = selector.agents
                 rule.labels = selector.labels
             }
@@ -275,11 +276,36 @@ struct RemoteConfigSet: Sendable {
         return (generation, rules)
     }
 
-    private static func decodeMatch(_ match: ConfigMapping) -> (agents: [String], labels: [String: String]) {
+    /// A rule's `match` (`inStage: false`) or a stage's. An empty selector (`match: {}`, `agents: []`,
+    /// `labels: {}`) would select every agent without saying so: it is a problem.
+    private static func decodeMatch(_ match: ConfigMapping, inStage: Bool) -> (agents: [String], labels: [String: String]) {
         let decoder = match.decoder
-        let agents = match.list("agents") { decoder.string($0.node, at: $0.path) } ?? []
+        if match.entries.isEmpty {
+            decoder.report(
+                .invalidValue, at: match.node.mark, path: match.path,
+                inStage
+                    ? "an empty match would put every agent in this stage"
+                    : "an empty match would select every agent",
+                hint: inStage
+                    ? "give labels, e.g. {match: {labels: {ring: canary}}}, or use {percent: 100} for every agent"
+                    : "give agents or labels, or leave out match to assign the documents to every agent")
+        }
+        var agents: [String] = []
+        if let node = match.value("agents"), let items = decoder.list(node, at: match.path("agents")) {
+            if items.isEmpty {
+                decoder.report(
+                    .invalidValue, at: node.mark, path: match.path("agents"), "an empty agents list would select every agent",
+                    hint: "list at least one glob on the agent id, or leave out agents")
+            }
+            agents = items.compactMap { decoder.string($0.node, at: $0.path) }
+        }
         var labels: [String: String] = [:]
         if let mapping = match.mapping("labels", allowedKeys: nil) {
+            if mapping.entries.isEmpty {
+                decoder.report(
+                    .invalidValue, at: mapping.node.mark, path: mapping.path, "an empty labels mapping would select every agent",
+                    hint: "give at least one label and its glob, or leave out labels")
+            }
             for entry in mapping.entries {
                 if let value = decoder.string(entry.value, at: mapping.path(entry.name), allowEmpty: true) {
                     labels[entry.name] = value
@@ -328,7 +354,7 @@ struct RemoteConfigSet: Sendable {
                     continue
                 }
                 if let match = stage.mapping("match", allowedKeys: ["labels"]) {
-                    rollout.stages.append(.labels(decodeMatch(match).labels))
+                    rollout.stages.append(.labels(decodeMatch(match, inStage: true).labels))
                 } else if let percent = stage.double("percent", .between(0, 100)) {
                     rollout.stages.append(.basisPoints(Int((percent * 100).rounded())))
                 }

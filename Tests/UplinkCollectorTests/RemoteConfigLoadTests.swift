@@ -9,6 +9,11 @@ import UplinkWire
 
 @testable import UplinkCollector
 
+/// A document with one source named `source`; versions differ in their bytes (`modbus`, `lab`, …), in versions with other bytes.
+func sourceDocument(_ source: String, version: Int) -> String {
+    "sources:\n  - name: \(source)\n    type: cpu\n    interval: \(version)s\n"
+}
+
 @Suite("Remote configuration: what the collector refuses to load")
 struct RemoteConfigLoadTests {
     /// The problems of loading the fixture's directory; empty when it loads.
@@ -68,6 +73,75 @@ struct RemoteConfigLoadTests {
             #expect(Self.problems(fixture) == [])
             guard case .success(let set) = RemoteConfigSet.load(fixture.settings, validator: sourcesOnlyValidator) else { return }
             #expect(Array(set.documents.keys) == ["modbus"])
+        }
+    }
+
+    @Test("Two documents defining one source name are refused where one agent may get both; exclusive rules and a rollout's versions load")
+    func sourceNameCollisions() async throws {
+        try await withTemporaryDirectory { root in
+            let fixture = try RemoteConfigFixture(root)
+            try fixture.document("modbus-berlin", sourceDocument("modbus", version: 1))
+            try fixture.document("modbus-paris", sourceDocument("modbus", version: 2))
+            try fixture.document("modbus-v3", sourceDocument("modbus", version: 3))
+            try fixture.document("lab", sourceDocument("lab", version: 1))
+            let path = fixture.directory + "/assignments.yaml"
+
+            // One rule, two colliding documents: named at the second one.
+            try fixture.assignments("generation: 1\nassign:\n  - {name: a, documents: [lab, modbus-berlin, modbus-paris]}\n")
+            #expect(Self.problems(fixture) == [
+                "\(path):3:47: assign[0].documents[2]: documents 'modbus-berlin' and 'modbus-paris' both define source 'modbus': "
+                    + "an agent given both refuses them (hint: rename the source in one of them, or assign them to different agents)"
+            ])
+
+            // Two rules whose selectors can both match (one agent may have both labels), and a rollout's previous.
+            try fixture.assignments("""
+                generation: 1
+                assign:
+                  - {name: berlin, match: {labels: {site: "berlin-*"}}, documents: [modbus-berlin]}
+                  - name: canary
+                    match: {labels: {ring: canary}}
+                    documents: [lab]
+                    rollout: {previous: [modbus-paris], stages: [{percent: 10}]}
+
+                """)
+            let problems = Self.problems(fixture)
+            #expect(problems.count == 1, "\(problems)")
+            #expect(problems.first?.hasPrefix(
+                "\(path):4:11: assign[1].name: rules 'berlin' and 'canary' can match the same agent, and their documents "
+                    + "'modbus-berlin' and 'modbus-paris' both define source 'modbus'") == true, "\(problems)")
+
+            // Exclusive selectors (literal beginnings or ends that differ, agent lists that cannot meet), and a rollout
+            // whose new and previous documents define the same source (never given together): all load.
+            try fixture.assignments("""
+                generation: 1
+                assign:
+                  - {name: berlin, match: {labels: {site: "berlin-*"}}, documents: [modbus-berlin]}
+                  - {name: paris, match: {labels: {site: "paris-*", ring: "*"}}, documents: [modbus-paris]}
+                  - {name: edges, match: {agents: ["*-edge", "gw-?1"], labels: {site: rome}}, documents: [modbus-v3]}
+                  - {name: cores, match: {agents: ["*-core", "gw-20"], labels: {site: rome}}, documents: [modbus-berlin]}
+                  - name: rollout
+                    match: {labels: {site: milan}}
+                    documents: [modbus-v3, lab]
+                    rollout: {previous: [modbus-paris, lab], stages: [{percent: 10}]}
+
+                """)
+            #expect(Self.problems(fixture) == [])
+        }
+    }
+
+    @Test("Globs that no text matches both", arguments: [
+        ("berlin-*", "paris-*", true), ("*-a", "*-b", true), ("edge-1", "edge-10", true), ("a", "a", false),
+        ("edge-*", "edge-1", false), ("e*", "edge-?", false), ("a*", "*b", false), ("[ab]*", "c*", false),
+        ("x\\*", "x*", false), ("", "*", false), ("", "x", true),
+    ])
+    func exclusiveGlobs(_ a: String, _ b: String, _ exclusive: Bool) {
+        #expect(RemoteConfigSet.globsAreExclusive(a, b) == exclusive)
+        #expect(RemoteConfigSet.globsAreExclusive(b, a) == exclusive)
+        if exclusive {
+            // Never a text both match, among a few that each matches.
+            for text in [a, b, "berlin-1", "paris-1", "x-a", "x-b", "edge-1", "edge-10"] {
+                #expect(!(fnmatch(a, text, 0) == 0 && fnmatch(b, text, 0) == 0))
+            }
         }
     }
 }

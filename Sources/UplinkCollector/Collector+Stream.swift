@@ -217,9 +217,14 @@ extension Collector {
         var presented: PresentedLabels?
         if let remote = remoteConfig {
             // The header tells the agent that this collector serves remote configuration, and its revision; a
-            // malformed Uplink-Labels does not cost the stream (the labels are then left out).
+            // malformed Uplink-Labels, or one over its limits, does not cost the stream (the labels are then left
+            // out). They are kept only where rules may match them (`labels_from: [agent]`).
             var labels = PresentedLabels()
-            if let header = request.headers[.uplinkLabels], let reported = Self.labels(header) { labels.reported = reported }
+            if remote.settings.labelsFrom.contains(.agent), let header = request.headers[.uplinkLabels],
+                case .success(let reported) = Self.labels(header)
+            {
+                labels.reported = reported
+            }
             if remote.settings.labelsFrom.contains(.certificate), let certificate = connection.certificate {
                 labels.certificate = Self.certificateLabels(certificate)
             }

@@ -14,7 +14,7 @@ func sourceDocument(_ source: String, version: Int) -> String {
     "sources:\n  - name: \(source)\n    type: cpu\n    interval: \(version)s\n"
 }
 
-@Suite("Remote configuration: what the collector refuses to load")
+@Suite("Remote configuration: what the collector refuses to load, and Uplink-Labels limits")
 struct RemoteConfigLoadTests {
     /// The problems of loading the fixture's directory; empty when it loads.
     static func problems(_ fixture: RemoteConfigFixture) -> [String] {
@@ -141,6 +141,59 @@ struct RemoteConfigLoadTests {
             // Never a text both match, among a few that each matches.
             for text in [a, b, "berlin-1", "paris-1", "x-a", "x-b", "edge-1", "edge-10"] {
                 #expect(!(fnmatch(a, text, 0) == 0 && fnmatch(b, text, 0) == 0))
+            }
+        }
+    }
+
+    @Test("Uplink-Labels: up to 64 labels within the limits are taken; more, a long name or value, or a space in a value are 400 with the reason")
+    func labelLimits() async throws {
+        try await withTemporaryDirectory { root in
+            let fixture = try RemoteConfigFixture(root)
+            try fixture.document("berlin", tailDocument)
+            try fixture.assignments("generation: 1\nassign:\n  - {name: berlin, match: {labels: {site: \"berlin-*\"}}, documents: [berlin]}\n")
+            var settings = fixture.settings
+            settings.labelsFrom.insert(.agent)
+            try await withRemoteCollector(remoteConfiguration(root, settings)) { _, port in
+                try await withClient { client in
+                    func ask(_ labels: String) async throws -> Answer {
+                        try await request(client, port: port, "/v1/config", agent: "edge-1", headers: [("Uplink-Labels", labels)])
+                    }
+                    let many = (0..<63).map { "l\($0)=\(String(repeating: "v", count: 255))" }.joined(separator: ",")
+                    #expect(try await ask("site=berlin-1," + many).status == .ok)
+                    let refusals = [
+                        ("site=berlin-1,l63=x," + many, "invalid Uplink-Labels header: more than 64 labels\n"),
+                        ("site=berlin-1,\(String(repeating: "n", count: 64))=x", "invalid Uplink-Labels header: label name '\(String(repeating: "n", count: 63))' is not 1 to 63 of A-Z a-z 0-9 . _ -\n"),
+                        ("site=berlin-1,si/te=x", "invalid Uplink-Labels header: label name 'si/te' is not 1 to 63 of A-Z a-z 0-9 . _ -\n"),
+                        ("site=berlin-\(String(repeating: "1", count: 249))", "invalid Uplink-Labels header: the value of label 'site' is longer than 255 bytes\n"),
+                        ("site=berlin 1", "invalid Uplink-Labels header: the value of label 'site' contains whitespace or control characters\n"),
+                        ("site=a,site=b", "invalid Uplink-Labels header: label 'site' is given twice\n"),
+                        ("=x", "invalid Uplink-Labels header: expected name=value,name=value\n"),
+                    ]
+                    for (header, reason) in refusals {
+                        let answer = try await ask(header)
+                        #expect(answer.status == .badRequest, "\(header)")
+                        #expect(String(decoding: answer.body, as: UTF8.self) == reason)
+                    }
+
+                    // A stream with such a header keeps going, its labels left out: nothing is assigned.
+                    let empty = ConfigManifest(generation: 1, documents: []).revision.prefixed
+                    let refused = try await AgentConnection.open(
+                        client, port: port, agent: "edge-2", epoch: "1", headers: [("Uplink-Labels", refusals[0].0)])
+                    #expect(refused.response.status == .ok)
+                    #expect(AckLine.parse(try #require(try await refused.nextLine())) == .resume(0))
+                    #expect(ConfigHint.parse(try #require(try await refused.nextLine()))?.revision == empty)
+                    #expect(refused.response.headers.first(name: "Uplink-Config").flatMap(ConfigHint.init(headerValue:))?.revision == empty)
+                    refused.send(body(1...1))
+                    try await refused.waitForAck(1)
+                    _ = try await refused.close()
+                    // One within the limits counts (labels_from: agent).
+                    let connection = try await AgentConnection.open(
+                        client, port: port, agent: "edge-3", epoch: "1", headers: [("Uplink-Labels", "site=berlin-2")])
+                    let hint = connection.response.headers.first(name: "Uplink-Config").flatMap(ConfigHint.init(headerValue:))
+                    #expect(hint?.revision != nil && hint?.revision != empty)
+                    connection.finishUpload()
+                    _ = try await connection.readText()
+                }
             }
         }
     }

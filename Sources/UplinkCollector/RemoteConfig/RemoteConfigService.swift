@@ -45,22 +45,23 @@ final class RemoteConfigService: Sendable {
 
     private struct Halt {
         var reason: String
-        /// Agents that ran the rollout's new documents when it halted (their report said `applied` with the revision
-        /// they were assigned): they keep them.
+        /// Agents that ran the rollout's new documents when it halted (their last report named an effective revision
+        /// that holds them): they keep them.
         var keep: Set<String>
     }
 
     private struct State {
         var set: RemoteConfigSet
         var statuses: [String: AgentConfigStatus] = [:]
-        /// The labels each reporting agent presented with its last report.
-        var presented: [String: PresentedLabels] = [:]
         /// Rollout name → distinct agents of its active stages that reported a failure.
         var failures: [String: [String: String]] = [:]
         var halts: [String: Halt] = [:]
         var subscribers: [UInt64: Subscriber] = [:]
         var nextSubscriber: UInt64 = 0
         var requests: [RequestKey: UInt64] = [:]
+        /// The documents (name → digest) of each revision this process served in a manifest, so that a revision an
+        /// agent reports can be told apart by what it holds. Bounded by `maximumKnownRevisions`.
+        var servedRevisions: [String: [String: SHA256Digest]] = [:]
     }
 
     struct RequestKey: Hashable, Sendable {
@@ -72,6 +73,9 @@ final class RemoteConfigService: Sendable {
     /// Most agents whose reports are kept: beyond it the agent that reported least recently is forgotten, so that
     /// a peer inventing agent ids cannot grow the table without bound.
     static let maximumReportingAgents = 16_384
+    /// Most revisions whose documents are remembered (`State.servedRevisions`); when full it starts over (a revision
+    /// forgotten only makes the halt of a rollout more cautious: see `record`).
+    static let maximumKnownRevisions = 4_096
 
     /// Loads the directory; throws a `CollectorError` (`remote_config`) naming every problem.
     init(settings: RemoteConfigSettings, validator: @escaping RemoteDocumentValidator, logger: Logger) throws(CollectorError) {
@@ -176,13 +180,31 @@ final class RemoteConfigService: Sendable {
         return ConfigManifest(generation: state.set.generation, documents: documents.map(\.manifestEntry))
     }
 
-    private func revision(agent: String, _ presented: PresentedLabels, state: State) -> String {
-        manifest(agent: agent, presented, state: state).revision.prefixed
+    /// The manifest of `agent` now, its revision remembered with its documents (`State.servedRevisions`).
+    private func currentManifest(agent: String, _ presented: PresentedLabels, state: inout State) -> ConfigManifest {
+        let current = manifest(agent: agent, presented, state: state)
+        let revision = current.revision.prefixed
+        if state.servedRevisions[revision] == nil {
+            if state.servedRevisions.count >= Self.maximumKnownRevisions { state.servedRevisions = [:] }
+            state.servedRevisions[revision] = Dictionary(
+                current.documents.map { ($0.name, $0.sha256) }, uniquingKeysWith: { first, _ in first })
+        }
+        return current
     }
 
     /// The manifest of `agent`; its documents are empty when nothing is assigned.
     func manifest(agent: String, labels presented: PresentedLabels) -> ConfigManifest {
-        state.withLock { manifest(agent: agent, presented, state: $0) }
+        state.withLock { currentManifest(agent: agent, presented, state: &$0) }
+    }
+
+    /// Whether `revision` (as an agent reports it) holds every document of `rule` as served now: nil when this
+    /// process never assigned that revision, so cannot tell.
+    private func revision(_ revision: String?, holdsDocumentsOf rule: AssignmentRule, state: State) -> Bool? {
+        guard let revision, let documents = state.servedRevisions[revision] else { return nil }
+        return rule.documents.allSatisfy { name in
+            guard let served = state.set.documents[name] else { return false }
+            return documents[name] == served.sha256
+        }
     }
 
     /// The hint of the stream header and line: the revision of the agent's manifest and the generation.
@@ -204,42 +226,60 @@ final class RemoteConfigService: Sendable {
 
     // MARK: - Status
 
-    /// Records an agent's report; a failure from an agent in a rollout's active stages counts towards halting it.
+    /// Records an agent's report (`POST /v1/config/status`, or a `config_status` line of a stream).
+    ///
+    /// A failure counts towards halting a rollout whose active stages hold the agent only when it is about what the
+    /// agent is assigned now (`desired` is the revision it would be served: not an old failure that a reconnect or a
+    /// restarted collector hears again) and what runs on the agent (`effective`) did not already hold the rollout's
+    /// documents (a revision that fails for another rule's sake is not this rollout's failure). An `effective`
+    /// revision this process never assigned cannot be told apart, and counts. At a halt, every agent whose last
+    /// report names an effective revision holding the rollout's documents keeps them.
     func record(_ status: ConfigStatus, agent: String, labels presented: PresentedLabels, wall: Int64) {
-        var halted: [(String, String)] = []
-        state.withLock { state in
-            if state.statuses[agent] == nil, state.statuses.count >= Self.maximumReportingAgents,
-                let oldest = state.statuses.min(by: { $0.value.reportedAt < $1.value.reportedAt })?.key
-            {
-                state.statuses[oldest] = nil
-                state.presented[oldest] = nil
-            }
-            state.statuses[agent] = AgentConfigStatus(status: status, reportedAt: wall)
-            state.presented[agent] = presented
-            guard status.state == .failed || status.state == .rolledBack else { return }
-            let (_, rollouts) = assignment(agent: agent, presented, state: state)
-            for name in rollouts where state.halts[name] == nil {
-                guard let rule = state.set.rules.first(where: { $0.name == name }), let rollout = rule.rollout else { continue }
-                state.failures[name, default: [:]][agent] = status.error ?? status.state.rawValue
-                let failing = state.failures[name]!
-                guard failing.count >= rollout.haltOnFailures else { continue }
-                let reason = failing.keys.sorted().map { "\($0): \(failing[$0]!)" }.joined(separator: "; ")
-                // Agents that already applied the new documents keep them: note the revisions they run.
-                var keep = Set<String>()
-                for (other, report) in state.statuses where report.status.state == .applied && failing[other] == nil {
-                    let labels = state.presented[other] ?? PresentedLabels()
-                    if report.status.effective == revision(agent: other, labels, state: state) { keep.insert(other) }
-                }
-                state.halts[name] = Halt(reason: reason, keep: keep)
-                halted.append((name, reason))
-            }
-        }
+        let halted = state.withLock { record(status, agent: agent, presented, wall: wall, state: &$0) }
         for (name, reason) in halted {
             logger.error(
                 "Rollout halted: an agent of its active stages reported a failure; agents not yet on its new documents keep 'previous'",
                 metadata: ["rollout": "\(name)", "reason": "\(reason)"])
         }
         if !halted.isEmpty { notifyChanged() }
+    }
+
+    /// Records one report under the lock; the rollouts it halted, with why.
+    private func record(
+        _ status: ConfigStatus, agent: String, _ presented: PresentedLabels, wall: Int64, state: inout State
+    ) -> [(String, String)] {
+        if state.statuses[agent] == nil, state.statuses.count >= Self.maximumReportingAgents,
+            let oldest = state.statuses.min(by: { $0.value.reportedAt < $1.value.reportedAt })?.key
+        {
+            state.statuses[oldest] = nil
+        }
+        state.statuses[agent] = AgentConfigStatus(status: status, reportedAt: wall)
+        // Computed for every report: the revision is then remembered with its documents, so that a collector that
+        // restarted can tell what an agent that reports `applied` at its stream start runs.
+        let current = currentManifest(agent: agent, presented, state: &state).revision.prefixed
+        guard status.state == .failed || status.state == .rolledBack else { return [] }
+        guard status.desired == current else { return [] }
+        var halted: [(String, String)] = []
+        let rollouts = assignment(agent: agent, presented, state: state).rollouts
+        for name in rollouts where state.halts[name] == nil {
+            guard let rule = state.set.rules.first(where: { $0.name == name }), let rollout = rule.rollout else { continue }
+            // What runs on the agent (the set it fell back to, or ran before the refused one) already held the
+            // rollout's documents: the failure is another rule's.
+            if revision(status.effective, holdsDocumentsOf: rule, state: state) == true { continue }
+            state.failures[name, default: [:]][agent] = status.error ?? status.state.rawValue
+            let failing = state.failures[name]!
+            guard failing.count >= rollout.haltOnFailures else { continue }
+            let reason = failing.keys.sorted().map { "\($0): \(failing[$0]!)" }.joined(separator: "; ")
+            // Agents that run the rollout's documents (their last report names an effective revision that holds
+            // them) keep them; a revision this process never assigned cannot be told, so is not kept.
+            var keep = Set<String>()
+            for (other, report) in state.statuses where failing[other] == nil {
+                if revision(report.status.effective, holdsDocumentsOf: rule, state: state) == true { keep.insert(other) }
+            }
+            state.halts[name] = Halt(reason: reason, keep: keep)
+            halted.append((name, reason))
+        }
+        return halted
     }
 
     /// Every agent's last report.
@@ -290,7 +330,8 @@ final class RemoteConfigService: Sendable {
     ) -> (id: UInt64, hint: ConfigHint) {
         state.withLock { state in
             // Under the lock: a reload cannot slip between computing the hint and registering the stream.
-            let hint = ConfigHint(revision: revision(agent: agent, presented, state: state), generation: state.set.generation)!
+            let current = currentManifest(agent: agent, presented, state: &state)
+            let hint = ConfigHint(revision: current.revision.prefixed, generation: current.generation)!
             state.nextSubscriber += 1
             state.subscribers[state.nextSubscriber] = Subscriber(agent: agent, labels: presented, sent: hint, notify: notify)
             return (state.nextSubscriber, hint)
@@ -314,10 +355,11 @@ final class RemoteConfigService: Sendable {
         let changed: [(@Sendable (ConfigHint) -> Void, ConfigHint)] = state.withLock { state in
             var changed: [(@Sendable (ConfigHint) -> Void, ConfigHint)] = []
             for (id, subscriber) in state.subscribers {
-                let current = revision(agent: subscriber.agent, subscriber.labels, state: state)
+                let current = currentManifest(agent: subscriber.agent, subscriber.labels, state: &state)
+                let revision = current.revision.prefixed
                 // Only a new revision is news: a generation alone changes nothing an agent would fetch.
-                guard current != subscriber.sent?.revision else { continue }
-                let hint = ConfigHint(revision: current, generation: state.set.generation)!
+                guard revision != subscriber.sent?.revision else { continue }
+                let hint = ConfigHint(revision: revision, generation: current.generation)!
                 state.subscribers[id]?.sent = hint
                 changed.append((subscriber.notify, hint))
             }

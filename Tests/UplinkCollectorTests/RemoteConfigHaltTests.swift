@@ -1,0 +1,184 @@
+import AsyncHTTPClient
+import Foundation
+import Logging
+import NIOCore
+import Synchronization
+import Testing
+import UplinkCore
+import UplinkRemoteConfig
+import UplinkTestSupport
+import UplinkWire
+
+@testable import UplinkCollector
+
+/// Agents as a test plays them over HTTP: they ask for their manifest and report their state.
+struct FleetAgents {
+    let client: HTTPClient
+    let port: Int
+
+    /// The agent's manifest; the empty one when nothing is assigned (204).
+    func manifest(_ agent: String, headers: [(String, String)] = []) async throws -> ConfigManifest {
+        let answer = try await request(client, port: port, "/v1/config", agent: agent, headers: headers)
+        if answer.status == .noContent { return ConfigManifest(generation: 0, documents: []) }
+        #expect(answer.status == .ok)
+        return try ConfigManifest(json: answer.body)
+    }
+
+    func documents(_ agent: String) async throws -> [String] {
+        try await manifest(agent).documents.map(\.name)
+    }
+
+    func revision(_ agent: String) async throws -> String {
+        try await manifest(agent).revision.prefixed
+    }
+
+    /// `POST /v1/config/status`, which must be taken (204).
+    func report(
+        _ agent: String, _ state: ConfigStatus.State, desired: String?, effective: String?, error: String? = nil,
+        sourceLocation: SourceLocation = #_sourceLocation
+    ) async throws {
+        var body: [UInt8] = []
+        WireLineWriter.appendConfigStatusLine(
+            ConfigStatus(desired: desired, effective: effective, state: state, error: error), to: &body)
+        let answer = try await request(client, port: port, "/v1/config/status", agent: agent, method: .POST, body: body)
+        #expect(answer.status == .noContent, sourceLocation: sourceLocation)
+    }
+}
+
+/// The canary rollout of `modbus` (stage 0: `ring: canary`; then 0 %), beside a rule `base` for every edge.
+func canaryAssignments(generation: Int, base: String = "base-v1", modbus: String = "modbus-v2") -> String {
+    """
+    generation: \(generation)
+    assign:
+      - {name: base, match: {agents: ["edge-*"]}, documents: [\(base)]}
+      - name: modbus
+        match: {agents: ["edge-*"]}
+        documents: [\(modbus)]
+        rollout:
+          previous: [modbus-v1]
+          stages:
+            - {match: {labels: {ring: canary}}}
+            - {percent: 0}
+          current_stage: 0
+
+    """
+}
+
+/// A fleet directory with `base-v1`, `base-v2`, `modbus-v1` to `modbus-v3`; edge-1 and edge-2 are canaries.
+func canaryFixture(_ root: String) throws -> RemoteConfigFixture {
+    let fixture = try RemoteConfigFixture(root)
+    for version in 1...2 { try fixture.document("base-v\(version)", sourceDocument("base", version: version)) }
+    for version in 1...3 { try fixture.document("modbus-v\(version)", sourceDocument("modbus", version: version)) }
+    try fixture.inventory("edge-1: {ring: canary}\nedge-2: {ring: canary}\nedge-3: {ring: main}\n")
+    try fixture.assignments(canaryAssignments(generation: 1))
+    return fixture
+}
+
+@Suite("Remote configuration: what halts a rollout, who keeps its documents, and how long a halt lasts")
+struct RemoteConfigHaltTests {
+    @Test("An old rolled_back heard again (desired: an earlier revision) does not halt; a first failure of the assigned revision in the canary stage does")
+    func oldFailureHeardAgain() async throws {
+        try await withTemporaryDirectory { root in
+            let fixture = try canaryFixture(root)
+            try await withRemoteCollector(remoteConfiguration(root, fixture.settings)) { collector, port in
+                try await withClient { client in
+                    let agents = FleetAgents(client: client, port: port)
+                    let broken = try await agents.revision("edge-1")
+                    let before = try await agents.revision("edge-3")
+                    // modbus-v2 failed on edge-1 and halted the rollout; the operator's next generation assigns v3.
+                    try await agents.report("edge-1", .rolledBack, desired: broken, effective: before, error: "v2 is broken")
+                    #expect(collector.remoteConfigRollouts().first?.halted == true)
+                    try fixture.assignments(canaryAssignments(generation: 2, modbus: "modbus-v3"))
+                    #expect(try collector.reloadRemoteConfig()?.get() == 2)
+                    #expect(collector.remoteConfigRollouts().first?.halted == false)
+                    let fixed = try await agents.revision("edge-1")
+                    #expect(try await agents.documents("edge-1") == ["base-v1", "modbus-v3"])
+
+                    // A reconnect repeats the last status, about v2: not news, and not about what is assigned now.
+                    try await agents.report("edge-1", .rolledBack, desired: broken, effective: before, error: "v2 is broken")
+                    #expect(collector.remoteConfigRollouts().first?.halted == false)
+                    #expect(collector.remoteConfigStatuses()["edge-1"]?.status.state == .rolledBack)
+                    #expect(try await agents.documents("edge-2") == ["base-v1", "modbus-v3"])
+
+                    // edge-2 fails v3 itself: that halts it.
+                    try await agents.report("edge-2", .failed, desired: fixed, effective: before, error: "v3 is broken too")
+                    let halted = try #require(collector.remoteConfigRollouts().first)
+                    #expect(halted.halted && halted.reason == "edge-2: v3 is broken too")
+                    #expect(try await agents.documents("edge-2") == ["base-v1", "modbus-v1"])
+                }
+            }
+        }
+    }
+
+    @Test("A rollout at 100 % is not halted when an agent that ran its documents refuses another rule's change")
+    func failureForAnotherRule() async throws {
+        try await withTemporaryDirectory { root in
+            let fixture = try RemoteConfigFixture(root)
+            try fixture.document("modbus-v1", sourceDocument("modbus", version: 1))
+            try fixture.document("modbus-v2", sourceDocument("modbus", version: 2))
+            try fixture.document("lab-v1", sourceDocument("lab", version: 1))
+            try fixture.document("lab-v2", sourceDocument("lab", version: 2))
+            func assignments(_ generation: Int, lab: String) -> String {
+                """
+                generation: \(generation)
+                assign:
+                  - name: modbus
+                    match: {agents: ["edge-*"]}
+                    documents: [modbus-v2]
+                    rollout: {previous: [modbus-v1], stages: [{percent: 100}], current_stage: 0}
+                  - {name: lab, match: {agents: ["edge-*"]}, documents: [\(lab)]}
+
+                """
+            }
+            try fixture.assignments(assignments(1, lab: "lab-v1"))
+            let configuration = remoteConfiguration(root, fixture.settings)
+            let running = try await withRemoteCollector(configuration) { _, port in
+                try await withClient { client in
+                    let agents = FleetAgents(client: client, port: port)
+                    let running = try await agents.revision("edge-1")
+                    try await agents.report("edge-1", .applied, desired: running, effective: running)
+                    return running
+                }
+            }
+            // A restarted collector has served nothing yet: the agent's report at its stream start is what it knows.
+            try await withRemoteCollector(configuration) { collector, port in
+                try await withClient { client in
+                    let agents = FleetAgents(client: client, port: port)
+                    try await agents.report("edge-1", .applied, desired: running, effective: running)
+                    try fixture.assignments(assignments(2, lab: "lab-v2"))
+                    #expect(try collector.reloadRemoteConfig()?.get() == 2)
+                    let changed = try await agents.revision("edge-1")
+                    #expect(changed != running)
+                    try await agents.report("edge-1", .failed, desired: changed, effective: running, error: "lab: refused")
+                    #expect(collector.remoteConfigRollouts() == [RolloutStatus(name: "modbus", stage: 0, halted: false, reason: nil)])
+                    #expect(try await agents.documents("edge-1") == ["lab-v2", "modbus-v2"])
+                    #expect(collector.remoteConfigStatuses()["edge-1"]?.status.state == .failed)
+                }
+            }
+        }
+    }
+
+    @Test("At a halt, an agent that runs the rollout's documents keeps them though another rule's documents changed since")
+    func keepAcrossOtherChanges() async throws {
+        try await withTemporaryDirectory { root in
+            let fixture = try canaryFixture(root)
+            try await withRemoteCollector(remoteConfiguration(root, fixture.settings)) { collector, port in
+                try await withClient { client in
+                    let agents = FleetAgents(client: client, port: port)
+                    let first = try await agents.revision("edge-1")
+                    try await agents.report("edge-1", .applied, desired: first, effective: first)
+                    // base changes for everyone; edge-1 has not applied it yet when edge-2 fails the rollout.
+                    try fixture.assignments(canaryAssignments(generation: 2, base: "base-v2"))
+                    #expect(try collector.reloadRemoteConfig()?.get() == 2)
+                    let second = try await agents.revision("edge-2")
+                    #expect(try await agents.revision("edge-1") == second)
+                    try await agents.report("edge-2", .rolledBack, desired: second, effective: nil, error: "modbus: refused")
+                    #expect(collector.remoteConfigRollouts().first?.halted == true)
+                    #expect(try await agents.documents("edge-1") == ["base-v2", "modbus-v2"])
+                    #expect(try await agents.documents("edge-2") == ["base-v2", "modbus-v1"])
+                    #expect(try await agents.documents("edge-3") == ["base-v2", "modbus-v1"])
+                }
+            }
+        }
+    }
+}

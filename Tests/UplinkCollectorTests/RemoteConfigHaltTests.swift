@@ -181,4 +181,41 @@ struct RemoteConfigHaltTests {
             }
         }
     }
+
+    @Test("Reloads and halts racing: the last hint a stream is given is always the agent's revision")
+    func hintsInOrder() async throws {
+        try await withTemporaryDirectory { root in
+            let fixture = try canaryFixture(root)
+            let service = try RemoteConfigService(settings: fixture.settings, validator: sourcesOnlyValidator, logger: testLogger)
+            let delivered = Mutex<[ConfigHint]>([])
+            let labels = PresentedLabels()
+            let (id, first) = service.subscribe(agent: "edge-1", labels: labels) { hint in
+                delivered.withLock { $0.append(hint) }
+            }
+            defer { service.unsubscribe(id) }
+            #expect(first == service.hint(agent: "edge-1", labels: labels))
+            for generation in 2...300 {
+                // Each generation changes edge-1's revision; a failure of its new revision halts the rollout, which
+                // changes it again. The two run at once.
+                try fixture.assignments(canaryAssignments(
+                    generation: generation, base: generation % 2 == 0 ? "base-v2" : "base-v1",
+                    modbus: generation % 3 == 0 ? "modbus-v3" : "modbus-v2"))
+                let coming = try RemoteConfigSet.load(fixture.settings, validator: sourcesOnlyValidator).get()
+                let revision = ConfigManifest(
+                    generation: coming.generation,
+                    documents: [generation % 2 == 0 ? "base-v2" : "base-v1", generation % 3 == 0 ? "modbus-v3" : "modbus-v2"]
+                        .map { coming.documents[$0]!.manifestEntry }
+                ).revision.prefixed
+                await withTaskGroup(of: Void.self) { group in
+                    group.addTask { _ = service.reload() }
+                    group.addTask {
+                        service.record(
+                            ConfigStatus(desired: revision, state: .failed, error: "refused"), agent: "edge-1", labels: labels,
+                            wall: 0)
+                    }
+                }
+                #expect(delivered.withLock { $0.last } == service.hint(agent: "edge-1", labels: labels), "generation \(generation)")
+            }
+        }
+    }
 }

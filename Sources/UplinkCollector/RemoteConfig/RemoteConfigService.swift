@@ -119,6 +119,7 @@ final class RemoteConfigService: Sendable {
                     state.failures = [:]
                 }
                 state.set = set
+                notifyChanged(&state)
                 return .success(set.generation)
             }
         }
@@ -129,7 +130,6 @@ final class RemoteConfigService: Sendable {
                 metadata: ["dir": "\(settings.directory)", "reason": "\(failure)"])
         case .success(let generation):
             logger.info("Remote configuration reloaded", metadata: ["dir": "\(settings.directory)", "generation": "\(generation)"])
-            notifyChanged()
         }
         return result
     }
@@ -235,13 +235,16 @@ final class RemoteConfigService: Sendable {
     /// revision this process never assigned cannot be told apart, and counts. At a halt, every agent whose last
     /// report names an effective revision holding the rollout's documents keeps them.
     func record(_ status: ConfigStatus, agent: String, labels presented: PresentedLabels, wall: Int64) {
-        let halted = state.withLock { record(status, agent: agent, presented, wall: wall, state: &$0) }
+        let halted = state.withLock { state in
+            let halted = record(status, agent: agent, presented, wall: wall, state: &state)
+            if !halted.isEmpty { notifyChanged(&state) }
+            return halted
+        }
         for (name, reason) in halted {
             logger.error(
                 "Rollout halted: an agent of its active stages reported a failure; agents not yet on its new documents keep 'previous'",
                 metadata: ["rollout": "\(name)", "reason": "\(reason)"])
         }
-        if !halted.isEmpty { notifyChanged() }
     }
 
     /// Records one report under the lock; the rollouts it halted, with why.
@@ -324,7 +327,9 @@ final class RemoteConfigService: Sendable {
     // MARK: - Streams
 
     /// Registers an open stream: `notify` is called with the new hint whenever the agent's assignment changes
-    /// (a reload, a halted rollout). Returns the hint to send now and the id for `unsubscribe`.
+    /// (a reload, a halted rollout), under the service's lock, so that hints arrive in the order the assignment
+    /// changed: it must be quick and must not call back into the service. Returns the hint to send now and the id for
+    /// `unsubscribe`.
     func subscribe(
         agent: String, labels presented: PresentedLabels, notify: @escaping @Sendable (ConfigHint) -> Void
     ) -> (id: UInt64, hint: ConfigHint) {
@@ -350,21 +355,17 @@ final class RemoteConfigService: Sendable {
         _ = state.withLock { $0.subscribers.removeValue(forKey: id) }
     }
 
-    /// Tells every open stream whose revision changed.
-    private func notifyChanged() {
-        let changed: [(@Sendable (ConfigHint) -> Void, ConfigHint)] = state.withLock { state in
-            var changed: [(@Sendable (ConfigHint) -> Void, ConfigHint)] = []
-            for (id, subscriber) in state.subscribers {
-                let current = currentManifest(agent: subscriber.agent, subscriber.labels, state: &state)
-                let revision = current.revision.prefixed
-                // Only a new revision is news: a generation alone changes nothing an agent would fetch.
-                guard revision != subscriber.sent?.revision else { continue }
-                let hint = ConfigHint(revision: revision, generation: current.generation)!
-                state.subscribers[id]?.sent = hint
-                changed.append((subscriber.notify, hint))
-            }
-            return changed
+    /// Tells every open stream whose revision changed; called under the lock that changed the state, so that two
+    /// changes racing (a reload and a halt) cannot deliver their hints out of order.
+    private func notifyChanged(_ state: inout State) {
+        for (id, subscriber) in state.subscribers {
+            let current = currentManifest(agent: subscriber.agent, subscriber.labels, state: &state)
+            let revision = current.revision.prefixed
+            // Only a new revision is news: a generation alone changes nothing an agent would fetch.
+            guard revision != subscriber.sent?.revision else { continue }
+            let hint = ConfigHint(revision: revision, generation: current.generation)!
+            state.subscribers[id]?.sent = hint
+            subscriber.notify(hint)
         }
-        for (notify, hint) in changed { notify(hint) }
     }
 }

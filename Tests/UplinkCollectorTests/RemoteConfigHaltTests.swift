@@ -182,6 +182,45 @@ struct RemoteConfigHaltTests {
         }
     }
 
+    @Test("A batch of many config_status lines on a stream: the last is the agent's state, and a failure inside it still halts")
+    func statusBurstOnAStream() async throws {
+        try await withTemporaryDirectory { root in
+            let fixture = try canaryFixture(root)
+            try await withRemoteCollector(remoteConfiguration(root, fixture.settings)) { collector, port in
+                try await withClient { client in
+                    let agents = FleetAgents(client: client, port: port)
+                    let new = try await agents.revision("edge-2")
+                    let previous = try await agents.revision("edge-3")
+                    let connection = try await AgentConnection.open(client, port: port, agent: "edge-2", epoch: 4)
+                    #expect(AckLine.parse(try #require(try await connection.nextLine())) == .resume(0))
+                    #expect(ConfigHint.parse(try #require(try await connection.nextLine()))?.revision == new)
+
+                    var lines: [UInt8] = []
+                    for _ in 0..<100 {
+                        WireLineWriter.appendConfigStatusLine(ConfigStatus(desired: new, effective: previous, state: .applying), to: &lines)
+                    }
+                    WireLineWriter.appendConfigStatusLine(
+                        ConfigStatus(desired: new, effective: previous, state: .rolledBack, error: "modbus: refused"), to: &lines)
+                    for _ in 0..<100 {
+                        WireLineWriter.appendConfigStatusLine(ConfigStatus(desired: new, effective: previous, state: .pinned), to: &lines)
+                    }
+                    connection.send(ByteBuffer(bytes: lines))
+                    connection.send(body(1...1))
+                    // The halt changed edge-2's revision back to the previous documents: the stream says so.
+                    var hint: ConfigHint?
+                    while hint?.revision != previous, let line = try await connection.nextLine() {
+                        if let parsed = ConfigHint.parse(line) { hint = parsed }
+                    }
+                    #expect(hint?.revision == previous)
+                    #expect(collector.remoteConfigRollouts().first?.reason == "edge-2: modbus: refused")
+                    #expect(collector.remoteConfigStatuses()["edge-2"]?.status.state == .pinned)
+                    #expect(collector.statistics().malformedLines == 0)
+                    _ = try await connection.close()
+                }
+            }
+        }
+    }
+
     @Test("Reloads and halts racing: the last hint a stream is given is always the agent's revision")
     func hintsInOrder() async throws {
         try await withTemporaryDirectory { root in

@@ -226,7 +226,7 @@ final class RemoteConfigService: Sendable {
 
     // MARK: - Status
 
-    /// Records an agent's report (`POST /v1/config/status`, or a `config_status` line of a stream).
+    /// Records an agent's report (`POST /v1/config/status`).
     ///
     /// A failure counts towards halting a rollout whose active stages hold the agent only when it is about what the
     /// agent is assigned now (`desired` is the revision it would be served: not an old failure that a reconnect or a
@@ -235,8 +235,23 @@ final class RemoteConfigService: Sendable {
     /// revision this process never assigned cannot be told apart, and counts. At a halt, every agent whose last
     /// report names an effective revision holding the rollout's documents keeps them.
     func record(_ status: ConfigStatus, agent: String, labels presented: PresentedLabels, wall: Int64) {
+        record(batch: [status], agent: agent, labels: presented, wall: wall)
+    }
+
+    /// Records the `config_status` lines of one batch of a stream, in order: only the last is the agent's report,
+    /// and the last failure before it (if any) still counts towards halting rollouts, as `record` says. So a burst
+    /// of lines costs at most two looks at the assignment, under one lock.
+    func record(batch statuses: [ConfigStatus], agent: String, labels presented: PresentedLabels, wall: Int64) {
+        guard let last = statuses.last else { return }
+        var reports = [last]
+        if let failure = statuses.dropLast().last(where: { $0.state == .failed || $0.state == .rolledBack }) {
+            reports.insert(failure, at: 0)
+        }
         let halted = state.withLock { state in
-            let halted = record(status, agent: agent, presented, wall: wall, state: &state)
+            var halted: [(String, String)] = []
+            for status in reports {
+                halted += record(status, agent: agent, presented, wall: wall, state: &state)
+            }
             if !halted.isEmpty { notifyChanged(&state) }
             return halted
         }
@@ -341,14 +356,6 @@ final class RemoteConfigService: Sendable {
             state.subscribers[state.nextSubscriber] = Subscriber(agent: agent, labels: presented, sent: hint, notify: notify)
             return (state.nextSubscriber, hint)
         }
-    }
-
-    /// Records a `config_status` line of an open stream, with the labels its stream presented.
-    func recordFromStream(_ status: ConfigStatus, agent: String, wall: Int64) {
-        let presented = state.withLock { state in
-            state.subscribers.values.first(where: { $0.agent == agent })?.labels
-        }
-        record(status, agent: agent, labels: presented ?? PresentedLabels(), wall: wall)
     }
 
     func unsubscribe(_ id: UInt64) {

@@ -558,7 +558,7 @@ extension Collector {
         if !batch.configStatuses.isEmpty, let remote = remoteConfig {
             // One record for the batch, with the labels the stream presented: the last status is the agent's
             // report, and the last failure before it still counts towards a halt.
-            remote.record(
+            await remote.record(
                 batch: batch.configStatuses, agent: stream.agent, labels: remoteLabels ?? PresentedLabels(),
                 wall: WallClock.nowNanoseconds())
         }

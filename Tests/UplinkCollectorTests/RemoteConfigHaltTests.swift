@@ -182,6 +182,55 @@ struct RemoteConfigHaltTests {
         }
     }
 
+    @Test("A halt outlasts a restart on the same data_dir, with its reason and who keeps the documents; a higher generation lifts it")
+    func haltOutlastsRestart() async throws {
+        try await withTemporaryDirectory { root in
+            let fixture = try canaryFixture(root)
+            let configuration = remoteConfiguration(root, fixture.settings)
+            let saved = configuration.remoteConfigHaltsFile
+            try await withRemoteCollector(configuration) { collector, port in
+                try await withClient { client in
+                    let agents = FleetAgents(client: client, port: port)
+                    let new = try await agents.revision("edge-1")
+                    try await agents.report("edge-1", .applied, desired: new, effective: new)
+                    try await agents.report("edge-2", .rolledBack, desired: new, effective: nil, error: "modbus: refused")
+                    #expect(collector.remoteConfigRollouts().first?.halted == true)
+                }
+            }
+            #expect(FileManager.default.fileExists(atPath: saved))
+            try await withRemoteCollector(configuration) { collector, port in
+                #expect(collector.remoteConfigRollouts() == [
+                    RolloutStatus(name: "modbus", stage: 0, halted: true, reason: "edge-2: modbus: refused")
+                ])
+                try await withClient { client in
+                    let agents = FleetAgents(client: client, port: port)
+                    #expect(try await agents.documents("edge-1") == ["base-v1", "modbus-v2"])
+                    #expect(try await agents.documents("edge-2") == ["base-v1", "modbus-v1"])
+                    // The operator's next step: a reload with a higher generation lifts it, here and for the next start.
+                    try fixture.assignments(canaryAssignments(generation: 2))
+                    #expect(try collector.reloadRemoteConfig()?.get() == 2)
+                    #expect(collector.remoteConfigRollouts().first?.halted == false)
+                    #expect(try await agents.documents("edge-2") == ["base-v1", "modbus-v2"])
+                }
+            }
+            try await withRemoteCollector(configuration) { collector, port in
+                #expect(collector.remoteConfigRollouts().first?.halted == false)
+                // Halted again in generation 2; the directory is at generation 3 when the collector starts next.
+                try await withClient { client in
+                    let agents = FleetAgents(client: client, port: port)
+                    let new = try await agents.revision("edge-2")
+                    try await agents.report("edge-2", .failed, desired: new, effective: nil, error: "again")
+                    #expect(collector.remoteConfigRollouts().first?.halted == true)
+                }
+            }
+            try fixture.assignments(canaryAssignments(generation: 3))
+            try await withRemoteCollector(configuration) { collector, _ in
+                #expect(collector.remoteConfigRollouts().first?.halted == false)
+            }
+            #expect(!FileManager.default.fileExists(atPath: saved))
+        }
+    }
+
     @Test("A batch of many config_status lines on a stream: the last is the agent's state, and a failure inside it still halts")
     func statusBurstOnAStream() async throws {
         try await withTemporaryDirectory { root in
@@ -248,7 +297,7 @@ struct RemoteConfigHaltTests {
                 await withTaskGroup(of: Void.self) { group in
                     group.addTask { _ = service.reload() }
                     group.addTask {
-                        service.record(
+                        await service.record(
                             ConfigStatus(desired: revision, state: .failed, error: "refused"), agent: "edge-1", labels: labels,
                             wall: 0)
                     }

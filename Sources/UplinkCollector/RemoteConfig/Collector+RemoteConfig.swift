@@ -45,7 +45,8 @@ extension Collector {
                 code: "remote_config",
                 message: "collector.remote_config needs the agent's document validator (Collector(documentValidator:))")
         }
-        let service = try RemoteConfigService(settings: settings, validator: validator, logger: logger)
+        let service = try RemoteConfigService(
+            settings: settings, validator: validator, haltsFile: configuration.remoteConfigHaltsFile, logger: logger)
         remote.withLock { $0 = service }
         router.get("v1/config") { request, context in
             await self.answer(service, endpoint: "manifest", request, context) { agent, labels in
@@ -78,7 +79,7 @@ extension Collector {
                 } catch {
                     return Self.text(.badRequest, "not a config_status: \(error)\n")
                 }
-                service.record(status, agent: agent, labels: labels, wall: WallClock.nowNanoseconds())
+                await service.record(status, agent: agent, labels: labels, wall: WallClock.nowNanoseconds())
                 return Response(status: .noContent)
             }
         }

@@ -1,6 +1,7 @@
 import Logging
 import Metrics
 import Synchronization
+import UplinkFiles
 import UplinkRemoteConfig
 import UplinkWire
 
@@ -43,7 +44,7 @@ final class RemoteConfigService: Sendable {
         var notify: @Sendable (ConfigHint) -> Void
     }
 
-    private struct Halt {
+    struct Halt: Sendable, Equatable {
         var reason: String
         /// Agents that ran the rollout's new documents when it halted (their last report named an effective revision
         /// that holds them): they keep them.
@@ -62,6 +63,8 @@ final class RemoteConfigService: Sendable {
         /// The documents (name → digest) of each revision this process served in a manifest, so that a revision an
         /// agent reports can be told apart by what it holds. Bounded by `maximumKnownRevisions`.
         var servedRevisions: [String: [String: SHA256Digest]] = [:]
+        /// Counts every change of `halts`, so that the halts file is never replaced by an older snapshot.
+        var haltsVersion: UInt64 = 0
     }
 
     struct RequestKey: Hashable, Sendable {
@@ -70,6 +73,8 @@ final class RemoteConfigService: Sendable {
     }
 
     private let state: Mutex<State>
+    /// Where halts are kept across restarts; nil: in memory only.
+    private let haltsFile: RemoteConfigHaltsFile?
     /// Most agents whose reports are kept: beyond it the agent that reported least recently is forgotten, so that
     /// a peer inventing agent ids cannot grow the table without bound.
     static let maximumReportingAgents = 16_384
@@ -77,20 +82,63 @@ final class RemoteConfigService: Sendable {
     /// forgotten only makes the halt of a rollout more cautious: see `record`).
     static let maximumKnownRevisions = 4_096
 
-    /// Loads the directory; throws a `CollectorError` (`remote_config`) naming every problem.
-    init(settings: RemoteConfigSettings, validator: @escaping RemoteDocumentValidator, logger: Logger) throws(CollectorError) {
+    /// Loads the directory; throws a `CollectorError` (`remote_config`) naming every problem. With `haltsFile`, the
+    /// halts it holds are restored when they are of the generation the directory has, and every later halt is
+    /// written there.
+    init(
+        settings: RemoteConfigSettings, validator: @escaping RemoteDocumentValidator, haltsFile: String? = nil,
+        logger: Logger
+    ) throws(CollectorError) {
         self.settings = settings
         self.validator = validator
         self.logger = logger
+        self.haltsFile = haltsFile.map { RemoteConfigHaltsFile(path: $0) }
+        let set: RemoteConfigSet
         switch RemoteConfigSet.load(settings, validator: validator) {
         case .failure(let failure):
             throw CollectorError(code: "remote_config", message: "collector.remote_config.dir \(settings.directory): \(failure)")
-        case .success(let set):
-            state = Mutex(State(set: set))
-            logger.info(
-                "Remote configuration loaded",
-                metadata: ["dir": "\(settings.directory)", "generation": "\(set.generation)", "documents": "\(set.documents.count)"])
+        case .success(let loaded):
+            set = loaded
         }
+        var initial = State(set: set)
+        if let file = self.haltsFile { initial.halts = Self.restoreHalts(from: file, set: set, logger: logger) }
+        state = Mutex(initial)
+        logger.info(
+            "Remote configuration loaded",
+            metadata: ["dir": "\(settings.directory)", "generation": "\(set.generation)", "documents": "\(set.documents.count)"])
+    }
+
+    /// The halts `file` holds for `set`'s generation, of rollouts `set` still has; a file of another generation is
+    /// removed (its halts ended with it), one that cannot be read is logged and left for the next halt to replace.
+    private static func restoreHalts(
+        from file: RemoteConfigHaltsFile, set: RemoteConfigSet, logger: Logger
+    ) -> [String: Halt] {
+        let saved: RemoteConfigHaltsFile.Snapshot
+        switch file.read() {
+        case .success(nil):
+            return [:]
+        case .success(let snapshot?):
+            saved = snapshot
+        case .failure(let problem):
+            logger.error(
+                "Remote configuration: the saved halts cannot be read; rollouts start unhalted",
+                metadata: ["file": "\(file.path)", "reason": "\(problem)"])
+            return [:]
+        }
+        guard saved.generation == set.generation else {
+            file.remove()
+            logger.info(
+                "Remote configuration: the saved halts are of another generation, and no longer hold",
+                metadata: ["file": "\(file.path)", "saved": "\(saved.generation)", "generation": "\(set.generation)"])
+            return [:]
+        }
+        var halts: [String: Halt] = [:]
+        for entry in saved.halts where set.rules.contains(where: { $0.name == entry.rollout && $0.rollout != nil }) {
+            halts[entry.rollout] = Halt(reason: entry.reason, keep: Set(entry.keep))
+            logger.warning(
+                "Rollout still halted (restored)", metadata: ["rollout": "\(entry.rollout)", "reason": "\(entry.reason)"])
+        }
+        return halts
     }
 
     /// The generation being served.
@@ -98,10 +146,11 @@ final class RemoteConfigService: Sendable {
 
     /// Reads the directory again (SIGHUP). A directory that fails to load, or whose generation is lower than the
     /// one served, is refused: the previous set stays, and the reason is logged and returned. On success, open
-    /// streams whose assignment changed are told.
+    /// streams whose assignment changed are told; a higher generation lifts every halt (and the halts file says so).
     @discardableResult
     func reload() -> Result<UInt64, RemoteConfigLoadFailure> {
         let loaded = RemoteConfigSet.load(settings, validator: validator)
+        var lifted: (RemoteConfigHaltsFile.Snapshot, UInt64)?
         let result: Result<UInt64, RemoteConfigLoadFailure> = state.withLock { state in
             switch loaded {
             case .failure(let failure):
@@ -115,7 +164,11 @@ final class RemoteConfigService: Sendable {
                 }
                 if set.generation > state.set.generation {
                     // A new generation is the operator's next step: halts and failure counts start over.
-                    state.halts = [:]
+                    if !state.halts.isEmpty {
+                        state.halts = [:]
+                        state.haltsVersion += 1
+                        lifted = (RemoteConfigHaltsFile.Snapshot(generation: set.generation, halts: []), state.haltsVersion)
+                    }
                     state.failures = [:]
                 }
                 state.set = set
@@ -123,6 +176,7 @@ final class RemoteConfigService: Sendable {
                 return .success(set.generation)
             }
         }
+        if let (snapshot, version) = lifted { save(snapshot, version: version) }
         switch result {
         case .failure(let failure):
             logger.error(
@@ -132,6 +186,18 @@ final class RemoteConfigService: Sendable {
             logger.info("Remote configuration reloaded", metadata: ["dir": "\(settings.directory)", "generation": "\(generation)"])
         }
         return result
+    }
+
+    /// Writes the halts file (when there is one); a failure is logged: the halts hold in memory all the same.
+    private func save(_ snapshot: RemoteConfigHaltsFile.Snapshot, version: UInt64) {
+        guard let haltsFile else { return }
+        do {
+            try haltsFile.write(snapshot, version: version)
+        } catch {
+            logger.error(
+                "Remote configuration: the halts could not be saved; they hold until this collector stops",
+                metadata: ["file": "\(haltsFile.path)", "error": "\(error)"])
+        }
     }
 
     // MARK: - Assignment
@@ -234,31 +300,43 @@ final class RemoteConfigService: Sendable {
     /// documents (a revision that fails for another rule's sake is not this rollout's failure). An `effective`
     /// revision this process never assigned cannot be told apart, and counts. At a halt, every agent whose last
     /// report names an effective revision holding the rollout's documents keeps them.
-    func record(_ status: ConfigStatus, agent: String, labels presented: PresentedLabels, wall: Int64) {
-        record(batch: [status], agent: agent, labels: presented, wall: wall)
+    func record(_ status: ConfigStatus, agent: String, labels presented: PresentedLabels, wall: Int64) async {
+        await record(batch: [status], agent: agent, labels: presented, wall: wall)
     }
 
     /// Records the `config_status` lines of one batch of a stream, in order: only the last is the agent's report,
     /// and the last failure before it (if any) still counts towards halting rollouts, as `record` says. So a burst
     /// of lines costs at most two looks at the assignment, under one lock.
-    func record(batch statuses: [ConfigStatus], agent: String, labels presented: PresentedLabels, wall: Int64) {
+    func record(batch statuses: [ConfigStatus], agent: String, labels presented: PresentedLabels, wall: Int64) async {
         guard let last = statuses.last else { return }
         var reports = [last]
         if let failure = statuses.dropLast().last(where: { $0.state == .failed || $0.state == .rolledBack }) {
             reports.insert(failure, at: 0)
         }
-        let halted = state.withLock { state in
+        let (halted, saved) = state.withLock { state in
             var halted: [(String, String)] = []
             for status in reports {
                 halted += record(status, agent: agent, presented, wall: wall, state: &state)
             }
-            if !halted.isEmpty { notifyChanged(&state) }
-            return halted
+            guard !halted.isEmpty else { return (halted, nil as (RemoteConfigHaltsFile.Snapshot, UInt64)?) }
+            notifyChanged(&state)
+            state.haltsVersion += 1
+            let snapshot = RemoteConfigHaltsFile.Snapshot(
+                generation: state.set.generation,
+                halts: state.halts.keys.sorted().map { name in
+                    let halt = state.halts[name]!
+                    return RemoteConfigHaltsFile.Entry(rollout: name, reason: halt.reason, keep: halt.keep.sorted())
+                })
+            return (halted, (snapshot, state.haltsVersion))
         }
         for (name, reason) in halted {
             logger.error(
                 "Rollout halted: an agent of its active stages reported a failure; agents not yet on its new documents keep 'previous'",
                 metadata: ["rollout": "\(name)", "reason": "\(reason)"])
+        }
+        if let (snapshot, version) = saved {
+            // An fsync may take a while: not on the caller's thread (a stream's event loop).
+            await BlockingFileWork.run { self.save(snapshot, version: version) }
         }
     }
 

@@ -9,7 +9,7 @@ import UplinkWire
 
 @testable import UplinkCollector
 
-/// A document with one source named `source`; versions differ in their bytes (`modbus`, `lab`, …), in versions with other bytes.
+/// A document with one source named `source`; its versions differ in their bytes.
 func sourceDocument(_ source: String, version: Int) -> String {
     "sources:\n  - name: \(source)\n    type: cpu\n    interval: \(version)s\n"
 }

@@ -43,15 +43,17 @@ final class RemoteConfigHaltsFile: Sendable {
     /// Largest file read (a keep set of every reporting agent fits many times over).
     static let maximumBytes = 16 << 20
 
+    /// Where the file is: `CollectorConfiguration.remoteConfigHaltsFile`.
     let path: String
     /// The version of the newest snapshot written: an older one that comes late is not written over it.
     private let written = Mutex<UInt64>(0)
 
+    /// The file at `path`; nothing is read or written until asked.
     init(path: String) {
         self.path = path
     }
 
-    /// The saved snapshot; nil when there is none; a sentence when it cannot be read or is not of this shape.
+    /// The saved snapshot; nil when there is none; why not when it cannot be read or is not of this shape.
     func read() -> Result<Snapshot?, FileProblem> {
         let bytes: [UInt8]
         switch WholeFile.read(path: path, limit: Self.maximumBytes) {

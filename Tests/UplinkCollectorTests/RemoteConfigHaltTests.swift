@@ -64,12 +64,12 @@ func canaryAssignments(generation: Int, base: String = "base-v1", modbus: String
     """
 }
 
-/// A fleet directory with `base-v1`, `base-v2`, `modbus-v1` to `modbus-v3`; edge-1 and edge-2 are canaries.
+/// A fleet directory with `base-v1`, `base-v2`, `modbus-v1` to `modbus-v3`; edge-1, edge-2 and edge-4 are canaries.
 func canaryFixture(_ root: String) throws -> RemoteConfigFixture {
     let fixture = try RemoteConfigFixture(root)
     for version in 1...2 { try fixture.document("base-v\(version)", sourceDocument("base", version: version)) }
     for version in 1...3 { try fixture.document("modbus-v\(version)", sourceDocument("modbus", version: version)) }
-    try fixture.inventory("edge-1: {ring: canary}\nedge-2: {ring: canary}\nedge-3: {ring: main}\n")
+    try fixture.inventory("edge-1: {ring: canary}\nedge-2: {ring: canary}\nedge-3: {ring: main}\nedge-4: {ring: canary}\n")
     try fixture.assignments(canaryAssignments(generation: 1))
     return fixture
 }
@@ -158,7 +158,7 @@ struct RemoteConfigHaltTests {
         }
     }
 
-    @Test("At a halt, an agent that runs the rollout's documents keeps them though another rule's documents changed since")
+    @Test("At a halt, an agent that runs the rollout's documents keeps them though another rule's documents changed since; one on probation with them does not")
     func keepAcrossOtherChanges() async throws {
         try await withTemporaryDirectory { root in
             let fixture = try canaryFixture(root)
@@ -167,6 +167,8 @@ struct RemoteConfigHaltTests {
                     let agents = FleetAgents(client: client, port: port)
                     let first = try await agents.revision("edge-1")
                     try await agents.report("edge-1", .applied, desired: first, effective: first)
+                    // edge-4 runs them too, but on probation: not proven.
+                    try await agents.report("edge-4", .applying, desired: first, effective: first)
                     // base changes for everyone; edge-1 has not applied it yet when edge-2 fails the rollout.
                     try fixture.assignments(canaryAssignments(generation: 2, base: "base-v2"))
                     #expect(try collector.reloadRemoteConfig()?.get() == 2)
@@ -177,6 +179,7 @@ struct RemoteConfigHaltTests {
                     #expect(try await agents.documents("edge-1") == ["base-v2", "modbus-v2"])
                     #expect(try await agents.documents("edge-2") == ["base-v2", "modbus-v1"])
                     #expect(try await agents.documents("edge-3") == ["base-v2", "modbus-v1"])
+                    #expect(try await agents.documents("edge-4") == ["base-v2", "modbus-v1"])
                 }
             }
         }

@@ -299,7 +299,8 @@ final class RemoteConfigService: Sendable {
     /// restarted collector hears again) and what runs on the agent (`effective`) did not already hold the rollout's
     /// documents (a revision that fails for another rule's sake is not this rollout's failure). An `effective`
     /// revision this process never assigned cannot be told apart, and counts. At a halt, every agent whose last
-    /// report names an effective revision holding the rollout's documents keeps them.
+    /// report names an effective revision holding the rollout's documents keeps them, unless that report says it
+    /// is still on probation with them (`applying`) or pinned.
     func record(_ status: ConfigStatus, agent: String, labels presented: PresentedLabels, wall: Int64) async {
         await record(batch: [status], agent: agent, labels: presented, wall: wall)
     }
@@ -367,9 +368,12 @@ final class RemoteConfigService: Sendable {
             guard failing.count >= rollout.haltOnFailures else { continue }
             let reason = failing.keys.sorted().map { "\($0): \(failing[$0]!)" }.joined(separator: "; ")
             // Agents that run the rollout's documents (their last report names an effective revision that holds
-            // them) keep them; a revision this process never assigned cannot be told, so is not kept.
+            // them) keep them; a revision this process never assigned cannot be told, so is not kept. One still on
+            // probation (`applying`: its effective revision is the trial) has not proven them, and a pinned one
+            // runs no remote documents: both get `previous`.
             var keep = Set<String>()
             for (other, report) in state.statuses where failing[other] == nil {
+                guard report.status.state != .applying, report.status.state != .pinned else { continue }
                 if revision(report.status.effective, holdsDocumentsOf: rule, state: state) == true { keep.insert(other) }
             }
             state.halts[name] = Halt(reason: reason, keep: keep)

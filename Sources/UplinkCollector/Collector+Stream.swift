@@ -217,9 +217,14 @@ extension Collector {
         var presented: PresentedLabels?
         if let remote = remoteConfig {
             // The header tells the agent that this collector serves remote configuration, and its revision; a
-            // malformed Uplink-Labels does not cost the stream (the labels are then left out).
+            // malformed Uplink-Labels, or one over its limits, does not cost the stream (the labels are then left
+            // out). They are kept only where rules may match them (`labels_from: [agent]`).
             var labels = PresentedLabels()
-            if let header = request.headers[.uplinkLabels], let reported = Self.labels(header) { labels.reported = reported }
+            if remote.settings.labelsFrom.contains(.agent), let header = request.headers[.uplinkLabels],
+                case .success(let reported) = Self.labels(header)
+            {
+                labels.reported = reported
+            }
             if remote.settings.labelsFrom.contains(.certificate), let certificate = connection.certificate {
                 labels.certificate = Self.certificateLabels(certificate)
             }
@@ -370,7 +375,8 @@ extension Collector {
                 defer { eventSink.finish() }
                 return await self.receive(
                     stream, mark: mark, body: body, encoding: encoding, control: control, storage: storage,
-                    events: eventSink, pendingAck: pendingAck, heartbeat: heartbeat, logger: logger)
+                    remoteLabels: remoteLabels, events: eventSink, pendingAck: pendingAck, heartbeat: heartbeat,
+                    logger: logger)
             }
             var writeFailure: (any Error)?
             // A held-back ack is due later: a timer on the stream's loop asks for it again then, while heartbeats,
@@ -468,8 +474,8 @@ extension Collector {
     /// one waits to be written, `PendingAck`). The stream's batches are stored one at a time, in order.
     private func receive(
         _ stream: StreamKey, mark: UInt64, body: RequestBody, encoding: WireCompression, control: StreamControl,
-        storage: Storage, events: AsyncStream<StreamEvent>.Continuation, pendingAck: PendingAck, heartbeat: HeartbeatAnswer,
-        logger: Logger
+        storage: Storage, remoteLabels: PresentedLabels?, events: AsyncStream<StreamEvent>.Continuation,
+        pendingAck: PendingAck, heartbeat: HeartbeatAnswer, logger: Logger
     ) async -> StreamEnding {
         var processor = StreamProcessor(
             stream: stream, mark: mark, originMarks: marks.originMarks(agent: stream.agent),
@@ -481,7 +487,8 @@ extension Collector {
                 while let batch = await handoff.take() {
                     do {
                         try await self.store(
-                            batch, of: stream, storage: storage, events: events, pendingAck: pendingAck, logger: logger)
+                            batch, of: stream, storage: storage, remoteLabels: remoteLabels, events: events,
+                            pendingAck: pendingAck, logger: logger)
                     } catch {
                         // Ends the exchange, which cancels the reading side wherever it waits.
                         events.yield(.stop)
@@ -544,13 +551,16 @@ extension Collector {
     static let maximumWaitingBatchBytes = 4 << 20
 
     private func store(
-        _ batch: ReceivedBatch, of stream: StreamKey, storage: Storage, events: AsyncStream<StreamEvent>.Continuation,
-        pendingAck: PendingAck, logger: Logger
+        _ batch: ReceivedBatch, of stream: StreamKey, storage: Storage, remoteLabels: PresentedLabels?,
+        events: AsyncStream<StreamEvent>.Continuation, pendingAck: PendingAck, logger: Logger
     ) async throws {
         recorder.received(batch)
         if !batch.configStatuses.isEmpty, let remote = remoteConfig {
-            let wall = WallClock.nowNanoseconds()
-            for status in batch.configStatuses { remote.recordFromStream(status, agent: stream.agent, wall: wall) }
+            // One record for the batch, with the labels the stream presented: the last status is the agent's
+            // report, and the last failure before it still counts towards a halt.
+            await remote.record(
+                batch: batch.configStatuses, agent: stream.agent, labels: remoteLabels ?? PresentedLabels(),
+                wall: WallClock.nowNanoseconds())
         }
         // The fleet table learns of the batch before its ack is offered: whoever sees the ack sees the counts.
         var activity = FleetBatch(batch)

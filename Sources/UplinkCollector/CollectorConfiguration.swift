@@ -113,6 +113,8 @@ public struct CollectorConfiguration: Sendable, Equatable {
     public var deadLetterDirectory: String { path(in: dataDirectory, "dead-letter") }
     /// `<dataDirectory>/marks.log`, the marks ledger.
     public var marksFile: String { path(in: dataDirectory, "marks.log") }
+    /// `<dataDirectory>/remote-config-halts.json`, the halted rollouts of `remoteConfig` (docs/remote-config.md).
+    public var remoteConfigHaltsFile: String { path(in: dataDirectory, "remote-config-halts.json") }
     /// `rejectsFile`, or `<dataDirectory>/rejects.jsonl` when it is not set.
     public var resolvedRejectsFile: String { rejectsFile ?? path(in: dataDirectory, "rejects.jsonl") }
 

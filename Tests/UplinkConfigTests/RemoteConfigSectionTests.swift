@@ -119,6 +119,17 @@ struct RemoteConfigSectionTests {
         ])
     }
 
+    @Test("labels: 64 are accepted; 65 are refused at the mapping, naming the key and the limit")
+    func labelCount() {
+        func labels(_ count: Int) -> String {
+            minimalAgent + "\nremote_config:\n  labels: {" + (0..<count).map { "l\($0): v\($0)" }.joined(separator: ", ") + "}\n"
+        }
+        #expect(issues(labels(64)) == [])
+        #expect(issues(labels(65)) == [
+            "test.yaml:7:11: remote_config.labels: 65 labels, more than 64 (a collector refuses more in Uplink-Labels) (hint: keep the labels that assignment rules and audiences match)"
+        ])
+    }
+
     @Test("enabled with require_signature needs trusted_keys")
     func enabledNeedsKeys() {
         #expect(issues(minimalAgent + "\nremote_config:\n  enabled: true\n") == [

@@ -110,6 +110,8 @@ extension UplinkFile {
         public static let documentBytesRange = (minimum: 1024, maximum: ConfigDocument.maximumFileBytes)
         /// Largest `allow.max_sources` accepted.
         public static let maximumSources = 1024
+        /// Most `labels`: a collector refuses an `Uplink-Labels` header with more.
+        public static let maximumLabels = 64
 
         /// The rows of the key table in docs/configuration.md, "remote_config" (a test keeps the table in step).
         public static let documentedKeys: [DocumentedKey] = [
@@ -139,7 +141,8 @@ extension UplinkFile {
             DocumentedKey(
                 "labels", "mapping of strings", default: "none",
                 "This agent's labels (`site: berlin-3`), reported to the collector and checked against a document's audience. "
-                    + "Label names: letters, digits, `.`, `_`, `-`, at most 63; values: no whitespace, `,` or `=`."),
+                    + "At most 64 labels. Label names: letters, digits, `.`, `_`, `-`, at most 63; values: at most 255 bytes, "
+                    + "no whitespace, `,` or `=`."),
             DocumentedKey(
                 "allow.source_types", "list of source types (not `generator`)", default: "none",
                 "The kinds a remote source may be. Empty: no remote source is accepted."),
@@ -222,6 +225,12 @@ extension UplinkFile.RemoteConfigSection {
         }
         if let require = section.bool("require_signature") { remote.requireSignature = require }
         if let labels = section.mapping("labels", allowedKeys: nil) {
+            if labels.entries.count > maximumLabels {
+                decoder.report(
+                    .outOfRange, at: labels.node.mark, path: labels.path,
+                    "\(labels.entries.count) labels, more than \(maximumLabels) (a collector refuses more in Uplink-Labels)",
+                    hint: "keep the labels that assignment rules and audiences match")
+            }
             for entry in labels.entries {
                 if let problem = labelNameProblem(entry.name) {
                     decoder.report(.invalidValue, at: entry.key.mark, path: labels.path(entry.name), problem)

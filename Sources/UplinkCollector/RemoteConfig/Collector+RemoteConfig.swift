@@ -45,7 +45,8 @@ extension Collector {
                 code: "remote_config",
                 message: "collector.remote_config needs the agent's document validator (Collector(documentValidator:))")
         }
-        let service = try RemoteConfigService(settings: settings, validator: validator, logger: logger)
+        let service = try RemoteConfigService(
+            settings: settings, validator: validator, haltsFile: configuration.remoteConfigHaltsFile, logger: logger)
         remote.withLock { $0 = service }
         router.get("v1/config") { request, context in
             await self.answer(service, endpoint: "manifest", request, context) { agent, labels in
@@ -78,7 +79,7 @@ extension Collector {
                 } catch {
                     return Self.text(.badRequest, "not a config_status: \(error)\n")
                 }
-                service.record(status, agent: agent, labels: labels, wall: WallClock.nowNanoseconds())
+                await service.record(status, agent: agent, labels: labels, wall: WallClock.nowNanoseconds())
                 return Response(status: .noContent)
             }
         }
@@ -118,10 +119,13 @@ extension Collector {
         }
         var labels = PresentedLabels()
         if let header = request.headers[.uplinkLabels] {
-            guard let reported = Self.labels(header) else {
-                return .refused(Self.text(.badRequest, "invalid Uplink-Labels header: expected name=value,name=value\n"))
+            switch Self.labels(header) {
+            case .failure(let problem):
+                return .refused(Self.text(.badRequest, "invalid Uplink-Labels header: \(problem)\n"))
+            case .success(let reported):
+                // Kept only where rules may match them: otherwise they would cost memory for nothing.
+                if labelsFrom.contains(.agent) { labels.reported = reported }
             }
-            labels.reported = reported
         }
         if configuration.tls != nil {
             let connection = await StreamConnection.inspect(context.channel, tls: true)
@@ -139,18 +143,59 @@ extension Collector {
         return .agent(agent, labels)
     }
 
-    /// `Uplink-Labels: name=value,name=value` (spaces around items allowed); nil when malformed.
-    static func labels(_ header: String) -> [String: String]? {
+    /// Most labels an `Uplink-Labels` header may carry.
+    static let maximumReportedLabels = 64
+    /// Longest label value of `Uplink-Labels`, in bytes.
+    static let maximumLabelValueBytes = 255
+
+    /// Why an `Uplink-Labels` header is refused.
+    struct LabelsProblem: Error, CustomStringConvertible {
+        let description: String
+    }
+
+    /// `Uplink-Labels: name=value,name=value` (spaces around items allowed): at most 64 labels, each name 1 to 63 of
+    /// `A-Z a-z 0-9 . _ -` and given once, each value at most 255 bytes without whitespace or control characters
+    /// (what an agent's `remote_config.labels` may hold). The reason when it is malformed or over these limits.
+    static func labels(_ header: String) -> Result<[String: String], LabelsProblem> {
         var labels: [String: String] = [:]
         for item in header.split(separator: ",") {
             let term = String(item).trimmedOfSpaces
             guard !term.isEmpty else { continue }
-            guard let equals = term.firstIndex(of: "="), equals != term.startIndex else { return nil }
+            guard labels.count < maximumReportedLabels else {
+                return .failure(LabelsProblem(description: "more than \(maximumReportedLabels) labels"))
+            }
+            guard let equals = term.firstIndex(of: "="), equals != term.startIndex else {
+                return .failure(LabelsProblem(description: "expected name=value,name=value"))
+            }
             let name = String(term[..<equals])
-            guard labels[name] == nil else { return nil }
-            labels[name] = String(term[term.index(after: equals)...])
+            let value = String(term[term.index(after: equals)...])
+            guard name.utf8.count <= 63, name.utf8.allSatisfy(Self.isLabelNameByte) else {
+                return .failure(LabelsProblem(
+                    description: "label name '\(name.prefix(63))' is not 1 to 63 of A-Z a-z 0-9 . _ -"))
+            }
+            guard labels[name] == nil else { return .failure(LabelsProblem(description: "label '\(name)' is given twice")) }
+            guard value.utf8.count <= maximumLabelValueBytes else {
+                return .failure(LabelsProblem(
+                    description: "the value of label '\(name)' is longer than \(maximumLabelValueBytes) bytes"))
+            }
+            guard !value.unicodeScalars.contains(where: { $0.properties.isWhitespace || $0.properties.generalCategory == .control })
+            else {
+                return .failure(LabelsProblem(
+                    description: "the value of label '\(name)' contains whitespace or control characters"))
+            }
+            labels[name] = value
         }
-        return labels
+        return .success(labels)
+    }
+
+    private static func isLabelNameByte(_ byte: UInt8) -> Bool {
+        switch byte {
+        case UInt8(ascii: "A")...UInt8(ascii: "Z"), UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "0")...UInt8(ascii: "9"),
+            UInt8(ascii: "."), UInt8(ascii: "_"), UInt8(ascii: "-"):
+            return true
+        default:
+            return false
+        }
     }
 
     /// The `uplink:label:NAME=VALUE` URIs among the certificate's subject alternative names.

@@ -1,6 +1,7 @@
 import Logging
 import Metrics
 import Synchronization
+import UplinkFiles
 import UplinkRemoteConfig
 import UplinkWire
 
@@ -43,24 +44,27 @@ final class RemoteConfigService: Sendable {
         var notify: @Sendable (ConfigHint) -> Void
     }
 
-    private struct Halt {
+    struct Halt: Sendable, Equatable {
         var reason: String
-        /// Agents that ran the rollout's new documents when it halted (their report said `applied` with the revision
-        /// they were assigned): they keep them.
+        /// Agents that ran the rollout's new documents when it halted (their last report named an effective revision
+        /// that holds them): they keep them.
         var keep: Set<String>
     }
 
     private struct State {
         var set: RemoteConfigSet
         var statuses: [String: AgentConfigStatus] = [:]
-        /// The labels each reporting agent presented with its last report.
-        var presented: [String: PresentedLabels] = [:]
         /// Rollout name → distinct agents of its active stages that reported a failure.
         var failures: [String: [String: String]] = [:]
         var halts: [String: Halt] = [:]
         var subscribers: [UInt64: Subscriber] = [:]
         var nextSubscriber: UInt64 = 0
         var requests: [RequestKey: UInt64] = [:]
+        /// The documents (name → digest) of each revision this process served in a manifest, so that a revision an
+        /// agent reports can be told apart by what it holds. Bounded by `maximumKnownRevisions`.
+        var servedRevisions: [String: [String: SHA256Digest]] = [:]
+        /// Counts every change of `halts`, so that the halts file is never replaced by an older snapshot.
+        var haltsVersion: UInt64 = 0
     }
 
     struct RequestKey: Hashable, Sendable {
@@ -69,24 +73,72 @@ final class RemoteConfigService: Sendable {
     }
 
     private let state: Mutex<State>
+    /// Where halts are kept across restarts; nil: in memory only.
+    private let haltsFile: RemoteConfigHaltsFile?
     /// Most agents whose reports are kept: beyond it the agent that reported least recently is forgotten, so that
     /// a peer inventing agent ids cannot grow the table without bound.
     static let maximumReportingAgents = 16_384
+    /// Most revisions whose documents are remembered (`State.servedRevisions`); when full it starts over (a revision
+    /// forgotten only makes the halt of a rollout more cautious: see `record`).
+    static let maximumKnownRevisions = 4_096
 
-    /// Loads the directory; throws a `CollectorError` (`remote_config`) naming every problem.
-    init(settings: RemoteConfigSettings, validator: @escaping RemoteDocumentValidator, logger: Logger) throws(CollectorError) {
+    /// Loads the directory; throws a `CollectorError` (`remote_config`) naming every problem. With `haltsFile`, the
+    /// halts it holds are restored when they are of the generation the directory has, and every later halt is
+    /// written there.
+    init(
+        settings: RemoteConfigSettings, validator: @escaping RemoteDocumentValidator, haltsFile: String? = nil,
+        logger: Logger
+    ) throws(CollectorError) {
         self.settings = settings
         self.validator = validator
         self.logger = logger
+        self.haltsFile = haltsFile.map { RemoteConfigHaltsFile(path: $0) }
+        let set: RemoteConfigSet
         switch RemoteConfigSet.load(settings, validator: validator) {
         case .failure(let failure):
             throw CollectorError(code: "remote_config", message: "collector.remote_config.dir \(settings.directory): \(failure)")
-        case .success(let set):
-            state = Mutex(State(set: set))
-            logger.info(
-                "Remote configuration loaded",
-                metadata: ["dir": "\(settings.directory)", "generation": "\(set.generation)", "documents": "\(set.documents.count)"])
+        case .success(let loaded):
+            set = loaded
         }
+        var initial = State(set: set)
+        if let file = self.haltsFile { initial.halts = Self.restoreHalts(from: file, set: set, logger: logger) }
+        state = Mutex(initial)
+        logger.info(
+            "Remote configuration loaded",
+            metadata: ["dir": "\(settings.directory)", "generation": "\(set.generation)", "documents": "\(set.documents.count)"])
+    }
+
+    /// The halts `file` holds for `set`'s generation, of rollouts `set` still has; a file of another generation is
+    /// removed (its halts ended with it), one that cannot be read is logged and left for the next halt to replace.
+    private static func restoreHalts(
+        from file: RemoteConfigHaltsFile, set: RemoteConfigSet, logger: Logger
+    ) -> [String: Halt] {
+        let saved: RemoteConfigHaltsFile.Snapshot
+        switch file.read() {
+        case .success(nil):
+            return [:]
+        case .success(let snapshot?):
+            saved = snapshot
+        case .failure(let problem):
+            logger.error(
+                "Remote configuration: the saved halts cannot be read; rollouts start unhalted",
+                metadata: ["file": "\(file.path)", "reason": "\(problem)"])
+            return [:]
+        }
+        guard saved.generation == set.generation else {
+            file.remove()
+            logger.info(
+                "Remote configuration: the saved halts are of another generation, and no longer hold",
+                metadata: ["file": "\(file.path)", "saved": "\(saved.generation)", "generation": "\(set.generation)"])
+            return [:]
+        }
+        var halts: [String: Halt] = [:]
+        for entry in saved.halts where set.rules.contains(where: { $0.name == entry.rollout && $0.rollout != nil }) {
+            halts[entry.rollout] = Halt(reason: entry.reason, keep: Set(entry.keep))
+            logger.warning(
+                "Rollout still halted (restored)", metadata: ["rollout": "\(entry.rollout)", "reason": "\(entry.reason)"])
+        }
+        return halts
     }
 
     /// The generation being served.
@@ -94,10 +146,11 @@ final class RemoteConfigService: Sendable {
 
     /// Reads the directory again (SIGHUP). A directory that fails to load, or whose generation is lower than the
     /// one served, is refused: the previous set stays, and the reason is logged and returned. On success, open
-    /// streams whose assignment changed are told.
+    /// streams whose assignment changed are told; a higher generation lifts every halt (and the halts file says so).
     @discardableResult
     func reload() -> Result<UInt64, RemoteConfigLoadFailure> {
         let loaded = RemoteConfigSet.load(settings, validator: validator)
+        var lifted: (RemoteConfigHaltsFile.Snapshot, UInt64)?
         let result: Result<UInt64, RemoteConfigLoadFailure> = state.withLock { state in
             switch loaded {
             case .failure(let failure):
@@ -111,13 +164,19 @@ final class RemoteConfigService: Sendable {
                 }
                 if set.generation > state.set.generation {
                     // A new generation is the operator's next step: halts and failure counts start over.
-                    state.halts = [:]
+                    if !state.halts.isEmpty {
+                        state.halts = [:]
+                        state.haltsVersion += 1
+                        lifted = (RemoteConfigHaltsFile.Snapshot(generation: set.generation, halts: []), state.haltsVersion)
+                    }
                     state.failures = [:]
                 }
                 state.set = set
+                notifyChanged(&state)
                 return .success(set.generation)
             }
         }
+        if let (snapshot, version) = lifted { save(snapshot, version: version) }
         switch result {
         case .failure(let failure):
             logger.error(
@@ -125,9 +184,20 @@ final class RemoteConfigService: Sendable {
                 metadata: ["dir": "\(settings.directory)", "reason": "\(failure)"])
         case .success(let generation):
             logger.info("Remote configuration reloaded", metadata: ["dir": "\(settings.directory)", "generation": "\(generation)"])
-            notifyChanged()
         }
         return result
+    }
+
+    /// Writes the halts file (when there is one); a failure is logged: the halts hold in memory all the same.
+    private func save(_ snapshot: RemoteConfigHaltsFile.Snapshot, version: UInt64) {
+        guard let haltsFile else { return }
+        do {
+            try haltsFile.write(snapshot, version: version)
+        } catch {
+            logger.error(
+                "Remote configuration: the halts could not be saved; they hold until this collector stops",
+                metadata: ["file": "\(haltsFile.path)", "error": "\(error)"])
+        }
     }
 
     // MARK: - Assignment
@@ -176,13 +246,31 @@ final class RemoteConfigService: Sendable {
         return ConfigManifest(generation: state.set.generation, documents: documents.map(\.manifestEntry))
     }
 
-    private func revision(agent: String, _ presented: PresentedLabels, state: State) -> String {
-        manifest(agent: agent, presented, state: state).revision.prefixed
+    /// The manifest of `agent` now, its revision remembered with its documents (`State.servedRevisions`).
+    private func currentManifest(agent: String, _ presented: PresentedLabels, state: inout State) -> ConfigManifest {
+        let current = manifest(agent: agent, presented, state: state)
+        let revision = current.revision.prefixed
+        if state.servedRevisions[revision] == nil {
+            if state.servedRevisions.count >= Self.maximumKnownRevisions { state.servedRevisions = [:] }
+            state.servedRevisions[revision] = Dictionary(
+                current.documents.map { ($0.name, $0.sha256) }, uniquingKeysWith: { first, _ in first })
+        }
+        return current
     }
 
     /// The manifest of `agent`; its documents are empty when nothing is assigned.
     func manifest(agent: String, labels presented: PresentedLabels) -> ConfigManifest {
-        state.withLock { manifest(agent: agent, presented, state: $0) }
+        state.withLock { currentManifest(agent: agent, presented, state: &$0) }
+    }
+
+    /// Whether `revision` (as an agent reports it) holds every document of `rule` as served now: nil when this
+    /// process never assigned that revision, so cannot tell.
+    private func revision(_ revision: String?, holdsDocumentsOf rule: AssignmentRule, state: State) -> Bool? {
+        guard let revision, let documents = state.servedRevisions[revision] else { return nil }
+        return rule.documents.allSatisfy { name in
+            guard let served = state.set.documents[name] else { return false }
+            return documents[name] == served.sha256
+        }
     }
 
     /// The hint of the stream header and line: the revision of the agent's manifest and the generation.
@@ -204,42 +292,94 @@ final class RemoteConfigService: Sendable {
 
     // MARK: - Status
 
-    /// Records an agent's report; a failure from an agent in a rollout's active stages counts towards halting it.
-    func record(_ status: ConfigStatus, agent: String, labels presented: PresentedLabels, wall: Int64) {
-        var halted: [(String, String)] = []
-        state.withLock { state in
-            if state.statuses[agent] == nil, state.statuses.count >= Self.maximumReportingAgents,
-                let oldest = state.statuses.min(by: { $0.value.reportedAt < $1.value.reportedAt })?.key
-            {
-                state.statuses[oldest] = nil
-                state.presented[oldest] = nil
+    /// Records an agent's report (`POST /v1/config/status`).
+    ///
+    /// A failure counts towards halting a rollout whose active stages hold the agent only when it is about what the
+    /// agent is assigned now (`desired` is the revision it would be served: not an old failure that a reconnect or a
+    /// restarted collector hears again) and what runs on the agent (`effective`) did not already hold the rollout's
+    /// documents (a revision that fails for another rule's sake is not this rollout's failure). An `effective`
+    /// revision this process never assigned cannot be told apart, and counts. At a halt, every agent whose last
+    /// report names an effective revision holding the rollout's documents keeps them, unless that report says it
+    /// is still on probation with them (`applying`) or pinned.
+    func record(_ status: ConfigStatus, agent: String, labels presented: PresentedLabels, wall: Int64) async {
+        await record(batch: [status], agent: agent, labels: presented, wall: wall)
+    }
+
+    /// Records the `config_status` lines of one batch of a stream, in order: only the last is the agent's report,
+    /// and the last failure before it (if any) still counts towards halting rollouts, as `record` says. So a burst
+    /// of lines costs at most two looks at the assignment, under one lock.
+    func record(batch statuses: [ConfigStatus], agent: String, labels presented: PresentedLabels, wall: Int64) async {
+        guard let last = statuses.last else { return }
+        var reports = [last]
+        if let failure = statuses.dropLast().last(where: { $0.state == .failed || $0.state == .rolledBack }) {
+            reports.insert(failure, at: 0)
+        }
+        let (halted, saved) = state.withLock { state in
+            var halted: [(String, String)] = []
+            for status in reports {
+                halted += record(status, agent: agent, presented, wall: wall, state: &state)
             }
-            state.statuses[agent] = AgentConfigStatus(status: status, reportedAt: wall)
-            state.presented[agent] = presented
-            guard status.state == .failed || status.state == .rolledBack else { return }
-            let (_, rollouts) = assignment(agent: agent, presented, state: state)
-            for name in rollouts where state.halts[name] == nil {
-                guard let rule = state.set.rules.first(where: { $0.name == name }), let rollout = rule.rollout else { continue }
-                state.failures[name, default: [:]][agent] = status.error ?? status.state.rawValue
-                let failing = state.failures[name]!
-                guard failing.count >= rollout.haltOnFailures else { continue }
-                let reason = failing.keys.sorted().map { "\($0): \(failing[$0]!)" }.joined(separator: "; ")
-                // Agents that already applied the new documents keep them: note the revisions they run.
-                var keep = Set<String>()
-                for (other, report) in state.statuses where report.status.state == .applied && failing[other] == nil {
-                    let labels = state.presented[other] ?? PresentedLabels()
-                    if report.status.effective == revision(agent: other, labels, state: state) { keep.insert(other) }
-                }
-                state.halts[name] = Halt(reason: reason, keep: keep)
-                halted.append((name, reason))
-            }
+            guard !halted.isEmpty else { return (halted, nil as (RemoteConfigHaltsFile.Snapshot, UInt64)?) }
+            notifyChanged(&state)
+            state.haltsVersion += 1
+            let snapshot = RemoteConfigHaltsFile.Snapshot(
+                generation: state.set.generation,
+                halts: state.halts.keys.sorted().map { name in
+                    let halt = state.halts[name]!
+                    return RemoteConfigHaltsFile.Entry(rollout: name, reason: halt.reason, keep: halt.keep.sorted())
+                })
+            return (halted, (snapshot, state.haltsVersion))
         }
         for (name, reason) in halted {
             logger.error(
                 "Rollout halted: an agent of its active stages reported a failure; agents not yet on its new documents keep 'previous'",
                 metadata: ["rollout": "\(name)", "reason": "\(reason)"])
         }
-        if !halted.isEmpty { notifyChanged() }
+        if let (snapshot, version) = saved {
+            // An fsync may take a while: not on the caller's thread (a stream's event loop).
+            await BlockingFileWork.run { self.save(snapshot, version: version) }
+        }
+    }
+
+    /// Records one report under the lock; the rollouts it halted, with why.
+    private func record(
+        _ status: ConfigStatus, agent: String, _ presented: PresentedLabels, wall: Int64, state: inout State
+    ) -> [(String, String)] {
+        if state.statuses[agent] == nil, state.statuses.count >= Self.maximumReportingAgents,
+            let oldest = state.statuses.min(by: { $0.value.reportedAt < $1.value.reportedAt })?.key
+        {
+            state.statuses[oldest] = nil
+        }
+        state.statuses[agent] = AgentConfigStatus(status: status, reportedAt: wall)
+        // Computed for every report: the revision is then remembered with its documents, so that a collector that
+        // restarted can tell what an agent that reports `applied` at its stream start runs.
+        let current = currentManifest(agent: agent, presented, state: &state).revision.prefixed
+        guard status.state == .failed || status.state == .rolledBack else { return [] }
+        guard status.desired == current else { return [] }
+        var halted: [(String, String)] = []
+        let rollouts = assignment(agent: agent, presented, state: state).rollouts
+        for name in rollouts where state.halts[name] == nil {
+            guard let rule = state.set.rules.first(where: { $0.name == name }), let rollout = rule.rollout else { continue }
+            // What runs on the agent (the set it fell back to, or ran before the refused one) already held the
+            // rollout's documents: the failure is another rule's.
+            if revision(status.effective, holdsDocumentsOf: rule, state: state) == true { continue }
+            state.failures[name, default: [:]][agent] = status.error ?? status.state.rawValue
+            let failing = state.failures[name]!
+            guard failing.count >= rollout.haltOnFailures else { continue }
+            let reason = failing.keys.sorted().map { "\($0): \(failing[$0]!)" }.joined(separator: "; ")
+            // Agents that run the rollout's documents (their last report names an effective revision that holds
+            // them) keep them; a revision this process never assigned cannot be told, so is not kept. One still on
+            // probation (`applying`: its effective revision is the trial) has not proven them, and a pinned one
+            // runs no remote documents: both get `previous`.
+            var keep = Set<String>()
+            for (other, report) in state.statuses where failing[other] == nil {
+                guard report.status.state != .applying, report.status.state != .pinned else { continue }
+                if revision(report.status.effective, holdsDocumentsOf: rule, state: state) == true { keep.insert(other) }
+            }
+            state.halts[name] = Halt(reason: reason, keep: keep)
+            halted.append((name, reason))
+        }
+        return halted
     }
 
     /// Every agent's last report.
@@ -284,45 +424,37 @@ final class RemoteConfigService: Sendable {
     // MARK: - Streams
 
     /// Registers an open stream: `notify` is called with the new hint whenever the agent's assignment changes
-    /// (a reload, a halted rollout). Returns the hint to send now and the id for `unsubscribe`.
+    /// (a reload, a halted rollout), under the service's lock, so that hints arrive in the order the assignment
+    /// changed: it must be quick and must not call back into the service. Returns the hint to send now and the id for
+    /// `unsubscribe`.
     func subscribe(
         agent: String, labels presented: PresentedLabels, notify: @escaping @Sendable (ConfigHint) -> Void
     ) -> (id: UInt64, hint: ConfigHint) {
         state.withLock { state in
             // Under the lock: a reload cannot slip between computing the hint and registering the stream.
-            let hint = ConfigHint(revision: revision(agent: agent, presented, state: state), generation: state.set.generation)!
+            let current = currentManifest(agent: agent, presented, state: &state)
+            let hint = ConfigHint(revision: current.revision.prefixed, generation: current.generation)!
             state.nextSubscriber += 1
             state.subscribers[state.nextSubscriber] = Subscriber(agent: agent, labels: presented, sent: hint, notify: notify)
             return (state.nextSubscriber, hint)
         }
     }
 
-    /// Records a `config_status` line of an open stream, with the labels its stream presented.
-    func recordFromStream(_ status: ConfigStatus, agent: String, wall: Int64) {
-        let presented = state.withLock { state in
-            state.subscribers.values.first(where: { $0.agent == agent })?.labels
-        }
-        record(status, agent: agent, labels: presented ?? PresentedLabels(), wall: wall)
-    }
-
     func unsubscribe(_ id: UInt64) {
         _ = state.withLock { $0.subscribers.removeValue(forKey: id) }
     }
 
-    /// Tells every open stream whose revision changed.
-    private func notifyChanged() {
-        let changed: [(@Sendable (ConfigHint) -> Void, ConfigHint)] = state.withLock { state in
-            var changed: [(@Sendable (ConfigHint) -> Void, ConfigHint)] = []
-            for (id, subscriber) in state.subscribers {
-                let current = revision(agent: subscriber.agent, subscriber.labels, state: state)
-                // Only a new revision is news: a generation alone changes nothing an agent would fetch.
-                guard current != subscriber.sent?.revision else { continue }
-                let hint = ConfigHint(revision: current, generation: state.set.generation)!
-                state.subscribers[id]?.sent = hint
-                changed.append((subscriber.notify, hint))
-            }
-            return changed
+    /// Tells every open stream whose revision changed; called under the lock that changed the state, so that two
+    /// changes racing (a reload and a halt) cannot deliver their hints out of order.
+    private func notifyChanged(_ state: inout State) {
+        for (id, subscriber) in state.subscribers {
+            let current = currentManifest(agent: subscriber.agent, subscriber.labels, state: &state)
+            let revision = current.revision.prefixed
+            // Only a new revision is news: a generation alone changes nothing an agent would fetch.
+            guard revision != subscriber.sent?.revision else { continue }
+            let hint = ConfigHint(revision: revision, generation: current.generation)!
+            state.subscribers[id]?.sent = hint
+            subscriber.notify(hint)
         }
-        for (notify, hint) in changed { notify(hint) }
     }
 }

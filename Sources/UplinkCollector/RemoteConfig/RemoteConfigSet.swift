@@ -17,6 +17,8 @@ struct ServedDocument: Sendable {
     /// The envelope's bytes; nil for a document served unsigned (`require_signature: false` and no `.sig`).
     let envelope: [UInt8]?
     let envelopeSHA256: SHA256Digest?
+    /// The `name` of each of its sources: two documents an agent gets together must not share one.
+    let sourceNames: [String]
 
     var manifestEntry: ConfigManifest.Document {
         ConfigManifest.Document(
@@ -111,12 +113,13 @@ struct RemoteConfigSet: Sendable {
         var blobs: [SHA256Digest: [UInt8]] = [:]
         let names: [String]
         do {
-            names = try FileIO.listDirectory(documentsDirectory).sorted()
+            // Files starting with a dot are not the operator's documents (an editor's lock or swap file, `.#a.yaml`).
+            names = try FileIO.listDirectory(documentsDirectory).filter { !$0.hasPrefix(".") }.sorted()
         } catch {
             return .failure(RemoteConfigLoadFailure(problems: problems + ["\(documentsDirectory): \(error.message)"]))
         }
         let yamlNames = names.filter { $0.hasSuffix(".yaml") }
-        for file in names where !file.hasSuffix(".yaml") && !file.hasSuffix(".yaml.sig") && !file.hasPrefix(".") {
+        for file in names where !file.hasSuffix(".yaml") && !file.hasSuffix(".yaml.sig") {
             problems.append("\(documentsDirectory)/\(file): not a document (<name>.yaml) or an envelope (<name>.yaml.sig)")
         }
         for file in names where file.hasSuffix(".yaml.sig") && !names.contains(String(file.dropLast(4))) {
@@ -212,7 +215,19 @@ struct RemoteConfigSet: Sendable {
         let issues = validator(name, bytes, digest)
         guard issues.isEmpty else { return .fail("the agent's validator refuses it: " + issues.joined(separator: "; ")) }
         return .success(ServedDocument(
-            name: name, bytes: bytes, sha256: digest, envelope: envelopeBytes, envelopeSHA256: envelopeBytes.map { SHA256Digest(of: $0) }))
+            name: name, bytes: bytes, sha256: digest, envelope: envelopeBytes, envelopeSHA256: envelopeBytes.map { SHA256Digest(of: $0) },
+            sourceNames: sourceNames(of: bytes, path: path)))
+    }
+
+    /// The `name` of each source of a document the validator accepted (`sources: [{name: …}, …]`).
+    static func sourceNames(of bytes: [UInt8], path: String) -> [String] {
+        let document = ConfigDocument.parse(bytes: bytes, file: path, environment: ConfigEnvironment([:]))
+        guard document.issues.isEmpty else { return [] }
+        let decoder = ConfigDecoder(document: document)
+        guard let root = decoder.rootMapping(allowedKeys: nil) else { return [] }
+        return root.list("sources")?.compactMap { element in
+            decoder.mapping(element.node, at: element.path, allowedKeys: nil)?.string("name")
+        } ?? []
     }
 
     /// A decoder over the YAML file at `path`; nil for a missing optional file; a problem for an unreadable one.
@@ -244,6 +259,8 @@ struct RemoteConfigSet: Sendable {
         }
         var rules: [AssignmentRule] = []
         var ruleNames: [String: Int] = [:]
+        // Where each rule is, to name it in a problem found across rules.
+        var marks: [(ConfigMark, ConfigPath)] = []
         for element in root.list("assign") ?? [] {
             guard let mapping = decoder.mapping(
                 element.node, at: element.path, allowedKeys: ["name", "match", "documents", "rollout"])
@@ -260,7 +277,7 @@ struct RemoteConfigSet: Sendable {
                 rule.name = name
             }
             if let match = mapping.mapping("match", allowedKeys: ["agents", "labels"]) {
-                let selector = decodeMatch(match)
+                let selector = decodeMatch(match, inStage: false)
                 rule.agents = selector.agents
                 rule.labels = selector.labels
             }
@@ -271,15 +288,99 @@ struct RemoteConfigSet: Sendable {
                 rule.rollout = decodeRollout(rollout, documents: documents, refused: refused)
             }
             rules.append(rule)
+            marks.append(((mapping.value("name") ?? element.node).mark, mapping.path("name")))
+        }
+        for later in rules.indices {
+            for earlier in rules.indices where earlier < later {
+                guard !areExclusive(rules[earlier], rules[later]),
+                    let (first, second, source) = collision(rules[earlier], rules[later], documents: documents)
+                else { continue }
+                decoder.report(
+                    .invalidValue, at: marks[later].0, path: marks[later].1,
+                    "rules '\(rules[earlier].name)' and '\(rules[later].name)' can match the same agent, and their documents "
+                        + "'\(first)' and '\(second)' both define source '\(source)': an agent given both refuses them",
+                    hint: "rename the source, or make the rules exclusive (agent globs, or globs of one label, that cannot "
+                        + "match the same text: e.g. site: \"berlin-*\" and site: \"paris-*\")")
+            }
         }
         return (generation, rules)
     }
 
-    private static func decodeMatch(_ match: ConfigMapping) -> (agents: [String], labels: [String: String]) {
+    /// Every document `rule` may assign: its documents, and its rollout's `previous`.
+    private static func possibleDocuments(_ rule: AssignmentRule) -> [String] {
+        rule.documents + (rule.rollout?.previous ?? []).filter { !rule.documents.contains($0) }
+    }
+
+    /// Two different documents, one each of what `a` and `b` may assign, that define the same source; nil if none.
+    private static func collision(
+        _ a: AssignmentRule, _ b: AssignmentRule, documents: [String: ServedDocument]
+    ) -> (String, String, String)? {
+        for first in possibleDocuments(a) {
+            guard let names = documents[first]?.sourceNames, !names.isEmpty else { continue }
+            for second in possibleDocuments(b) where second != first {
+                if let source = documents[second]?.sourceNames.first(where: names.contains) { return (first, second, source) }
+            }
+        }
+        return nil
+    }
+
+    /// Whether no agent can match both rules: both list agent globs and no glob of one can match an id that one of
+    /// the other matches, or both name a label whose globs cannot match the same value. Conservative: false when it
+    /// cannot tell (globs that might overlap are taken to overlap).
+    static func areExclusive(_ a: AssignmentRule, _ b: AssignmentRule) -> Bool {
+        if !a.agents.isEmpty, !b.agents.isEmpty,
+            a.agents.allSatisfy({ first in b.agents.allSatisfy { globsAreExclusive(first, $0) } })
+        {
+            return true
+        }
+        return a.labels.contains { name, glob in b.labels[name].map { globsAreExclusive(glob, $0) } ?? false }
+    }
+
+    /// Whether no text matches both shell globs: two different texts without wildcards, or literal beginnings (up to
+    /// the first `*`, `?`, `[` or `\`) or literal ends (after the last of these and `]`) that differ where they
+    /// overlap. Compared as bytes, as `fnmatch` does.
+    static func globsAreExclusive(_ a: String, _ b: String) -> Bool {
+        let special: Set<UInt8> = [UInt8(ascii: "*"), UInt8(ascii: "?"), UInt8(ascii: "["), UInt8(ascii: "]"), UInt8(ascii: "\\")]
+        let (x, y) = (Array(a.utf8), Array(b.utf8))
+        let (xLiteral, yLiteral) = (!x.contains(where: special.contains), !y.contains(where: special.contains))
+        if xLiteral, yLiteral { return x != y }
+        let (xStart, yStart) = (x.prefix { !special.contains($0) }, y.prefix { !special.contains($0) })
+        if !xStart.starts(with: yStart), !yStart.starts(with: xStart) { return true }
+        let xEnd = Array(x.reversed().prefix { !special.contains($0) })
+        let yEnd = Array(y.reversed().prefix { !special.contains($0) })
+        return !xEnd.starts(with: yEnd) && !yEnd.starts(with: xEnd)
+    }
+
+    /// A rule's `match` (`inStage: false`) or a stage's. An empty selector (`match: {}`, `agents: []`,
+    /// `labels: {}`) would select every agent without saying so: it is a problem.
+    private static func decodeMatch(_ match: ConfigMapping, inStage: Bool) -> (agents: [String], labels: [String: String]) {
         let decoder = match.decoder
-        let agents = match.list("agents") { decoder.string($0.node, at: $0.path) } ?? []
+        if match.entries.isEmpty {
+            decoder.report(
+                .invalidValue, at: match.node.mark, path: match.path,
+                inStage
+                    ? "an empty match would put every agent in this stage"
+                    : "an empty match would select every agent",
+                hint: inStage
+                    ? "give labels, e.g. {match: {labels: {ring: canary}}}, or use {percent: 100} for every agent"
+                    : "give agents or labels, or leave out match to assign the documents to every agent")
+        }
+        var agents: [String] = []
+        if let node = match.value("agents"), let items = decoder.list(node, at: match.path("agents")) {
+            if items.isEmpty {
+                decoder.report(
+                    .invalidValue, at: node.mark, path: match.path("agents"), "an empty agents list would select every agent",
+                    hint: "list at least one glob on the agent id, or leave out agents")
+            }
+            agents = items.compactMap { decoder.string($0.node, at: $0.path) }
+        }
         var labels: [String: String] = [:]
         if let mapping = match.mapping("labels", allowedKeys: nil) {
+            if mapping.entries.isEmpty {
+                decoder.report(
+                    .invalidValue, at: mapping.node.mark, path: mapping.path, "an empty labels mapping would select every agent",
+                    hint: "give at least one label and its glob, or leave out labels")
+            }
             for entry in mapping.entries {
                 if let value = decoder.string(entry.value, at: mapping.path(entry.name), allowEmpty: true) {
                     labels[entry.name] = value
@@ -308,7 +409,17 @@ struct RemoteConfigSet: Sendable {
                 }
                 continue
             }
-            if !names.contains(name) { names.append(name) }
+            guard !names.contains(name) else { continue }
+            // Two documents of one list are given to the same agents together: their sources must not share a name.
+            if let (other, source) = names.lazy.compactMap({ other in
+                documents[other]!.sourceNames.first(where: documents[name]!.sourceNames.contains).map { (other, $0) }
+            }).first {
+                decoder.report(
+                    .invalidValue, at: item.node.mark, path: item.path,
+                    "documents '\(other)' and '\(name)' both define source '\(source)': an agent given both refuses them",
+                    hint: "rename the source in one of them, or assign them to different agents")
+            }
+            names.append(name)
         }
         return names
     }
@@ -328,7 +439,7 @@ struct RemoteConfigSet: Sendable {
                     continue
                 }
                 if let match = stage.mapping("match", allowedKeys: ["labels"]) {
-                    rollout.stages.append(.labels(decodeMatch(match).labels))
+                    rollout.stages.append(.labels(decodeMatch(match, inStage: true).labels))
                 } else if let percent = stage.double("percent", .between(0, 100)) {
                     rollout.stages.append(.basisPoints(Int((percent * 100).rounded())))
                 }

@@ -21,6 +21,8 @@ struct RemoteConfigLookTests {
         /// What it serves: nothing (204) until a set is given.
         final class Served: Sendable {
             let set = Mutex<RemoteConfigStore.DocumentSet?>(nil)
+            /// Documents (not envelopes) are answered with a few bytes, then nothing more.
+            let stallsDocuments = Mutex(false)
         }
 
         let served = Served()
@@ -37,7 +39,11 @@ struct RemoteConfigLookTests {
                 }
                 var blobs: [String: [UInt8]] = [:]
                 for document in set.documents {
-                    blobs[SHA256Digest(of: document.content).prefixed] = document.content
+                    let digest = SHA256Digest(of: document.content).prefixed
+                    if request.uri.hasSuffix(digest), served.stallsDocuments.withLock({ $0 }) {
+                        return .stall(status: 200, headers: [], body: Array(document.content.prefix(3)))
+                    }
+                    blobs[digest] = document.content
                     if let envelope = document.envelope { blobs[SHA256Digest(of: envelope.json).prefixed] = envelope.json }
                 }
                 guard let bytes = blobs[String(request.uri.dropFirst("/v1/config/blobs/".count))] else {
@@ -50,8 +56,9 @@ struct RemoteConfigLookTests {
         var manifestRequests: [TestHTTPServer.Request] { server.requests.filter { $0.uri == "/v1/config" } }
     }
 
-    /// A box trusting `RemoteConfigStoreTests.key` whose collector is `url`, and its remote configuration.
-    static func box(url: String) throws -> (RemoteAgent, root: String) {
+    /// A box trusting `RemoteConfigStoreTests.key` whose collector is `url`, and its remote configuration, its
+    /// requests given up on after `timeouts`.
+    static func box(url: String, timeouts: RemoteConfigClient.Timeouts = .init()) throws -> (RemoteAgent, root: String) {
         let root = try TestDirectories.make("uplink-remote-look")
         let key = RemoteConfigStoreTests.key
         try AtomicFile.write(
@@ -63,7 +70,11 @@ struct RemoteConfigLookTests {
         let agent = Agent(configuration: local.agentConfiguration(embedded: nil, environment: [:]), logger: logger)
         let remote = RemoteAgent(
             startup: RemoteAgent.startup(local: local, store: store, logger: logger), local: local, store: store,
-            client: { RemoteConfigClient(uplink: $0.agentConfiguration(embedded: nil, environment: [:]).uplink, logger: logger, clock: ContinuousClock()) },
+            client: {
+                RemoteConfigClient(
+                    uplink: $0.agentConfiguration(embedded: nil, environment: [:]).uplink, timeouts: timeouts, logger: logger,
+                    clock: ContinuousClock())
+            },
             configuration: RunningConfiguration(agent: agent, local: local, embedded: nil), agent: agent,
             clock: ContinuousClock(), logger: logger)
         return (remote, root)
@@ -136,6 +147,27 @@ struct RemoteConfigLookTests {
         // No ETag was kept from either look: each asked for the whole manifest.
         #expect(collector.manifestRequests.count == 2)
         #expect(collector.manifestRequests.allSatisfy { $0.header("If-None-Match") == nil })
+        await remote.shutdown()
+        await collector.server.stop()
+    }
+
+    @Test("A reload during a download that does not progress ends it at once; the next look goes on under the new file")
+    func reloadInterruptsADownload() async throws {
+        let collector = Collector()
+        try await collector.server.start()
+        // No timeout ends the stalled download within the test's time limit: only the reload can.
+        let (remote, _) = try Self.box(
+            url: collector.server.url, timeouts: .init(readIdle: .seconds(3_600), request: .seconds(3_600)))
+        let set = try RemoteConfigStoreTests.documentSet(["lab": (Self.cpu, 3)])
+        collector.served.stallsDocuments.withLock { $0 = true }
+        collector.served.set.withLock { $0 = set }
+        let document = "/v1/config/blobs/" + set.manifest.documents[0].sha256.prefixed
+        let look = Task { await remote.check() }
+        #expect(await eventually(timeout: .seconds(30)) { collector.server.requests.contains { $0.uri == document } })
+        remote.localFileChanged()
+        #expect(await look.value == .failed)
+        #expect(remote.status.state != .applying)
+        #expect(remote.status.error == nil, "interrupted, not failed: \(remote.status)")
         await remote.shutdown()
         await collector.server.stop()
     }

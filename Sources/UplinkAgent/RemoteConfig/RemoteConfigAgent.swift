@@ -52,6 +52,8 @@ public final class RemoteConfigAgent<C: Clock<Duration>>: Service, Sendable wher
     private let clock: C
     private let logger: Logger
     private let wake = WakeSignal()
+    /// Signalled by a reload: ends a download in progress (`downloadUnlessReloaded`).
+    private let reloaded = WakeSignal()
     /// Where the poll interval's jitter comes from.
     private let random: Mutex<any RandomNumberGenerator & Sendable>
     private let state: Mutex<State>
@@ -130,6 +132,7 @@ public final class RemoteConfigAgent<C: Clock<Duration>>: Service, Sendable wher
             $0.etag = nil  // what the collector assigns is looked at again under the new file
             $0.localFileChanged = true
         }
+        reloaded.signal()
         wake.signal()
     }
 
@@ -394,22 +397,14 @@ extension RemoteConfigAgent {
         let set: RemoteConfigStore.DocumentSet
         do {
             try await BlockingFileWork.run { [store] in try store.prepare(removingLeftovers: false) }
-            let now = WallClock.nowNanoseconds() / 1_000_000_000
-            set = try await store.download(
-                manifest, with: clients.withLock { $0.client }, maximumDocumentBytes: local.remoteConfig.maxDocumentBytes,
-                metrics: downloadMetrics,
-                checkEnvelope: { name, document, bytes in
-                    var envelope: ConfigEnvelope?
-                    if let bytes {
-                        do {
-                            envelope = try ConfigEnvelope(json: bytes)
-                        } catch {
-                            return .init(reason: "the envelope of '\(name)' is not valid: \(error)")
-                        }
-                    }
-                    return Self.envelopeRefusal(envelope, document: document, named: name, local: local, seen: seen, now: now, isNewApply: true)
-                        .map { .init(reason: $0.reason, isLasting: $0.isLasting) }
-                })
+            guard let downloaded = try await downloadUnlessReloaded(manifest, local: local, seen: seen) else {
+                // A slow collector must not hold a reload (or a pin) for as long as its downloads take.
+                logger.info("remote configuration download interrupted by a reload; looking again under the new file", metadata: [
+                    "revision": "\(revision.prefixed)",
+                ])
+                return .failed
+            }
+            set = downloaded
         } catch let failure as RemoteConfigStore.DownloadFailure {
             switch failure {
             case .documentTooLarge, .envelopeTooLarge, .invalidSet:
@@ -441,6 +436,49 @@ extension RemoteConfigAgent {
         case .failure(let refusal): return refuse(revision, refusal.reason, remember: refusal.isLasting)
         }
         return await apply(set, sources: remoteSources, local: local, seen: seen, bad: &bad)
+    }
+
+    /// Downloads the set `manifest` names (envelopes first, each checked: `envelopeRefusal`), or nil when a reload
+    /// came first: the download is cancelled (its `.part` files stay for the next look).
+    private func downloadUnlessReloaded(
+        _ manifest: ConfigManifest, local: UplinkFile, seen: RemoteConfigStore.Seen
+    ) async throws -> RemoteConfigStore.DocumentSet? {
+        // A reload before this point is the flag `check` read; only one from now on interrupts.
+        _ = reloaded.consume()
+        let client = clients.withLock { $0.client }
+        let outcome = await withTaskGroup(of: Result<RemoteConfigStore.DocumentSet, any Error>?.self) { group in
+            group.addTask { [store, downloadMetrics] in
+                let now = WallClock.nowNanoseconds() / 1_000_000_000
+                do {
+                    return .success(try await store.download(
+                        manifest, with: client, maximumDocumentBytes: local.remoteConfig.maxDocumentBytes,
+                        metrics: downloadMetrics,
+                        checkEnvelope: { name, document, bytes in
+                            var envelope: ConfigEnvelope?
+                            if let bytes {
+                                do {
+                                    envelope = try ConfigEnvelope(json: bytes)
+                                } catch {
+                                    return .init(reason: "the envelope of '\(name)' is not valid: \(error)")
+                                }
+                            }
+                            return Self.envelopeRefusal(
+                                envelope, document: document, named: name, local: local, seen: seen, now: now, isNewApply: true
+                            ).map { .init(reason: $0.reason, isLasting: $0.isLasting) }
+                        }))
+                } catch {
+                    return .failure(error)
+                }
+            }
+            group.addTask { [reloaded] in
+                await reloaded.wait()
+                return nil
+            }
+            let first = await group.next() ?? nil
+            group.cancelAll()
+            return first
+        }
+        return try outcome?.get()
     }
 
     /// Most refusals remembered at once (a collector that assigns a new refused revision at every look would grow

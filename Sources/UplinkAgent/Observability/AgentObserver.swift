@@ -71,7 +71,8 @@ final class AgentObserver: Sendable {
                 unsentFrames: ring.unsentFrames, oldestUnacknowledgedAgeSeconds: Self.age(ofFramePrefix: ring.oldestFramePrefix, now: now),
                 diskBytes: agent.ring.persistentStatistics().map(\.diskBytes)),
             sources: sources,
-            remoteConfig: agent.remoteConfigStatus.withLock { $0 }?())
+            // Off (the usual case for a box without remote configuration): nothing to show.
+            remoteConfig: (agent.remoteConfigStatus.withLock { $0 }?()).flatMap { $0.state == .disabled ? nil : $0 })
     }
 
     /// Seconds from the timestamp at the start of a frame (the oldest record held and not yet acknowledged) to

@@ -350,3 +350,38 @@ extension RemoteConfigEndToEndTests {
         }
     }
 }
+
+extension RemoteConfigEndToEndTests {
+    @Test("remote_config turned on by a reload applies the assignment; off again stops the remote sources and the looks")
+    func enabledByReload() async throws {
+        try await RemoteConfigFleet.with { fleet in
+            try "line-1\n".write(toFile: fleet.root + "/logs/app.log", atomically: true, encoding: .utf8)
+            try fleet.document("logs", serial: 1, fleet.tailDocument(source: "app", file: "app.log"))
+            try fleet.assign(generation: 1, ["logs"])
+            let on = try String(contentsOfFile: fleet.root + "/agent.yaml", encoding: .utf8)
+            let off = on.replacingOccurrences(of: "  enabled: true", with: "  enabled: false")
+            try fleet.write(off, to: "agent.yaml")
+            try fleet.startCollector()
+            try fleet.startAgent()
+            #expect(await eventually(timeout: .seconds(60)) { await fleet.remoteState().sources == ["local-load"] }, "\(fleet.logs)")
+            #expect(await fleet.remoteState().state == nil, "no remote_config in the status while it is off")
+
+            try fleet.write(on, to: "agent.yaml")
+            kill(fleet.agent!.processIdentifier, SIGHUP)
+            #expect(await eventually(timeout: .seconds(60)) {
+                let state = await fleet.remoteState()
+                return state.state == "applied" && state.sources.sorted() == ["app", "local-load"]
+            }, "\(fleet.logs)")
+            #expect(await eventually(timeout: .seconds(30)) { fleet.storedMessages(source: "app") == ["line-1"] }, "\(fleet.logs)")
+
+            try fleet.write(off, to: "agent.yaml")
+            kill(fleet.agent!.processIdentifier, SIGHUP)
+            #expect(await eventually(timeout: .seconds(30)) {
+                let state = await fleet.remoteState()
+                return state.state == nil && state.sources == ["local-load"]
+            }, "\(fleet.logs)")
+            // What was applied stays on disk for when it is turned on again.
+            #expect(FileManager.default.fileExists(atPath: fleet.root + "/state/remote/current"))
+        }
+    }
+}

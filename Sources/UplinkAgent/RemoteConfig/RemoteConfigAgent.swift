@@ -301,7 +301,7 @@ public final class RemoteConfigAgent<C: Clock<Duration>>: Service, Sendable wher
     /// A reload turned `remote_config.enabled` on: the box starts what it would start with (`startup`: the
     /// last-known-good, checked against the file as it is now) before it asks the collector, as at a start.
     private func enable(_ local: UplinkFile) async {
-        let startup = Self.startup(local: local, store: store, logger: logger)
+        let startup = Self.startup(local: local, store: store, logger: logger, atStart: false)
         if !startup.sources.isEmpty { _ = await configuration.replaceRemote(with: startup.sources) }
         state.withLock {
             $0.effective = startup.set
@@ -733,14 +733,17 @@ extension RemoteConfigAgent {
     /// crash or a kill during a probation marks that revision bad (the last-known-good was never replaced); one left
     /// by a clean stop is dropped, so the revision is tried again; one whose revision is already the last-known-good
     /// (a stop between the switch and the marker's removal) means the probation passed, and is dropped.
-    public static func startup(local: UplinkFile, store: RemoteConfigStore, logger: Logger) -> Startup {
+    ///
+    /// `atStart` false (a reload turned remote configuration on while the agent runs): what interrupted writes left
+    /// is not removed, another writer may be at work (`RemoteConfigStore.prepare`).
+    public static func startup(local: UplinkFile, store: RemoteConfigStore, logger: Logger, atStart: Bool = true) -> Startup {
         let now = WallClock.nowNanoseconds() / 1_000_000
         func status(_ state: RemoteConfigStatus.State, error: String? = nil) -> RemoteConfigStatus {
             RemoteConfigStatus(state: state, error: error, sinceMilliseconds: now)
         }
         guard local.remoteConfig.enabled else { return Startup(sources: [], set: nil, status: status(.disabled)) }
         do {
-            try store.prepare()
+            try store.prepare(removingLeftovers: atStart)
         } catch {
             return Startup(sources: [], set: nil, status: status(.failed, error: "cannot prepare \(store.directory): \(error)"))
         }

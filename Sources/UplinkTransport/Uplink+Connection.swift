@@ -81,6 +81,9 @@ extension UplinkDriver {
         if let token = configuration.token {
             headers.add(name: "Authorization", value: "Bearer \(token)")
         }
+        if !configuration.labels.isEmpty {
+            headers.add(name: "Uplink-Labels", value: RemoteConfigClient.labelsHeader(configuration.labels))
+        }
         return headers
     }
 

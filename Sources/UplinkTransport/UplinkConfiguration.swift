@@ -42,6 +42,9 @@ public struct UplinkConfiguration: Sendable {
     /// The HTTP proxy to tunnel through with CONNECT; nil (default) connects directly. The agent's assembly fills it
     /// from `uplink.proxy` or, without it, from `HTTPS_PROXY`/`HTTP_PROXY`/`NO_PROXY` (`ProxyEnvironment`).
     public var proxy: UplinkProxy?
+    /// The box's `remote_config.labels` (only with remote configuration on), sent as `Uplink-Labels` with the stream
+    /// so that a collector that takes labels from agents (`labels_from: agent`) matches its rules. Default none.
+    public var labels: [String: String] = [:]
 
     public init(
         url: String,

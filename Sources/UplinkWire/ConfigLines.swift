@@ -95,6 +95,9 @@ public struct ConfigStatus: Sendable, Equatable {
         case rolledBack = "rolled_back"
         /// `uplink config pin`: remote documents are ignored on the box.
         case pinned
+        /// `remote_config.enabled` is false on the box (turned off by a reload): no remote source runs, nothing is
+        /// asked. Sent on a stream only (a box without remote configuration does not post its status).
+        case disabled
     }
 
     /// Longest revision accepted (`sha256:` and 64 digits).

@@ -380,8 +380,53 @@ extension RemoteConfigEndToEndTests {
                 let state = await fleet.remoteState()
                 return state.state == nil && state.sources == ["local-load"]
             }, "\(fleet.logs)")
+            // The collector is told (on the stream), not left showing the set that ran.
+            #expect(await eventually(timeout: .seconds(30)) { await fleet.collectorFleet()?.contains("\"disabled\"") == true }, "\(fleet.logs)")
             // What was applied stays on disk for when it is turned on again.
             #expect(FileManager.default.fileExists(atPath: fleet.root + "/state/remote/current"))
+        }
+    }
+}
+
+extension RemoteConfigEndToEndTests {
+    @Test("a collector that takes labels from agents (labels_from: agent) assigns by the box's own labels: manifest, blobs and status carry them")
+    func assignedByAgentLabels() async throws {
+        try await RemoteConfigFleet.with { fleet in
+            try fleet.write(fleet.collectorConfiguration(remoteConfig: ["labels_from: [agent]"]), to: "collector.yaml")
+            try "line-1\n".write(toFile: fleet.root + "/logs/app.log", atomically: true, encoding: .utf8)
+            try fleet.document("logs", serial: 1, fleet.tailDocument(source: "app", file: "app.log"))
+            // Only by label: the box says `site: lab` (agent.yaml).
+            try fleet.write(
+                "generation: 1\nassign:\n  - {name: lab, match: {labels: {site: lab}}, documents: [logs]}", to: "fleet/assignments.yaml")
+            try fleet.startCollector()
+            try fleet.startAgent()
+            #expect(await eventually(timeout: .seconds(60)) {
+                let state = await fleet.remoteState()
+                return state.state == "applied" && state.sources.sorted() == ["app", "local-load"]
+            }, "\(fleet.logs)")
+            #expect(await eventually(timeout: .seconds(30)) { fleet.storedMessages(source: "app") == ["line-1"] }, "\(fleet.logs)")
+            #expect(await eventually(timeout: .seconds(30)) { await fleet.collectorFleet()?.contains("\"applied\"") == true }, "\(fleet.logs)")
+        }
+    }
+
+    @Test("a reload that still allows the set on probation lets the probation go on to pass; it is not restarted")
+    func reloadDuringProbationThatAllowsTheSet() async throws {
+        try await RemoteConfigFleet.with(probation: "4s") { fleet in
+            try "line-1\n".write(toFile: fleet.root + "/logs/app.log", atomically: true, encoding: .utf8)
+            try fleet.document("logs", serial: 1, fleet.tailDocument(source: "app", file: "app.log"))
+            try fleet.assign(generation: 1, ["logs"])
+            try fleet.startCollector()
+            try fleet.startAgent()
+            #expect(await eventually(timeout: .seconds(60)) { await fleet.remoteState().state == "applying" }, "\(fleet.logs)")
+            // A local change that has nothing to do with the remote set.
+            let text = try String(contentsOfFile: fleet.root + "/agent.yaml", encoding: .utf8)
+            try fleet.write(text.replacingOccurrences(of: "type: load, interval: 1s", with: "type: load, interval: 2s"), to: "agent.yaml")
+            kill(fleet.agent!.processIdentifier, SIGHUP)
+            #expect(await eventually(timeout: .seconds(60)) { await fleet.remoteState().state == "applied" }, "\(fleet.logs)")
+            let log = fleet.agentLog?.text ?? ""
+            #expect(log.contains("reloading the configuration") || log.contains("reload"), "\(fleet.logs)")
+            #expect(!log.contains("probation interrupted"), "\(fleet.logs)")
+            #expect(log.components(separatedBy: "remote configuration applied; on probation").count - 1 == 1, "\(fleet.logs)")
         }
     }
 }

@@ -31,6 +31,7 @@ extension UplinkFile {
             stallTimeout: uplink.stallTimeout, connectTimeout: uplink.connectTimeout, streamBufferBytes: uplink.streamBufferBytes,
             linger: uplink.linger, compression: uplink.compression, drainTimeout: uplink.drainTimeout,
             tls: (uplink.tls ?? UplinkTLS()).withTrustEnvironment { environment.value(of: $0) })
+        if remoteConfig.enabled { uplinkConfiguration.labels = remoteConfig.labels }
         if case .url = uplink.target {
             switch uplink.proxy {
             case .none: break

@@ -120,11 +120,11 @@ public struct Probation: Sendable {
     /// Takes a reading every `every` on `clock` until the verdict is not pending. Cancellation returns `.pending`;
     /// `interrupted` (asked before each reading) returning true ends it with `.interrupted`.
     public func run<C: Clock<Duration>>(
-        clock: C, every interval: Duration = .seconds(1), interrupted: () -> Bool = { false },
+        clock: C, every interval: Duration = .seconds(1), interrupted: () async -> Bool = { false },
         read: () async -> Reading
     ) async -> Verdict where C.Instant == ContinuousClock.Instant {
         while !Task.isCancelled {
-            if interrupted() { return .interrupted }
+            if await interrupted() { return .interrupted }
             let verdict = check(await read(), at: clock.now)
             if verdict != .pending { return verdict }
             let remaining = window - (clock.now - started)

@@ -215,6 +215,12 @@ public final class RemoteConfigAgent<C: Clock<Duration>>: Service, Sendable wher
     /// Asks the collector for the manifest, acts on the answer and tells the collector the status.
     @discardableResult
     public func check() async -> Look {
+        // Taken before the file is read: a reload from here on sets it again, and is seen by this look's checks
+        // (`refuse`, the ETag, the download, the probation) or by the next look.
+        let localChanged = state.withLock { state -> Bool in
+            defer { state.localFileChanged = false }
+            return state.localFileChanged
+        }
         let local = await configuration.local
         guard local.remoteConfig.enabled else { return await disable() }
         if state.withLock({ $0.status.state == .disabled }) { await enable(local) }
@@ -234,10 +240,7 @@ public final class RemoteConfigAgent<C: Clock<Duration>>: Service, Sendable wher
             }
             return await reportStatus() ? .done : .failed
         }
-        let recheck = state.withLock { state -> RemoteConfigStore.DocumentSet? in
-            defer { state.localFileChanged = false }
-            return state.localFileChanged ? state.effective : nil
-        }
+        let recheck = localChanged ? state.withLock { $0.effective } : nil
         switch recheck.map({ Self.sources(of: $0, local: local, seen: nil, isNewApply: false) }) {
         case nil:
             break
@@ -303,10 +306,7 @@ public final class RemoteConfigAgent<C: Clock<Duration>>: Service, Sendable wher
     private func enable(_ local: UplinkFile) async {
         let startup = Self.startup(local: local, store: store, logger: logger, atStart: false)
         if !startup.sources.isEmpty { _ = await configuration.replaceRemote(with: startup.sources) }
-        state.withLock {
-            $0.effective = startup.set
-            $0.localFileChanged = false  // `startup` has just checked the set against this file
-        }
+        state.withLock { $0.effective = startup.set }
         update { $0 = startup.status }
         logger.info("remote_config.enabled is true: remote configuration on", metadata: [
             "last_known_good": "\(startup.set?.revision.prefixed ?? "none")",
@@ -405,6 +405,8 @@ extension RemoteConfigAgent {
                 return .failed
             }
             set = downloaded
+        } catch is CancellationError {
+            return .failed
         } catch let failure as RemoteConfigStore.DownloadFailure {
             switch failure {
             case .documentTooLarge, .envelopeTooLarge, .invalidSet:
@@ -443,8 +445,9 @@ extension RemoteConfigAgent {
     private func downloadUnlessReloaded(
         _ manifest: ConfigManifest, local: UplinkFile, seen: RemoteConfigStore.Seen
     ) async throws -> RemoteConfigStore.DocumentSet? {
-        // A reload before this point is the flag `check` read; only one from now on interrupts.
+        // A reload since the look began: what was checked so far is of the old file.
         _ = reloaded.consume()
+        if state.withLock({ $0.localFileChanged }) { return nil }
         let client = clients.withLock { $0.client }
         let outcome = await withTaskGroup(of: Result<RemoteConfigStore.DocumentSet, any Error>?.self) { group in
             group.addTask { [store, downloadMetrics] in
@@ -478,6 +481,8 @@ extension RemoteConfigAgent {
             group.cancelAll()
             return first
         }
+        // Stopping (the look's task cancelled) is not a reload: the download failed.
+        if outcome == nil, Task.isCancelled { throw CancellationError() }
         return try outcome?.get()
     }
 
@@ -587,6 +592,12 @@ extension RemoteConfigAgent {
         seen: RemoteConfigStore.Seen, bad: inout RemoteConfigStore.BadRevisions
     ) async -> Look {
         let revision = set.revision
+        // A reload or a pin since the look began: the set was checked against the old file. The next look, at once,
+        // checks it again.
+        if state.withLock({ $0.localFileChanged }) || store.isPinned {
+            wake.signal()
+            return .failed
+        }
         let nowMilliseconds = WallClock.nowNanoseconds() / 1_000_000
         do {
             let trial = RemoteConfigStore.Trial(
@@ -619,10 +630,24 @@ extension RemoteConfigAgent {
         let probation = Probation(
             watched: watched, window: local.remoteConfig.probation, swapSequence: before.lastAppended,
             localDropsAtSwap: before.localDrops, uptime: clock.now - created, started: clock.now)
-        // A reload (the local file may no longer allow the set, or turn remote configuration off) or a pin must not
-        // wait for the end of a probation of up to an hour: either ends it, within a reading.
+        // A pin, or a reload after which the set may not run (remote configuration off, a key or an allowed path
+        // removed), must not wait for the end of a probation of up to an hour: either ends it, within a reading. A
+        // reload that still allows the set lets the probation go on (a box reloaded more often than its probation
+        // would otherwise never pass one); the next look applies what the new file gives the sources.
+        var allowedUnder: UplinkFile?
         let verdict = await probation.run(
-            clock: clock, interrupted: { [self] in state.withLock { $0.localFileChanged } || store.isPinned }
+            clock: clock,
+            interrupted: { [self] in
+                if store.isPinned { return true }
+                guard state.withLock({ $0.localFileChanged }) else { return false }
+                let now = await configuration.local
+                if now == allowedUnder { return false }
+                guard now.remoteConfig.enabled, case .success = Self.sources(of: set, local: now, seen: nil, isNewApply: false) else {
+                    return true
+                }
+                allowedUnder = now
+                return false
+            }
         ) { [self] in reading(watched: watched, localNames: localNames) }
         let seenNow = seen.recording(set, generation: set.manifest.generation, signed: local.remoteConfig.requireSignature)
         switch verdict {
@@ -644,6 +669,9 @@ extension RemoteConfigAgent {
                 $0.effective = restored?.prefixed
                 $0.error = nil
             }
+            // Looked at again at once (a pin alone woke nothing), the manifest fetched whole.
+            wake.signal()
+            return .failed
         case .pending:
             // Stopped during the probation: inconclusive, tried again after the next start.
             let trial = RemoteConfigStore.Trial(

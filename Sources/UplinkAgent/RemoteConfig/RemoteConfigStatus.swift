@@ -49,12 +49,14 @@ public struct RemoteConfigStatus: Sendable, Equatable, Codable {
         self.sinceMilliseconds = sinceMilliseconds
     }
 
-    /// What the collector is told (`POST /v1/config/status`): nil while there is nothing to tell (remote
-    /// configuration off, or nothing fetched yet).
+    /// What the collector is told (`POST /v1/config/status`, the stream's `config_status` line): nil while there is
+    /// nothing to tell (nothing fetched yet). `disabled` goes on the stream only, to a collector that serves remote
+    /// configuration (see `RemoteConfigAgent.reportStatus`).
     public var report: ConfigStatus? {
         let wireState: ConfigStatus.State
         switch state {
-        case .disabled, .idle: return nil
+        case .idle: return nil
+        case .disabled: wireState = .disabled
         case .applying: wireState = .applying
         case .applied: wireState = .applied
         case .failed: wireState = .failed

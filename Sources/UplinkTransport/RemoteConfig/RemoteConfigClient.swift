@@ -54,7 +54,7 @@ public final class RemoteConfigClient: Sendable {
 
     /// The uplink settings requests are made with: `url`, `agentID`, `token`, `tls`, `proxy`.
     public let uplink: UplinkConfiguration
-    /// `remote_config.labels`, sent as `Uplink-Labels: k=v,k=v` (sorted by key) with `GET /v1/config`.
+    /// `remote_config.labels`, sent as `Uplink-Labels: k=v,k=v` (sorted by key) with every request.
     public let labels: [String: String]
     public let timeouts: Timeouts
     /// What `timeouts.request` is measured on.
@@ -108,7 +108,6 @@ public final class RemoteConfigClient: Sendable {
 
     private func requestManifest(previousETag: String?) async -> ManifestResult {
         var extra = HTTPHeaders()
-        if !labels.isEmpty { extra.add(name: "Uplink-Labels", value: Self.labelsHeader(labels)) }
         if let previousETag { extra.add(name: "If-None-Match", value: previousETag) }
         let response: HTTPClientResponse
         do {
@@ -177,6 +176,9 @@ public final class RemoteConfigClient: Sendable {
         if let body { request.body = .bytes(ByteBuffer(bytes: body)) }
         request.headers.add(name: "Uplink-Agent", value: uplink.agentID)
         if let token = uplink.token { request.headers.add(name: "Authorization", value: "Bearer \(token)") }
+        // On every request: a collector with `labels_from: agent` needs them to know what is assigned (a blob of a
+        // document assigned by label is refused to a request without them).
+        if !labels.isEmpty { request.headers.add(name: "Uplink-Labels", value: Self.labelsHeader(labels)) }
         request.headers.add(contentsOf: extra)
         if let tlsReloader {
             do {

@@ -82,6 +82,21 @@ struct ReloadPlanTests {
         }
     }
 
+    @Test("the box's labels travel with the stream: new ones change the uplink while remote configuration is on, not while it is off")
+    func labels() throws {
+        func remote(enabled: Bool, site: String) -> String {
+            Self.base + "\nremote_config: { enabled: \(enabled), require_signature: false, labels: { site: \(site) } }\n"
+        }
+        let on = ReloadPlan(
+            from: try Self.file(remote(enabled: true, site: "a")), to: try Self.file(remote(enabled: true, site: "b")),
+            hasEmbeddedCollector: false)
+        #expect(on.uplinkChanged)
+        let off = ReloadPlan(
+            from: try Self.file(remote(enabled: false, site: "a")), to: try Self.file(remote(enabled: false, site: "b")),
+            hasEmbeddedCollector: false)
+        #expect(!off.uplinkChanged)
+    }
+
     @Test("buffer and state_dir changes are deferred to the next start, and the running values stay")
     func deferred() throws {
         let old = try Self.file(Self.base)

@@ -76,7 +76,9 @@ public struct ReloadPlan: Sendable, Equatable {
             }
         }
         removed = old.sources.map(\.name).filter { !newNames.contains($0) }
-        uplinkChanged = running.uplink != old.uplink || running.agent.id != old.agent.id
+        // The stream carries the box's labels (remote configuration on): new ones need a new stream.
+        func streamLabels(_ file: UplinkFile) -> [String: String] { file.remoteConfig.enabled ? file.remoteConfig.labels : [:] }
+        uplinkChanged = running.uplink != old.uplink || running.agent.id != old.agent.id || streamLabels(running) != streamLabels(old)
     }
 
     private static func sameSection(_ lhs: ConfigNode?, _ rhs: ConfigNode?) -> Bool {

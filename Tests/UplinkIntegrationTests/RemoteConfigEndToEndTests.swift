@@ -318,11 +318,7 @@ extension RemoteConfigEndToEndTests {
     func pinDuringProbation() async throws {
         // An hour of probation: anything that waited for its end would time out below.
         try await RemoteConfigFleet.with(probation: "1h") { fleet in
-            try "line-1\n".write(toFile: fleet.root + "/logs/app.log", atomically: true, encoding: .utf8)
-            try fleet.document("logs", serial: 1, fleet.tailDocument(source: "app", file: "app.log"))
-            try fleet.assign(generation: 1, ["logs"])
-            try fleet.startCollector()
-            try fleet.startAgent()
+            try fleet.startWithAppLog()
             #expect(await eventually(timeout: .seconds(60)) {
                 let state = await fleet.remoteState()
                 return state.state == "applying" && state.sources.sorted() == ["app", "local-load"]
@@ -412,11 +408,7 @@ extension RemoteConfigEndToEndTests {
     @Test("a reload that still allows the set on probation lets the probation go on to pass; it is not restarted")
     func reloadDuringProbationThatAllowsTheSet() async throws {
         try await RemoteConfigFleet.with(probation: "4s") { fleet in
-            try "line-1\n".write(toFile: fleet.root + "/logs/app.log", atomically: true, encoding: .utf8)
-            try fleet.document("logs", serial: 1, fleet.tailDocument(source: "app", file: "app.log"))
-            try fleet.assign(generation: 1, ["logs"])
-            try fleet.startCollector()
-            try fleet.startAgent()
+            try fleet.startWithAppLog()
             #expect(await eventually(timeout: .seconds(60)) { await fleet.remoteState().state == "applying" }, "\(fleet.logs)")
             // A local change that has nothing to do with the remote set.
             let text = try String(contentsOfFile: fleet.root + "/agent.yaml", encoding: .utf8)

@@ -97,6 +97,16 @@ final class RemoteConfigFleet: @unchecked Sendable {
         try write("generation: \(generation)\nassign:\n  - {name: lab, match: {agents: [\"box-*\"]}, documents: [\(documents.joined(separator: ", "))]}", to: "fleet/assignments.yaml")
     }
 
+    /// The usual beginning: `logs/app.log` holding `line-1`, the document `logs` (serial 1) that tails it assigned at
+    /// generation 1, then the collector and the agent started.
+    func startWithAppLog() throws {
+        try "line-1\n".write(toFile: root + "/logs/app.log", atomically: true, encoding: .utf8)
+        try document("logs", serial: 1, tailDocument(source: "app", file: "app.log"))
+        try assign(generation: 1, ["logs"])
+        try startCollector()
+        try startAgent()
+    }
+
     func start(_ arguments: [String]) throws -> (SpawnedProcess, CapturedOutput) {
         try UplinkBinary.start(arguments, capturing: .both)
     }

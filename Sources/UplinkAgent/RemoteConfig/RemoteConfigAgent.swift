@@ -45,8 +45,9 @@ public final class RemoteConfigAgent<C: Clock<Duration>>: Service, Sendable wher
     private let store: RemoteConfigStore
     /// Makes the client for a file's `uplink` section, agent id and labels (a reload may change them).
     private let makeClient: @Sendable (UplinkFile) -> RemoteConfigClient
-    /// The client in use, and what it was made from.
-    private let clients: Mutex<(key: ClientKey, client: RemoteConfigClient)>
+    /// The client in use, and what it was made from; nil until the first request (a box with remote configuration
+    /// off never makes one).
+    private let clients = Mutex<(key: ClientKey, client: RemoteConfigClient)?>(nil)
     private let configuration: RunningConfiguration
     private let agent: Agent
     private let clock: C
@@ -79,7 +80,7 @@ public final class RemoteConfigAgent<C: Clock<Duration>>: Service, Sendable wher
     ///   - startup: What `startup` found (the agent was started with its sources).
     ///   - local: The local file the agent was started with.
     ///   - client: Makes the requests' client for a file (the uplink's URL, TLS, token and proxy, the agent id and
-    ///     `remote_config.labels`): called with `local`, and again at a look after a reload changed those.
+    ///     `remote_config.labels`): called at the first request, and again at one after a reload changed those.
     ///   - clock: What the poll interval and the probation are measured on.
     ///   - random: Where the poll interval's ± 10 % jitter comes from (tests pass a generator of their own).
     public init(
@@ -90,7 +91,6 @@ public final class RemoteConfigAgent<C: Clock<Duration>>: Service, Sendable wher
     ) {
         self.store = store
         self.makeClient = client
-        self.clients = Mutex((ClientKey(local), client(local)))
         self.configuration = configuration
         self.agent = agent
         self.clock = clock
@@ -150,7 +150,7 @@ public final class RemoteConfigAgent<C: Clock<Duration>>: Service, Sendable wher
 
     /// Shuts the client down (`run` does when it returns; whoever calls `check` without `run` must).
     public func shutdown() async {
-        try? await clients.withLock { $0.client }.shutdown()
+        try? await clients.withLock { $0?.client }?.shutdown()
     }
 
     /// The client for `file`: the one in use, or a new one when a reload changed what it is made from (the old one
@@ -158,10 +158,11 @@ public final class RemoteConfigAgent<C: Clock<Duration>>: Service, Sendable wher
     private func client(for file: UplinkFile) async -> RemoteConfigClient {
         let key = ClientKey(file)
         let (client, replaced) = clients.withLock { current -> (RemoteConfigClient, RemoteConfigClient?) in
-            guard current.key != key else { return (current.client, nil) }
-            let old = current.client
-            current = (key, makeClient(file))
-            return (current.client, old)
+            if let current, current.key == key { return (current.client, nil) }
+            let old = current?.client
+            let made = makeClient(file)
+            current = (key, made)
+            return (made, old)
         }
         if let replaced {
             logger.info("remote configuration: the collector's address, credentials or this agent's labels changed; using them from now on")
@@ -448,7 +449,7 @@ extension RemoteConfigAgent {
         // A reload since the look began: what was checked so far is of the old file.
         _ = reloaded.consume()
         if state.withLock({ $0.localFileChanged }) { return nil }
-        let client = clients.withLock { $0.client }
+        let client = await client(for: await configuration.running)
         let outcome = await withTaskGroup(of: Result<RemoteConfigStore.DocumentSet, any Error>?.self) { group in
             group.addTask { [store, downloadMetrics] in
                 let now = WallClock.nowNanoseconds() / 1_000_000_000

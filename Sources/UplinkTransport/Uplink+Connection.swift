@@ -4,6 +4,7 @@ import NIOCore
 import NIOHTTP1
 import NIOSSL
 import UplinkCore
+import UplinkRemoteConfig
 import UplinkWire
 
 extension UplinkDriver {
@@ -82,7 +83,7 @@ extension UplinkDriver {
             headers.add(name: "Authorization", value: "Bearer \(token)")
         }
         if !configuration.labels.isEmpty {
-            headers.add(name: "Uplink-Labels", value: RemoteConfigClient.labelsHeader(configuration.labels))
+            headers.add(name: "Uplink-Labels", value: AgentLabels.header(configuration.labels))
         }
         return headers
     }

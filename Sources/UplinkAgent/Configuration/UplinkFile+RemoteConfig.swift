@@ -111,7 +111,7 @@ extension UplinkFile {
         /// Largest `allow.max_sources` accepted.
         public static let maximumSources = 1024
         /// Most `labels`: a collector refuses an `Uplink-Labels` header with more.
-        public static let maximumLabels = 64
+        public static let maximumLabels = AgentLabels.maximumCount
 
         /// The rows of the key table in docs/configuration.md, "remote_config" (a test keeps the table in step).
         public static let documentedKeys: [DocumentedKey] = [
@@ -260,9 +260,10 @@ extension UplinkFile.RemoteConfigSection {
 
     /// Why `name` cannot name a label, or nil.
     static func labelNameProblem(_ name: String) -> String? {
-        if name.isEmpty || name.count > 63 { return "a label name must have 1 to 63 characters" }
-        let allowed = name.allSatisfy { $0.isASCII && ($0.isLetter || $0.isNumber || "._-".contains($0)) }
-        return allowed ? nil : "invalid label name '\(name)' (letters, digits, '.', '_' and '-')"
+        if name.isEmpty || name.utf8.count > AgentLabels.maximumNameBytes {
+            return "a label name must have 1 to \(AgentLabels.maximumNameBytes) characters"
+        }
+        return AgentLabels.isValidName(name) ? nil : "invalid label name '\(name)' (letters, digits, '.', '_' and '-')"
     }
 }
 

@@ -143,40 +143,35 @@ extension Collector {
         return .agent(agent, labels)
     }
 
-    /// Most labels an `Uplink-Labels` header may carry.
-    static let maximumReportedLabels = 64
-    /// Longest label value of `Uplink-Labels`, in bytes.
-    static let maximumLabelValueBytes = 255
-
     /// Why an `Uplink-Labels` header is refused.
     struct LabelsProblem: Error, CustomStringConvertible {
         let description: String
     }
 
-    /// `Uplink-Labels: name=value,name=value` (spaces around items allowed): at most 64 labels, each name 1 to 63 of
-    /// `A-Z a-z 0-9 . _ -` and given once, each value at most 255 bytes without whitespace or control characters
-    /// (what an agent's `remote_config.labels` may hold). The reason when it is malformed or over these limits.
+    /// `Uplink-Labels: name=value,name=value` (spaces around items allowed), within `AgentLabels`' limits: at most
+    /// 64 labels, each name 1 to 63 of `A-Z a-z 0-9 . _ -` and given once, each value at most 255 bytes without
+    /// whitespace or control characters. The reason when it is malformed or over these limits.
     static func labels(_ header: String) -> Result<[String: String], LabelsProblem> {
         var labels: [String: String] = [:]
         for item in header.split(separator: ",") {
             let term = String(item).trimmedOfSpaces
             guard !term.isEmpty else { continue }
-            guard labels.count < maximumReportedLabels else {
-                return .failure(LabelsProblem(description: "more than \(maximumReportedLabels) labels"))
+            guard labels.count < AgentLabels.maximumCount else {
+                return .failure(LabelsProblem(description: "more than \(AgentLabels.maximumCount) labels"))
             }
             guard let equals = term.firstIndex(of: "="), equals != term.startIndex else {
                 return .failure(LabelsProblem(description: "expected name=value,name=value"))
             }
             let name = String(term[..<equals])
             let value = String(term[term.index(after: equals)...])
-            guard name.utf8.count <= 63, name.utf8.allSatisfy(Self.isLabelNameByte) else {
+            guard AgentLabels.isValidName(name) else {
                 return .failure(LabelsProblem(
-                    description: "label name '\(name.prefix(63))' is not 1 to 63 of A-Z a-z 0-9 . _ -"))
+                    description: "label name '\(name.prefix(AgentLabels.maximumNameBytes))' is not 1 to \(AgentLabels.maximumNameBytes) of A-Z a-z 0-9 . _ -"))
             }
             guard labels[name] == nil else { return .failure(LabelsProblem(description: "label '\(name)' is given twice")) }
-            guard value.utf8.count <= maximumLabelValueBytes else {
+            guard value.utf8.count <= AgentLabels.maximumValueBytes else {
                 return .failure(LabelsProblem(
-                    description: "the value of label '\(name)' is longer than \(maximumLabelValueBytes) bytes"))
+                    description: "the value of label '\(name)' is longer than \(AgentLabels.maximumValueBytes) bytes"))
             }
             guard !value.unicodeScalars.contains(where: { $0.properties.isWhitespace || $0.properties.generalCategory == .control })
             else {
@@ -186,16 +181,6 @@ extension Collector {
             labels[name] = value
         }
         return .success(labels)
-    }
-
-    private static func isLabelNameByte(_ byte: UInt8) -> Bool {
-        switch byte {
-        case UInt8(ascii: "A")...UInt8(ascii: "Z"), UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "0")...UInt8(ascii: "9"),
-            UInt8(ascii: "."), UInt8(ascii: "_"), UInt8(ascii: "-"):
-            return true
-        default:
-            return false
-        }
     }
 
     /// The `uplink:label:NAME=VALUE` URIs among the certificate's subject alternative names.

@@ -88,11 +88,6 @@ public final class RemoteConfigClient: Sendable {
         try await client.shutdown()
     }
 
-    /// `Uplink-Labels`' value: `k=v` pairs sorted by key, separated by commas.
-    public static func labelsHeader(_ labels: [String: String]) -> String {
-        labels.sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value)" }.joined(separator: ",")
-    }
-
     /// Asks for the manifest assigned to this agent. With `previousETag` (the last `.manifest`'s) the collector
     /// answers `304` while it is unchanged. The body is read up to `ConfigManifest.maximumBytes`; a longer one is given
     /// up on while it streams.
@@ -178,7 +173,7 @@ public final class RemoteConfigClient: Sendable {
         if let token = uplink.token { request.headers.add(name: "Authorization", value: "Bearer \(token)") }
         // On every request: a collector with `labels_from: agent` needs them to know what is assigned (a blob of a
         // document assigned by label is refused to a request without them).
-        if !labels.isEmpty { request.headers.add(name: "Uplink-Labels", value: Self.labelsHeader(labels)) }
+        if !labels.isEmpty { request.headers.add(name: "Uplink-Labels", value: AgentLabels.header(labels)) }
         request.headers.add(contentsOf: extra)
         if let tlsReloader {
             do {

@@ -1,0 +1,30 @@
+/// The labels an agent presents (its `remote_config.labels`), as they travel in `Uplink-Labels: name=value,…`: the
+/// one owner of their limits and of the header's form, for the agent that writes it and the collector that reads it.
+public enum AgentLabels {
+    /// Most labels an agent may have, and a header may carry.
+    public static let maximumCount = 64
+    /// Longest label name, in bytes.
+    public static let maximumNameBytes = 63
+    /// Longest label value, in bytes.
+    public static let maximumValueBytes = 255
+
+    /// Whether `name` can name a label: 1 to `maximumNameBytes` of `A-Z a-z 0-9 . _ -`.
+    public static func isValidName(_ name: some StringProtocol) -> Bool {
+        !name.isEmpty && name.utf8.count <= maximumNameBytes && name.utf8.allSatisfy(isNameByte)
+    }
+
+    private static func isNameByte(_ byte: UInt8) -> Bool {
+        switch byte {
+        case UInt8(ascii: "A")...UInt8(ascii: "Z"), UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "0")...UInt8(ascii: "9"),
+            UInt8(ascii: "."), UInt8(ascii: "_"), UInt8(ascii: "-"):
+            return true
+        default:
+            return false
+        }
+    }
+
+    /// The header's value: `name=value` pairs sorted by name, separated by commas.
+    public static func header(_ labels: [String: String]) -> String {
+        labels.sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value)" }.joined(separator: ",")
+    }
+}

@@ -96,14 +96,19 @@ extension RemoteConfigEndToEndTests {
                 kill(fleet.collector!.processIdentifier, SIGHUP)
                 #expect(await eventually(timeout: .seconds(30)) { await fleet.remoteState().state == "applying" }, "run \(run): \(fleet.logs)")
                 let trying = try #require(await fleet.remote("desired"), "run \(run)")
-                // The moment of the kill is what this test is about, so here the wait is real time, on purpose.
-                let killAfter = Duration.milliseconds(Int.random(in: 0..<3_600, using: &generator))
-                try await Task.sleep(for: killAfter)
+                // The moment of the kill, measured in what the agent does: after a random number of its local-load
+                // samples stored (one a second: 4 is past the end of a 3 s probation), then a random number of status
+                // round trips (spread within that second).
+                let samples = Int.random(in: 0...4, using: &generator)
+                let roundTrips = Int.random(in: 0..<50, using: &generator)
+                let storedBefore = fleet.storedSamples(source: "local-load")
+                #expect(await eventually(timeout: .seconds(30)) { fleet.storedSamples(source: "local-load") >= storedBefore + samples })
+                for _ in 0..<roundTrips { _ = await fleet.agentStatus() }
                 kill(fleet.agent!.processIdentifier, SIGKILL)
                 fleet.agent!.waitUntilExit()
                 processLogs.append(fleet.agentLog?.text ?? "")
                 try fleet.startAgent()
-                let what = "run \(run), killed \(killAfter) into the probation of \(trying)"
+                let what = "run \(run), killed after \(samples) samples and \(roundTrips) round trips into the probation of \(trying)"
                 #expect(await eventually(timeout: .seconds(30)) {
                     let state = await fleet.remoteState().state
                     let desired = await fleet.remote("desired")

@@ -146,6 +146,11 @@ final class RemoteConfigFleet: @unchecked Sendable {
         return (remote?["state"] as? String, remote?["error"] as? String, sources)
     }
 
+    /// How many samples of `source` the collector stored: distinct timestamps (a sensor's sample is several records).
+    func storedSamples(source: String) -> Int {
+        Set(((try? Harness.storedRecords(in: root + "/data")) ?? []).filter { $0.record.source == source }.map(\.record.timestamp)).count
+    }
+
     func storedMessages(source: String) -> [String] {
         guard let records = try? Harness.storedRecords(in: root + "/data") else { return [] }
         return records.compactMap { entry in

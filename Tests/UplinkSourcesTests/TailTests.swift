@@ -383,6 +383,56 @@ struct TailTests {
         #expect(Set(got) == Set(expected))
     }
 
+    /// Two `copytruncate` rotations close together, the second while the reader finishes the first incarnation from
+    /// its copy: the copy, not followed yet, moves on (`app.log.1` → `app.log.2`) and the next copy takes its path
+    /// before the reader follows that path. The incarnation must go on in the copy wherever it is, never in the file
+    /// now at its old path (CI saw that file's own lines skipped, then the copy read again from its start).
+    @Test("copytruncate: a copy moved on while the reader finishes from it; the next file at its path is read as its own")
+    func copyMovedOnWhileFinishingFromIt() async throws {
+        let directory = try TailTemporaryDirectory()
+        defer { directory.remove() }
+        let path = directory.file("app.log")
+        let copy = directory.file("app.log.1")
+        let line = { (incarnation: String, number: Int) in "line \(number) of the \(incarnation) incarnation, padded out\n" }
+        // More than a chunk, so the reader reads a second one in the same turn and meets the truncation there.
+        let first = (0..<4_000).map { line("first", $0) }
+        let linesInFirstChunk = first.reduce(into: (bytes: 0, lines: 0)) { sum, text in
+            if sum.bytes + text.utf8.count <= TailEngine.chunkBytes { sum.bytes += text.utf8.count; sum.lines += 1 }
+        }.lines
+        #expect(first.joined().utf8.count > TailEngine.chunkBytes)
+        writeFile(path, first.joined())
+        let sink = RecordingSink(permits: 50)
+        let clock = ManualTickClock()
+        let tail = RunningTail(tailTestConfig([directory.file("app.log*")]), sink: sink, clock: clock)
+        #expect(await eventually { sink.count == 50 && sink.waiting == 1 })
+
+        // Rotation 1: copy, truncate; the writer goes on past the offset read, so the next read sees new first bytes.
+        try FileManager.default.copyItem(atPath: path, toPath: copy)
+        let writer = TailTestWriter(path)
+        #expect(ftruncate(writer.descriptor, 0) == 0)
+        let second = (0..<4_000).map { line("second", $0) }
+        writer.write(second.joined())
+        // The reader sends the rest of its first chunk, finds the truncation, and reads 20 lines from the copy.
+        sink.grant(linesInFirstChunk - 50 + 20)
+        #expect(await eventually { sink.count == linesInFirstChunk + 20 && sink.waiting == 1 })
+
+        // Rotation 2, meanwhile: the copy moves on and a new file (the next copy) takes its path.
+        #expect(rename(copy, directory.file("app.log.2")) == 0)
+        let other = (0..<100).map { line("other", $0) }
+        writeFile(copy, other.joined())
+
+        sink.grant(100_000)
+        let total = first.count + second.count + other.count
+        #expect(await clock.advance(by: .milliseconds(20), until: { sink.count >= total }))
+        #expect(await clock.pass(25, of: .milliseconds(20)))  // time for a wrong second read of the copy to show
+        try await tail.stop()
+        writer.close()
+        let got = messages(sink.records)
+        let expected = (first + second + other).map { String($0.dropLast()) }
+        #expect(got.count == expected.count, "\(got.count - expected.count) lines more than written")
+        #expect(Set(got) == Set(expected), "missing: \(Set(expected).subtracting(got).count)")
+    }
+
     @Test("plain truncation to a shorter content restarts at 0 with a new origin id")
     func plainTruncation() async throws {
         let directory = try TailTemporaryDirectory()

@@ -279,11 +279,16 @@ extension TailEngine {
         guard discovery.matches(copyPath), let status = TailFS.status(descriptor: copyDescriptor)
         else { return nil }
         if fileSet.file(at: copyPath) == nil, case .success(let opened)? = opener.track(copyPath) {
+            // The path may hold another file by now (the next rotation moved the copy on and began a new copy
+            // there): that one is a new file of its own, and this incarnation must not go on in it.
             adopt(opened, at: copyPath, initial: false)
-            if let adopted = fileSet.file(at: copyPath), adopted.inode == opened.status.inode { return adopted }
+            if opened.status.inode == status.inode, let adopted = fileSet.file(at: copyPath), adopted.inode == status.inode {
+                return adopted
+            }
         }
-        // Watched already (its opening is on the way as an event) or taken by another file a moment ago: when it is
-        // adopted, it continues where this incarnation stands, as a file found again does.
+        // Watched already (its opening is on the way as an event), taken by another file a moment ago, or moved on:
+        // when it is adopted, wherever it is found, it continues where this incarnation stands, as a file found
+        // again does.
         remember(TailCheckpoint(
             inode: status.inode, fingerprint: file.fingerprint, originID: file.originID,
             offset: min(file.readOffset, status.size), path: copyPath))

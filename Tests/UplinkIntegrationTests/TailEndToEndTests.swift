@@ -313,6 +313,19 @@ struct TailEndToEndTests {
         #expect(
             unseenCopies.count <= 10,
             "\(unseenCopies.count) of 30 incarnations were copied away before the tailer read any of them: \(describe(missingByFile))")
+        if !duplicates.isEmpty || !lost.isEmpty {
+            // For the failure: where the neighbours of a lost line came from, the stored pieces of broken lines, and
+            // what the tailer decided about each file (copies, truncations, adoptions).
+            let lostLines = lost.values.flatMap { $0 }.sorted().prefix(3)
+            print(Self.describeStored(Set(lostLines.flatMap { [$0 - 1, $0 + 1] }), in: records))
+            let broken = records.lazy.compactMap { sequence, record -> String? in
+                guard case .log(let line) = record.payload, Self.counter(ofWholeLine: Substring(line.message)) == nil
+                else { return nil }
+                return "broken line: seq \(sequence), origin \(line.origin?.id ?? 0) offset \(line.origin?.offset ?? 0): \(line.message)"
+            }
+            print(broken.prefix(20).joined(separator: "\n"))
+            print(agent.log.entries(containing: "tail source").map(\.description).joined(separator: "\n"))
+        }
         // Lines neither on disk nor stored were written between a copy and its truncation: no reader can have them.
         print("real logrotate copytruncate, paths: [\(pattern)]: 30 rotations, \(total) lines written, \(total - onDisk.count) between a copy and its truncation, \(missing.count) on disk but not delivered (\(unseenCopies.count) incarnations copied away unseen), \(duplicates.count) duplicated")
     }

@@ -433,6 +433,45 @@ struct TailTests {
         #expect(Set(got) == Set(expected), "missing: \(Set(expected).subtracting(got).count)")
     }
 
+    /// A partial line is sent on its own only when the file is still at its end when its timeout passes. A turn can
+    /// outlast the timeout while it reads other files behind a slow collector; the line's end, written meanwhile,
+    /// must join it, also when the file was copied and truncated meanwhile (the end is then in the copy). CI saw a
+    /// line cut at a page boundary of a write in progress sent as two pieces.
+    @Test(
+        "a partial line whose rest arrives while the reader is held up on another file is sent whole",
+        arguments: [false, true])
+    func partialLineFinishedWhileHeldUp(copiedAndTruncated: Bool) async throws {
+        let directory = try TailTemporaryDirectory()
+        defer { directory.remove() }
+        let path = directory.file("a.log")
+        let writer = TailTestWriter(path)
+        // Longer than a fingerprint, so that a copy of it can be found.
+        let whole = (0..<10).map { "a\($0) complete, padded out to a realistic length" }
+        writer.write(whole.map { $0 + "\n" }.joined() + "a10 begins")
+        writeFile(directory.file("b.log"), (0..<200).map { "b \($0)\n" }.joined())
+        let sink = RecordingSink(permits: 10 + 10)
+        let clock = ManualTickClock()
+        let tail = RunningTail(tailTestConfig([directory.file("*.log")]), sink: sink, clock: clock)
+        // a.log read to its end (its partial line kept back), then b.log until the sink has no room.
+        #expect(await eventually { sink.count == 20 && sink.waiting == 1 })
+        #expect(messages(sink.records).first == whole[0])
+
+        clock.advance(by: .seconds(1))  // longer than the partial-line timeout, within the same turn
+        writer.write(" and ends\n")
+        if copiedAndTruncated {
+            try FileManager.default.copyItem(atPath: path, toPath: directory.file("a.log.1"))
+            #expect(ftruncate(writer.descriptor, 0) == 0)
+        }
+        sink.grant(100_000)
+        #expect(await clock.advance(by: .milliseconds(20), until: { sink.count >= 211 }))
+        #expect(await clock.pass(25, of: .milliseconds(20)))  // time for a wrongly cut line to show
+        try await tail.stop()
+        writer.close()
+        let got = messages(sink.records)
+        #expect(got.count == 211)
+        #expect(Set(got) == Set(whole + ["a10 begins and ends"] + (0..<200).map { "b \($0)" }))
+    }
+
     @Test("plain truncation to a shorter content restarts at 0 with a new origin id")
     func plainTruncation() async throws {
         let directory = try TailTemporaryDirectory()

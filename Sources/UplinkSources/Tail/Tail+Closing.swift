@@ -27,6 +27,8 @@ extension TailEngine {
             guard quiet || forced else { continue }
             let deleted = !file.isParked && (TailFS.status(descriptor: file.descriptor)?.links ?? 0) == 0
             guard deleted || discovery.count > file.detachedAtDiscovery || forced else { continue }
+            // Quiet when last read, but written since (read in a turn that then spent long on other files): read on.
+            if !file.isParked, !forced, changedSinceRead(file) { continue }
             // Its writer is gone: an unfinished last line is complete now.
             await flushPending(file)
             if stopped { return }

@@ -174,7 +174,13 @@ extension TailEngine {
     func flushTimedOut() async {
         let now = clock.now
         for file in awake where file.isOpen && file.atEnd {
-            if file.splitter.hasCarry, file.lastGrowth.advanced(by: config.partialLineTimeout) <= now {
+            let partialLineDue = file.splitter.hasCarry && file.lastGrowth.advanced(by: config.partialLineTimeout) <= now
+            var recordDue: Bool { file.multiline?.lastAppend.map { $0.advanced(by: config.multilineTimeout) <= now } ?? false }
+            guard partialLineDue || recordDue else { continue }
+            // Read to its end when last read, but the turn may have spent longer than the timeout on other files since
+            // (a backlog behind a slow collector): what came meanwhile may finish the line, so it is read first.
+            if changedSinceRead(file) { continue }
+            if partialLineDue {
                 let timestamp = WallClock.nowNanoseconds()
                 await send(file) { batch, _ in
                     var truncated = 0
@@ -182,7 +188,7 @@ extension TailEngine {
                     statistics.truncatedLines += truncated
                 }
             }
-            if let last = file.multiline?.lastAppend, last.advanced(by: config.multilineTimeout) <= now {
+            if recordDue {
                 await send(file) { batch, timestamp in
                     var truncated = 0
                     file.multiline?.flush { message, endOffset, originalLength in
@@ -193,6 +199,17 @@ extension TailEngine {
             }
             if stopped { return }
         }
+    }
+
+    /// Whether `file`, read to its end when last read, changed since: it grew, or (followed at its path) it was
+    /// truncated, which the next read of it handles (the rest of its partial line is then in the copy, if any). Then
+    /// it is no longer at its end.
+    func changedSinceRead(_ file: TailedFile) -> Bool {
+        guard let size = TailFS.status(descriptor: file.descriptor)?.size,
+            size > file.readOffset || (size < file.readOffset && !file.isDetached)
+        else { return false }
+        file.atEnd = false
+        return true
     }
 
     /// Whether the file was truncated (it is shorter than what was read, or its first bytes changed, possibly

@@ -177,6 +177,8 @@ final class TailedFile {
     var encodedCheckpoint: (checkpoint: TailCheckpoint, line: [UInt8])?
     var warnedOversize = false
     var warnedReadError = false
+    /// Its last read failed: it stays at its end until a read succeeds (its size says nothing then).
+    var readFailing = false
     /// The inotify watch for its modifications, if any.
     var modifyWatch: Int32?
 

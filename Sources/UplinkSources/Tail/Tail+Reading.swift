@@ -16,8 +16,11 @@ extension TailEngine {
             if stopped || Task.isCancelled { return true }
             let count: Int
             switch SourceFiles.read(file.descriptor, into: buffer, at: file.readOffset) {
-            case .success(let read): count = read
+            case .success(let read):
+                count = read
+                file.readFailing = false
             case .failure(let error):
+                file.readFailing = true
                 if !file.warnedReadError {
                     file.warnedReadError = true
                     logger.warning("tail source: cannot read \(file.path): \(error)", metadata: ["path": "\(file.path)"])
@@ -203,9 +206,9 @@ extension TailEngine {
 
     /// Whether `file`, read to its end when last read, changed since: it grew, or (followed at its path) it was
     /// truncated, which the next read of it handles (the rest of its partial line is then in the copy, if any). Then
-    /// it is no longer at its end.
+    /// it is no longer at its end. Never while its reads fail: it would be read again at once, and again.
     func changedSinceRead(_ file: TailedFile) -> Bool {
-        guard let size = TailFS.status(descriptor: file.descriptor)?.size,
+        guard !file.readFailing, let size = TailFS.status(descriptor: file.descriptor)?.size,
             size > file.readOffset || (size < file.readOffset && !file.isDetached)
         else { return false }
         file.atEnd = false

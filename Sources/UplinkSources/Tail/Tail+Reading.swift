@@ -206,9 +206,10 @@ extension TailEngine {
 
     /// Whether `file`, read to its end when last read, changed since: it grew, or (followed at its path) it was
     /// truncated, which the next read of it handles (the rest of its partial line is then in the copy, if any). Then
-    /// it is no longer at its end. Never while its reads fail: it would be read again at once, and again.
+    /// it is no longer at its end. Never while its reads fail, nor for a file that waits as a possible or known copy
+    /// (`TailCopyDetector`): either would be taken up at once, and again, without being read.
     func changedSinceRead(_ file: TailedFile) -> Bool {
-        guard !file.readFailing, let size = TailFS.status(descriptor: file.descriptor)?.size,
+        guard !file.readFailing, case .none = file.copyState, let size = TailFS.status(descriptor: file.descriptor)?.size,
             size > file.readOffset || (size < file.readOffset && !file.isDetached)
         else { return false }
         file.atEnd = false

@@ -330,6 +330,63 @@ struct TailEndToEndTests {
         print("real logrotate copytruncate, paths: [\(pattern)]: 30 rotations, \(total) lines written, \(total - onDisk.count) between a copy and its truncation, \(missing.count) on disk but not delivered (\(unseenCopies.count) incarnations copied away unseen), \(duplicates.count) duplicated")
     }
 
+    /// logrotate's default rotation (rename, then create a new `app.log`) under a writer that opens the file for each
+    /// burst, as a program told to reopen its log does: a burst under way at a rotation ends in the renamed file. With
+    /// `paths: [app.log*]` every line is on disk in some followed file, so every one must arrive, once.
+    @Test("Real logrotate rename-and-create, 30 rotations under a busy writer that reopens: every line arrives exactly once")
+    func realLogrotateCreate() async throws {
+        guard let logrotate = ["/usr/sbin/logrotate", "/sbin/logrotate", "/usr/bin/logrotate"].first(where: {
+            FileManager.default.isExecutableFile(atPath: $0)
+        }) else {
+            return print("logrotate is not installed (Debian: apt-get install logrotate); skipping the real-logrotate test")
+        }
+        let directory = try Harness.temporaryDirectory("tail-logrotate-create")
+        let logPath = directory + "/app.log"
+        let configuration = directory + "/logrotate.conf"
+        try "\(logPath) {\n    create\n    rotate 1000\n    nocompress\n    nodateext\n    missingok\n}\n"
+            .write(toFile: configuration, atomically: true, encoding: .utf8)
+        let collector = try await InProcessCollector(name: "tail-logrotate-create")
+        let agent = RunningAgent(
+            url: collector.url, sources: [Self.tailSource([directory + "/app.log*"])], stateDirectory: directory + "/state")
+        let writing = Mutex(true)
+        let writer = Task.detached { () -> Int in
+            var counter = 0
+            while writing.withLock({ $0 }) && counter < 2_000_000 {
+                let descriptor = Self.openForAppend(logPath)
+                Self.append(descriptor, Self.lines(100, from: &counter))
+                close(descriptor)
+                try? await Task.sleep(for: .milliseconds(1))
+            }
+            return counter
+        }
+        for _ in 0..<30 {
+            try await Task.sleep(for: .milliseconds(40))
+            let done = try await DedicatedThreads.blocking.run {
+                try SpawnedProcess.runToEnd([logrotate, "-f", "-s", directory + "/logrotate.state", configuration])
+            }
+            #expect(done.status == 0, "logrotate failed: \(done.errorText)")
+        }
+        writing.withLock { $0 = false }
+        let total = await writer.value
+        await collector.waitUntilQuiet(quiet: .seconds(2), timeout: .seconds(120))
+        try await agent.stop()
+        try await collector.stop()
+
+        let records = try Harness.storedRecords(in: collector.dataDirectory)
+        let stored = records.compactMap { Self.counterAndOrigin($0.record) }.map(\.counter)
+        var seen = Set<Int>()
+        let duplicates = stored.filter { !seen.insert($0).inserted }
+        #expect(
+            duplicates.isEmpty,
+            "duplicated: \(duplicates.count), first \(duplicates.prefix(5))\n\(Self.describeStored(Set([duplicates.first, duplicates.last].compactMap { $0 }), in: records))")
+        let missing = Set(0..<total).subtracting(seen)
+        #expect(missing.isEmpty, "\(missing.count) of \(total) lines never arrived, first \(missing.sorted().prefix(5))")
+        if !duplicates.isEmpty || !missing.isEmpty {
+            print(agent.log.entries(containing: "tail source").map(\.description).joined(separator: "\n"))
+        }
+        print("real logrotate create, paths: [app.log*]: 30 rotations, \(total) lines written, \(missing.count) not delivered, \(duplicates.count) duplicated")
+    }
+
     @Test("Graceful restart in the middle of a file: no acknowledged line is sent again, no line is lost")
     func gracefulRestart() async throws {
         let directory = try Harness.temporaryDirectory("tail-restart")

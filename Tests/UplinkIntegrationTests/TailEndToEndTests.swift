@@ -348,26 +348,31 @@ struct TailEndToEndTests {
         let collector = try await InProcessCollector(name: "tail-logrotate-create")
         let agent = RunningAgent(
             url: collector.url, sources: [Self.tailSource([directory + "/app.log*"])], stateDirectory: directory + "/state")
-        let writing = Mutex(true)
-        let writer = Task.detached { () -> Int in
-            var counter = 0
-            while writing.withLock({ $0 }) && counter < 2_000_000 {
-                let descriptor = Self.openForAppend(logPath)
-                Self.append(descriptor, Self.lines(100, from: &counter))
-                close(descriptor)
-                try? await Task.sleep(for: .milliseconds(1))
-            }
-            return counter
+        var counter = 0
+        /// One burst of 100 lines, the file opened for it.
+        func burst() {
+            let descriptor = Self.openForAppend(logPath)
+            Self.append(descriptor, Self.lines(100, from: &counter))
+            close(descriptor)
         }
         for _ in 0..<30 {
-            try await Task.sleep(for: .milliseconds(40))
-            let done = try await DedicatedThreads.blocking.run {
-                try SpawnedProcess.runToEnd([logrotate, "-f", "-s", directory + "/logrotate.state", configuration])
+            for _ in 0..<20 { burst() }
+            // The rotation runs in its own process while the writer goes on, so that bursts meet it half way.
+            let rotated = Mutex(false)
+            let rotation = Task {
+                defer { rotated.withLock { $0 = true } }
+                return try await DedicatedThreads.blocking.run {
+                    try SpawnedProcess.runToEnd([logrotate, "-f", "-s", directory + "/logrotate.state", configuration])
+                }
             }
+            while !rotated.withLock({ $0 }) && counter < 2_000_000 {
+                burst()
+                await Task.yield()
+            }
+            let done = try await rotation.value
             #expect(done.status == 0, "logrotate failed: \(done.errorText)")
         }
-        writing.withLock { $0 = false }
-        let total = await writer.value
+        let total = counter
         await collector.waitUntilQuiet(quiet: .seconds(2), timeout: .seconds(120))
         try await agent.stop()
         try await collector.stop()

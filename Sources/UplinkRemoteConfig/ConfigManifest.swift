@@ -30,6 +30,11 @@ public struct ConfigManifest: Sendable, Equatable {
             self.sha256 = sha256
             self.size = size
         }
+
+        /// The digest and length of `bytes`.
+        public init(of bytes: [UInt8]) {
+            self.init(sha256: SHA256Digest(of: bytes), size: bytes.count)
+        }
     }
 
     /// One assigned document.

@@ -57,7 +57,7 @@ public struct EnvelopeVerifier: Sendable {
     public static func verifyContent(
         of envelope: ConfigEnvelope, document: [UInt8], named name: String
     ) -> Result<Void, Refusal> {
-        verifyContent(of: envelope, document: ConfigManifest.Blob(sha256: SHA256Digest(of: document), size: document.count), named: name)
+        verifyContent(of: envelope, document: ConfigManifest.Blob(of: document), named: name)
     }
 
     /// `verifyContent(of:document:named:)` for a document known by its digest and size (a manifest's entry, before
@@ -77,7 +77,7 @@ public struct EnvelopeVerifier: Sendable {
     public func verifySignature(
         of envelope: ConfigEnvelope, document: [UInt8], named name: String
     ) -> Result<Void, Refusal> {
-        verifySignature(of: envelope, document: ConfigManifest.Blob(sha256: SHA256Digest(of: document), size: document.count), named: name)
+        verifySignature(of: envelope, document: ConfigManifest.Blob(of: document), named: name)
     }
 
     /// `verifySignature(of:document:named:)` for a document known by its digest and size.
@@ -115,7 +115,7 @@ public struct EnvelopeVerifier: Sendable {
         seen: SeenSerial?, now: Int64, isNewApply: Bool
     ) -> Result<Void, Refusal> {
         verify(
-            envelope, document: ConfigManifest.Blob(sha256: SHA256Digest(of: document), size: document.count), named: name,
+            envelope, document: ConfigManifest.Blob(of: document), named: name,
             agentID: agentID, labels: labels, seen: seen, now: now, isNewApply: isNewApply)
     }
 

@@ -64,7 +64,7 @@ extension RemoteConfigAgent {
         guard settings.enabled else { return refused("remote_config is not enabled in the local file") }
         let now = WallClock.nowNanoseconds() / 1_000_000_000
         for document in set.documents {
-            let blob = ConfigManifest.Blob(sha256: SHA256Digest(of: document.content), size: document.content.count)
+            let blob = ConfigManifest.Blob(of: document.content)
             if let refusal = envelopeRefusal(
                 document.envelope, document: blob, named: document.name, local: local, seen: seen, now: now,
                 isNewApply: isNewApply)

@@ -23,6 +23,26 @@ public enum AgentLabels {
         }
     }
 
+    /// Why a text cannot be a label's value.
+    public enum ValueProblem: Sendable, Equatable {
+        /// Longer than `maximumValueBytes`.
+        case tooLong
+        /// Holds whitespace or control characters.
+        case whitespaceOrControl
+        /// Holds a `,`, which separates the header's labels.
+        case comma
+    }
+
+    /// Why `value` cannot be a label's value, or nil: at most `maximumValueBytes`, without whitespace, control
+    /// characters or `,`.
+    public static func valueProblem(_ value: some StringProtocol) -> ValueProblem? {
+        if value.utf8.count > maximumValueBytes { return .tooLong }
+        if value.unicodeScalars.contains(where: { $0.properties.isWhitespace || $0.properties.generalCategory == .control }) {
+            return .whitespaceOrControl
+        }
+        return value.utf8.contains(UInt8(ascii: ",")) ? .comma : nil
+    }
+
     /// The header's value: `name=value` pairs sorted by name, separated by commas.
     public static func header(_ labels: [String: String]) -> String {
         labels.sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value)" }.joined(separator: ",")

@@ -238,7 +238,7 @@ extension UplinkFile.RemoteConfigSection {
                 }
                 guard let value = decoder.string(entry.value, at: labels.path(entry.name)) else { continue }
                 // Labels travel as `Uplink-Labels: name=value,name=value`: a value cannot hold the separators.
-                if UplinkFile.AgentSection.identifierProblem(value) != nil || value.contains(",") || value.contains("=") {
+                if AgentLabels.valueProblem(value) != nil || value.contains("=") {
                     decoder.report(
                         .invalidValue, at: entry.value.mark, path: labels.path(entry.name),
                         "invalid label value '\(value)': at most 255 bytes, without whitespace, control characters, ',' or '='")

@@ -169,16 +169,16 @@ extension Collector {
                     description: "label name '\(name.prefix(AgentLabels.maximumNameBytes))' is not 1 to \(AgentLabels.maximumNameBytes) of A-Z a-z 0-9 . _ -"))
             }
             guard labels[name] == nil else { return .failure(LabelsProblem(description: "label '\(name)' is given twice")) }
-            guard value.utf8.count <= AgentLabels.maximumValueBytes else {
+            switch AgentLabels.valueProblem(value) {
+            case nil:
+                labels[name] = value
+            case .tooLong:
                 return .failure(LabelsProblem(
                     description: "the value of label '\(name)' is longer than \(AgentLabels.maximumValueBytes) bytes"))
-            }
-            guard !value.unicodeScalars.contains(where: { $0.properties.isWhitespace || $0.properties.generalCategory == .control })
-            else {
+            case .whitespaceOrControl, .comma:  // no comma gets here: the header is split at them
                 return .failure(LabelsProblem(
                     description: "the value of label '\(name)' contains whitespace or control characters"))
             }
-            labels[name] = value
         }
         return .success(labels)
     }

@@ -65,6 +65,15 @@ final class RemoteConfigService: Sendable {
         var servedRevisions: [String: [String: SHA256Digest]] = [:]
         /// Counts every change of `halts`, so that the halts file is never replaced by an older snapshot.
         var haltsVersion: UInt64 = 0
+
+        /// After a change of `halts`: what the halts file is to hold now, and its version.
+        mutating func haltsChanged() -> (RemoteConfigHaltsFile.Snapshot, UInt64) {
+            haltsVersion += 1
+            let entries = halts.keys.sorted().map { name in
+                RemoteConfigHaltsFile.Entry(rollout: name, reason: halts[name]!.reason, keep: halts[name]!.keep.sorted())
+            }
+            return (RemoteConfigHaltsFile.Snapshot(generation: set.generation, halts: entries), haltsVersion)
+        }
     }
 
     struct RequestKey: Hashable, Sendable {
@@ -162,16 +171,16 @@ final class RemoteConfigService: Sendable {
                             + "the one served (generations only grow)"
                     ]))
                 }
-                if set.generation > state.set.generation {
+                let newGeneration = set.generation > state.set.generation
+                state.set = set
+                if newGeneration {
                     // A new generation is the operator's next step: halts and failure counts start over.
                     if !state.halts.isEmpty {
                         state.halts = [:]
-                        state.haltsVersion += 1
-                        lifted = (RemoteConfigHaltsFile.Snapshot(generation: set.generation, halts: []), state.haltsVersion)
+                        lifted = state.haltsChanged()
                     }
                     state.failures = [:]
                 }
-                state.set = set
                 notifyChanged(&state)
                 return .success(set.generation)
             }
@@ -321,14 +330,7 @@ final class RemoteConfigService: Sendable {
             }
             guard !halted.isEmpty else { return (halted, nil as (RemoteConfigHaltsFile.Snapshot, UInt64)?) }
             notifyChanged(&state)
-            state.haltsVersion += 1
-            let snapshot = RemoteConfigHaltsFile.Snapshot(
-                generation: state.set.generation,
-                halts: state.halts.keys.sorted().map { name in
-                    let halt = state.halts[name]!
-                    return RemoteConfigHaltsFile.Entry(rollout: name, reason: halt.reason, keep: halt.keep.sorted())
-                })
-            return (halted, (snapshot, state.haltsVersion))
+            return (halted, state.haltsChanged())
         }
         for (name, reason) in halted {
             logger.error(

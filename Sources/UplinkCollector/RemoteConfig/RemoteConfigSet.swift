@@ -316,12 +316,17 @@ struct RemoteConfigSet: Sendable {
         _ a: AssignmentRule, _ b: AssignmentRule, documents: [String: ServedDocument]
     ) -> (String, String, String)? {
         for first in possibleDocuments(a) {
-            guard let names = documents[first]?.sourceNames, !names.isEmpty else { continue }
             for second in possibleDocuments(b) where second != first {
-                if let source = documents[second]?.sourceNames.first(where: names.contains) { return (first, second, source) }
+                if let source = sharedSource(documents[second], documents[first]) { return (first, second, source) }
             }
         }
         return nil
+    }
+
+    /// The first source of `a` that `b` defines too, or nil (also when either is missing).
+    private static func sharedSource(_ a: ServedDocument?, _ b: ServedDocument?) -> String? {
+        guard let a, let b else { return nil }
+        return a.sourceNames.first(where: b.sourceNames.contains)
     }
 
     /// Whether no agent can match both rules: both list agent globs and no glob of one can match an id that one of
@@ -412,7 +417,7 @@ struct RemoteConfigSet: Sendable {
             guard !names.contains(name) else { continue }
             // Two documents of one list are given to the same agents together: their sources must not share a name.
             if let (other, source) = names.lazy.compactMap({ other in
-                documents[other]!.sourceNames.first(where: documents[name]!.sourceNames.contains).map { (other, $0) }
+                sharedSource(documents[other], documents[name]).map { (other, $0) }
             }).first {
                 decoder.report(
                     .invalidValue, at: item.node.mark, path: item.path,

@@ -25,11 +25,15 @@ extension RemoteConfigAgent {
             return .failed
         }
         let nowMilliseconds = WallClock.nowNanoseconds() / 1_000_000
-        do {
-            let trial = RemoteConfigStore.Trial(
+        /// The trial marker of this probation; `cleanShutdown`: it ended without a verdict, to be tried again.
+        func trial(cleanShutdown: Bool = false) -> RemoteConfigStore.Trial {
+            RemoteConfigStore.Trial(
                 revision: revision, generation: set.manifest.generation, startedAtMilliseconds: nowMilliseconds,
-                serials: set.serials)
-            try await BlockingFileWork.run { [store] in try store.saveTrial(trial) }
+                cleanShutdown: cleanShutdown, serials: set.serials)
+        }
+        do {
+            let marker = trial()
+            try await BlockingFileWork.run { [store] in try store.saveTrial(marker) }
         } catch {
             // Without the marker a crash during probation would not roll back: do not start one.
             update { $0.error = "cannot write the trial marker: \(error)" }
@@ -100,12 +104,9 @@ extension RemoteConfigAgent {
             return .failed
         case .pending:
             // Stopped during the probation: inconclusive, tried again after the next start.
-            let trial = RemoteConfigStore.Trial(
-                revision: revision, generation: set.manifest.generation, startedAtMilliseconds: nowMilliseconds,
-                cleanShutdown: true, serials: set.serials)
             // Here, not on the thread pool: the task is being cancelled, and the agent is stopping anyway.
             do {
-                try store.saveTrial(trial)
+                try store.saveTrial(trial(cleanShutdown: true))
             } catch {
                 logger.warning("stopped during a probation, and cannot mark it as a clean stop: \(error)")
             }
@@ -121,9 +122,7 @@ extension RemoteConfigAgent {
                 logger.error("the remote configuration passed its probation but cannot be kept: \(error)")
                 // The marker must not say "stopped during the probation" at the next start: that would mark the set
                 // that passed as bad. Marked a clean stop, the revision is tried again after the start.
-                let inconclusive = RemoteConfigStore.Trial(
-                    revision: revision, generation: set.manifest.generation, startedAtMilliseconds: nowMilliseconds,
-                    cleanShutdown: true, serials: set.serials)
+                let inconclusive = trial(cleanShutdown: true)
                 try? await BlockingFileWork.run { [store] in try store.saveTrial(inconclusive) }
             }
             state.withLock { $0.effective = set }

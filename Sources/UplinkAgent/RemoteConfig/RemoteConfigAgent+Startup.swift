@@ -35,11 +35,14 @@ extension RemoteConfigAgent {
             if case .valid(let set) = store.lastKnownGood(), set.revision == trial.revision {
                 // Stopped after the set passed its probation and became the last-known-good, before the marker was
                 // removed (`apply`): the probation passed, so what that step had left to do is done here.
-                let signed = local.remoteConfig.requireSignature
-                switch store.seen() {
-                case .absent: try? store.saveSeen(RemoteConfigStore.Seen().recording(set, generation: trial.generation, signed: signed))
-                case .valid(let seen): try? store.saveSeen(seen.recording(set, generation: trial.generation, signed: signed))
-                case .invalid: break  // left as it is: `consider` refuses new documents until it is fixed
+                let seen: RemoteConfigStore.Seen? =
+                    switch store.seen() {
+                    case .absent: RemoteConfigStore.Seen()
+                    case .valid(let seen): seen
+                    case .invalid: nil  // left as it is: `consider` refuses new documents until it is fixed
+                    }
+                if let seen {
+                    try? store.saveSeen(seen.recording(set, generation: trial.generation, signed: local.remoteConfig.requireSignature))
                 }
             } else if !trial.cleanShutdown {
                 var bad = store.badRevisions().value ?? RemoteConfigStore.BadRevisions()

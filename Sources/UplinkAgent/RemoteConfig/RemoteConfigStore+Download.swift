@@ -121,14 +121,17 @@ extension RemoteConfigStore {
         await BlockingFileWork.run { self.pruneBlobs(keeping: blobs) }
 
         // The envelopes, each checked as it arrives, then the documents.
-        let envelopes = manifest.documents.compactMap { document in document.envelope.map { (document.name, DocumentSet.Part.envelope, $0) } }
-        let documents = manifest.documents.map { ($0.name, DocumentSet.Part.document, $0.blob) }
+        // Each with the document an envelope signs (nil for a document).
+        let envelopes = manifest.documents.compactMap { document in
+            document.envelope.map { (document.name, DocumentSet.Part.envelope, $0, Optional(document.blob)) }
+        }
+        let documents = manifest.documents.map { ($0.name, DocumentSet.Part.document, $0.blob, nil as ConfigManifest.Blob?) }
         let total = (envelopes + documents).reduce(0) { $0 + $1.2.size }
         for document in manifest.documents where document.envelope == nil {
             if let refusal = checkEnvelope(document.name, document.blob, nil) { throw .refused(refusal) }
         }
         var done = 0
-        for (name, part, blob) in envelopes + documents {
+        for (name, part, blob, signedDocument) in envelopes + documents {
             let digest = blob.sha256
             let size = blob.size
             let before = done
@@ -162,11 +165,11 @@ extension RemoteConfigStore {
                 throw .blob(name: name, part: part, failure)
             }
             done += size
-            guard part == .envelope, let document = manifest.documents.first(where: { $0.name == name }) else { continue }
+            guard let signedDocument else { continue }
             let envelope = await BlockingFileWork.run { self.readBlob(digest, size: size) }
             switch envelope {
             case .valid(let bytes):
-                if let refusal = checkEnvelope(name, document.blob, bytes) { throw .refused(refusal) }
+                if let refusal = checkEnvelope(name, signedDocument, bytes) { throw .refused(refusal) }
             case .absent, .invalid:
                 // Gone or changed on disk since it was fetched: the set is read back below and found so.
                 break

@@ -218,22 +218,45 @@ struct TailEndToEndTests {
         #expect(stored.count == counter && Set(stored) == Set(0..<counter), "\(stored.count) of \(counter) lines, each once")
     }
 
+    /// The Debian `logrotate` in a temporary directory, set up to rotate its `app.log` (`rotate 1000`, `nocompress`,
+    /// `nodateext`) the way `mode` says: `copytruncate` or `create`. nil, with a message, when it is not installed.
+    struct Logrotate {
+        let executable: String
+        let directory: String
+        let logPath: String
+        let configuration: String
+
+        init?(mode: String, name: String) throws {
+            guard let executable = ["/usr/sbin/logrotate", "/sbin/logrotate", "/usr/bin/logrotate"].first(where: {
+                FileManager.default.isExecutableFile(atPath: $0)
+            }) else {
+                print("logrotate is not installed (Debian: apt-get install logrotate); skipping the real-logrotate test")
+                return nil
+            }
+            self.executable = executable
+            directory = try Harness.temporaryDirectory(name)
+            logPath = directory + "/app.log"
+            configuration = directory + "/logrotate.conf"
+            try "\(logPath) {\n    \(mode)\n    rotate 1000\n    nocompress\n    nodateext\n    missingok\n}\n"
+                .write(toFile: configuration, atomically: true, encoding: .utf8)
+        }
+
+        /// One forced rotation, in its own process (on a thread of its own: it blocks).
+        func rotate() async throws -> SpawnedProcess.Completed {
+            try await DedicatedThreads.blocking.run { [executable, directory, configuration] in
+                try SpawnedProcess.runToEnd([executable, "-f", "-s", directory + "/logrotate.state", configuration])
+            }
+        }
+    }
+
     /// With `paths: [app.log*]` the copies logrotate leaves (`app.log.1`, shifted to `app.log.2`, … on each rotation)
     /// are followed too: each must continue the incarnation already read from `app.log`, not be read again from 0.
     @Test(
         "Real logrotate with copytruncate, 30 rotations under a busy writer: every line on disk (in a copy or the live file) arrives exactly once",
         arguments: ["app.log", "app.log*"])
     func realLogrotateCopyTruncate(pattern: String) async throws {
-        guard let logrotate = ["/usr/sbin/logrotate", "/sbin/logrotate", "/usr/bin/logrotate"].first(where: {
-            FileManager.default.isExecutableFile(atPath: $0)
-        }) else {
-            return print("logrotate is not installed (Debian: apt-get install logrotate); skipping the real-logrotate test")
-        }
-        let directory = try Harness.temporaryDirectory("tail-logrotate")
-        let logPath = directory + "/app.log"
-        let configuration = directory + "/logrotate.conf"
-        try "\(logPath) {\n    copytruncate\n    rotate 1000\n    nocompress\n    nodateext\n    missingok\n}\n"
-            .write(toFile: configuration, atomically: true, encoding: .utf8)
+        guard let logrotate = try Logrotate(mode: "copytruncate", name: "tail-logrotate") else { return }
+        let (directory, logPath) = (logrotate.directory, logrotate.logPath)
         let collector = try await InProcessCollector(name: "tail-logrotate")
         let agent = RunningAgent(
             url: collector.url, sources: [Self.tailSource([directory + "/" + pattern])], stateDirectory: directory + "/state")
@@ -260,9 +283,7 @@ struct TailEndToEndTests {
         }
         for _ in 0..<30 {
             try await Task.sleep(for: .milliseconds(40))
-            let done = try await DedicatedThreads.blocking.run {
-                try SpawnedProcess.runToEnd([logrotate, "-f", "-s", directory + "/logrotate.state", configuration])
-            }
+            let done = try await logrotate.rotate()
             #expect(done.status == 0, "logrotate failed: \(done.errorText)")
         }
         writing.withLock { $0 = false }
@@ -335,16 +356,8 @@ struct TailEndToEndTests {
     /// `paths: [app.log*]` every line is on disk in some followed file, so every one must arrive, once.
     @Test("Real logrotate rename-and-create, 30 rotations under a busy writer that reopens: every line arrives exactly once")
     func realLogrotateCreate() async throws {
-        guard let logrotate = ["/usr/sbin/logrotate", "/sbin/logrotate", "/usr/bin/logrotate"].first(where: {
-            FileManager.default.isExecutableFile(atPath: $0)
-        }) else {
-            return print("logrotate is not installed (Debian: apt-get install logrotate); skipping the real-logrotate test")
-        }
-        let directory = try Harness.temporaryDirectory("tail-logrotate-create")
-        let logPath = directory + "/app.log"
-        let configuration = directory + "/logrotate.conf"
-        try "\(logPath) {\n    create\n    rotate 1000\n    nocompress\n    nodateext\n    missingok\n}\n"
-            .write(toFile: configuration, atomically: true, encoding: .utf8)
+        guard let logrotate = try Logrotate(mode: "create", name: "tail-logrotate-create") else { return }
+        let (directory, logPath) = (logrotate.directory, logrotate.logPath)
         let collector = try await InProcessCollector(name: "tail-logrotate-create")
         let agent = RunningAgent(
             url: collector.url, sources: [Self.tailSource([directory + "/app.log*"])], stateDirectory: directory + "/state")
@@ -361,9 +374,7 @@ struct TailEndToEndTests {
             let rotated = Mutex(false)
             let rotation = Task {
                 defer { rotated.withLock { $0 = true } }
-                return try await DedicatedThreads.blocking.run {
-                    try SpawnedProcess.runToEnd([logrotate, "-f", "-s", directory + "/logrotate.state", configuration])
-                }
+                return try await logrotate.rotate()
             }
             while !rotated.withLock({ $0 }) && counter < 2_000_000 {
                 burst()

@@ -20,7 +20,8 @@ public struct SourceID: Hashable, Sendable {
 /// oldest frames (sent or not) or refuses the new one; every drop is counted per source. Frames appended with
 /// `appendWaitingForSpace` (sources whose data is durable elsewhere, such as log tailers that checkpoint on
 /// acknowledgement) are never dropped to make room: when one of them is the oldest frame, an append that would
-/// have to drop it is refused instead (counted as `droppedNewest`).
+/// have to drop it is refused instead (counted as `droppedNewest`). Appends that wait for room take turns, in the
+/// order they began to wait; appends that never wait are not held back by them.
 ///
 /// Memory follows the backlog: pages of the storage cost memory only from their first write, and the chunks that
 /// acknowledged frames leave behind are given back to the system (see `RingMemory`).
@@ -101,11 +102,13 @@ public final class RecordRing: Sendable {
     /// Appends one frame and returns its sequence number, or why it was not stored. Never blocks beyond the lock.
     @discardableResult
     public func append(_ frame: UnsafeRawBufferPointer, source: SourceID) -> AppendOutcome {
-        let (outcome, waiter) = state.withLock { state in
+        let (outcome, waiter, granted) = state.withLock { state in
             let outcome = appendLocked(frame, source: source, state: &state, mayDrop: true, kept: false)
-            return (outcome, takeDataWaiter(outcome, &state))
+            // Dropping larger old frames to fit this one may have freed room enough for a waiting append.
+            return (outcome, takeDataWaiter(outcome, &state), state.spaceWaiters.isEmpty ? [] : grantSpaceLocked(&state))
         }
         waiter?()
+        for waiting in granted { waiting.continuation.resume(returning: true) }
         return outcome
     }
 
@@ -115,69 +118,86 @@ public final class RecordRing: Sendable {
         frame.withUnsafeBytes { append($0, source: source) }
     }
 
-    /// Appends one frame, waiting (without dropping anything) until the ring has room for it.
-    /// Returns `.rejectedOversize` at once for a frame larger than the ring. Cancellation ends the wait and
-    /// returns `.droppedNewest`, counted as such.
+    /// Appends one frame, waiting (without dropping anything) until the ring has room for it, in turn with other
+    /// appends waiting for room (see `appendWaitingForSpace(frames:ends:source:)`). Returns `.rejectedOversize` at
+    /// once for a frame larger than the ring. Cancellation ends the wait and returns `.droppedNewest`, counted as such.
     public func appendWaitingForSpace(_ frame: [UInt8], source: SourceID) async -> AppendOutcome {
-        let needed = Self.frameHeaderBytes + frame.count
-        while true {
-            let attempt: (AppendOutcome?, (@Sendable () -> Void)?) = state.withLock { state in
-                if needed > capacity || state.used + needed <= capacity {
-                    let outcome = frame.withUnsafeBytes {
-                        appendLocked($0, source: source, state: &state, mayDrop: false, kept: true)
-                    }
-                    return (outcome, takeDataWaiter(outcome, &state))
-                }
-                if Task.isCancelled {
-                    state.sources[Int(source.rawValue)].droppedNewest += 1
-                    return (.droppedNewest, nil)
-                }
-                return (nil, nil)
-            }
-            if let outcome = attempt.0 {
-                attempt.1?()
-                return outcome
-            }
-            await waitForSpace(needed)
-        }
+        await appendWaitingForSpace(frames: frame, ends: [frame.count], source: source)[0]
     }
 
     /// Appends frames stored back to back in `frames` (frame `i` ends at `ends[i]`), in order, waiting (without
     /// dropping anything) whenever the ring has no room for the next one. Takes the lock once per run of frames
     /// that fit, not once per frame. Returns one outcome per frame: `.rejectedOversize` for a frame larger than
     /// the ring; after cancellation the frames not yet stored are `.droppedNewest`, counted as such.
+    ///
+    /// Appends that wait take turns: room that acknowledgements free goes to the waiting appends in the order they
+    /// began to wait (it is set aside for each one's next frame, so nothing that comes later takes it first), and
+    /// while others wait an append goes on for at most `fairShareBytes` before it queues again behind them. So a
+    /// busy source cannot keep a quiet one out of a full ring.
     public func appendWaitingForSpace(frames: [UInt8], ends: [Int], source: SourceID) async -> [AppendOutcome] {
         var outcomes: [AppendOutcome] = []
         outcomes.reserveCapacity(ends.count)
+        var granted = false
         while outcomes.count < ends.count {
-            let (waiter, blockedNeed) = frames.withUnsafeBytes { bytes in
-                state.withLock { state -> ((@Sendable () -> Void)?, Int?) in
+            let (dataWaiter, blocked, woken) = frames.withUnsafeBytes { bytes in
+                state.withLock { state -> ((@Sendable () -> Void)?, (needed: Int, ahead: Bool)?, [SpaceWaiter]) in
                     var appendedAny = false
+                    var blocked: (needed: Int, ahead: Bool)?
+                    var taken = 0
                     while outcomes.count < ends.count {
                         let index = outcomes.count
                         let start = index == 0 ? 0 : ends[index - 1]
                         let frame = UnsafeRawBufferPointer(rebasing: bytes[start..<ends[index]])
                         let needed = Self.frameHeaderBytes + frame.count
-                        if needed <= capacity && state.used + needed > capacity {
+                        // Room set aside for this frame when it was granted: it is this append's own again.
+                        let ownGrant = granted
+                        if granted {
+                            state.reservedForWaiters -= needed
+                            granted = false
+                        }
+                        if needed <= capacity && !mayTake(needed, granted: ownGrant, takenSinceWait: taken, state) {
                             if Task.isCancelled {
                                 let remaining = ends.count - outcomes.count
                                 state.sources[Int(source.rawValue)].droppedNewest += remaining
                                 outcomes.append(contentsOf: repeatElement(.droppedNewest, count: remaining))
                                 break
                             }
-                            return (appendedAny ? takeDataWaiter(.appended(sequence: 0), &state) : nil, needed)
+                            // A granted frame that no longer fits (an append that never waits took the room) keeps
+                            // its place at the head of the queue.
+                            blocked = (needed, ownGrant)
+                            break
                         }
                         let outcome = appendLocked(frame, source: source, state: &state, mayDrop: false, kept: true)
-                        if case .appended = outcome { appendedAny = true }
+                        if case .appended = outcome {
+                            appendedAny = true
+                            taken += needed
+                        }
                         outcomes.append(outcome)
                     }
-                    return (appendedAny ? takeDataWaiter(.appended(sequence: 0), &state) : nil, nil)
+                    let dataWaiter = appendedAny ? takeDataWaiter(.appended(sequence: 0), &state) : nil
+                    // Room this append leaves, or a grant it gave back, may let waiting appends in.
+                    return (dataWaiter, blocked, grantSpaceLocked(&state))
                 }
             }
-            waiter?()
-            if let blockedNeed { await waitForSpace(blockedNeed) }
+            dataWaiter?()
+            for waiter in woken { waiter.continuation.resume(returning: true) }
+            if let blocked { granted = await waitForSpace(blocked.needed, ahead: blocked.ahead) }
         }
         return outcomes
+    }
+
+    /// While other appends wait for room, how many bytes an append that got in may go on taking before it queues
+    /// behind them again: a sixteenth of the ring (at least one frame, which every turn takes).
+    var fairShareBytes: Int { capacity / 16 }
+
+    /// Whether an append that waits for space may take `needed` bytes now: they fit beside the room set aside for
+    /// granted waiters, and the append does not pass appends queued before it, except that one that has taken fewer
+    /// than `fairShareBytes` since it last waited may finish its share. A granted frame only has to fit.
+    private func mayTake(_ needed: Int, granted: Bool, takenSinceWait: Int, _ state: State) -> Bool {
+        guard state.used + state.reservedForWaiters + needed <= capacity else { return false }
+        if granted { return true }
+        let othersWaiting = !state.spaceWaiters.isEmpty || state.reservedForWaiters > 0
+        return !othersWaiting || (takenSinceWait > 0 && takenSinceWait < fairShareBytes)
     }
 
     private func takeDataWaiter(_ outcome: AppendOutcome, _ state: inout State) -> (@Sendable () -> Void)? {
@@ -378,6 +398,11 @@ public final class RecordRing: Sendable {
         }
     }
 
+    /// How many appends are waiting for room now (queued, not yet granted it).
+    var waitingForSpace: Int {
+        state.withLock { $0.spaceWaiters.count }
+    }
+
     /// Forgets a handler stored by `notifyWhenDataAvailable`.
     public func cancelDataNotification() {
         state.withLock { $0.dataWaiter = nil }
@@ -401,9 +426,9 @@ public final class RecordRing: Sendable {
                 state.disk?.release(through: state.acknowledged)
                 if state.sendSequence <= sequence { moveSendCursorLocked(to: sequence &+ 1, &state) }
             }
-            return (takeSatisfiedSpaceWaiters(&state), state.acknowledged)
+            return (grantSpaceLocked(&state), state.acknowledged)
         }
-        for waiter in spaceWaiters { waiter.continuation.resume() }
+        for waiter in spaceWaiters { waiter.continuation.resume(returning: true) }
         acknowledgements.advance(to: acknowledged)
     }
 
@@ -499,37 +524,45 @@ public final class RecordRing: Sendable {
 
     // MARK: Waiting for space
 
-    private func waitForSpace(_ needed: Int) async {
+    /// Queues for `needed` bytes (at the back, or at the head when `ahead`: a granted frame that lost its room) and
+    /// returns once they are granted (true: set aside in `reservedForWaiters` for this append) or the task is
+    /// cancelled (false).
+    private func waitForSpace(_ needed: Int, ahead: Bool) async -> Bool {
         let id = WaiterID.next()
-        await withTaskCancellationHandler {
-            await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
-                let resumeNow = state.withLock { state -> Bool in
-                    if state.used + needed <= capacity || Task.isCancelled { return true }
-                    state.spaceWaiters.append(SpaceWaiter(id: id, needed: needed, continuation: continuation))
-                    return false
+        return await withTaskCancellationHandler {
+            await withCheckedContinuation { (continuation: CheckedContinuation<Bool, Never>) in
+                let (cancelled, granted) = state.withLock { state -> (Bool, [SpaceWaiter]) in
+                    if Task.isCancelled { return (true, []) }
+                    let waiter = SpaceWaiter(id: id, needed: needed, continuation: continuation)
+                    if ahead { state.spaceWaiters.prepend(waiter) } else { state.spaceWaiters.append(waiter) }
+                    return (false, grantSpaceLocked(&state))
                 }
-                if resumeNow { continuation.resume() }
+                if cancelled { continuation.resume(returning: false) }
+                for waiter in granted { waiter.continuation.resume(returning: true) }
             }
         } onCancel: {
-            let waiter = state.withLock { state -> SpaceWaiter? in
-                guard let index = state.spaceWaiters.firstIndex(where: { $0.id == id }) else { return nil }
-                return state.spaceWaiters.remove(at: index)
+            let (cancelled, granted) = state.withLock { state -> (SpaceWaiter?, [SpaceWaiter]) in
+                guard let index = state.spaceWaiters.firstIndex(where: { $0.id == id }) else { return (nil, []) }
+                let cancelled = state.spaceWaiters.remove(at: index)
+                // It may have been the head that nothing behind it could pass.
+                return (cancelled, grantSpaceLocked(&state))
             }
-            waiter?.continuation.resume()
+            cancelled?.continuation.resume(returning: false)
+            for waiter in granted { waiter.continuation.resume(returning: true) }
         }
     }
 
-    private func takeSatisfiedSpaceWaiters(_ state: inout State) -> [SpaceWaiter] {
-        guard !state.spaceWaiters.isEmpty else { return [] }
-        // Wake every waiter that would fit on its own; they race for the space and re-check under the lock.
-        let free = capacity - state.used
-        var woken: [SpaceWaiter] = []
-        state.spaceWaiters.removeAll { waiter in
-            guard waiter.needed <= free else { return false }
-            woken.append(waiter)
-            return true
+    /// Takes waiting appends from the head of the queue, in order, while the next one's frame fits beside the room
+    /// already set aside, and sets its room aside (`reservedForWaiters`). The head is never passed, so a large frame
+    /// is not kept out by small ones behind it. The caller resumes them outside the lock.
+    private func grantSpaceLocked(_ state: inout State) -> [SpaceWaiter] {
+        var granted: [SpaceWaiter] = []
+        while let head = state.spaceWaiters.first, state.used + state.reservedForWaiters + head.needed <= capacity {
+            state.spaceWaiters.removeFirst()
+            state.reservedForWaiters += head.needed
+            granted.append(head)
         }
-        return woken
+        return granted
     }
 
     // MARK: Storage access (callers hold the lock)
@@ -586,7 +619,10 @@ extension RecordRing {
         var acknowledged: UInt64 = 0
         var sources: [SourceCounters] = []
         var dataWaiter: (@Sendable () -> Void)?
-        var spaceWaiters: [SpaceWaiter] = []
+        /// Appends waiting for room, in the order they queued.
+        var spaceWaiters: Deque<SpaceWaiter> = []
+        /// Room set aside for waiting appends that were granted it and have not taken it yet.
+        var reservedForWaiters = 0
         var sendMarks = SendMarks()
     }
 
@@ -636,7 +672,8 @@ extension RecordRing {
     struct SpaceWaiter {
         let id: UInt64
         let needed: Int
-        let continuation: CheckedContinuation<Void, Never>
+        /// Resumed with whether the room was granted (false: the task was cancelled).
+        let continuation: CheckedContinuation<Bool, Never>
     }
 
     fileprivate enum WaiterID {

@@ -1,6 +1,9 @@
+import Foundation
 import Testing
-import UplinkCore
 import UplinkTestSupport
+
+// `RecordRing.waitingForSpace`: when an append is queued.
+@testable import UplinkCore
 
 /// `notifyWhenDataAvailable` and `appendWaitingForSpace`.
 extension RecordRingTests {
@@ -193,6 +196,93 @@ extension RecordRingTests {
         #expect(statistics.retainedFrames == 2)
     }
 
+    @Test(.timeLimit(.minutes(2)))
+    func roomFreedForAWaitingAppendIsNotTakenByOneThatComesLater() async {
+        let ring = RecordRing(capacity: 64)
+        let source = ring.registerSource("s")
+        ring.append(pattern(0, count: 24), source: source)
+        ring.append(pattern(1, count: 24), source: source)
+        let gate = GatedExecutor()
+        let first = Task(executorPreference: gate) { await ring.appendWaitingForSpace(pattern(2, count: 24), source: source) }
+        #expect(await eventually { ring.waitingForSpace == 1 })
+        // Room for one frame comes while the waiting append cannot run yet, and another append asks for it at once.
+        gate.hold()
+        ring.acknowledge(through: 1)
+        let later = Task { await ring.appendWaitingForSpace(pattern(3, count: 24), source: source) }
+        #expect(await eventually { ring.waitingForSpace == 1 || ring.statistics().nextToWrite == 4 })
+        #expect(ring.statistics().nextToWrite == 3, "the room was set aside for the append that waited")
+        gate.open()
+        #expect(await eventually { ring.statistics().nextToWrite == 4 })
+        ring.acknowledge(through: 2)
+        #expect(await first.value == .appended(sequence: 3))
+        #expect(await later.value == .appended(sequence: 4))
+    }
+
+    /// A large frame at the head of the queue is not passed by smaller ones behind it (it would never get in while they
+    /// keep coming); cancelled, it lets them in at once.
+    @Test(.timeLimit(.minutes(2)))
+    func theHeadOfTheQueueIsNotPassedAndItsCancellationLetsTheNextIn() async {
+        let ring = RecordRing(capacity: 64)
+        let source = ring.registerSource("s")
+        ring.append(pattern(0, count: 24), source: source)
+        ring.append(pattern(1, count: 24), source: source)
+        let large = Task { await ring.appendWaitingForSpace(pattern(2, count: 56), source: source) }  // the whole ring
+        #expect(await eventually { ring.waitingForSpace == 1 })
+        let small = Task { await ring.appendWaitingForSpace(pattern(3, count: 24), source: source) }
+        #expect(await eventually { ring.waitingForSpace == 2 })
+        ring.acknowledge(through: 1)  // room for the small frame, not for the large one ahead of it
+        for _ in 0..<100 { await Task.yield() }
+        #expect(ring.waitingForSpace == 2 && ring.statistics().nextToWrite == 3, "nothing passed the head")
+        large.cancel()
+        #expect(await large.value == .droppedNewest)
+        #expect(await small.value == .appended(sequence: 3))
+    }
+
+    /// A busy source with a long backlog and a quiet one with a few lines, both waiting on a full ring: as room
+    /// comes, one frame at a time, they take turns; the quiet one is not held back until the busy one's backlog is in.
+    @Test(.timeLimit(.minutes(2)))
+    func appendsWaitingOnAFullRingTakeTurns() async {
+        let ring = RecordRing(capacity: 320)  // ten 24-byte frames (32 with their headers); a fair share is 20 bytes
+        let busy = ring.registerSource("busy")
+        let quiet = ring.registerSource("quiet")
+        let busyFrame = [UInt8](repeating: 0xB, count: 24)
+        let quietFrame = [UInt8](repeating: 0x9, count: 24)
+        for _ in 0..<10 { ring.append(busyFrame, source: busy) }
+        let backlog = Task {
+            await ring.appendWaitingForSpace(
+                frames: Array((0..<40).map { _ in busyFrame }.joined()), ends: (1...40).map { $0 * 24 }, source: busy)
+        }
+        #expect(await eventually { ring.waitingForSpace == 1 })
+        let few = Task {
+            await ring.appendWaitingForSpace(
+                frames: Array((0..<4).map { _ in quietFrame }.joined()), ends: (1...4).map { $0 * 24 }, source: quiet)
+        }
+        #expect(await eventually { ring.waitingForSpace == 2 })
+        _ = readUnsent(ring)
+
+        var order: [String] = []
+        for acknowledged in UInt64(1)...8 {
+            ring.acknowledge(through: acknowledged)
+            let appended = await eventually(timeout: .seconds(10)) { ring.statistics().nextToWrite == 11 + acknowledged }
+            // The one that got in queues again; the quiet one, done after its fourth frame, does not.
+            let queued = await eventually(timeout: .seconds(10)) { ring.waitingForSpace == (acknowledged < 8 ? 2 : 1) }
+            guard appended, queued else {
+                Issue.record("after acknowledging \(acknowledged): \(ring.statistics()), \(ring.waitingForSpace) waiting")
+                break
+            }
+            for frame in readUnsent(ring) { order.append(frame.bytes == quietFrame ? "quiet" : "busy") }
+        }
+        #expect(order == ["busy", "quiet", "busy", "quiet", "busy", "quiet", "busy", "quiet"])
+        let quietSequences: [UInt64] = [12, 14, 16, 18]
+        few.cancel()  // done by now; if not, the rest is refused instead of waiting for acknowledgements that never come
+        #expect(await few.value == quietSequences.map { AppendOutcome.appended(sequence: $0) })
+        backlog.cancel()
+        let outcomes = await backlog.value
+        let busySequences: [UInt64] = [11, 13, 15, 17]
+        #expect(Array(outcomes.prefix(4)) == busySequences.map { AppendOutcome.appended(sequence: $0) })
+        #expect(outcomes.count == 40 && outcomes.dropFirst(4).allSatisfy { $0 == .droppedNewest }, "the rest of the backlog, cancelled")
+    }
+
     @Test func cancellingAWaitingAppendReturnsDroppedNewest() async {
         let ring = RecordRing(capacity: 64)
         let source = ring.registerSource("s")
@@ -296,5 +386,48 @@ struct RecordRingKeptFrameTests {
         let cancelled = Task { await ring.waitForAcknowledgement(after: 100) }
         cancelled.cancel()
         #expect(await cancelled.value == 5)
+    }
+}
+
+/// Runs its jobs in order on a thread of its own, except while held: then they wait until `open()`. Lets a test keep a
+/// task from running at a point it chooses.
+final class GatedExecutor: TaskExecutor, @unchecked Sendable {
+    // Guarded by `condition`.
+    private let condition = NSCondition()
+    private var jobs: [UnownedJob] = []
+    private var held = false
+
+    init() {
+        Thread { [self] in runJobs() }.start()
+    }
+
+    func enqueue(_ job: consuming ExecutorJob) {
+        let job = UnownedJob(job)
+        condition.withLock {
+            jobs.append(job)
+            condition.signal()
+        }
+    }
+
+    func hold() {
+        condition.withLock { held = true }
+    }
+
+    func open() {
+        condition.withLock {
+            held = false
+            condition.signal()
+        }
+    }
+
+    private func runJobs() -> Never {
+        let executor = asUnownedTaskExecutor()
+        while true {
+            let job = condition.withLock {
+                while jobs.isEmpty || held { condition.wait() }
+                return jobs.removeFirst()
+            }
+            job.runSynchronously(on: executor)
+        }
     }
 }

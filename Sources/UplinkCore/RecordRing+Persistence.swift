@@ -77,6 +77,19 @@ extension RecordRing {
         return false
     }
 
+    /// Up to `maxBytes` leading bytes of the oldest unacknowledged frame when the ring moved it to disk (it is older
+    /// than every frame in memory); nil when memory holds the oldest one, or the disk cannot deliver it.
+    func oldestDiskFramePrefixLocked(maxBytes: Int, _ state: inout State) -> [UInt8]? {
+        let oldestUnacknowledged = state.acknowledged &+ 1
+        guard state.disk != nil, oldestUnacknowledged < state.headSequence, state.disk!.hasData(above: state.acknowledged)
+        else { return nil }
+        var prefix: [UInt8]?
+        _ = state.disk!.read(from: oldestUnacknowledged, below: state.headSequence, maxBytes: 0, mayExceed: true) { _, frame in
+            prefix = Array(frame.prefix(maxBytes))
+        }
+        return prefix
+    }
+
     /// Puts the send cursor at `target` (at most the oldest frame in memory), with a disk.
     func moveSendCursorLocked(to target: UInt64, _ state: inout State) {
         state.sendSequence = min(max(target, 1), state.headSequence)

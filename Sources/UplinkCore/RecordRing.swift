@@ -354,13 +354,14 @@ public final class RecordRing: Sendable {
         }
     }
 
-    /// Up to `maxBytes` leading bytes of the oldest frame held in memory, or nil when memory holds none. That frame
-    /// is the oldest unacknowledged one, unless older frames were moved to the persistent buffer's disk.
+    /// Up to `maxBytes` leading bytes of the oldest unacknowledged frame: the oldest in memory or, when the ring moved
+    /// older ones to the persistent buffer's disk, the oldest of those. Nil when the ring holds none.
     public func oldestFramePrefix(maxBytes: Int) -> [UInt8]? {
         state.withLock { oldestFramePrefixLocked(&$0, maxBytes: maxBytes) }
     }
 
     private func oldestFramePrefixLocked(_ state: inout State, maxBytes: Int) -> [UInt8]? {
+        if let prefix = oldestDiskFramePrefixLocked(maxBytes: maxBytes, &state) { return prefix }
         guard state.headSequence < state.nextSequence, state.used > 0 else { return nil }
         let (length, _) = header(at: state.head)
         let count = min(length, maxBytes)
@@ -485,8 +486,8 @@ public final class RecordRing: Sendable {
     // MARK: Observation
 
     /// A consistent snapshot of the cursors and counters; with `oldestPrefixBytes` > 0 it also holds that many
-    /// leading bytes of the oldest frame in memory (`oldestFramePrefix`), read under the same lock, so that
-    /// `retainedFrames > 0` always comes with the frame it counts.
+    /// leading bytes of the oldest unacknowledged frame (`oldestFramePrefix`), read under the same lock, so that
+    /// `retainedFrames > 0` always comes with a frame.
     public func statistics(oldestPrefixBytes: Int = 0) -> RingStatistics {
         state.withLock { state in
             RingStatistics(
@@ -706,8 +707,8 @@ public struct RingStatistics: Sendable, Equatable {
     public var oldestRetained: UInt64
     public var nextToSend: UInt64
     public var nextToWrite: UInt64
-    /// The leading bytes of the oldest frame in memory, when `statistics(oldestPrefixBytes:)` asked for them and
-    /// memory holds a frame.
+    /// The leading bytes of the oldest unacknowledged frame (in memory, or on the persistent buffer's disk when the
+    /// ring moved it there), when `statistics(oldestPrefixBytes:)` asked for them and the ring holds a frame.
     public var oldestFramePrefix: [UInt8]?
     public var sources: [SourceCounts]
 

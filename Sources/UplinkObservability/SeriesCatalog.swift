@@ -46,9 +46,8 @@ public enum SeriesCatalog {
         .init("uplink_ring_unsent_frames", .gauge, "Frames not yet written to the stream."),
         .init(
             "uplink_oldest_unacknowledged_age_seconds", .gauge,
-            "Age of the oldest record held and not yet acknowledged, from the record's own timestamp; 0 when nothing "
-                + "waits. With buffer.persist, records moved to disk are older than this. Alert on it: it is how far "
-                + "behind the collector is."),
+            "Age of the oldest record held and not yet acknowledged, in memory or (buffer.persist) moved to disk, from "
+                + "the record's own timestamp; 0 when nothing waits. Alert on it: it is how far behind the collector is."),
         .init(
             "uplink_unacknowledged_sent_frames", .gauge,
             "Frames written to the stream and not yet acknowledged: the ack lag."),

@@ -69,6 +69,32 @@ struct PersistentBufferTests {
         #expect(ring.isEmpty)
     }
 
+    /// The age a status shows is read from the oldest frame's prefix: once the ring moved the oldest unacknowledged
+    /// frames to disk, that is the oldest on disk, not the oldest in memory.
+    @Test("The oldest unacknowledged frame is found on disk when the ring moved it there", arguments: [
+        PersistentBufferSettings.Mode.spill, .always,
+    ])
+    func oldestFrameOnDisk(mode: PersistentBufferSettings.Mode) throws {
+        let path = try directory("oldest-\(mode)")
+        let ring = try open(path, mode: mode)
+        let source = ring.registerSource("s")
+        for index in 0..<200 { ring.append(pattern(index, count: 100), source: source) }
+        let inMemory = ring.statistics().oldestRetained
+        #expect(inMemory > 1, "the 4 KiB ring moved its oldest frames to disk")
+        #expect(ring.oldestFramePrefix(maxBytes: 8) == Array(pattern(0, count: 100).prefix(8)))
+        #expect(ring.statistics(oldestPrefixBytes: 8).oldestFramePrefix == Array(pattern(0, count: 100).prefix(8)))
+        // Acknowledged part way into the frames on disk: the next one after the acknowledgement.
+        ring.acknowledge(through: 10)
+        #expect(ring.oldestFramePrefix(maxBytes: 100) == pattern(10, count: 100))
+        // Everything on disk acknowledged: the oldest in memory.
+        ring.acknowledge(through: inMemory - 1)
+        #expect(ring.oldestFramePrefix(maxBytes: 100) == pattern(Int(inMemory) - 1, count: 100))
+        // Reading the oldest for a status does not disturb sending: every unacknowledged frame goes out, in order.
+        #expect(drain(ring).map(\.sequence) == Array(inMemory...200))
+        ring.acknowledge(through: 200)
+        #expect(ring.oldestFramePrefix(maxBytes: 8) == nil)
+    }
+
     @Test("A clean restart keeps the epoch and numbering and sends what was unacknowledged")
     func cleanRestartContinuesTheStream() throws {
         let path = try directory("restart")

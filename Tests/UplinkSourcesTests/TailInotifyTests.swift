@@ -68,6 +68,48 @@ struct TailInotifyTests {
         await inotify.stop()
     }
 
+    @Test(
+        "while the reader waits idle, each report leaves the channel armed and every write is reported without arming",
+        arguments: Watched.allCases)
+    func idleReaderKeepsTheChannelArmed(watched: Watched) async throws {
+        let directory = try TailTemporaryDirectory()
+        defer { directory.remove() }
+        let path = directory.file("app.log")
+        let writer = TailTestWriter(path)
+        let clock = ManualTickClock()
+        let wakeup = SourceWakeup(clock: clock)
+        let inotify = try TailInotify.make(opener: TailOpener(), wakeup: wakeup, eventLoop: nil).get()
+        let reading = try SourceFiles.openForReading(path).get()
+        defer { SourceFiles.closeDescriptor(reading) }
+        switch watched {
+        case .openFile:
+            _ = try inotify.watchModifications(of: reading).get()
+        case .parkedByName:
+            #expect(inotify.watch(directories: [directory.path]) == nil)
+            inotify.setParked(path, true)
+        }
+
+        inotify.arm()
+        inotify.setReaderWaitingIdle(true)
+        for line in 0..<100 {
+            writer.write("line \(line)\n")
+            let woken = await Self.nextWakeup(wakeup, clock: clock)
+            #expect(woken, "line \(line)'s write was reported")
+            guard woken else { break }
+            #expect(inotify.isArmed, "line \(line): the channel stays armed for the idle reader")
+            if watched == .parkedByName {
+                let modified = inotify.takeModifiedParked()
+                #expect(modified.paths == [path] && !modified.lost, "line \(line): \(modified)")
+            }
+        }
+        // A reader that is busy (or lingers) is not woken for every write: the next report disarms the channel.
+        inotify.setReaderWaitingIdle(false)
+        writer.write("busy\n")
+        #expect(await Self.nextWakeup(wakeup, clock: clock))
+        #expect(await eventually { !inotify.isArmed })
+        await inotify.stop()
+    }
+
     @Test("stop closes the channels, never the instances' own descriptors: nothing is closed twice")
     func stopClosesOnlyTheChannels() async throws {
         let directory = try TailTemporaryDirectory()

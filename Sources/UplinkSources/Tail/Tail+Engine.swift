@@ -181,7 +181,9 @@ final class TailEngine {
                 continue
             }
             inotify?.arm()
+            if linger == .zero { inotify?.setReaderWaitingIdle(true) }
             await wakeup.wait(until: idleDeadline())
+            inotify?.setReaderWaitingIdle(false)
             if linger > .zero {
                 // `uplink.linger`: what arrives within the budget is read, encoded and sent in one pass. Only after an
                 // idle wait: a backlog (`more`) is read at once, so bulk throughput does not depend on it.

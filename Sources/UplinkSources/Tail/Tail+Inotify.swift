@@ -26,6 +26,9 @@ import Musl
 /// (`autoRead` off): a report that concerns the reader leaves it without a pending read (NIO stops polling it), and
 /// the reader arms it with `arm()` (one `channel.read()`) before it goes idle. NIO polls channels level-triggered, so
 /// a write that lands after the report was read and before the next `arm()` is reported as soon as it is armed.
+/// While the reader waits idle with nothing to delay its next read (`uplink.linger` 0: `setReaderWaitingIdle`), a
+/// report keeps the channel armed instead: the reader would arm it again right after its read anyway, and staying armed
+/// spares NIO two `epoll_ctl`s per wake-up.
 /// Modifications of files that are neither open nor parked are read and dropped without waking the reader.
 ///
 /// Starting costs no wait: `make` creates the instances at once (the engine adds its watches and looks at the paths
@@ -80,6 +83,8 @@ final class TailInotify: Sendable {
     /// The modification channel has no read pending: it reported something to the reader (or was just made), and
     /// the next `arm()` issues its one `read()`. Set on `L`, taken by the reader; whoever takes it reads once.
     private let disarmed = Atomic<Bool>(true)
+    /// The reader waits idle and reads at once when woken (`setReaderWaitingIdle`): a report leaves the channel armed.
+    private let readerWaitsIdle = Atomic<Bool>(false)
 
     /// Directory events that can change which files match or are at a followed path.
     private static let directoryMask = UInt32(IN_CREATE | IN_MOVED_TO | IN_MOVED_FROM | IN_DELETE | IN_DELETE_SELF | IN_MOVE_SELF)
@@ -278,6 +283,13 @@ final class TailInotify: Sendable {
         channels.withLock { $0.modifications }?.whenSuccess { $0.read() }
     }
 
+    /// Whether the reader now waits idle and will read as soon as it is woken (set before the wait, cleared after it;
+    /// only without `uplink.linger`, whose budget must not be cut short by a wake-up per write). While it is set a
+    /// report keeps the channel armed, so the reader's next `arm()` has nothing to do.
+    func setReaderWaitingIdle(_ waiting: Bool) {
+        readerWaitsIdle.store(waiting, ordering: .releasing)
+    }
+
     /// Closes both channels and waits until they are closed (waiting first for one still being made): after it no
     /// event is handled any more (nothing opens a file through the opener, nothing signals). The instances' own
     /// descriptors stay open until `deinit`, so the engine may still remove watches (closing its files) after it.
@@ -324,11 +336,14 @@ final class TailInotify: Sendable {
         wakeup.signal()
     }
 
-    /// The modification channel read something that concerns the reader, on `L`: it stays without a pending read
-    /// until the reader's next `arm()`, and the reader is woken.
-    fileprivate func modificationsReported() {
-        disarmed.store(true, ordering: .releasing)
+    /// The modification channel read something that concerns the reader, on `L`: the reader is woken, and the channel
+    /// stays without a pending read until the reader's next `arm()`, unless the reader waits idle (`setReaderWaitingIdle`).
+    /// Returns whether the channel stays armed (its handler then issues the read).
+    fileprivate func modificationsReported() -> Bool {
+        let staysArmed = readerWaitsIdle.load(ordering: .acquiring)
+        if !staysArmed { disarmed.store(true, ordering: .releasing) }
         wakeup.signal()
+        return staysArmed
     }
 
     // MARK: Events
@@ -473,8 +488,8 @@ private final class DirectoryEventsHandler: ChannelInboundHandler {
 }
 
 /// Reads the modification instance (`autoRead` off): each `read()` (an `arm()`, or one of its own) reads once; what
-/// concerns the reader wakes it and leaves the channel disarmed, anything else is dropped and the channel reads on.
-/// Runs on `L` only.
+/// concerns the reader wakes it and leaves the channel disarmed (armed, while the reader waits idle), anything else is
+/// dropped and the channel reads on. Runs on `L` only.
 private final class ModificationEventsHandler: ChannelInboundHandler {
     typealias InboundIn = ByteBuffer
     private let inotify: TailInotify
@@ -494,7 +509,7 @@ private final class ModificationEventsHandler: ChannelInboundHandler {
     func channelReadComplete(context: ChannelHandlerContext) {
         if relevant {
             relevant = false
-            inotify.modificationsReported()
+            if inotify.modificationsReported() { context.read() }
         } else {
             // Nothing the reader waits for: stay armed (NIO keeps polling while a read is pending).
             context.read()

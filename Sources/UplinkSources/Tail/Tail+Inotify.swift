@@ -363,12 +363,16 @@ final class TailInotify: Sendable {
         }
     }
 
-    /// One event of an inotify read buffer.
+    /// One event of an inotify read buffer, valid only inside `forEachEvent`'s body (it points into the buffer).
     private struct Event {
         var watch: Int32
         var mask: UInt32
         var cookie: UInt32
-        var name: String?
+        /// The name's bytes up to its first NUL; empty for an event about the watched file itself.
+        var nameBytes: Slice<UnsafeRawBufferPointer>
+        /// The name, decoded when asked for: a modification of a file in a watched directory needs it only while some
+        /// file is parked, and at ordinary rates that is every line's event.
+        var name: String? { nameBytes.isEmpty ? nil : String(decoding: nameBytes, as: UTF8.self) }
     }
 
     private static func forEachEvent(_ events: UnsafeRawBufferPointer, _ body: (Event) -> Void) {
@@ -379,13 +383,11 @@ final class TailInotify: Sendable {
             let mask = events.loadUnaligned(fromByteOffset: offset + 4, as: UInt32.self)
             let cookie = events.loadUnaligned(fromByteOffset: offset + 8, as: UInt32.self)
             let nameLength = Int(events.loadUnaligned(fromByteOffset: offset + 12, as: UInt32.self))
-            let nameEnd = min(events.count, offset + header + nameLength)
-            var name: String?
-            if nameLength > 0 {
-                let raw = events[(offset + header)..<nameEnd]
-                name = String(decoding: raw.prefix { $0 != 0 }, as: UTF8.self)
-            }
-            body(Event(watch: watch, mask: mask, cookie: cookie, name: name))
+            let nameStart = offset + header
+            let nameEnd = min(events.count, nameStart + nameLength)
+            let padded = events[nameStart..<max(nameStart, nameEnd)]
+            let nameBytes = padded[padded.startIndex..<(padded.firstIndex(of: 0) ?? padded.endIndex)]
+            body(Event(watch: watch, mask: mask, cookie: cookie, nameBytes: nameBytes))
             offset += header + nameLength
         }
     }
@@ -422,10 +424,12 @@ final class TailInotify: Sendable {
                     relevant = true
                     return
                 }
-                guard let name = event.name, let directory = state.modifyDirectoryOfWatch[event.watch] else {
+                guard !event.nameBytes.isEmpty, let directory = state.modifyDirectoryOfWatch[event.watch] else {
                     if event.mask & UInt32(IN_MODIFY) != 0 { relevant = true }  // an open file's own watch
                     return
                 }
+                // A file in a watched directory, by name: only a parked one concerns the reader.
+                guard !state.parkedPaths.isEmpty, let name = event.name else { return }
                 let path = TailGlob.path(of: name, in: directory)
                 guard state.parkedPaths.contains(path) else { return }
                 relevant = true

@@ -43,16 +43,20 @@ final class MarkTable: Sendable {
             for (key, mark) in entries {
                 if let agent = key.originAgent {
                     state.generation += 1
-                    var origins = state.origins[agent] ?? AgentOrigins()
-                    if mark > origins.offsets[key.epoch] ?? 0 { origins.offsets[key.epoch] = mark }
-                    origins.raisedAt[key.epoch] = state.generation
-                    if origins.offsets.count > Self.maximumOriginsPerAgent + Self.pruneSlack { Self.prune(&origins) }
-                    state.origins[agent] = origins
+                    // In place: a copy taken out of the dictionary and stored back copied both of the agent's tables
+                    // (up to thousands of origins) on every batch.
+                    Self.raise(&state.origins[agent, default: AgentOrigins()], origin: key.epoch, to: mark, at: state.generation)
                 } else if mark > state.streams[key] ?? 0 {
                     state.streams[key] = mark
                 }
             }
         }
+    }
+
+    private static func raise(_ origins: inout AgentOrigins, origin: UInt64, to mark: UInt64, at generation: UInt64) {
+        if mark > origins.offsets[origin] ?? 0 { origins.offsets[origin] = mark }
+        origins.raisedAt[origin] = generation
+        if origins.offsets.count > maximumOriginsPerAgent + pruneSlack { prune(&origins) }
     }
 
     private static func prune(_ origins: inout AgentOrigins) {

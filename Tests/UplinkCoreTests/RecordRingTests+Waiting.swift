@@ -9,6 +9,16 @@ import UplinkTestSupport
 extension RecordRingTests {
     // MARK: Data notification
 
+    /// A 64-byte ring holding two 24-byte frames (32 bytes each with its header), sequences 1 and 2: full; each
+    /// acknowledgement frees one such frame's room.
+    static func fullRingOfTwoFrames() -> (RecordRing, SourceID) {
+        let ring = RecordRing(capacity: 64)
+        let source = ring.registerSource("s")
+        ring.append(pattern(0, count: 24), source: source)
+        ring.append(pattern(1, count: 24), source: source)
+        return (ring, source)
+    }
+
     @Test func notifyWhenDataAvailableFiresOnceOnTheNextAppend() {
         let ring = RecordRing(capacity: 256)
         let source = ring.registerSource("s")
@@ -135,10 +145,7 @@ extension RecordRingTests {
     }
 
     @Test func appendWaitingForSpaceWaitsUntilEnoughRoomIsFree() async {
-        let ring = RecordRing(capacity: 64)
-        let source = ring.registerSource("s")
-        ring.append(pattern(0, count: 24), source: source)
-        ring.append(pattern(1, count: 24), source: source)
+        let (ring, source) = Self.fullRingOfTwoFrames()
         let large = pattern(2, count: 56)  // needs the whole ring
         let done = CallCounter()
         let waiter = Task {
@@ -158,10 +165,7 @@ extension RecordRingTests {
     }
 
     @Test func resumeWakesFramesWaitingForSpace() async {
-        let ring = RecordRing(capacity: 64)
-        let source = ring.registerSource("s")
-        ring.append(pattern(0, count: 24), source: source)
-        ring.append(pattern(1, count: 24), source: source)
+        let (ring, source) = Self.fullRingOfTwoFrames()
         let waiter = Task { await ring.appendWaitingForSpace(pattern(2, count: 24), source: source) }
         for _ in 0..<50 { await Task.yield() }
         #expect(ring.resume(collectorHas: 1) == 2)
@@ -169,10 +173,7 @@ extension RecordRingTests {
     }
 
     @Test func severalWaitersAllGetInWithoutDrops() async {
-        let ring = RecordRing(capacity: 64)
-        let source = ring.registerSource("s")
-        ring.append(pattern(0, count: 24), source: source)
-        ring.append(pattern(1, count: 24), source: source)
+        let (ring, source) = Self.fullRingOfTwoFrames()
         await withTaskGroup(of: AppendOutcome.self) { group in
             for index in 0..<4 {
                 group.addTask { await ring.appendWaitingForSpace(pattern(10 + index, count: 24), source: source) }
@@ -198,10 +199,7 @@ extension RecordRingTests {
 
     @Test(.timeLimit(.minutes(2)))
     func roomFreedForAWaitingAppendIsNotTakenByOneThatComesLater() async {
-        let ring = RecordRing(capacity: 64)
-        let source = ring.registerSource("s")
-        ring.append(pattern(0, count: 24), source: source)
-        ring.append(pattern(1, count: 24), source: source)
+        let (ring, source) = Self.fullRingOfTwoFrames()
         let gate = GatedExecutor()
         let first = Task(executorPreference: gate) { await ring.appendWaitingForSpace(pattern(2, count: 24), source: source) }
         #expect(await eventually { ring.waitingForSpace == 1 })
@@ -222,10 +220,7 @@ extension RecordRingTests {
     /// keep coming); cancelled, it lets them in at once.
     @Test(.timeLimit(.minutes(2)))
     func theHeadOfTheQueueIsNotPassedAndItsCancellationLetsTheNextIn() async {
-        let ring = RecordRing(capacity: 64)
-        let source = ring.registerSource("s")
-        ring.append(pattern(0, count: 24), source: source)
-        ring.append(pattern(1, count: 24), source: source)
+        let (ring, source) = Self.fullRingOfTwoFrames()
         let large = Task { await ring.appendWaitingForSpace(pattern(2, count: 56), source: source) }  // the whole ring
         #expect(await eventually { ring.waitingForSpace == 1 })
         let small = Task { await ring.appendWaitingForSpace(pattern(3, count: 24), source: source) }
@@ -284,10 +279,7 @@ extension RecordRingTests {
     }
 
     @Test func cancellingAWaitingAppendReturnsDroppedNewest() async {
-        let ring = RecordRing(capacity: 64)
-        let source = ring.registerSource("s")
-        ring.append(pattern(0, count: 24), source: source)
-        ring.append(pattern(1, count: 24), source: source)
+        let (ring, source) = Self.fullRingOfTwoFrames()
         let before = ring.statistics()
         let waiter = Task { await ring.appendWaitingForSpace(pattern(2, count: 24), source: source) }
         for _ in 0..<50 { await Task.yield() }

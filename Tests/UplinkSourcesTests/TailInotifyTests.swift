@@ -17,6 +17,39 @@ struct TailInotifyTests {
         var testDescription: String { rawValue }
     }
 
+    /// A file in a temporary directory, watched by a fresh `TailInotify` the way `watched` says, with a wakeup on a
+    /// clock nobody advances.
+    struct Watching {
+        let directory: TailTemporaryDirectory
+        let path: String
+        let writer: TailTestWriter
+        let clock = ManualTickClock()
+        let wakeup: SourceWakeup
+        let inotify: TailInotify
+        let reading: Int32
+
+        init(_ watched: Watched) throws {
+            directory = try TailTemporaryDirectory()
+            path = directory.file("app.log")
+            writer = TailTestWriter(path)
+            wakeup = SourceWakeup(clock: clock)
+            inotify = try TailInotify.make(opener: TailOpener(), wakeup: wakeup, eventLoop: nil).get()
+            reading = try SourceFiles.openForReading(path).get()
+            switch watched {
+            case .openFile:
+                _ = try inotify.watchModifications(of: reading).get()
+            case .parkedByName:
+                #expect(inotify.watch(directories: [directory.path]) == nil)
+                inotify.setParked(path, true)
+            }
+        }
+
+        func close() {
+            SourceFiles.closeDescriptor(reading)
+            directory.remove()
+        }
+    }
+
     /// The next wake-up of `wakeup`, awaited in a task of its own; whether it came (within `eventually`'s bound).
     static func nextWakeup(_ wakeup: SourceWakeup, clock: ManualTickClock) async -> Bool {
         let woken = Flag()
@@ -33,22 +66,9 @@ struct TailInotifyTests {
         "a write after the reader took the events and before it armed again is reported once it arms",
         arguments: Watched.allCases)
     func writeBetweenReportAndArm(watched: Watched) async throws {
-        let directory = try TailTemporaryDirectory()
-        defer { directory.remove() }
-        let path = directory.file("app.log")
-        let writer = TailTestWriter(path)
-        let clock = ManualTickClock()
-        let wakeup = SourceWakeup(clock: clock)
-        let inotify = try TailInotify.make(opener: TailOpener(), wakeup: wakeup, eventLoop: nil).get()
-        let reading = try SourceFiles.openForReading(path).get()
-        defer { SourceFiles.closeDescriptor(reading) }
-        switch watched {
-        case .openFile:
-            _ = try inotify.watchModifications(of: reading).get()
-        case .parkedByName:
-            #expect(inotify.watch(directories: [directory.path]) == nil)
-            inotify.setParked(path, true)
-        }
+        let watching = try Watching(watched)
+        defer { watching.close() }
+        let (path, writer, clock, wakeup, inotify) = (watching.path, watching.writer, watching.clock, watching.wakeup, watching.inotify)
 
         // Every write lands in the window: the channel starts disarmed (as after a report), and after each report
         // the handler has read the write's event, woken the reader and left the channel without a pending read;
@@ -72,22 +92,9 @@ struct TailInotifyTests {
         "while the reader waits idle, each report leaves the channel armed and every write is reported without arming",
         arguments: Watched.allCases)
     func idleReaderKeepsTheChannelArmed(watched: Watched) async throws {
-        let directory = try TailTemporaryDirectory()
-        defer { directory.remove() }
-        let path = directory.file("app.log")
-        let writer = TailTestWriter(path)
-        let clock = ManualTickClock()
-        let wakeup = SourceWakeup(clock: clock)
-        let inotify = try TailInotify.make(opener: TailOpener(), wakeup: wakeup, eventLoop: nil).get()
-        let reading = try SourceFiles.openForReading(path).get()
-        defer { SourceFiles.closeDescriptor(reading) }
-        switch watched {
-        case .openFile:
-            _ = try inotify.watchModifications(of: reading).get()
-        case .parkedByName:
-            #expect(inotify.watch(directories: [directory.path]) == nil)
-            inotify.setParked(path, true)
-        }
+        let watching = try Watching(watched)
+        defer { watching.close() }
+        let (path, writer, clock, wakeup, inotify) = (watching.path, watching.writer, watching.clock, watching.wakeup, watching.inotify)
 
         inotify.arm()
         inotify.setReaderWaitingIdle(true)

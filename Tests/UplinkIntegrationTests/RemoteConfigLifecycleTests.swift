@@ -78,8 +78,11 @@ struct RemoteConfigLifecycleTests {
                 #expect(await eventually(timeout: .seconds(30)) {
                     try? local.writeOne()
                     try? app.writeOne()
+                    // The agent's state first, then the collector's generation: an agent that runs the new set was
+                    // served it, so the reload is seen at the latest in the iteration that sees the agent run it.
+                    let running = await Self.runsOnProbationOrApplied(fleet, other: first)
                     if reloaded == nil, await fleet.collectorGeneration() == 2 { reloaded = ContinuousClock.now }
-                    return await Self.runsOnProbationOrApplied(fleet, other: first)
+                    return running
                 }, "\(fleet.logs)")
                 let applying = ContinuousClock.now
                 let fromReload = applying - (reloaded ?? applying)

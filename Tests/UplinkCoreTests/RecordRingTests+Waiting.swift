@@ -258,9 +258,9 @@ extension RecordRingTests {
         var order: [String] = []
         for acknowledged in UInt64(1)...8 {
             ring.acknowledge(through: acknowledged)
-            let appended = await eventually(timeout: .seconds(10)) { ring.statistics().nextToWrite == 11 + acknowledged }
+            let appended = await eventually { ring.statistics().nextToWrite == 11 + acknowledged }
             // The one that got in queues again; the quiet one, done after its fourth frame, does not.
-            let queued = await eventually(timeout: .seconds(10)) { ring.waitingForSpace == (acknowledged < 8 ? 2 : 1) }
+            let queued = await eventually { ring.waitingForSpace == (acknowledged < 8 ? 2 : 1) }
             guard appended, queued else {
                 Issue.record("after acknowledging \(acknowledged): \(ring.statistics()), \(ring.waitingForSpace) waiting")
                 break

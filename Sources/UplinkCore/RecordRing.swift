@@ -191,13 +191,14 @@ public final class RecordRing: Sendable {
     var fairShareBytes: Int { capacity / 16 }
 
     /// Whether an append that waits for space may take `needed` bytes now: they fit beside the room set aside for
-    /// granted waiters, and the append does not pass appends queued before it, except that one that has taken fewer
-    /// than `fairShareBytes` since it last waited may finish its share. A granted frame only has to fit.
+    /// granted waiters, and the append does not pass appends still queued, except that one that has taken fewer than
+    /// `fairShareBytes` since it last waited may finish its share. Room beside what is set aside is anyone's: the
+    /// granted waiters lose nothing by it, and an append that need not wait is not made to hop through its executor.
+    /// A granted frame only has to fit.
     private func mayTake(_ needed: Int, granted: Bool, takenSinceWait: Int, _ state: State) -> Bool {
         guard state.used + state.reservedForWaiters + needed <= capacity else { return false }
-        if granted { return true }
-        let othersWaiting = !state.spaceWaiters.isEmpty || state.reservedForWaiters > 0
-        return !othersWaiting || (takenSinceWait > 0 && takenSinceWait < fairShareBytes)
+        if granted || state.spaceWaiters.isEmpty { return true }
+        return takenSinceWait > 0 && takenSinceWait < fairShareBytes
     }
 
     private func takeDataWaiter(_ outcome: AppendOutcome, _ state: inout State) -> (@Sendable () -> Void)? {

@@ -80,7 +80,10 @@ extension RecordRingTests {
         }
     }
 
-    @Test(.timeLimit(.minutes(2)), arguments: OverflowPolicy.allCases)
+    /// Every append here waits for room, so every frame goes through the executor at least once: alone it takes a few
+    /// seconds, inside a full run (the executor shared with every other test) 50–80 s on two cores; hence the longer
+    /// limit.
+    @Test(.timeLimit(.minutes(5)), arguments: OverflowPolicy.allCases)
     func concurrentWaitingProducersThroughASmallRingLoseNothing(policy: OverflowPolicy) async {
         let producers = 4
         let perProducer = 20_000

@@ -44,6 +44,11 @@ struct TailInotifyTests {
             }
         }
 
+        /// The wakeup's next wake-up (`TailInotifyTests.nextWakeup`).
+        func nextWakeup() async -> Bool {
+            await TailInotifyTests.nextWakeup(wakeup, clock: clock)
+        }
+
         func close() {
             SourceFiles.closeDescriptor(reading)
             directory.remove()
@@ -68,21 +73,21 @@ struct TailInotifyTests {
     func writeBetweenReportAndArm(watched: Watched) async throws {
         let watching = try Watching(watched)
         defer { watching.close() }
-        let (path, writer, clock, wakeup, inotify) = (watching.path, watching.writer, watching.clock, watching.wakeup, watching.inotify)
+        let inotify = watching.inotify
 
         // Every write lands in the window: the channel starts disarmed (as after a report), and after each report
         // the handler has read the write's event, woken the reader and left the channel without a pending read;
         // only then the next write comes, before `arm()`.
         for line in 0..<100 {
             #expect(!inotify.isArmed, "line \(line): the channel is disarmed before the write")
-            writer.write("line \(line)\n")
+            watching.writer.write("line \(line)\n")
             inotify.arm()
-            let woken = await Self.nextWakeup(wakeup, clock: clock)
+            let woken = await watching.nextWakeup()
             #expect(woken, "the write before line \(line)'s arm was reported")
             guard woken else { break }
             if watched == .parkedByName {
                 let modified = inotify.takeModifiedParked()
-                #expect(modified.paths == [path] && !modified.lost, "line \(line): \(modified)")
+                #expect(modified.paths == [watching.path] && !modified.lost, "line \(line): \(modified)")
             }
         }
         await inotify.stop()
@@ -94,25 +99,25 @@ struct TailInotifyTests {
     func idleReaderKeepsTheChannelArmed(watched: Watched) async throws {
         let watching = try Watching(watched)
         defer { watching.close() }
-        let (path, writer, clock, wakeup, inotify) = (watching.path, watching.writer, watching.clock, watching.wakeup, watching.inotify)
+        let inotify = watching.inotify
 
         inotify.arm()
         inotify.setReaderWaitingIdle(true)
         for line in 0..<100 {
-            writer.write("line \(line)\n")
-            let woken = await Self.nextWakeup(wakeup, clock: clock)
+            watching.writer.write("line \(line)\n")
+            let woken = await watching.nextWakeup()
             #expect(woken, "line \(line)'s write was reported")
             guard woken else { break }
             #expect(inotify.isArmed, "line \(line): the channel stays armed for the idle reader")
             if watched == .parkedByName {
                 let modified = inotify.takeModifiedParked()
-                #expect(modified.paths == [path] && !modified.lost, "line \(line): \(modified)")
+                #expect(modified.paths == [watching.path] && !modified.lost, "line \(line): \(modified)")
             }
         }
         // A reader that is busy (or lingers) is not woken for every write: the next report disarms the channel.
         inotify.setReaderWaitingIdle(false)
-        writer.write("busy\n")
-        #expect(await Self.nextWakeup(wakeup, clock: clock))
+        watching.writer.write("busy\n")
+        #expect(await watching.nextWakeup())
         #expect(await eventually { !inotify.isArmed })
         await inotify.stop()
     }

@@ -8,12 +8,13 @@ import UplinkWire
 /// <agent> <epoch> <mark> <log_end_offset>
 /// ```
 ///
-/// appended after every storage group, once the log has the group's records: the stream's new mark and the log's
-/// end offset after the write (`records.jsonl`'s length when that file is the log). Origin marks use the same line
-/// with `<agent>/origin <origin id> <offset>` (see `StreamKey.origin`). The last line of a stream wins. The
-/// offset tells start-up recovery from where to scan the log for records written but not yet ledgered (a crash
-/// between the two writes). At start-up, and when it grows past `compactionBytes`, the ledger is rewritten
-/// with one line per stream, atomically (temporary file, `fsync`, `rename`).
+/// appended by the storage thread once the log has the records: for each stream whose mark rose since the last
+/// append, its new mark, and the log's end offset (`records.jsonl`'s length when that file is the log). Origin marks
+/// use the same line with `<agent>/origin <origin id> <offset>` (see `StreamKey.origin`). The last line of a stream
+/// wins. The offset tells start-up recovery from where to scan the log for records written but not yet ledgered:
+/// the storage appends only every `Storage.ledgerLagBytes` of log (and before the log rolls, and at shutdown), and
+/// a crash can come between two writes. At start-up, and when it grows past `compactionBytes`, the ledger is
+/// rewritten with one line per stream, atomically (temporary file, `fsync`, `rename`).
 ///
 /// Used only by the storage thread.
 final class MarksLedger {

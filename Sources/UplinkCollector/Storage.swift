@@ -10,9 +10,9 @@ import UplinkWire
 /// (`CollectorLog`, which forwarders then read for the sinks), the marks ledger and the rejects file.
 ///
 /// Streams hand in their batches with `commit(_:)`; the storage thread takes everything that queued up meanwhile
-/// as one group (group commit): one write to the log, then one ledger append, then it raises the marks and
-/// resumes the waiting streams, which only then acknowledge. A stream's batches are committed in order because
-/// a stream waits for each commit before reading on.
+/// as one group (group commit): one write to the log, then it raises the marks (the marks ledger follows every
+/// `ledgerLagBytes` of log) and resumes the waiting streams, which only then acknowledge. A stream's batches are
+/// committed in order because a stream waits for each commit before reading on.
 ///
 /// A small commit that finds the storage idle is stored as a group of its own on the calling thread (the stream's
 /// event loop) when nothing in it can wait for the device: `collector.fsync` off, no segment to roll, no step of the
@@ -49,7 +49,19 @@ final class Storage: Sendable {
     private struct Files {
         var ledger: MarksLedger
         var rejectsDescriptor: Int32
+        /// Marks raised since the last ledger line was written, newest per stream and origin.
+        var unledgered: [StreamKey: UInt64] = [:]
+        /// The log offset on the ledger's last line: recovery scans the log from here.
+        var ledgeredEnd: Int64
     }
+
+    /// How far the log may run ahead of the marks ledger, in bytes: the most a start-up after a crash scans to raise
+    /// the marks of records not in the ledger (a few milliseconds). Below it a group's marks wait in memory, so a
+    /// trickle of small groups costs one log write each instead of a log write and a ledger write (and, with
+    /// `collector.fsync`, one `fsync` instead of two). The ledger is also written before the log rolls to a new
+    /// segment (so a segment that retention may delete never holds records the ledger lacks) and when the
+    /// collector stops.
+    static let ledgerLagBytes: Int64 = 1 << 20
 
     private let pool: NIOThreadPool
     private let queue = Mutex(Queue())
@@ -74,7 +86,8 @@ final class Storage: Sendable {
         self.now = now
         let recoveredMarks = recovered.marks
         self.log = recovered.log
-        self.files = Mutex(Files(ledger: recovered.ledger, rejectsDescriptor: recovered.rejectsDescriptor))
+        self.files = Mutex(
+            Files(ledger: recovered.ledger, rejectsDescriptor: recovered.rejectsDescriptor, ledgeredEnd: recovered.log.committedEnd))
         self.marks = marks
         self.recorder = recorder
         self.logger = logger
@@ -107,10 +120,11 @@ final class Storage: Sendable {
         }
     }
 
-    /// Stops the storage thread once queued work is done.
+    /// Stops the storage thread once queued work is done, then writes the marks still missing from the ledger.
     func close() async {
         closed.store(true, ordering: .sequentiallyConsistent)
         try? await pool.shutdownGracefully()
+        files.withLock { files in writeLedger(&files, recordsSize: log.committedEnd) }
     }
 
     /// Set by `close()`: later commits go to the (stopped) pool, which refuses them.
@@ -124,8 +138,9 @@ final class Storage: Sendable {
     /// How long small commits are stored on the storage thread only, after a store slept in the kernel.
     static let inlineHoldOff = Duration.seconds(10)
 
-    /// Stores `commit` and returns once its records are in the log and its mark is in the ledger and the mark
-    /// table. Throws when the records could not be stored; they must not be acknowledged then.
+    /// Stores `commit` and returns once its records are in the log and its mark in the mark table (the ledger
+    /// follows, see `ledgerLagBytes`). Throws when the records could not be stored; they must not be acknowledged
+    /// then.
     func commit(_ commit: Commit) async throws {
         try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, any Error>) in
             let startDraining = queue.withLock { queue in
@@ -167,8 +182,11 @@ final class Storage: Sendable {
     /// foresees: no `fsync`, no segment roll, no writeback step, no ledger rewrite. Called by the drainer.
     private func isForeseenNotToWait(_ batches: [CollectorBatch], bytes: Int) -> Bool {
         guard !log.writeMayWait(bytes: bytes) else { return false }
-        let ledgerBytes = batches.reduce(0) { $0 + (1 + $1.origins.count) * MarksLedger.maximumLineBytes }
-        return files.withLock { !$0.ledger.appendMayWait(bytes: ledgerBytes) }
+        let entries = batches.reduce(0) { $0 + 1 + $1.origins.count }
+        return files.withLock { files in
+            let ledgerBytes = (files.unledgered.count + entries) * MarksLedger.maximumLineBytes
+            return !files.ledger.appendMayWait(bytes: ledgerBytes)
+        }
     }
 
     /// Whether small commits go to the storage thread only, for now (a store slept less than `inlineHoldOff` ago).
@@ -272,7 +290,8 @@ final class Storage: Sendable {
         let batches = commits.compactMap(\.batch)
         if !batches.isEmpty {
             do {
-                try log.write(batches)
+                let endBefore = log.committedEnd
+                try log.write(batches) { writeLedger(&files, recordsSize: endBefore) }
                 advanceMarks(batches, files: &files)
             } catch {
                 logger.error("Could not store records; they will not be acknowledged", metadata: ["error": "\(error)"])
@@ -283,31 +302,38 @@ final class Storage: Sendable {
         return failure
     }
 
-    /// Storage thread: ledger append, then the mark table. A failed append does not fail the group: the records
-    /// are in the log, which recovery scans from the ledger's last offset.
+    /// Storage thread: raises the mark table and keeps the new marks for the ledger, which is written once the log
+    /// has run `ledgerLagBytes` ahead of it, or rewritten whole when that is due.
     private func advanceMarks(_ batches: [CollectorBatch], files: inout Files) {
         var entries = batches.map { ($0.stream, $0.highestSequence) }
         for batch in batches {
             for (id, offset) in batch.origins { entries.append((StreamKey.origin(agent: batch.stream.agent, id: id), offset)) }
         }
+        marks.raise(entries)
+        for (key, mark) in entries { files.unledgered[key] = max(files.unledgered[key] ?? 0, mark) }
         let logEnd = log.committedEnd
+        if files.ledger.shouldCompact || logEnd - files.ledgeredEnd >= Self.ledgerLagBytes {
+            writeLedger(&files, recordsSize: logEnd)
+        }
+    }
+
+    /// Storage thread: appends the marks not yet in the ledger with the log offset `recordsSize` (the end of the
+    /// records they belong to), or rewrites the ledger from the mark table when that is due (it grew too long, or a
+    /// write failed). A failed write does not fail anything: the records are in the log, which recovery scans from
+    /// the ledger's last offset, and the next group tries again.
+    private func writeLedger(_ files: inout Files, recordsSize: Int64) {
         do {
-            if files.ledger.needsCompaction {
-                marks.raise(entries)
-                try files.ledger.compact(marks: marks.snapshot(), recordsSize: logEnd)
-                return
+            if files.ledger.shouldCompact {
+                try files.ledger.compact(marks: marks.snapshot(), recordsSize: recordsSize)
+            } else {
+                guard !files.unledgered.isEmpty else { return }
+                let entries = files.unledgered.sorted { ($0.key.agent, $0.key.epoch) < ($1.key.agent, $1.key.epoch) }
+                try files.ledger.append(entries.map { ($0.key, $0.value) }, recordsSize: recordsSize)
             }
-            try files.ledger.append(entries, recordsSize: logEnd)
+            files.unledgered.removeAll(keepingCapacity: true)
+            files.ledgeredEnd = recordsSize
         } catch {
             logger.error("Could not write the marks ledger", metadata: ["file": "\(files.ledger.path)", "error": "\(error)"])
-        }
-        marks.raise(entries)
-        if files.ledger.shouldCompact {
-            do {
-                try files.ledger.compact(marks: marks.snapshot(), recordsSize: logEnd)
-            } catch {
-                logger.error("Could not compact the marks ledger", metadata: ["file": "\(files.ledger.path)", "error": "\(error)"])
-            }
         }
     }
 

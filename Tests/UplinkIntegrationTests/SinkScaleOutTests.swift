@@ -18,10 +18,17 @@ struct SinkScaleOutTests {
         """
     }
 
-    /// The agents whose marks a collector's ledger holds.
+    /// The agents a collector has stored records of: the `agent` of every line of its log (`<data>/log/*.jsonl`).
     static func agents(in data: String) -> Set<String> {
-        let text = (try? String(contentsOfFile: data + "/marks.log", encoding: .utf8)) ?? ""
-        return Set(text.split(separator: "\n").compactMap { $0.split(separator: " ").first.map(String.init) }.filter { !$0.contains("/") })
+        let segments = (try? FileManager.default.contentsOfDirectory(atPath: data + "/log")) ?? []
+        var agents = Set<String>()
+        for name in segments where name.hasSuffix(".jsonl") {
+            let text = (try? String(contentsOfFile: data + "/log/" + name, encoding: .utf8)) ?? ""
+            for line in text.split(separator: "\n") where line.hasPrefix(#"{"agent":""#) {
+                agents.insert(String(line.dropFirst(10).prefix { $0 != "\"" }))
+            }
+        }
+        return agents
     }
 
     @Test("Two collectors behind nginx (hash $http_uplink_agent consistent), 20 agents, one collector killed: its agents move to the other and ClickHouse ends with every record once")

@@ -99,10 +99,12 @@ final class CollectorLog: Sendable {
     }
 
     /// Storage thread: appends the batches to the active segment, rolling first when it is full or old (never in
-    /// the `single` layout). Throws when they could not be written; the log is then as it was.
-    func write(_ batches: [CollectorBatch]) throws(CollectorError) {
+    /// the `single` layout); `beforeRolling` runs just before a roll, while the segment being closed is still the
+    /// last. Throws when they could not be written; the log is then as it was.
+    func write(_ batches: [CollectorBatch], beforeRolling: () -> Void = {}) throws(CollectorError) {
         try active.withLock { active throws(CollectorError) in
             if case .segments(let directory) = layout, dueToRoll(active) {
+                beforeRolling()
                 let base = active.base + active.writer.size
                 let path = CollectorLog.segmentPath(directory, base: base)
                 let descriptor = try FileIO.openForAppending(path)

@@ -5,12 +5,18 @@ import UplinkCore
 /// stored wait here, merged into one, so reading and storing overlap and slow storage turns many small commits
 /// into fewer large ones. Bounded: `put` waits while more than `limitBytes` of lines are waiting.
 ///
-/// One reader calls `put` and `finish`; one storer calls `take`. Cancellation ends either wait.
+/// At a trickle the reader stores a batch itself when nothing waits and the storer is idle (`claimIdle`), which
+/// saves waking the storer for every chunk; the stream's batches are still stored one at a time, in order.
+///
+/// One reader calls `put`, `claimIdle`, `storedByCaller` and `finish`; one storer calls `take`. Cancellation ends
+/// either wait.
 final class BatchHandoff: Sendable {
     private struct State {
         var waiting: ReceivedBatch?
         var waitingBytes = 0
         var finished = false
+        /// A batch is being stored, by the storer (taken) or by the reader (claimed).
+        var storing = false
     }
 
     let limitBytes: Int
@@ -40,6 +46,21 @@ final class BatchHandoff: Sendable {
         }
     }
 
+    /// When nothing waits and nothing is being stored, the caller (the reader) may store its batch itself: true, and
+    /// the storer takes nothing until the caller says `storedByCaller()`. False: hand the batch over with `put`.
+    func claimIdle() -> Bool {
+        state.withLock { state in
+            guard state.waiting == nil, !state.storing else { return false }
+            state.storing = true
+            return true
+        }
+    }
+
+    /// The batch the caller claimed with `claimIdle()` is stored (or failed).
+    func storedByCaller() {
+        state.withLock { $0.storing = false }
+    }
+
     /// No more batches will come.
     func finish() {
         state.withLock { $0.finished = true }
@@ -47,11 +68,14 @@ final class BatchHandoff: Sendable {
     }
 
     /// Everything waiting, merged, once there is something; nil once finished with nothing waiting, or cancelled.
+    /// The storer's previous batch counts as stored from this call on.
     func take() async -> ReceivedBatch? {
+        state.withLock { $0.storing = false }
         while true {
             let (batch, finished) = state.withLock { state -> (ReceivedBatch?, Bool) in
                 guard let waiting = state.waiting else { return (nil, state.finished) }
                 (state.waiting, state.waitingBytes) = (nil, 0)
+                state.storing = true
                 return (waiting, false)
             }
             if let batch {

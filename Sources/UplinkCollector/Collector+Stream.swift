@@ -470,8 +470,9 @@ extension Collector {
     }
 
     /// The receiving side. A child task stores batches while this one reads and sorts the next chunks, which
-    /// wait in a `BatchHandoff` merged into one; an `ack` follows the batches that raised the mark (acks merge while
-    /// one waits to be written, `PendingAck`). The stream's batches are stored one at a time, in order.
+    /// wait in a `BatchHandoff` merged into one; a small batch that finds nothing waiting and the storer idle is
+    /// stored by this side itself. An `ack` follows the batches that raised the mark (acks merge while one waits to
+    /// be written, `PendingAck`). The stream's batches are stored one at a time, in order.
     private func receive(
         _ stream: StreamKey, mark: UInt64, body: RequestBody, encoding: WireCompression, control: StreamControl,
         storage: Storage, remoteLabels: PresentedLabels?, events: AsyncStream<StreamEvent>.Continuation,
@@ -482,6 +483,16 @@ extension Collector {
             maxLineBytes: configuration.maxLineBytes)
         let handoff = BatchHandoff(limitBytes: Self.maximumWaitingBatchBytes)
         var stopped: Bool { control.isStopRequested || Task.isCancelled }
+        // Stores `batch` here when that costs no overlap (see `BatchHandoff.claimIdle`), else hands it to the storer.
+        func hand(_ batch: ReceivedBatch) async throws {
+            guard storage.prefersCaller(bytes: batch.lines.byteCount), handoff.claimIdle() else {
+                return await handoff.put(batch)
+            }
+            defer { handoff.storedByCaller() }
+            try await store(
+                batch, of: stream, storage: storage, remoteLabels: remoteLabels, events: events, pendingAck: pendingAck,
+                logger: logger)
+        }
         return await withTaskGroup(of: StreamEnding?.self) { group in
             group.addTask {
                 while let batch = await handoff.take() {
@@ -507,7 +518,7 @@ extension Collector {
                         guard let decompressor else {
                             let batch = processor.process(chunk)
                             if batch.heartbeats > 0, heartbeat.request() { events.yield(.heartbeat) }
-                            await handoff.put(batch)
+                            try await hand(batch)
                             if stopped { return .stopped }
                             continue
                         }
@@ -515,11 +526,11 @@ extension Collector {
                         while let piece = try self.decompressed(decompressor) {
                             let batch = processor.process(piece)
                             if batch.heartbeats > 0, heartbeat.request() { events.yield(.heartbeat) }
-                            await handoff.put(batch)
+                            try await hand(batch)
                             if stopped { return .stopped }
                         }
                     }
-                    if let cut = processor.finish() { await handoff.put(cut) }
+                    if let cut = processor.finish() { try await hand(cut) }
                     return stopped ? .stopped : .bodyEnded
                 }()
             } catch {

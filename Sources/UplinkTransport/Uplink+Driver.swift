@@ -303,7 +303,8 @@ final class UplinkDriver {
         timer = loop.scheduleTask(in: .nanoseconds(max(0, remaining.nanoseconds))) { driver.value.handle(.deadline) }
     }
 
-    /// Reconnects after `delay`: a timer on the loop, or the uplink's `backoffSleep` when one was given.
+    /// Reconnects after `delay`: a timer on the loop, or the uplink's `backoffSleep` when one was given. That sleep
+    /// runs on the loop too, so the uplink's progress never waits for a thread of Swift's shared pool.
     private func scheduleBackoff(_ delay: Duration) {
         let driver = bound
         guard let sleep = uplink.backoffSleep else {
@@ -311,7 +312,7 @@ final class UplinkDriver {
             return
         }
         let loop = self.loop
-        backoffTask = Task {
+        backoffTask = Task(executorPreference: EventLoopTaskExecutor(loop: loop)) {
             do {
                 try await sleep(delay)
                 loop.execute { driver.value.handle(.backoffElapsed) }

@@ -87,6 +87,7 @@ extension RemoteConfigEndToEndTests {
             // random moment from the start of that revision's probation (3 s) to a little past its end (where it has
             // just passed, or is passing), and starts it again as systemd would.
             var generator = SystemRandomNumberGenerator()
+            var previous = await fleet.remote("desired")
             for run in 1...20 {
                 try fleet.document("extra", serial: run, """
                     sources:
@@ -94,8 +95,15 @@ extension RemoteConfigEndToEndTests {
                     """)
                 try fleet.assign(generation: 1 + run, ["logs", "extra"])
                 kill(fleet.collector!.processIdentifier, SIGHUP)
-                #expect(await eventually(timeout: .seconds(30)) { await fleet.remoteState().state == "applying" }, "run \(run): \(fleet.logs)")
+                // The new revision on probation; a poll held up for longer than the probation (a loaded machine) may
+                // first see it applied, and the kill then comes after it passed, a case the loop checks too.
+                #expect(await eventually(timeout: .seconds(30)) {
+                    let state = await fleet.remoteState().state
+                    guard let desired = await fleet.remote("desired") else { return false }
+                    return desired != previous && (state == "applying" || state == "applied")
+                }, "run \(run): \(fleet.logs)")
                 let trying = try #require(await fleet.remote("desired"), "run \(run)")
+                previous = trying
                 // The moment of the kill, measured in what the agent does: after a random number of its local-load
                 // samples stored (one a second: 4 is past the end of a 3 s probation), then a random number of status
                 // round trips (spread within that second).

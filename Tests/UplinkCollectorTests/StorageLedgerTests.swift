@@ -10,6 +10,11 @@ import UplinkTestSupport
 /// When the storage writes the marks ledger: once the log has run `Storage.ledgerLagBytes` ahead of it, before the log
 /// rolls to a new segment, and at close; and that whatever the ledger lacks is recovered from the log.
 @Suite struct StorageLedgerTests {
+    /// A fresh data directory (removed when the tests end) without standard output.
+    private static func configuration(jsonl: Bool = true) throws -> CollectorConfiguration {
+        CollectorConfiguration(dataDirectory: try TestDirectories.make("uplink-ledger"), stdoutSink: false, jsonlSink: jsonl)
+    }
+
     private static func open(_ configuration: CollectorConfiguration) async throws -> (Storage, MarkTable) {
         let marks = MarkTable()
         let storage = try await Storage.open(
@@ -37,9 +42,7 @@ import UplinkTestSupport
 
     @Test("small groups leave the ledger behind until the log is ledgerLagBytes ahead of it; close writes the rest")
     func ledgerFollowsTheLog() async throws {
-        let directory = try TestDirectories.make("uplink-ledger")
-        defer { try? FileManager.default.removeItem(atPath: directory) }
-        let configuration = CollectorConfiguration(dataDirectory: directory, stdoutSink: false)
+        let configuration = try Self.configuration()
         let (storage, marks) = try await Self.open(configuration)
         let atStart = try Self.ledger(configuration)
 
@@ -68,9 +71,7 @@ import UplinkTestSupport
 
     @Test("marks the ledger lacks when the process ends without closing are recovered from the log")
     func unledgeredMarksAreRecovered() async throws {
-        let directory = try TestDirectories.make("uplink-ledger")
-        defer { try? FileManager.default.removeItem(atPath: directory) }
-        let configuration = CollectorConfiguration(dataDirectory: directory, stdoutSink: false)
+        let configuration = try Self.configuration()
         let (crashed, _) = try await Self.open(configuration)
         try await Self.commit(crashed, "a", from: 1, count: 3)
         try await Self.commit(crashed, "a", from: 4, count: 2)
@@ -86,9 +87,7 @@ import UplinkTestSupport
 
     @Test("the ledger is written before the log rolls, so a closed segment never holds records the ledger lacks")
     func ledgerWrittenBeforeARoll() async throws {
-        let directory = try TestDirectories.make("uplink-ledger")
-        defer { try? FileManager.default.removeItem(atPath: directory) }
-        var configuration = CollectorConfiguration(dataDirectory: directory, stdoutSink: false, jsonlSink: false)
+        var configuration = try Self.configuration(jsonl: false)
         configuration.log.segmentBytes = 1_024
         let (storage, _) = try await Self.open(configuration)
         try await Self.commit(storage, "a", from: 1, count: 20)  // over 1 KiB: the next write rolls

@@ -29,12 +29,13 @@ public struct CollectorConfiguration: Sendable, Equatable {
     /// Path of the rejects file, where malformed and too-long lines are noted as JSON lines. Default `nil`, meaning
     /// `<dataDirectory>/rejects.jsonl`.
     public var rejectsFile: String?
-    /// Whether every write to the records file and the marks ledger is followed by `fsync(2)` before the batch is
-    /// acknowledged. Default `false`.
+    /// Whether every write to the log (the records file) is followed by `fsync(2)` before the batch is acknowledged,
+    /// and every write to the marks ledger too. Default `false`.
     ///
     /// Without it, writes reach the operating system before the acknowledgement, so acknowledged records survive a
     /// crash or `SIGKILL` of the collector; with it they also survive a power loss, at the cost of one disk flush
-    /// per group of batches.
+    /// per group of batches (the ledger, written every 1 MiB of log, adds one flush then; recovery reads the marks
+    /// it lacks from the log).
     public var fsync: Bool
     /// How long a new connection may take to deliver a complete request head (with TLS: to finish the handshake,
     /// then to deliver the head), and how long a kept-alive connection may sit between requests. Past it the

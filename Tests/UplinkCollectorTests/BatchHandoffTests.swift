@@ -1,6 +1,7 @@
 import NIOCore
 import Testing
 import UplinkCore
+import UplinkTestSupport
 
 @testable import UplinkCollector
 
@@ -29,7 +30,7 @@ import UplinkCore
 
         // The storer comes back for more: its batch counts as stored, so the reader may store the next itself.
         let storer = Task { await handoff.take() }
-        while !handoff.claimIdle() { await Task.yield() }
+        #expect(await eventually(timeout: .seconds(30)) { handoff.claimIdle() })
         handoff.storedByCaller()
         await handoff.put(Self.batch(3...3))
         #expect(await storer.value?.highestSequence == 3, "a batch handed over after the reader's own wakes the storer")

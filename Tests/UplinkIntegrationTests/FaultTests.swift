@@ -54,7 +54,7 @@ struct FaultTests {
             let stallFailure = agent.uplink.statistics().lastFailure
             #expect(
                 stallFailure == .ackStall || stallFailure == .writeStall || stallFailure == .noResume,
-                "the failure during the stall: \(String(describing: stallFailure))")
+                "the failure during the stall: \(String(describing: stallFailure)); \(agent.uplink.statistics())")
             // That it is not detected before the timeout has run is the state machine's to show, on its clock
             // (UplinkStateMachineTests: `deadlinePassed` one tick early does nothing). Measured here against the
             // wall clock it cannot be: the ack timer runs from the last ack, which on a loaded machine can come well

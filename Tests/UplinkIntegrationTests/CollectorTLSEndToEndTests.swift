@@ -45,6 +45,7 @@ struct CollectorTLSEndToEndTests {
         #expect(seen?.tlsVersion == "TLSv1.3")
         #expect(seen?.certificateSubject == "CN=agent-1")
         #expect(await agent.waitUntilAllAcknowledged(records: total, timeout: .seconds(60)))
+        let agentStatistics = agent.uplink.statistics()
         try await agent.stop()
         let edge = collector.collector.edgeStatistics()
         try await collector.stop()
@@ -53,7 +54,7 @@ struct CollectorTLSEndToEndTests {
         #expect(stored.count == total)
         #expect(Harness.exactlyOnceProblem(stored.compactMap { Harness.generatorCounter($0.record) }, total: total) == nil)
         #expect(edge.http2Streams >= 1 && edge.http2Streams == edge.tlsStreams)
-        #expect(edge.identityRefused == 0 && edge.tlsHandshakeFailures == 0)
+        #expect(edge.identityRefused == 0 && edge.tlsHandshakeFailures == 0, "collector: \(edge); agent: \(agentStatistics)")
     }
 
     @Test("An idle HTTP/2 stream kept alive only by heartbeats, for several times the collector's idle timeout")

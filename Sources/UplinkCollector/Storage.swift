@@ -165,9 +165,9 @@ final class Storage: Sendable {
     }
 
     /// Whether a commit of `bytes` of stored lines is of the kind stored on the calling thread when it finds the
-    /// storage idle: small, `collector.fsync` off, no store slept lately. A stream's reading side then commits it
-    /// itself instead of waking its storing task (`BatchHandoff.claimIdle`); a commit that must wait for the device
-    /// after all (a roll, a writeback step) still goes to the storage thread.
+    /// storage idle: small, `collector.fsync` off, no store slept lately (the cheap half of `mayStoreHere`). A
+    /// stream's reading side then commits it itself instead of waking its storing task (`BatchHandoff.claimIdle`); a
+    /// commit that must wait for the device after all (a roll, a writeback step) still goes to the storage thread.
     func prefersCaller(bytes: Int) -> Bool {
         bytes <= Self.inlineCommitBytes && !log.fsync && !closed.load(ordering: .relaxed) && !isInlineHeld
     }
@@ -175,10 +175,9 @@ final class Storage: Sendable {
     /// Whether `commit`, the only one queued, may be stored on the calling thread: it is small and nothing its
     /// group does can wait for the device. Called by the drainer, so the storage thread's state holds still.
     private func mayStoreHere(_ commit: Commit) -> Bool {
-        guard !closed.load(ordering: .relaxed), !isInlineHeld else { return false }
         let batches = commit.batch.map { [$0] } ?? []
         let bytes = Self.maximumStoredBytes(batches)
-        return bytes <= Self.inlineCommitBytes && isForeseenNotToWait(batches, bytes: bytes)
+        return prefersCaller(bytes: bytes) && isForeseenNotToWait(batches, bytes: bytes)
     }
 
     /// At most how many bytes of stored lines `batches` make.

@@ -16,6 +16,17 @@ func withTemporaryDirectory<T>(_ body: (String) async throws -> T) async throws 
     try await body(TestDirectories.make("uplink-collector"))
 }
 
+/// Accepted records of `agent` (epoch 1) for the storage: `count` log lines from sequence `first`, each with a
+/// `padding`-byte message.
+func logBatch(_ agent: String, from first: UInt64, count: Int, padding: Int = 40) -> CollectorBatch {
+    let filler = String(repeating: "p", count: padding)
+    let lines = (0..<count).map { index in
+        ByteBufferAllocator().buffer(string: #"{"seq":\#(first + UInt64(index)),"ts":1,"src":"s","log":"\#(filler)"}"#)
+    }
+    return CollectorBatch(
+        stream: StreamKey(agent: agent, epoch: 1), lines: RecordLines(lines), highestSequence: first + UInt64(count) - 1)
+}
+
 func testConfiguration(_ directory: String, token: String? = nil, maxLineBytes: Int = 1 << 20, jsonl: Bool = true)
     -> CollectorConfiguration
 {

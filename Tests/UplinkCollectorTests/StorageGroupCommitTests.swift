@@ -23,15 +23,6 @@ import UplinkTestSupport
         return (storage, marks, directory)
     }
 
-    private static func batch(_ agent: String, from first: UInt64, count: Int, padding: Int = 40) -> CollectorBatch {
-        let filler = String(repeating: "p", count: padding)
-        let lines = (0..<count).map { index in
-            ByteBufferAllocator().buffer(string: #"{"seq":\#(first + UInt64(index)),"ts":1,"src":"s","log":"\#(filler)"}"#)
-        }
-        return CollectorBatch(
-            stream: StreamKey(agent: agent, epoch: 1), lines: RecordLines(lines), highestSequence: first + UInt64(count) - 1)
-    }
-
     /// The `seq` of every stored line of `agent`, in file order.
     private static func storedSequences(_ directory: String, agent: String) throws -> [UInt64] {
         let text = try String(contentsOfFile: directory + "/records.jsonl", encoding: .utf8)
@@ -45,8 +36,8 @@ import UplinkTestSupport
     func smallCommitStoredHere() async throws {
         let (storage, marks, directory) = try await Self.open()
         defer { try? FileManager.default.removeItem(atPath: directory) }
-        try await storage.commit(Storage.Commit(batch: Self.batch("a", from: 1, count: 3), rejects: []))
-        try await storage.commit(Storage.Commit(batch: Self.batch("a", from: 4, count: 2), rejects: []))
+        try await storage.commit(Storage.Commit(batch: logBatch("a", from: 1, count: 3), rejects: []))
+        try await storage.commit(Storage.Commit(batch: logBatch("a", from: 4, count: 2), rejects: []))
         // Unless the first write slept in the kernel (a busy machine), which sends the second to the storage thread.
         let groups = storage.storedGroups
         #expect(groups.byCaller == 2 || (groups.slept > 0 && groups.byCaller == 1), "\(groups)")
@@ -61,7 +52,7 @@ import UplinkTestSupport
         let (storage, marks, directory) = try await Self.open()
         defer { try? FileManager.default.removeItem(atPath: directory) }
         // 1,000 lines of about 1 KiB: well over `inlineCommitBytes`.
-        try await storage.commit(Storage.Commit(batch: Self.batch("a", from: 1, count: 1_000, padding: 1_000), rejects: []))
+        try await storage.commit(Storage.Commit(batch: logBatch("a", from: 1, count: 1_000, padding: 1_000), rejects: []))
         #expect(storage.storedGroups.byCaller == 0)
         #expect(storage.storedGroups.byThread == 1)
         #expect(try Self.storedSequences(directory, agent: "a") == Array(1...1_000))
@@ -73,8 +64,8 @@ import UplinkTestSupport
     func fsyncNeverOnTheCaller() async throws {
         let (storage, _, directory) = try await Self.open(fsync: true)
         defer { try? FileManager.default.removeItem(atPath: directory) }
-        try await storage.commit(Storage.Commit(batch: Self.batch("a", from: 1, count: 1), rejects: []))
-        try await storage.commit(Storage.Commit(batch: Self.batch("a", from: 2, count: 1), rejects: []))
+        try await storage.commit(Storage.Commit(batch: logBatch("a", from: 1, count: 1), rejects: []))
+        try await storage.commit(Storage.Commit(batch: logBatch("a", from: 2, count: 1), rejects: []))
         #expect(storage.storedGroups.byCaller == 0)
         #expect(storage.storedGroups.byThread == 2)
         #expect(try Self.storedSequences(directory, agent: "a") == [1, 2])
@@ -96,7 +87,7 @@ import UplinkTestSupport
                         let large = index % 50 == 49
                         let count = large ? 400 : 1 + index % 3
                         try await storage.commit(Storage.Commit(
-                            batch: Self.batch("s\(stream)", from: next, count: count, padding: large ? 400 : 40), rejects: []))
+                            batch: logBatch("s\(stream)", from: next, count: count, padding: large ? 400 : 40), rejects: []))
                         next += UInt64(count)
                     }
                 }
@@ -122,16 +113,16 @@ import UplinkTestSupport
         defer { try? FileManager.default.removeItem(atPath: directory) }
         storage.storeSlept()
         #expect(storage.isInlineHeld)
-        try await storage.commit(Storage.Commit(batch: Self.batch("a", from: 1, count: 1), rejects: []))
+        try await storage.commit(Storage.Commit(batch: logBatch("a", from: 1, count: 1), rejects: []))
         #expect(storage.storedGroups.byThread == 1)
         #expect(storage.storedGroups.byCaller == 0)
         clock.withLock { $0 = start + Storage.inlineHoldOff - .milliseconds(1) }
         #expect(storage.isInlineHeld)
-        try await storage.commit(Storage.Commit(batch: Self.batch("a", from: 2, count: 1), rejects: []))
+        try await storage.commit(Storage.Commit(batch: logBatch("a", from: 2, count: 1), rejects: []))
         #expect(storage.storedGroups.byThread == 2)
         clock.withLock { $0 = start + Storage.inlineHoldOff }
         #expect(!storage.isInlineHeld)
-        try await storage.commit(Storage.Commit(batch: Self.batch("a", from: 3, count: 1), rejects: []))
+        try await storage.commit(Storage.Commit(batch: logBatch("a", from: 3, count: 1), rejects: []))
         #expect(storage.storedGroups.byCaller == 1)
         #expect(try Self.storedSequences(directory, agent: "a") == [1, 2, 3])
         #expect(marks.snapshot()[StreamKey(agent: "a", epoch: 1)] == 3)
@@ -158,7 +149,7 @@ import UplinkTestSupport
         defer { try? FileManager.default.removeItem(atPath: directory) }
         await storage.close()
         await #expect(throws: (any Error).self) {
-            try await storage.commit(Storage.Commit(batch: Self.batch("a", from: 1, count: 1), rejects: []))
+            try await storage.commit(Storage.Commit(batch: logBatch("a", from: 1, count: 1), rejects: []))
         }
         #expect(try Self.storedSequences(directory, agent: "a").isEmpty)
     }

@@ -23,12 +23,7 @@ import UplinkTestSupport
     }
 
     private static func commit(_ storage: Storage, _ agent: String, from first: UInt64, count: Int, padding: Int = 40) async throws {
-        let filler = String(repeating: "p", count: padding)
-        let lines = (0..<count).map { index in
-            ByteBufferAllocator().buffer(string: #"{"seq":\#(first + UInt64(index)),"ts":1,"src":"s","log":"\#(filler)"}"#)
-        }
-        let batch = CollectorBatch(
-            stream: StreamKey(agent: agent, epoch: 1), lines: RecordLines(lines), highestSequence: first + UInt64(count) - 1)
+        let batch = logBatch(agent, from: first, count: count, padding: padding)
         try await storage.commit(Storage.Commit(batch: batch, rejects: []))
     }
 

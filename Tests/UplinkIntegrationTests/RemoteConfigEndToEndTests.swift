@@ -87,8 +87,8 @@ extension RemoteConfigEndToEndTests {
             // random moment from the start of that revision's probation (3 s) to a little past its end (where it has
             // just passed, or is passing), and starts it again as systemd would.
             var generator = SystemRandomNumberGenerator()
-            var previous = await fleet.remote("desired")
             for run in 1...20 {
+                let running = try #require(await fleet.remote("effective"), "run \(run)")
                 try fleet.document("extra", serial: run, """
                     sources:
                       - { name: extra-\(run), type: tail, paths: ["\(fleet.root)/logs/extra.log"] }
@@ -97,13 +97,9 @@ extension RemoteConfigEndToEndTests {
                 kill(fleet.collector!.processIdentifier, SIGHUP)
                 // The new revision on probation; a poll held up for longer than the probation (a loaded machine) may
                 // first see it applied, and the kill then comes after it passed, a case the loop checks too.
-                #expect(await eventually(timeout: .seconds(30)) {
-                    let state = await fleet.remoteState().state
-                    guard let desired = await fleet.remote("desired") else { return false }
-                    return desired != previous && (state == "applying" || state == "applied")
-                }, "run \(run): \(fleet.logs)")
+                #expect(await eventually(timeout: .seconds(30)) { await fleet.runsOnProbationOrApplied(other: running) },
+                    "run \(run): \(fleet.logs)")
                 let trying = try #require(await fleet.remote("desired"), "run \(run)")
-                previous = trying
                 // The moment of the kill, measured in what the agent does: after a random number of its local-load
                 // samples stored (one a second: 4 is past the end of a 3 s probation), then a random number of status
                 // round trips (spread within that second).

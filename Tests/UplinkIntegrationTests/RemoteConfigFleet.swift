@@ -204,6 +204,12 @@ extension RemoteConfigFleet {
 }
 
 extension RemoteConfigFleet {
+    /// Whether the agent runs a set other than `other` (its `effective` revision), on probation or applied.
+    func runsOnProbationOrApplied(other: String) async -> Bool {
+        guard let effective = await remote("effective"), effective != other else { return false }
+        return ["applying", "applied"].contains(await remote("state"))
+    }
+
     /// A field of the agent's `/v1/status` `remote_config` object (`state`, `desired`, `effective`, `error`, …) as
     /// text, nil while the agent does not answer or the field is not there; `port` names another agent's status.
     func remote(_ field: String, port: Int? = nil) async -> String? {

@@ -47,12 +47,6 @@ struct RemoteConfigLifecycleTests {
         return try #require(await fleet.remote("effective"))
     }
 
-    /// Whether the agent runs a set other than `other`, on probation or applied.
-    static func runsOnProbationOrApplied(_ fleet: RemoteConfigFleet, other: String) async -> Bool {
-        guard let effective = await fleet.remote("effective"), effective != other else { return false }
-        return ["applying", "applied"].contains(await fleet.remote("state"))
-    }
-
     @Test("push: a SIGHUP of the collector reaches the agent within 2 s; unchanged tails keep their descriptors; no line lost or stored twice; a stop after the switch to last-known-good does not mark it bad; a start without the collector runs it")
     func pushAndRestart() async throws {
         // Timed (2 s from the hint): alone among the heavy and timed tests (CPUGate).
@@ -80,7 +74,7 @@ struct RemoteConfigLifecycleTests {
                     try? app.writeOne()
                     // The agent's state first, then the collector's generation: an agent that runs the new set was
                     // served it, so the reload is seen at the latest in the iteration that sees the agent run it.
-                    let running = await Self.runsOnProbationOrApplied(fleet, other: first)
+                    let running = await fleet.runsOnProbationOrApplied(other: first)
                     if reloaded == nil, await fleet.collectorGeneration() == 2 { reloaded = ContinuousClock.now }
                     return running
                 }, "\(fleet.logs)")

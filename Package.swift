@@ -294,6 +294,8 @@ let package = Package(
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),
+                // ConditionLock, for `HeldEventLoops`.
+                .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
                 .product(name: "Logging", package: "swift-log"),
             ],
             path: "Tests/UplinkTestSupport",
@@ -350,6 +352,7 @@ let package = Package(
                 "UplinkCollector", "UplinkConfig", "UplinkCore", "UplinkWire", "UplinkTestSupport", "UplinkObservability",
                 "UplinkRemoteConfig", "CLinuxIO",
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "NIOSSL", package: "swift-nio-ssl"),
             ],
             swiftSettings: strict

@@ -61,7 +61,8 @@ public struct CollectorStatistics: Sendable, Equatable {
     public var streamsAccepted: UInt64 = 0
     /// Streams ended because a newer connection of the same agent arrived (`uplink_collector_streams_replaced_total`).
     public var streamsReplaced: UInt64 = 0
-    /// Requests to `/v1/stream` refused with a `4xx` or `503` (`uplink_collector_streams_rejected_total`).
+    /// Requests to `/v1/stream` refused with a `4xx` or `503`, or dropped because their connection closed before the
+    /// stream could start (`uplink_collector_streams_rejected_total`).
     public var streamsRejected: UInt64 = 0
     /// Failed writes to the rejects file (`uplink_collector_sink_errors_total`); a sink's failed deliveries are its
     /// `SinkStatistics.retries`.

@@ -11,6 +11,10 @@ import NIOTLS
 ///
 /// Time during which nobody downstream asked for more of the body (the collector applies back-pressure while its
 /// storage catches up) does not count towards the idle timeout: the clock restarts when reading resumes.
+///
+/// It also notes when the peer's side ended (a half-close, which Hummingbird allows, or a read error) so that a
+/// stream request can be told, before it takes over its agent, that nobody will ever read its answer
+/// (`peerIsGone(_:)`).
 final class RequestDeadlineHandler: ChannelDuplexHandler, RemovableChannelHandler {
     typealias InboundIn = HTTPRequestPart
     typealias InboundOut = HTTPRequestPart
@@ -36,6 +40,8 @@ final class RequestDeadlineHandler: ChannelDuplexHandler, RemovableChannelHandle
     private var lastProgress = NIODeadline.now()
     private var readOutstanding = false
     private var timer: Scheduled<Void>?
+    /// The peer half-closed the connection or reading failed: no more request bytes will come.
+    private var inputEnded = false
 
     init(headTimeout: TimeAmount, idleTimeout: TimeAmount, edge: EdgeRecorder, limiter: LogRateLimiter, logger: Logger) {
         self.headTimeout = headTimeout
@@ -61,6 +67,28 @@ final class RequestDeadlineHandler: ChannelDuplexHandler, RemovableChannelHandle
     func channelInactive(context: ChannelHandlerContext) {
         cancelTimer()
         context.fireChannelInactive()
+    }
+
+    func userInboundEventTriggered(context: ChannelHandlerContext, event: Any) {
+        if let event = event as? ChannelEvent, event == .inputClosed { inputEnded = true }
+        context.fireUserInboundEventTriggered(event)
+    }
+
+    func errorCaught(context: ChannelHandlerContext, error: any Error) {
+        inputEnded = true
+        context.fireErrorCaught(error)
+    }
+
+    /// Whether the peer of `channel`'s request is gone: the channel closed, its input ended, or reading it failed.
+    /// A request's head and its connection's end can be read in one go (a proxy gave up on the request before a busy
+    /// collector read it); the request is still handed to the responder, but must not act for its agent.
+    static func peerIsGone(_ channel: any Channel) async -> Bool {
+        guard channel.isActive else { return true }
+        let gone = channel.eventLoop.submit {
+            guard channel.isActive else { return true }
+            return (try? channel.pipeline.syncOperations.handler(type: RequestDeadlineHandler.self).inputEnded) ?? false
+        }
+        return (try? await gone.get()) ?? true
     }
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {

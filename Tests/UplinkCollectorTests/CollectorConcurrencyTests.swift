@@ -2,6 +2,7 @@ import AsyncHTTPClient
 import Foundation
 import NIOCore
 import NIOHTTP1
+import NIOPosix
 import Testing
 import UplinkCollector
 import UplinkCore
@@ -81,6 +82,43 @@ struct CollectorConcurrencyTests {
                 #expect(statistics.activeStreams == 0)
             }
             #expect(try storedSequences(directory, agent: "flappy", epoch: 5) == Array(1...6))
+        }
+    }
+
+    /// Once in CI: nginx answered 408 to an agent that waited too long for `resume`, the agent's next stream was
+    /// served, and only then did the busy collector read the first request, whose connection nginx had closed long
+    /// before; claiming the agent for it cut the live stream off.
+    @Test("a request whose connection closed before the collector read it does not take the agent from its live stream")
+    func aRequestOnAClosedConnectionDoesNotReplaceTheLiveStream() async throws {
+        try await withTemporaryDirectory { directory in
+            try await withCollector(testConfiguration(directory)) { collector, port in
+                try await withClient { client in
+                    let live = try await AgentConnection.open(client, port: port, agent: "edge", epoch: 1)
+                    #expect(try await live.nextAck() == .resume(0))
+                    live.send(body(1...2))
+                    #expect(try await live.nextAck() == .ack(2))
+
+                    // The collector's loops are held while the stale request arrives and its connection closes, so
+                    // the collector reads the head and the close together, as a collector too busy to read does.
+                    let staleGroup = MultiThreadedEventLoopGroup(numberOfThreads: 1)
+                    let held = await HeldEventLoops(MultiThreadedEventLoopGroup.singleton)
+                    let stale = try await LoopbackTestClient.connect(port: port, group: staleGroup)
+                    try await stale.sendAndWait(Array(
+                        "POST /v1/stream HTTP/1.1\r\nHost: 127.0.0.1\r\nUplink-Protocol: 1\r\nUplink-Agent: edge\r\nUplink-Epoch: 1\r\nTransfer-Encoding: chunked\r\n\r\n".utf8))
+                    await stale.close()
+                    held.release()
+                    #expect(await eventually(timeout: .seconds(30)) { collector.statistics().streamsRejected == 1 })
+
+                    live.send(body(3...3))
+                    #expect(try await live.nextAck() == .ack(3))
+                    _ = try await live.close()
+                    try await staleGroup.shutdownGracefully()
+                }
+                let statistics = collector.statistics()
+                #expect(statistics.streamsReplaced == 0)
+                #expect(statistics.streamsAccepted == 1)
+            }
+            #expect(try storedSequences(directory, agent: "edge", epoch: 1) == Array(1...3))
         }
     }
 

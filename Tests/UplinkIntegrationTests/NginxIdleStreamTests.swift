@@ -12,7 +12,9 @@ struct NginxIdleStreamTests {
     @Test("An idle stream survives three proxy timeouts over HTTP/1.1 and over HTTP/2", arguments: [false, true])
     func idleStreamOutlivesTheProxyTimeout(http2: Bool) async throws {
         let pki = try await TestPKI("idle-\(http2)")
-        let collector = try await InProcessCollector(name: "nginx-idle")
+        // The collector's own account (replacements, why a stream ended) goes into the failure message.
+        let collectorLog = LogCapture(level: .debug)
+        let collector = try await InProcessCollector(name: "nginx-idle", logger: collectorLog.logger)
         let proxyTimeoutSeconds = 5
         let nginxConfiguration = TestNginx.Configuration(
             upstreamPort: collector.port, tls: .init(certificate: pki.server, clientCAFile: pki.authority.certificateFile),
@@ -22,10 +24,19 @@ struct NginxIdleStreamTests {
             uplink.heartbeatInterval = .milliseconds(250)
             let agent = RunningAgent(uplink, sources: [])
             #expect(await eventually(timeout: .seconds(30)) { agent.uplink.statistics().state == .streaming })
+            // A slow set-up on a loaded machine can leave an earlier attempt behind (nginx answered it 408, the
+            // collector was still tearing it down when the next one came; once in CI the stream that followed broke
+            // 0.14 s after opening). The quiet period starts once the stream has carried 8 heartbeats (2 s, well
+            // inside one proxy timeout), so only the idle stream's own fate is judged.
+            let heartbeatsAtOpen = collector.collector.statistics().heartbeats
+            #expect(
+                await eventually(timeout: .seconds(30)) {
+                    agent.uplink.statistics().state == .streaming
+                        && collector.collector.statistics().heartbeats >= heartbeatsAtOpen + 8
+                })
             let heartbeatsBefore = collector.collector.statistics().heartbeats
-            // An attempt that failed during a slow set-up (nginx answering 408 to a loaded machine) is not the idle
-            // stream's: only what happens from here on counts.
             let before = agent.uplink.statistics()
+            let collectorLogBeforeQuiet = collectorLog.all.count
             let quietSince = WallClock.nowNanoseconds()
             // Only what nginx logs from here on is about the idle stream: on a loaded machine a slow set-up (the
             // in-process collector answering late) may have timed out an earlier attempt.
@@ -39,7 +50,8 @@ struct NginxIdleStreamTests {
             let context = """
                 \(String(describing: statistics.lastFailure)), \(brokeAfter ?? "-"); heartbeats sent \(statistics.heartbeatsSent); \
                 collector: \(Self.summary(collector.collector.statistics())); nginx access log: \(nginx.accessLog().suffix(4)); \
-                nginx error log: \(nginx.errorLog().suffix(600))
+                nginx error log: \(nginx.errorLog().suffix(600)); \
+                collector log: \(collectorLog.all.map(\.description).suffix(collectorLog.all.count - collectorLogBeforeQuiet + 6))
                 """
             #expect(statistics.streamsOpened == before.streamsOpened, "the stream was reopened: \(context)")
             #expect(statistics.failures == before.failures, "\(context)")

@@ -131,7 +131,9 @@ public enum SeriesCatalog {
         .init(
             "uplink_collector_streams_replaced_total", .counter,
             "Streams ended because a newer connection of the same agent arrived."),
-        .init("uplink_collector_streams_rejected_total", .counter, "Stream requests refused with a 4xx or 503."),
+        .init(
+            "uplink_collector_streams_rejected_total", .counter,
+            "Stream requests refused with a 4xx or 503, or dropped because their connection closed before the stream started."),
         .init(
             "uplink_collector_streams_over_limit_total", .counter,
             "Stream requests refused with a 503 because max_streams streams were open."),

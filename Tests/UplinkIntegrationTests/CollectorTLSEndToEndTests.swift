@@ -54,7 +54,12 @@ struct CollectorTLSEndToEndTests {
         #expect(stored.count == total)
         #expect(Harness.exactlyOnceProblem(stored.compactMap { Harness.generatorCounter($0.record) }, total: total) == nil)
         #expect(edge.http2Streams >= 1 && edge.http2Streams == edge.tlsStreams)
-        #expect(edge.identityRefused == 0 && edge.tlsHandshakeFailures == 0, "collector: \(edge); agent: \(agentStatistics)")
+        // A loaded machine can make the agent give up on a handshake (uplink.connect_timeout), which the collector
+        // counts as failed; any other failed handshake would be one the agent did not walk away from.
+        let agentTransportFailures = UInt64(agentStatistics.failuresByReason["transport", default: 0])
+        #expect(
+            edge.identityRefused == 0 && edge.tlsHandshakeFailures <= agentTransportFailures,
+            "collector: \(edge); agent: \(agentStatistics)")
     }
 
     @Test("An idle HTTP/2 stream kept alive only by heartbeats, for several times the collector's idle timeout")

@@ -85,8 +85,11 @@ final class RunningAgent: Sendable {
     /// channels, and the tailer runs on this loop.
     private let loops = MultiThreadedEventLoopGroup(numberOfThreads: 1)
 
-    /// Runs an agent with `uplink` (TLS, proxy, compression, …) given a fixed jitter seed unless it has one and quick
-    /// reconnects (from 20 ms, at most 400 ms); `tune` changes the uplink configuration last.
+    /// Runs an agent with `uplink` (TLS, proxy, compression, …) given a fixed jitter seed unless it has one, quick
+    /// reconnects (from 20 ms, at most 400 ms) and a 30 s connect timeout (on loopback the default 5 s runs out only
+    /// on a loaded machine, in the middle of a TLS handshake that would have succeeded, and tests that count failures
+    /// would count that; the stall timeout still bounds it where a test shortens that); `tune` changes the uplink
+    /// configuration last.
     init(
         _ uplink: UplinkConfiguration,
         sources: [AgentConfiguration.NamedSource],
@@ -98,6 +101,7 @@ final class RunningAgent: Sendable {
         var uplink = uplink
         uplink.jitterSeed = uplink.jitterSeed ?? 7
         uplink.backoff = Backoff(initial: .milliseconds(20), multiplier: 2, maximum: .milliseconds(400))
+        uplink.connectTimeout = .seconds(30)
         tune(&uplink)
         let logger = log.logger
         let agent = Agent(

@@ -294,11 +294,11 @@ extension Collector {
         var logger = logger
         logger[metadataKey: "agent"] = "\(stream.agent)"
         logger[metadataKey: "epoch"] = "\(stream.epoch)"
-        // A request whose peer is gone must not take the agent from its live stream: a proxy that gave up on it
-        // (nginx's 408 to an agent that waited too long for `resume`) while this collector was too busy to read it
-        // leaves its head and the connection's end queued together, and the agent has opened a newer stream since,
-        // which a late claim would cut off.
-        guard await !RequestDeadlineHandler.peerIsGone(control.channel) else {
+        // An abandoned request must not take the agent from its live stream: a proxy that gave up on it (nginx's 408
+        // to an agent that waited too long for `resume`) while this collector was too busy to read it leaves its head
+        // and the connection's end queued together, and the agent has opened a newer stream since, which a late
+        // claim would cut off.
+        guard await !RequestDeadlineHandler.isAbandoned(control.channel) else {
             recorder.streamRejected()
             logger.debug("Dropped a stream request whose connection ended before the stream could start")
             try? await writer.finish(nil)

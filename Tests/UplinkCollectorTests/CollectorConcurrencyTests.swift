@@ -103,8 +103,7 @@ struct CollectorConcurrencyTests {
                     let staleGroup = MultiThreadedEventLoopGroup(numberOfThreads: 1)
                     let held = await HeldEventLoops(MultiThreadedEventLoopGroup.singleton)
                     let stale = try await LoopbackTestClient.connect(port: port, group: staleGroup)
-                    try await stale.sendAndWait(Array(
-                        "POST /v1/stream HTTP/1.1\r\nHost: 127.0.0.1\r\nUplink-Protocol: 1\r\nUplink-Agent: edge\r\nUplink-Epoch: 1\r\nTransfer-Encoding: chunked\r\n\r\n".utf8))
+                    try await stale.sendAndWait(Self.streamRequestHead(agent: "edge"))
                     await stale.close()
                     held.release()
                     #expect(await eventually(timeout: .seconds(30)) { collector.statistics().streamsRejected == 1 })
@@ -120,6 +119,36 @@ struct CollectorConcurrencyTests {
             }
             #expect(try storedSequences(directory, agent: "edge", epoch: 1) == Array(1...3))
         }
+    }
+
+    /// What is not abandoned: a request whose body is complete before its sender half-closes (read together with
+    /// the close, as above) is served, stored and acknowledged.
+    @Test("a request complete before its sender's half-close is served: stored and acknowledged")
+    func aCompleteRequestBeforeAHalfCloseIsServed() async throws {
+        try await withTemporaryDirectory { directory in
+            try await withCollector(testConfiguration(directory)) { collector, port in
+                let senderGroup = MultiThreadedEventLoopGroup(numberOfThreads: 1)
+                let held = await HeldEventLoops(MultiThreadedEventLoopGroup.singleton)
+                let sender = try await LoopbackTestClient.connect(port: port, group: senderGroup)
+                let records = Array(body(1...3).readableBytesView)
+                let chunk = Array(String(records.count, radix: 16).utf8) + Array("\r\n".utf8) + records + Array("\r\n0\r\n\r\n".utf8)
+                try await sender.sendAndWait(Self.streamRequestHead(agent: "one-shot") + chunk)
+                try await sender.shutdownOutput()
+                held.release()
+                #expect(await eventually(timeout: .seconds(30)) { collector.statistics().recordsStored == 3 })
+                #expect(await eventually(timeout: .seconds(30)) { String(decoding: sender.received, as: UTF8.self).contains(#"{"ack":3}"#) })
+                #expect(collector.statistics().streamsRejected == 0)
+                await sender.close()
+                try await senderGroup.shutdownGracefully()
+            }
+            #expect(try storedSequences(directory, agent: "one-shot", epoch: 1) == [1, 2, 3])
+        }
+    }
+
+    /// The head of an agent's stream request (epoch 1) with a chunked body to follow.
+    private static func streamRequestHead(agent: String) -> [UInt8] {
+        Array(
+            "POST /v1/stream HTTP/1.1\r\nHost: 127.0.0.1\r\nUplink-Protocol: 1\r\nUplink-Agent: \(agent)\r\nUplink-Epoch: 1\r\nTransfer-Encoding: chunked\r\n\r\n".utf8)
     }
 
     @Test func manyReconnectsOfOneAgentNeverStoreTwice() async throws {

@@ -84,12 +84,13 @@ final class RequestDeadlineHandler: ChannelDuplexHandler, RemovableChannelHandle
     /// head and its connection's end can be read in one go (a proxy gave up on the request before a busy collector
     /// read it); the request is still handed to the responder, which must then not act for its agent.
     static func isAbandoned(_ channel: any Channel) async -> Bool {
-        guard channel.isActive else { return true }
-        let abandoned = channel.eventLoop.submit {
+        @Sendable func look() -> Bool {
             guard channel.isActive else { return true }
             return (try? channel.pipeline.syncOperations.handler(type: RequestDeadlineHandler.self).requestCutShort) ?? false
         }
-        return (try? await abandoned.get()) ?? true
+        // A stream's task runs on its channel's loop (see `openStream`): then no hop is needed.
+        if channel.eventLoop.inEventLoop { return look() }
+        return (try? await channel.eventLoop.submit(look).get()) ?? true
     }
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {

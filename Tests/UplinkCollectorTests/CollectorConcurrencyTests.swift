@@ -98,14 +98,9 @@ struct CollectorConcurrencyTests {
                     live.send(body(1...2))
                     #expect(try await live.nextAck() == .ack(2))
 
-                    // The collector's loops are held while the stale request arrives and its connection closes, so
-                    // the collector reads the head and the close together, as a collector too busy to read does.
                     let staleGroup = MultiThreadedEventLoopGroup(numberOfThreads: 1)
-                    let held = await HeldEventLoops(MultiThreadedEventLoopGroup.singleton)
-                    let stale = try await LoopbackTestClient.connect(port: port, group: staleGroup)
-                    try await stale.sendAndWait(Self.streamRequestHead(agent: "edge"))
-                    await stale.close()
-                    held.release()
+                    _ = try await Self.sendWhileTheCollectorIsHeld(
+                        port: port, Self.streamRequestHead(agent: "edge"), group: staleGroup, then: .close)
                     #expect(await eventually(timeout: .seconds(30)) { collector.statistics().streamsRejected == 1 })
 
                     live.send(body(3...3))
@@ -128,13 +123,10 @@ struct CollectorConcurrencyTests {
         try await withTemporaryDirectory { directory in
             try await withCollector(testConfiguration(directory)) { collector, port in
                 let senderGroup = MultiThreadedEventLoopGroup(numberOfThreads: 1)
-                let held = await HeldEventLoops(MultiThreadedEventLoopGroup.singleton)
-                let sender = try await LoopbackTestClient.connect(port: port, group: senderGroup)
                 let records = Array(body(1...3).readableBytesView)
                 let chunk = Array(String(records.count, radix: 16).utf8) + Array("\r\n".utf8) + records + Array("\r\n0\r\n\r\n".utf8)
-                try await sender.sendAndWait(Self.streamRequestHead(agent: "one-shot") + chunk)
-                try await sender.shutdownOutput()
-                held.release()
+                let sender = try await Self.sendWhileTheCollectorIsHeld(
+                    port: port, Self.streamRequestHead(agent: "one-shot") + chunk, group: senderGroup, then: .halfClose)
                 #expect(await eventually(timeout: .seconds(30)) { collector.statistics().recordsStored == 3 })
                 #expect(await eventually(timeout: .seconds(30)) { String(decoding: sender.received, as: UTF8.self).contains(#"{"ack":3}"#) })
                 #expect(collector.statistics().streamsRejected == 0)
@@ -143,6 +135,26 @@ struct CollectorConcurrencyTests {
             }
             #expect(try storedSequences(directory, agent: "one-shot", epoch: 1) == [1, 2, 3])
         }
+    }
+
+    /// How `sendWhileTheCollectorIsHeld` ends its connection.
+    private enum Ending { case close, halfClose }
+
+    /// Connects to the collector on `port` from `group`, sends `bytes` and ends the connection, all while every loop
+    /// of NIO's singleton group (the collector's) is held: the collector then reads the request and the end together,
+    /// as a collector too busy to read does.
+    private static func sendWhileTheCollectorIsHeld(
+        port: Int, _ bytes: [UInt8], group: any EventLoopGroup, then ending: Ending
+    ) async throws -> LoopbackTestClient {
+        let held = await HeldEventLoops(MultiThreadedEventLoopGroup.singleton)
+        defer { held.release() }
+        let client = try await LoopbackTestClient.connect(port: port, group: group)
+        try await client.sendAndWait(bytes)
+        switch ending {
+        case .close: await client.close()
+        case .halfClose: try await client.shutdownOutput()
+        }
+        return client
     }
 
     /// The head of an agent's stream request (epoch 1) with a chunked body to follow.

@@ -61,7 +61,7 @@ public struct CollectorStatistics: Sendable, Equatable {
     public var streamsAccepted: UInt64 = 0
     /// Streams ended because a newer connection of the same agent arrived (`uplink_collector_streams_replaced_total`).
     public var streamsReplaced: UInt64 = 0
-    /// Requests to `/v1/stream` refused with a `4xx` or `503`, or dropped because their connection closed before the
+    /// Requests to `/v1/stream` refused with a `4xx` or `503`, or dropped because their connection ended before the
     /// stream could start (`uplink_collector_streams_rejected_total`).
     public var streamsRejected: UInt64 = 0
     /// Failed writes to the rejects file (`uplink_collector_sink_errors_total`); a sink's failed deliveries are its

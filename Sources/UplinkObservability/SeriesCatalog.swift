@@ -133,7 +133,7 @@ public enum SeriesCatalog {
             "Streams ended because a newer connection of the same agent arrived."),
         .init(
             "uplink_collector_streams_rejected_total", .counter,
-            "Stream requests refused with a 4xx or 503, or dropped because their connection closed before the stream started."),
+            "Stream requests refused with a 4xx or 503, or dropped because their connection ended before the stream started."),
         .init(
             "uplink_collector_streams_over_limit_total", .counter,
             "Stream requests refused with a 503 because max_streams streams were open."),

@@ -24,10 +24,12 @@ struct NginxIdleStreamTests {
             uplink.heartbeatInterval = .milliseconds(250)
             let agent = RunningAgent(uplink, sources: [])
             #expect(await eventually(timeout: .seconds(30)) { agent.uplink.statistics().state == .streaming })
-            // A slow set-up on a loaded machine can leave an earlier attempt behind (nginx answered it 408, the
-            // collector was still tearing it down when the next one came; once in CI the stream that followed broke
-            // 0.14 s after opening). The quiet period starts once the stream has carried 8 heartbeats (2 s, well
-            // inside one proxy timeout), so only the idle stream's own fate is judged.
+            // A slow set-up on a loaded machine can leave an earlier attempt behind (nginx answered it 408 while the
+            // collector was slow to send `resume`). Once in CI the collector read that request only after the next
+            // stream was up and let it take over, cutting the live stream 0.14 s after it opened; the collector now
+            // drops such a request (CollectorConcurrencyTests shows it). The quiet period still starts only once the
+            // stream has carried 8 heartbeats (2 s, well inside one proxy timeout), so only the idle stream's own
+            // fate is judged.
             let heartbeatsAtOpen = collector.collector.statistics().heartbeats
             #expect(
                 await eventually(timeout: .seconds(30)) {

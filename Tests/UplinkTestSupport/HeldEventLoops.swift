@@ -3,6 +3,8 @@ import NIOCore
 
 /// Holds every event loop of a group busy until `release()`: what a collector too busy to read its sockets looks
 /// like, made deterministic. Whatever peers send meanwhile waits in the kernel and is read in one go afterwards.
+/// Hold a shared group (NIO's singleton) only for a few milliseconds: every other channel on it, of other tests
+/// running alongside, pauses too.
 public final class HeldEventLoops: Sendable {
     private let gate = ConditionLock(value: false)
 

@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 import UplinkAgent
+import UplinkCollector
 import UplinkCore
 import UplinkTestSupport
 
@@ -23,9 +24,9 @@ struct SinkScaleOutTests {
         let segments = (try? FileManager.default.contentsOfDirectory(atPath: data + "/log")) ?? []
         var agents = Set<String>()
         for name in segments where name.hasSuffix(".jsonl") {
-            let text = (try? String(contentsOfFile: data + "/log/" + name, encoding: .utf8)) ?? ""
-            for line in text.split(separator: "\n") where line.hasPrefix(#"{"agent":""#) {
-                agents.insert(String(line.dropFirst(10).prefix { $0 != "\"" }))
+            let bytes = Array((try? Data(contentsOf: URL(fileURLWithPath: data + "/log/" + name))) ?? Data())
+            for line in bytes.split(separator: UInt8(ascii: "\n")) {
+                if let stream = line.withUnsafeBytes({ StoredLine.stream(of: $0) }) { agents.insert(stream.agent) }
             }
         }
         return agents

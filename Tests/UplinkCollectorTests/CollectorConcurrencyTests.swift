@@ -100,7 +100,7 @@ struct CollectorConcurrencyTests {
 
                     let staleGroup = MultiThreadedEventLoopGroup(numberOfThreads: 1)
                     _ = try await Self.sendWhileTheCollectorIsHeld(
-                        port: port, Self.streamRequestHead(agent: "edge"), group: staleGroup, then: .close)
+                        port: port, rawStreamHead(agent: "edge"), group: staleGroup, then: .close)
                     #expect(await eventually(timeout: .seconds(30)) { collector.statistics().streamsRejected == 1 })
 
                     live.send(body(3...3))
@@ -126,7 +126,7 @@ struct CollectorConcurrencyTests {
                 let records = Array(body(1...3).readableBytesView)
                 let chunk = Array(String(records.count, radix: 16).utf8) + Array("\r\n".utf8) + records + Array("\r\n0\r\n\r\n".utf8)
                 let sender = try await Self.sendWhileTheCollectorIsHeld(
-                    port: port, Self.streamRequestHead(agent: "one-shot") + chunk, group: senderGroup, then: .halfClose)
+                    port: port, rawStreamHead(agent: "one-shot") + chunk, group: senderGroup, then: .halfClose)
                 #expect(await eventually(timeout: .seconds(30)) { collector.statistics().recordsStored == 3 })
                 #expect(await eventually(timeout: .seconds(30)) { String(decoding: sender.received, as: UTF8.self).contains(#"{"ack":3}"#) })
                 #expect(collector.statistics().streamsRejected == 0)
@@ -155,12 +155,6 @@ struct CollectorConcurrencyTests {
         case .halfClose: try await client.shutdownOutput()
         }
         return client
-    }
-
-    /// The head of an agent's stream request (epoch 1) with a chunked body to follow.
-    private static func streamRequestHead(agent: String) -> [UInt8] {
-        Array(
-            "POST /v1/stream HTTP/1.1\r\nHost: 127.0.0.1\r\nUplink-Protocol: 1\r\nUplink-Agent: \(agent)\r\nUplink-Epoch: 1\r\nTransfer-Encoding: chunked\r\n\r\n".utf8)
     }
 
     @Test func manyReconnectsOfOneAgentNeverStoreTwice() async throws {

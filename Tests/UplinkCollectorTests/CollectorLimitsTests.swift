@@ -10,9 +10,7 @@ import UplinkWire
 /// The collector's connection hygiene over real loopback sockets: deadlines, the stream limit, heartbeat answers.
 @Suite("Collector limits", .serialized, .timeLimit(.minutes(6)))
 struct CollectorLimitsTests {
-    static let streamHead = Array(
-        ("POST /v1/stream HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/x-ndjson\r\n"
-            + "Uplink-Protocol: 1\r\nUplink-Agent: slow\r\nUplink-Epoch: 1\r\nTransfer-Encoding: chunked\r\n\r\n").utf8)
+    static let streamHead = rawStreamHead(agent: "slow")
 
     @Test("Slowloris: no bytes, half a head, a head without a body are all closed by the deadlines; /healthz answers")
     func slowConnectionsAreClosed() async throws {

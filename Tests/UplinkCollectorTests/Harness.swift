@@ -27,6 +27,14 @@ func logBatch(_ agent: String, from first: UInt64, count: Int, padding: Int = 40
         stream: StreamKey(agent: agent, epoch: 1), lines: RecordLines(lines), highestSequence: first + UInt64(count) - 1)
 }
 
+/// The head of a stream request from `agent` (epoch 1) with a chunked body to follow, as raw bytes for tests that
+/// write to the socket themselves.
+func rawStreamHead(agent: String) -> [UInt8] {
+    Array(
+        ("POST /v1/stream HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/x-ndjson\r\n"
+            + "Uplink-Protocol: 1\r\nUplink-Agent: \(agent)\r\nUplink-Epoch: 1\r\nTransfer-Encoding: chunked\r\n\r\n").utf8)
+}
+
 func testConfiguration(_ directory: String, token: String? = nil, maxLineBytes: Int = 1 << 20, jsonl: Bool = true)
     -> CollectorConfiguration
 {

@@ -362,14 +362,24 @@ struct TailEndToEndTests {
         let agent = RunningAgent(
             url: collector.url, sources: [Self.tailSource([directory + "/app.log*"])], stateDirectory: directory + "/state")
         var counter = 0
-        /// One burst of 100 lines, the file opened for it.
-        func burst() {
-            let descriptor = Self.openForAppend(logPath)
+        /// One burst of 100 lines, the file opened for it; false, writing nothing, while `app.log` does not exist.
+        /// Like a program that reopens its log when logrotate's `postrotate` tells it to, the writer never creates
+        /// `app.log` itself: one that did could create it between logrotate's rename and its create, and logrotate
+        /// then moves that file aside to `app.log-<hour>.backup`, replacing an earlier backup of the same hour, so
+        /// its lines could leave the disk before any reader saw them.
+        func burst() -> Bool {
+            let descriptor = open(logPath, O_WRONLY | O_APPEND | O_CLOEXEC)
+            guard descriptor >= 0 else {
+                precondition(errno == ENOENT, "cannot open \(logPath): errno \(errno)")
+                return false
+            }
             Self.append(descriptor, Self.lines(100, from: &counter))
             close(descriptor)
+            return true
         }
+        close(Self.openForAppend(logPath))
         for _ in 0..<30 {
-            for _ in 0..<20 { burst() }
+            for _ in 0..<20 { #expect(burst(), "app.log is missing between rotations") }
             // The rotation runs in its own process while the writer goes on, so that bursts meet it half way.
             let rotated = Mutex(false)
             let rotation = Task {
@@ -377,11 +387,11 @@ struct TailEndToEndTests {
                 return try await logrotate.rotate()
             }
             while !rotated.withLock({ $0 }) && counter < 2_000_000 {
-                burst()
+                _ = burst()
                 await Task.yield()
             }
             let done = try await rotation.value
-            #expect(done.status == 0, "logrotate failed: \(done.errorText)")
+            #expect(done.status == 0 && done.errorText.isEmpty, "logrotate failed: \(done.errorText)")
         }
         let total = counter
         await collector.waitUntilQuiet(quiet: .seconds(2), timeout: .seconds(120))

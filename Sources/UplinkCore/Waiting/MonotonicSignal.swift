@@ -5,18 +5,25 @@ import Synchronization
 /// What "the collector acknowledged through sequence N", "the log has records up to N" and "a forwarder's cursor
 /// moved" are: the side that makes progress calls `advance(to:)` or `bump()`, the side that waits for it calls
 /// `wait(until:)`, with no timer and no polling.
+///
+/// The reading and raising side is `@inlinable`: a caller in another module (the ring's acknowledgements, the
+/// collector log's committed end, each touched per stored batch) gets it specialized for its `Value`, instead of the
+/// generic code that looks up its metadata on every call.
 public final class MonotonicSignal<Value: FixedWidthInteger & Sendable>: Sendable {
-    private struct Waiter {
+    @usableFromInline
+    struct Waiter: Sendable {
         let id: UInt64
-        let threshold: Value
-        let continuation: CheckedContinuation<Value, Never>
+        @usableFromInline let threshold: Value
+        @usableFromInline let continuation: CheckedContinuation<Value, Never>
     }
-    private struct State {
-        var value: Value
+    @usableFromInline
+    struct State: Sendable {
+        @usableFromInline var value: Value
         var nextID: UInt64 = 0
-        var waiters: [Waiter] = []
+        @usableFromInline var waiters: [Waiter] = []
+        init(value: Value) { self.value = value }
     }
-    private let state: Mutex<State>
+    @usableFromInline let state: Mutex<State>
 
     /// A signal at `value`.
     public init(_ value: Value = 0) {
@@ -24,19 +31,23 @@ public final class MonotonicSignal<Value: FixedWidthInteger & Sendable>: Sendabl
     }
 
     /// The current value.
+    @inlinable
     public var value: Value { state.withLock { $0.value } }
 
     /// Raises the value to `newValue` (a smaller one is ignored) and returns every wait it satisfies.
+    @inlinable
     public func advance(to newValue: Value) {
         raise { max($0, newValue) }
     }
 
     /// Adds one (saturating at the maximum) and returns every wait that satisfies.
+    @inlinable
     public func bump() {
         raise { $0 == .max ? $0 : $0 + 1 }
     }
 
-    private func raise(_ next: (Value) -> Value) {
+    @inlinable
+    func raise(_ next: (Value) -> Value) {
         let (ready, value) = state.withLock { state -> ([Waiter], Value) in
             let value = next(state.value)
             guard value > state.value else { return ([], state.value) }

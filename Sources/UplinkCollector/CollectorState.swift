@@ -37,17 +37,23 @@ final class MarkTable: Sendable {
         state.withLock { $0.streams[stream] ?? 0 }
     }
 
-    /// Raises stream and origin marks (keys from `StreamKey.origin`) to the given values where they are higher.
-    func raise(_ entries: [(StreamKey, UInt64)]) {
+    /// Raises each batch's stream mark to its `highestSequence` and its agent's origin marks to its `origins`, where
+    /// they are higher. Origins are named by agent and id here: no `StreamKey.origin` key (a string concatenation
+    /// and its hash per origin per batch) is built.
+    func raise(_ batches: [CollectorBatch]) {
         state.withLock { state in
-            for (key, mark) in entries {
-                if let agent = key.originAgent {
+            for batch in batches {
+                if batch.highestSequence > state.streams[batch.stream] ?? 0 {
+                    state.streams[batch.stream] = batch.highestSequence
+                }
+                guard !batch.origins.isEmpty else { continue }
+                for (origin, offset) in batch.origins {
                     state.generation += 1
                     // In place: a copy taken out of the dictionary and stored back copied both of the agent's tables
                     // (up to thousands of origins) on every batch.
-                    Self.raise(&state.origins[agent, default: AgentOrigins()], origin: key.epoch, to: mark, at: state.generation)
-                } else if mark > state.streams[key] ?? 0 {
-                    state.streams[key] = mark
+                    Self.raise(
+                        &state.origins[batch.stream.agent, default: AgentOrigins()], origin: origin, to: offset,
+                        at: state.generation)
                 }
             }
         }

@@ -212,3 +212,52 @@ enum LineReader {
         return splitter.finish() ?? 0
     }
 }
+
+/// The marks raised since the ledger's last line, newest per stream and per origin, waiting for the next append
+/// (`Storage.ledgerLagBytes`). Origins are kept by agent and id, so raising them per stored batch builds no
+/// `StreamKey.origin` key; those are made only for the append.
+struct UnledgeredMarks {
+    private var streams: [StreamKey: UInt64] = [:]
+    /// agent → origin id → offset.
+    private var origins: [String: [UInt64: UInt64]] = [:]
+    /// How many ledger lines the marks make.
+    private(set) var count = 0
+
+    var isEmpty: Bool { count == 0 }
+
+    /// Notes `batch`'s stream mark and origin offsets where they are higher than those noted.
+    mutating func raise(_ batch: CollectorBatch) {
+        if let noted = streams[batch.stream] {
+            if batch.highestSequence > noted { streams[batch.stream] = batch.highestSequence }
+        } else {
+            streams[batch.stream] = batch.highestSequence
+            count += 1
+        }
+        guard !batch.origins.isEmpty else { return }
+        var noted = origins.removeValue(forKey: batch.stream.agent) ?? [:]
+        for (origin, offset) in batch.origins {
+            if let previous = noted[origin] {
+                if offset > previous { noted[origin] = offset }
+            } else {
+                noted[origin] = offset
+                count += 1
+            }
+        }
+        origins[batch.stream.agent] = noted
+    }
+
+    /// Every mark as a ledger entry (origins under their `StreamKey.origin` keys), ordered by agent and epoch.
+    func sortedEntries() -> [(StreamKey, UInt64)] {
+        var entries = streams.map { ($0.key, $0.value) }
+        for (agent, offsets) in origins {
+            for (origin, offset) in offsets { entries.append((StreamKey.origin(agent: agent, id: origin), offset)) }
+        }
+        return entries.sorted { ($0.0.agent, $0.0.epoch) < ($1.0.agent, $1.0.epoch) }
+    }
+
+    mutating func removeAll(keepingCapacity: Bool) {
+        streams.removeAll(keepingCapacity: keepingCapacity)
+        origins.removeAll(keepingCapacity: keepingCapacity)
+        count = 0
+    }
+}

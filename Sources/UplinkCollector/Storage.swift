@@ -50,7 +50,7 @@ final class Storage: Sendable {
         var ledger: MarksLedger
         var rejectsDescriptor: Int32
         /// Marks raised since the last ledger line was written, newest per stream and origin.
-        var unledgered: [StreamKey: UInt64] = [:]
+        var unledgered = UnledgeredMarks()
         /// The log offset on the ledger's last line: recovery scans the log from here.
         var ledgeredEnd: Int64
     }
@@ -312,12 +312,8 @@ final class Storage: Sendable {
     /// Storage thread: raises the mark table and keeps the new marks for the ledger, which is written once the log
     /// has run `ledgerLagBytes` ahead of it, or rewritten whole when that is due.
     private func advanceMarks(_ batches: [CollectorBatch], files: inout Files) {
-        var entries = batches.map { ($0.stream, $0.highestSequence) }
-        for batch in batches {
-            for (id, offset) in batch.origins { entries.append((StreamKey.origin(agent: batch.stream.agent, id: id), offset)) }
-        }
-        marks.raise(entries)
-        for (key, mark) in entries { files.unledgered[key] = max(files.unledgered[key] ?? 0, mark) }
+        marks.raise(batches)
+        for batch in batches { files.unledgered.raise(batch) }
         let logEnd = log.committedEnd
         if files.ledger.shouldCompact || logEnd - files.ledgeredEnd >= Self.ledgerLagBytes {
             writeLedger(&files, recordsSize: logEnd)
@@ -334,8 +330,7 @@ final class Storage: Sendable {
                 try files.ledger.compact(marks: marks.snapshot(), recordsSize: recordsSize)
             } else {
                 guard !files.unledgered.isEmpty else { return }
-                let entries = files.unledgered.sorted { ($0.key.agent, $0.key.epoch) < ($1.key.agent, $1.key.epoch) }
-                try files.ledger.append(entries.map { ($0.key, $0.value) }, recordsSize: recordsSize)
+                try files.ledger.append(files.unledgered.sortedEntries(), recordsSize: recordsSize)
             }
             files.unledgered.removeAll(keepingCapacity: true)
             files.ledgeredEnd = recordsSize

@@ -249,9 +249,9 @@ extension String {
         let limit = MarkTable.maximumOriginsPerAgent
         // Many incarnations come and go; origin 1 (a file still being written) keeps being raised.
         for id in UInt64(2)...UInt64(limit + 600) {
-            table.raise([(StreamKey.origin(agent: "a", id: id), 10), (StreamKey.origin(agent: "a", id: 1), id)])
+            table.raise([Self.batch("a", origins: [id: 10, 1: id])])
         }
-        table.raise([(StreamKey.origin(agent: "b", id: 2), 3)])
+        table.raise([Self.batch("b", origins: [2: 3])])
         let origins = table.originMarks(agent: "a")
         #expect(origins.count <= limit + 512)
         #expect(origins.count >= limit)
@@ -261,11 +261,37 @@ extension String {
         #expect(origins[900_000] == nil, "an origin loaded at start and never raised again goes first")
         #expect(table.originMarks(agent: "b") == [2: 3])
         // A lower offset never lowers a mark.
-        table.raise([(StreamKey.origin(agent: "b", id: 2), 1)])
+        table.raise([Self.batch("b", origins: [2: 1])])
         #expect(table.originMarks(agent: "b") == [2: 3])
         let snapshot = table.snapshot()
         #expect(snapshot[StreamKey.origin(agent: "b", id: 2)] == 3)
         #expect(snapshot[StreamKey(agent: "a", epoch: 1)] == 5)
         #expect(snapshot.count == 1 + origins.count + 1)
+    }
+
+    @Test func streamMarksRiseWithTheirBatchesAndNeverFall() {
+        let table = MarkTable([StreamKey(agent: "a", epoch: 1): 5])
+        table.raise([Self.batch("a", epoch: 1, through: 9), Self.batch("b", epoch: 4, through: 2)])
+        table.raise([Self.batch("a", epoch: 1, through: 7)])
+        #expect(table.streamMarks() == [StreamKey(agent: "a", epoch: 1): 9, StreamKey(agent: "b", epoch: 4): 2])
+        #expect(table.originMarks(agent: "a").isEmpty)
+    }
+
+    @Test func unledgeredMarksKeepTheHighestOfEachStreamAndOriginAndListThemInLedgerOrder() {
+        var marks = UnledgeredMarks()
+        #expect(marks.isEmpty)
+        marks.raise(Self.batch("b", epoch: 2, through: 8, origins: [7: 100, 3: 50]))
+        marks.raise(Self.batch("b", epoch: 2, through: 6, origins: [7: 90, 3: 60]))
+        marks.raise(Self.batch("a", epoch: 1, through: 1))
+        #expect(marks.count == 4)
+        let entries = marks.sortedEntries().map { "\($0.0.agent) \($0.0.epoch) \($0.1)" }
+        #expect(entries == ["a 1 1", "b 2 8", "b/origin 3 60", "b/origin 7 100"])
+        marks.removeAll(keepingCapacity: true)
+        #expect(marks.isEmpty && marks.sortedEntries().isEmpty)
+    }
+
+    /// A batch of `agent`'s stream `epoch` with no lines, raising its mark to `through` and the given origins.
+    static func batch(_ agent: String, epoch: UInt64 = 1, through: UInt64 = 0, origins: [UInt64: UInt64] = [:]) -> CollectorBatch {
+        CollectorBatch(stream: StreamKey(agent: agent, epoch: epoch), lines: RecordLines(), highestSequence: through, origins: origins)
     }
 }

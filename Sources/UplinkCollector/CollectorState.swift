@@ -46,7 +46,6 @@ final class MarkTable: Sendable {
                 if batch.highestSequence > state.streams[batch.stream] ?? 0 {
                     state.streams[batch.stream] = batch.highestSequence
                 }
-                guard !batch.origins.isEmpty else { continue }
                 for (origin, offset) in batch.origins {
                     state.generation += 1
                     // In place: a copy taken out of the dictionary and stored back copied both of the agent's tables

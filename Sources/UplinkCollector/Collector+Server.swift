@@ -14,7 +14,7 @@ struct CollectorEdge: Sendable {
 extension Collector {
     /// How connections are served: plaintext HTTP/1.1, or TLS with ALPN offering h2 and http/1.1; either way with
     /// the request deadlines of `RequestDeadlineHandler` on every request pipeline (an HTTP/1.1 connection or an
-    /// HTTP/2 stream).
+    /// HTTP/2 stream), and after it the `StreamBodyTap` that hands a stream request's body to its stream.
     func serverBuilder(tls: TLSConfiguration?) -> HTTPServerBuilder {
         let headTimeout = TimeAmount(configuration.requestHeadTimeout)
         let idleTimeout = TimeAmount(configuration.streamIdleTimeout)
@@ -24,7 +24,8 @@ extension Collector {
             additionalChannelHandlers: [
                 RequestDeadlineHandler(
                     headTimeout: headTimeout, idleTimeout: idleTimeout, edge: edge.recorder, limiter: edge.limiter,
-                    logger: logger)
+                    logger: logger),
+                StreamBodyTap(holdLimit: StreamBodyTap.defaultHoldLimit),
             ])
         guard let tls else { return .http1(configuration: requests) }
         let connections = HTTP2UpgradeChannel.Configuration(

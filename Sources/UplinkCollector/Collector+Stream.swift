@@ -210,7 +210,6 @@ extension Collector {
             description: OpenStream(
                 agent: agent, epoch: epoch, httpVersion: connection.isHTTP2 ? "HTTP/2" : "HTTP/1.1", tls: connection.isTLS,
                 tlsVersion: connection.tlsVersion, certificateSubject: connection.certificateSubject, peer: connection.peer))
-        let body = request.body
         let logger = context.logger
         let bodyEncoding = encoding
         var headers: HTTPFields = [.contentType: "application/x-ndjson", .cacheControl: "no-store"]
@@ -245,7 +244,7 @@ extension Collector {
                 // to the storage thread and one back.
                 await withTaskExecutorPreference(EventLoopTaskExecutor(loop: control.channel.eventLoop)) {
                     await self.serveStream(
-                        stream, control: control, body: body, encoding: bodyEncoding, remoteLabels: remoteLabels,
+                        stream, control: control, encoding: bodyEncoding, remoteLabels: remoteLabels,
                         ackUrgentBytes: ackUrgentBytes, writer: &writer, storage: storage, logger: logger)
                 }
             }
@@ -287,7 +286,7 @@ extension Collector {
     /// receiving side (a child task reading the request body) stores, until the request ends, the stream is
     /// stopped, or the connection breaks.
     func serveStream(
-        _ stream: StreamKey, control: StreamControl, body: RequestBody, encoding: WireCompression,
+        _ stream: StreamKey, control: StreamControl, encoding: WireCompression,
         remoteLabels: PresentedLabels? = nil, ackUrgentBytes: Int = PendingAck.defaultUrgentBytes,
         writer: inout any ResponseBodyWriter, storage: Storage, logger: Logger
     ) async {
@@ -314,7 +313,7 @@ extension Collector {
         }
         if encoding != .none { logger[metadataKey: "encoding"] = "\(encoding)" }
         let ending = await exchange(
-            stream, control: control, body: body, encoding: encoding, remoteLabels: remoteLabels,
+            stream, control: control, encoding: encoding, remoteLabels: remoteLabels,
             ackUrgentBytes: ackUrgentBytes, writer: &writer, storage: storage, logger: logger)
         // Let go of the agent before the response ends, so that whoever sees the end sees the stream closed.
         registry.release(agent: stream.agent, control: control)
@@ -354,7 +353,7 @@ extension Collector {
     /// Sends `resume` (and, with remote configuration, the `config` line), then acknowledges what the receiving
     /// side stores until the stream ends; a `config` line follows whenever the agent's revision changes.
     private func exchange(
-        _ stream: StreamKey, control: StreamControl, body: RequestBody, encoding: WireCompression,
+        _ stream: StreamKey, control: StreamControl, encoding: WireCompression,
         remoteLabels: PresentedLabels?, ackUrgentBytes: Int, writer: inout any ResponseBodyWriter, storage: Storage,
         logger: Logger
     ) async -> StreamEnding {
@@ -384,7 +383,7 @@ extension Collector {
             group.addTask {
                 defer { eventSink.finish() }
                 return await self.receive(
-                    stream, mark: mark, body: body, encoding: encoding, control: control, storage: storage,
+                    stream, mark: mark, encoding: encoding, control: control, storage: storage,
                     remoteLabels: remoteLabels, events: eventSink, pendingAck: pendingAck, heartbeat: heartbeat,
                     logger: logger)
             }
@@ -479,136 +478,129 @@ extension Collector {
         return buffer
     }
 
-    /// The receiving side. A child task stores batches while this one reads and sorts the next chunks, which
-    /// wait in a `BatchHandoff` merged into one; a small batch that finds nothing waiting and the storer idle is
-    /// stored by this side itself. An `ack` follows the batches that raised the mark (acks merge while one waits to
-    /// be written, `PendingAck`). The stream's batches are stored one at a time, in order.
+    /// The receiving side: a `StreamReceiver` on the stream's loop takes the request body from the pipeline's
+    /// `StreamBodyTap` as the channel reads it and stores its batches; this waits until it ends. Cancelling the
+    /// task stops it at the next batch boundary.
     private func receive(
-        _ stream: StreamKey, mark: UInt64, body: RequestBody, encoding: WireCompression, control: StreamControl,
-        storage: Storage, remoteLabels: PresentedLabels?, events: AsyncStream<StreamEvent>.Continuation,
-        pendingAck: PendingAck, heartbeat: HeartbeatAnswer, logger: Logger
+        _ stream: StreamKey, mark: UInt64, encoding: WireCompression, control: StreamControl, storage: Storage,
+        remoteLabels: PresentedLabels?, events: AsyncStream<StreamEvent>.Continuation, pendingAck: PendingAck,
+        heartbeat: HeartbeatAnswer, logger: Logger
     ) async -> StreamEnding {
-        var processor = StreamProcessor(
+        let loop = control.channel.eventLoop
+        let slot = NIOLoopBoundBox.makeBoxSendingValue(ReceiverSlot(), as: ReceiverSlot.self, eventLoop: loop)
+        let processor = StreamProcessor(
             stream: stream, mark: mark, originMarks: marks.originMarks(agent: stream.agent),
             maxLineBytes: configuration.maxLineBytes)
-        let handoff = BatchHandoff(limitBytes: Self.maximumWaitingBatchBytes)
-        var stopped: Bool { control.isStopRequested || Task.isCancelled }
-        // Stores `batch` here when that costs no overlap (see `BatchHandoff.claimIdle`), else hands it to the storer.
-        func hand(_ batch: ReceivedBatch) async throws {
-            guard storage.prefersCaller(bytes: batch.lines.byteCount), handoff.claimIdle() else {
-                return await handoff.put(batch)
-            }
-            defer { handoff.storedByCaller() }
-            try await store(
-                batch, of: stream, storage: storage, remoteLabels: remoteLabels, events: events, pendingAck: pendingAck,
-                logger: logger)
-        }
-        return await withTaskGroup(of: StreamEnding?.self) { group in
-            group.addTask {
-                while let batch = await handoff.take() {
+        return await withTaskCancellationHandler {
+            await withCheckedContinuation { (continuation: CheckedContinuation<StreamEnding, Never>) in
+                loop.execute {
+                    guard !slot.value.cancelled else { return continuation.resume(returning: .stopped) }
                     do {
-                        try await self.store(
-                            batch, of: stream, storage: storage, remoteLabels: remoteLabels, events: events,
-                            pendingAck: pendingAck, logger: logger)
+                        let tap = try control.channel.pipeline.syncOperations.handler(type: StreamBodyTap.self)
+                        let receiver = try StreamReceiver(
+                            loop: loop, tap: tap, processor: processor, encoding: encoding,
+                            waitingLimit: Self.maximumWaitingBatchBytes,
+                            store: { batch, completion in
+                                self.store(
+                                    batch, of: stream, storage: storage, remoteLabels: remoteLabels, events: events,
+                                    pendingAck: pendingAck, logger: logger, completion: completion)
+                            },
+                            heartbeat: { if heartbeat.request() { events.yield(.heartbeat) } },
+                            decodingFailed: { self.recorder.decompressionFailed($0) },
+                            isStopRequested: { control.isStopRequested },
+                            finished: { continuation.resume(returning: $0) })
+                        slot.value.receiver = receiver
+                        if !tap.attach(receiver) {
+                            receiver.bodyFailed(
+                                CollectorError(code: "no_body", message: "the stream request's body was not kept for it"))
+                        }
                     } catch {
-                        // Ends the exchange, which cancels the reading side wherever it waits.
-                        events.yield(.stop)
-                        return .failed(error)
+                        continuation.resume(returning: .failed(error))
                     }
                 }
-                return nil
             }
-            // Reading: ends at the end of the body, on a broken connection, on stop, or when storing failed.
-            let reading: StreamEnding
-            do {
-                // A compressed body is decoded chunk by chunk, in bounded pieces (StreamDecompressor's limits).
-                let decompressor = encoding == .none ? nil : try StreamDecompressor(encoding)
-                reading = try await {
-                    for try await chunk in body {
-                        guard let decompressor else {
-                            let batch = processor.process(chunk)
-                            if batch.heartbeats > 0, heartbeat.request() { events.yield(.heartbeat) }
-                            try await hand(batch)
-                            if stopped { return .stopped }
-                            continue
-                        }
-                        decompressor.feed(chunk)
-                        while let piece = try self.decompressed(decompressor) {
-                            let batch = processor.process(piece)
-                            if batch.heartbeats > 0, heartbeat.request() { events.yield(.heartbeat) }
-                            try await hand(batch)
-                            if stopped { return .stopped }
-                        }
-                    }
-                    if let cut = processor.finish() { try await hand(cut) }
-                    return stopped ? .stopped : .bodyEnded
-                }()
-            } catch {
-                reading = stopped ? .stopped : .failed(error)
+        } onCancel: {
+            loop.execute {
+                slot.value.cancelled = true
+                slot.value.receiver?.stop()
             }
-            if case .bodyEnded = reading {
-                // Store what is waiting before answering the end of the request.
-                handoff.finish()
-            } else {
-                group.cancelAll()
-            }
-            let storing = await group.next() ?? nil
-            if let storing { return storing }
-            return reading
-        }
-    }
-
-    /// The next decoded piece; a refused body is counted (`decompressionBombs` or `corruptBodies`) and rethrown.
-    private func decompressed(_ decompressor: StreamDecompressor) throws -> ByteBuffer? {
-        do {
-            return try decompressor.next()
-        } catch {
-            recorder.decompressionFailed(error)
-            throw error
         }
     }
 
     /// How many bytes of received lines may wait while the previous batch is being stored; reading pauses above.
     static let maximumWaitingBatchBytes = 4 << 20
 
+    /// Stores one received batch (its records, its rejects, its configuration statuses) and offers its ack; calls
+    /// `completion` once done, on the calling thread when nothing had to wait.
     private func store(
         _ batch: ReceivedBatch, of stream: StreamKey, storage: Storage, remoteLabels: PresentedLabels?,
-        events: AsyncStream<StreamEvent>.Continuation, pendingAck: PendingAck, logger: Logger
-    ) async throws {
+        events: AsyncStream<StreamEvent>.Continuation, pendingAck: PendingAck, logger: Logger,
+        completion: @escaping @Sendable (Result<Void, any Error>) -> Void
+    ) {
         recorder.received(batch)
         if !batch.configStatuses.isEmpty, let remote = remoteConfig {
             // One record for the batch, with the labels the stream presented: the last status is the agent's
-            // report, and the last failure before it still counts towards a halt.
-            await remote.record(
-                batch: batch.configStatuses, agent: stream.agent, labels: remoteLabels ?? PresentedLabels(),
-                wall: WallClock.nowNanoseconds())
+            // report, and the last failure before it still counts towards a halt. Recorded before the batch's
+            // records are acknowledged.
+            let statuses = batch.configStatuses
+            var rest = batch
+            rest.configStatuses = []
+            Task {
+                await remote.record(
+                    batch: statuses, agent: stream.agent, labels: remoteLabels ?? PresentedLabels(),
+                    wall: WallClock.nowNanoseconds())
+                self.storeRecords(
+                    rest, of: stream, storage: storage, events: events, pendingAck: pendingAck, logger: logger,
+                    completion: completion)
+            }
+            return
         }
+        storeRecords(
+            batch, of: stream, storage: storage, events: events, pendingAck: pendingAck, logger: logger,
+            completion: completion)
+    }
+
+    private func storeRecords(
+        _ batch: ReceivedBatch, of stream: StreamKey, storage: Storage, events: AsyncStream<StreamEvent>.Continuation,
+        pendingAck: PendingAck, logger: Logger, completion: @escaping @Sendable (Result<Void, any Error>) -> Void
+    ) {
         // The fleet table learns of the batch before its ack is offered: whoever sees the ack sees the counts.
-        var activity = FleetBatch(batch)
+        let activity = FleetBatch(batch)
         for gap in batch.gaps {
             logger.warning(
                 "Records missing: the agent dropped records",
                 metadata: ["after": "\(gap.after)", "next": "\(gap.next)", "missing": "\(gap.missing)"])
         }
-        guard batch.needsStorage else { return noteActivity(activity, of: stream) }
+        guard batch.needsStorage else {
+            noteActivity(activity, of: stream)
+            return completion(.success(()))
+        }
         let records =
             batch.raisesMark
             ? CollectorBatch(
                 stream: stream, lines: batch.lines, highestSequence: batch.highestSequence, origins: batch.origins)
             : nil
-        do {
-            try await storage.commit(Storage.Commit(batch: records, rejects: batch.rejects))
-        } catch {
-            noteActivity(activity, of: stream)
-            throw error
+        storage.commit(Storage.Commit(batch: records, rejects: batch.rejects)) { result in
+            var activity = activity
+            if case .success = result, let records {
+                self.recorder.stored(records.lines.count)
+                activity.stored(records.lines)
+            }
+            self.noteActivity(activity, of: stream)
+            if case .success = result, let records,
+                pendingAck.offer(records.highestSequence, bytes: records.lines.byteCount)
+            {
+                events.yield(.ack)
+            }
+            completion(result)
         }
-        if let records {
-            recorder.stored(records.lines.count)
-            activity.stored(records.lines)
-        }
-        noteActivity(activity, of: stream)
-        if let records, pendingAck.offer(records.highestSequence, bytes: records.lines.byteCount) { events.yield(.ack) }
     }
+}
+
+/// What a stream's receiving task and its cancellation share on the stream's loop.
+private final class ReceiverSlot {
+    var receiver: StreamReceiver?
+    var cancelled = false
 }
 
 extension String {

@@ -37,7 +37,7 @@ final class Storage: Sendable {
 
     private struct Pending {
         var commit: Commit
-        var continuation: CheckedContinuation<Void, any Error>
+        var completion: @Sendable (Result<Void, any Error>) -> Void
     }
 
     private struct Queue {
@@ -143,32 +143,37 @@ final class Storage: Sendable {
     /// then.
     func commit(_ commit: Commit) async throws {
         try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, any Error>) in
-            let startDraining = queue.withLock { queue in
-                queue.pending.append(Pending(commit: commit, continuation: continuation))
-                if queue.draining { return false }
-                queue.draining = true
-                return true
-            }
-            guard startDraining else { return }
-            if mayStoreHere(commit) {
-                storeQueuedGroup(foreseenNotToWait: true, onlyTheFirst: true)
-                groupsStoredByCaller.add(1, ordering: .relaxed)
-                if finishDraining() { return }
-            }
-            pool.submit { state in
-                switch state {
-                case .active: self.drain()
-                case .cancelled: self.failPending()
-                }
+            self.commit(commit) { continuation.resume(with: $0) }
+        }
+    }
+
+    /// Stores `commit` like `commit(_:)`, and calls `completion` once its records are stored (or could not be):
+    /// before this returns when the calling thread stored it (`mayStoreHere`), else later on the storage thread.
+    func commit(_ commit: Commit, completion: @escaping @Sendable (Result<Void, any Error>) -> Void) {
+        let startDraining = queue.withLock { queue in
+            queue.pending.append(Pending(commit: commit, completion: completion))
+            if queue.draining { return false }
+            queue.draining = true
+            return true
+        }
+        guard startDraining else { return }
+        if mayStoreHere(commit) {
+            storeQueuedGroup(foreseenNotToWait: true, onlyTheFirst: true)
+            groupsStoredByCaller.add(1, ordering: .relaxed)
+            if finishDraining() { return }
+        }
+        pool.submit { state in
+            switch state {
+            case .active: self.drain()
+            case .cancelled: self.failPending()
             }
         }
     }
 
     /// Whether a commit of `bytes` of stored lines is of the kind stored on the calling thread when it finds the
     /// storage idle: small, `collector.fsync` off, no store slept lately (the cheap half of `mayStoreHere`). A
-    /// stream's reading side then commits it itself instead of waking its storing task (`BatchHandoff.claimIdle`); a
     /// commit that must wait for the device after all (a roll, a writeback step) still goes to the storage thread.
-    func prefersCaller(bytes: Int) -> Bool {
+    private func prefersCaller(bytes: Int) -> Bool {
         bytes <= Self.inlineCommitBytes && !log.fsync && !closed.load(ordering: .relaxed) && !isInlineHeld
     }
 
@@ -264,9 +269,9 @@ final class Storage: Sendable {
         if work.contains(where: { $0.commit.batch != nil }) { failing.store(failure != nil, ordering: .relaxed) }
         for pending in work {
             if let failure, pending.commit.batch != nil {
-                pending.continuation.resume(throwing: failure)
+                pending.completion(.failure(failure))
             } else {
-                pending.continuation.resume()
+                pending.completion(.success(()))
             }
         }
     }
@@ -287,7 +292,7 @@ final class Storage: Sendable {
             return queue.pending
         }
         for pending in work {
-            pending.continuation.resume(throwing: CollectorError(code: "shutting_down", message: "the collector's storage is closed"))
+            pending.completion(.failure(CollectorError(code: "shutting_down", message: "the collector's storage is closed")))
         }
     }
 

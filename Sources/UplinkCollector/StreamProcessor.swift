@@ -279,3 +279,20 @@ package struct StreamProcessor {
         chunk.withUnsafeReadableBytes { NewlineScan.first(in: $0) }
     }
 }
+
+extension ReceivedBatch {
+    /// Appends a later batch of the same stream.
+    mutating func merge(_ later: ReceivedBatch) {
+        lines.append(contentsOf: later.lines)
+        highestSequence = max(highestSequence, later.highestSequence)
+        raisesMark = raisesMark || later.raisesMark
+        origins.merge(later.origins) { max($0, $1) }
+        duplicates += later.duplicates
+        resent += later.resent
+        heartbeats += later.heartbeats
+        gaps.append(contentsOf: later.gaps)
+        rejects.append(contentsOf: later.rejects.prefix(max(0, Self.maximumRejectNotes - rejects.count)))
+        tooLong += later.tooLong
+        malformed += later.malformed
+    }
+}

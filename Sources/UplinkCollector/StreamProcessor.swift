@@ -294,5 +294,18 @@ extension ReceivedBatch {
         rejects.append(contentsOf: later.rejects.prefix(max(0, Self.maximumRejectNotes - rejects.count)))
         tooLong += later.tooLong
         malformed += later.malformed
+        configStatuses = ConfigStatus.reportable(configStatuses + later.configStatuses)
+    }
+}
+
+extension ConfigStatus {
+    /// Of an agent's `config_status` lines in the order received, what counts: the last (the agent's report), and
+    /// before it the last failure (`failed` or `rolled_back`), which still counts towards halting a rollout.
+    static func reportable(_ statuses: [ConfigStatus]) -> [ConfigStatus] {
+        guard let last = statuses.last else { return [] }
+        guard let failure = statuses.dropLast().last(where: { $0.state == .failed || $0.state == .rolledBack }) else {
+            return [last]
+        }
+        return [failure, last]
     }
 }

@@ -337,6 +337,43 @@ private final class ReceiverUnderTest {
         #expect(test.endingText == "failed")
     }
 
+    @Test func configurationStatusesThatArriveWhileAStoreIsUnderWayAreNotLost() throws {
+        let test = try ReceiverUnderTest()
+        try test.send(1...1)
+        func status(_ state: ConfigStatus.State) -> HTTPRequestPart {
+            var line: [UInt8] = []
+            let revision = "sha256:" + String(repeating: "a", count: 64)
+            WireLineWriter.appendConfigStatusLine(ConfigStatus(desired: revision, effective: revision, state: state), to: &line)
+            return .body(ByteBuffer(bytes: line))
+        }
+        // Three parts while the first store is under way: they wait as one batch, which must keep what counts.
+        try test.tapped.send(status(.applying))
+        try test.tapped.send(status(.rolledBack))
+        try test.tapped.send(status(.pinned))
+        test.stores[0].complete(.success(()))
+        #expect(test.statuses == [[], [.rolledBack, .pinned]])
+    }
+
+    @Test func mergedBatchesKeepTheLastStatusAndTheLastFailureBeforeIt() {
+        let revision = "sha256:" + String(repeating: "b", count: 64)
+        func batch(_ states: [ConfigStatus.State]) -> ReceivedBatch {
+            var batch = ReceivedBatch(highestSequence: 0)
+            batch.configStatuses = states.map { ConfigStatus(desired: revision, effective: revision, state: $0) }
+            return batch
+        }
+        for (first, second, kept) in [
+            ([ConfigStatus.State.applying], [ConfigStatus.State.rolledBack, .pinned], [ConfigStatus.State.rolledBack, .pinned]),
+            ([.failed], [.applying, .applied], [.failed, .applied]),
+            ([.failed, .applied], [], [.failed, .applied]),
+            ([], [.applied], [.applied]),
+            ([], [], []),
+        ] {
+            var merged = batch(first)
+            merged.merge(batch(second))
+            #expect(merged.configStatuses.map(\.state) == kept, "\(first) + \(second)")
+        }
+    }
+
     @Test func heartbeatLinesAreAnswered() throws {
         let test = try ReceiverUnderTest()
         var line = ByteBufferAllocator().buffer(capacity: 40)

@@ -318,11 +318,8 @@ final class RemoteConfigService: Sendable {
     /// and the last failure before it (if any) still counts towards halting rollouts, as `record` says. So a burst
     /// of lines costs at most two looks at the assignment, under one lock.
     func record(batch statuses: [ConfigStatus], agent: String, labels presented: PresentedLabels, wall: Int64) async {
-        guard let last = statuses.last else { return }
-        var reports = [last]
-        if let failure = statuses.dropLast().last(where: { $0.state == .failed || $0.state == .rolledBack }) {
-            reports.insert(failure, at: 0)
-        }
+        let reports = ConfigStatus.reportable(statuses)
+        guard !reports.isEmpty else { return }
         let (halted, saved) = state.withLock { state in
             var halted: [(String, String)] = []
             for status in reports {

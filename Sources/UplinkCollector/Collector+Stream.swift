@@ -239,9 +239,9 @@ extension Collector {
             headers: headers,
             body: ResponseBody { writer in
                 defer { slot.release() }
-                // The stream's tasks run on its connection's loop: a body part the channel reads resumes them without
-                // waking another thread, and the ack goes out on the same thread. A stored batch costs one hand-off
-                // to the storage thread and one back.
+                // The stream's tasks run on its connection's loop, where its body is read and stored (`StreamBodyTap`,
+                // `StreamReceiver`): an ack the receiver offers wakes no other thread. A batch the loop cannot store
+                // itself costs one hand-off to the storage thread and one back.
                 await withTaskExecutorPreference(EventLoopTaskExecutor(loop: control.channel.eventLoop)) {
                     await self.serveStream(
                         stream, control: control, encoding: bodyEncoding, remoteLabels: remoteLabels,
@@ -283,8 +283,8 @@ extension Collector {
     }
 
     /// Runs one stream inside its response body: takes over the agent, sends `resume`, then acknowledges what the
-    /// receiving side (a child task reading the request body) stores, until the request ends, the stream is
-    /// stopped, or the connection breaks.
+    /// receiving side (the stream's `StreamReceiver`, which a child task waits for) stores, until the request ends,
+    /// the stream is stopped, or the connection breaks.
     func serveStream(
         _ stream: StreamKey, control: StreamControl, encoding: WireCompression,
         remoteLabels: PresentedLabels? = nil, ackUrgentBytes: Int = PendingAck.defaultUrgentBytes,

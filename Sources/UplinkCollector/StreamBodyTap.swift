@@ -30,7 +30,8 @@ final class StreamBodyTap: ChannelDuplexHandler, RemovableChannelHandler {
     private enum State {
         /// Not a stream request's body: parts go on.
         case passing
-        /// A stream request's body, before its receiver: the parts so far, and whether the request ended.
+        /// A stream request's body, before its receiver: the parts so far, whether the request ended, and why it
+        /// never will (the connection closed or reading failed).
         case holding(parts: CircularBuffer<ByteBuffer>, bytes: Int, ended: Bool, failure: (any Error)?)
         /// The receiver takes the parts.
         case receiving(any StreamBodyReceiver)
@@ -68,7 +69,8 @@ final class StreamBodyTap: ChannelDuplexHandler, RemovableChannelHandler {
         let part = unwrapInboundIn(data)
         switch (part, state) {
         case (.head(let head), _):
-            state = head.method == .post && Self.isStreamPath(head.path) ? .holding(parts: [], bytes: 0, ended: false, failure: nil) : .passing
+            let isStream = head.method == .post && Self.isStreamPath(head.path)
+            state = isStream ? .holding(parts: [], bytes: 0, ended: false, failure: nil) : .passing
             receiverFull = false
             context.fireChannelRead(data)
         case (.body, .passing), (.end, .passing):

@@ -1,4 +1,3 @@
-import Logging
 import NIOCore
 import UplinkWire
 

@@ -69,6 +69,24 @@ struct TailEndToEndTests {
         return descriptor
     }
 
+    /// Waits until `collector` stored every line whose counter is in `expected`, or stored nothing more for 10 s
+    /// (what is missing then is out of reach or lost: the test's checks tell which), at most 180 s. A loaded
+    /// machine's tailer can pause for seconds (CI once ended a 2 s quiet wait while the last copy was still to be
+    /// read), so a short quiet spell is not the end.
+    static func waitUntilStored(_ expected: Set<Int>, by collector: InProcessCollector) async {
+        var (lastCount, lastChange, lastLooked) = (collector.recordsStored, ContinuousClock.now, -1)
+        _ = await eventually(timeout: .seconds(180)) {
+            let count = collector.recordsStored
+            if count != lastCount { (lastCount, lastChange) = (count, .now) }
+            if ContinuousClock.now - lastChange >= .seconds(10) { return true }
+            // What is stored is read only once enough is, and once per new count.
+            guard count >= expected.count, count != lastLooked else { return false }
+            lastLooked = count
+            let stored = (try? storedCounters(collector)) ?? []
+            return Set(stored.map(\.counter)).isSuperset(of: expected)
+        }
+    }
+
     static func storedCounters(_ collector: InProcessCollector) throws -> [(counter: Int, origin: UInt64)] {
         try Harness.storedRecords(in: collector.dataDirectory).compactMap { counterAndOrigin($0.record) }
     }
@@ -289,10 +307,8 @@ struct TailEndToEndTests {
         writing.withLock { $0 = false }
         let total = await writer.value
         close(descriptor)
-        await collector.waitUntilQuiet(quiet: .seconds(2), timeout: .seconds(120))
-        try await agent.stop()
-        try await collector.stop()
 
+        // The files are final now.
         var onDisk = Set<Int>()
         var fileOf: [Int: String] = [:]  // where each line is on disk, for the failure message
         for name in try FileManager.default.contentsOfDirectory(atPath: directory) where name.hasPrefix("app.log") {
@@ -305,6 +321,10 @@ struct TailEndToEndTests {
                 }
             }
         }
+        await Self.waitUntilStored(onDisk, by: collector)
+        try await agent.stop()
+        try await collector.stop()
+
         let records = try Harness.storedRecords(in: collector.dataDirectory)
         let stored = records.compactMap { Self.counterAndOrigin($0.record) }.map(\.counter)
         var seen = Set<Int>()
@@ -394,7 +414,7 @@ struct TailEndToEndTests {
             #expect(done.status == 0 && done.errorText.isEmpty, "logrotate failed: \(done.errorText)")
         }
         let total = counter
-        await collector.waitUntilQuiet(quiet: .seconds(2), timeout: .seconds(120))
+        await Self.waitUntilStored(Set(0..<total), by: collector)
         try await agent.stop()
         try await collector.stop()
 

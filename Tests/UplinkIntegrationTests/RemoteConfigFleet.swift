@@ -1,5 +1,6 @@
 import AsyncHTTPClient
 import Foundation
+import Synchronization
 import NIOCore
 import UplinkCore
 import UplinkRemoteConfig
@@ -267,11 +268,15 @@ extension RemoteConfigFleet {
 }
 
 /// A log file a test appends to while it waits for something else (one line per `writeOne()`, from inside the
-/// `eventually` conditions), remembering every line, so that it can check each was stored exactly once, in order.
-final class LineWriter: @unchecked Sendable {
+/// `eventually` conditions, or from `keepWriting`), remembering every line, so that it can check each was stored
+/// exactly once, in order.
+final class LineWriter: Sendable {
     let path: String
     let prefix: String
-    private(set) var written: [String] = []
+    private let lines = Mutex<[String]>([])
+
+    /// Every line written so far, in order.
+    var written: [String] { lines.withLock { $0 } }
 
     /// Creates the file at `path`, empty.
     init(path: String, prefix: String) throws {
@@ -282,9 +287,23 @@ final class LineWriter: @unchecked Sendable {
 
     /// Appends the next line, `<prefix>-<n>`.
     func writeOne() throws {
-        let line = "\(prefix)-\(written.count + 1)"
-        try RemoteConfigFleet.append([line], to: path)
-        written.append(line)
+        try lines.withLock { lines in
+            let line = "\(prefix)-\(lines.count + 1)"
+            try RemoteConfigFleet.append([line], to: path)
+            lines.append(line)
+        }
+    }
+
+    /// Writes a line to each of `writers` every 250 ms (at most 2,400 times: 10 minutes) until the task is
+    /// cancelled. A test that compares a tail's descriptors before and after something slow keeps its files busy
+    /// so: a file quiet for 5 s is parked by the tailer (closed, and opened again when it grows), which is no restart.
+    static func keepWriting(_ writers: [LineWriter]) -> Task<Void, Never> {
+        Task {
+            for _ in 0..<2_400 where !Task.isCancelled {
+                for writer in writers { try? writer.writeOne() }
+                try? await Task.sleep(for: .milliseconds(250))
+            }
+        }
     }
 }
 

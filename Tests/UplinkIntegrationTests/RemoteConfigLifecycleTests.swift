@@ -60,6 +60,10 @@ struct RemoteConfigLifecycleTests {
                 let localDescriptors = fleet.agentDescriptors(on: fleet.root + "/local.log")
                 let appDescriptors = fleet.agentDescriptors(on: fleet.root + "/logs/app.log")
                 #expect(!localDescriptors.isEmpty && !appDescriptors.isEmpty, "the tails hold their files open")
+                // Busy files until the descriptors are compared: a quiet one would be parked (CI's loaded cores made
+                // the status calls below take over 5 s).
+                let keepAwake = LineWriter.keepWriting([local, app])
+                defer { keepAwake.cancel() }
 
                 // The push: from the collector's SIGHUP to the agent running the new set on probation. The 2 s are
                 // counted from when the collector serves the new assignments: on CI's loaded cores its own SIGHUP
@@ -93,6 +97,8 @@ struct RemoteConfigLifecycleTests {
                 #expect(await fleet.remoteState().sources.sorted() == ["app", "extra", "local-app", "local-load"])
 
                 // Neither the local tail nor the unchanged remote one was stopped, or reopened its file.
+                keepAwake.cancel()
+                await keepAwake.value
                 #expect(fleet.agentDescriptors(on: fleet.root + "/local.log") == localDescriptors)
                 #expect(fleet.agentDescriptors(on: fleet.root + "/logs/app.log") == appDescriptors)
                 #expect(!fleet.agentStopped(source: "local-app") && !fleet.agentStopped(source: "app"), "\(fleet.logs)")
@@ -197,6 +203,8 @@ struct RemoteConfigLifecycleTests {
                 try fleet.document("secret", serial: 1, fleet.tailDocument(source: "secret", file: "secret.log"))
                 let lastKnownGood = try await Self.startApplied(fleet, ["logs"], writing: [local, app])
                 let appDescriptors = fleet.agentDescriptors(on: fleet.root + "/logs/app.log")
+                let keepAwake = LineWriter.keepWriting([local, app])
+                defer { keepAwake.cancel() }
 
                 try fleet.assign(generation: 2, ["logs", "secret"])
                 kill(fleet.collector!.processIdentifier, SIGHUP)
@@ -219,6 +227,8 @@ struct RemoteConfigLifecycleTests {
                 #expect(state.error?.contains("outside the allowed paths") == true, "\(state)")
                 #expect(state.sources.sorted() == ["app", "local-app", "local-load"], "the last-known-good runs again")
                 #expect(await fleet.remote("effective") == lastKnownGood)
+                keepAwake.cancel()
+                await keepAwake.value
                 #expect(fleet.agentDescriptors(on: fleet.root + "/logs/app.log") == appDescriptors, "the unchanged remote tail kept its file")
 
                 try app.writeOne()

@@ -297,7 +297,7 @@ extension Collector {
         // to an agent that waited too long for `resume`) while this collector was too busy to read it leaves its head
         // and the connection's end queued together, and the agent has opened a newer stream since, which a late
         // claim would cut off.
-        guard await !RequestDeadlineHandler.isAbandoned(control.channel) else {
+        guard await !StreamBodyTap.isAbandoned(control.channel) else {
             recorder.streamRejected()
             logger.debug("Dropped a stream request whose connection ended before the stream could start")
             try? await writer.finish(nil)

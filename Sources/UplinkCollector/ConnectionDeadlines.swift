@@ -11,11 +11,6 @@ import NIOTLS
 ///
 /// Time during which nobody downstream asked for more of the body (the collector applies back-pressure while its
 /// storage catches up) does not count towards the idle timeout: the clock restarts when reading resumes.
-///
-/// It also notes a request cut short: the peer's input ended (a FIN, which Hummingbird's half-closure lets through
-/// as an event) before the request's end, or reading failed. Such a request can never finish, so a stream request is
-/// told so before it takes over its agent (`isAbandoned(_:)`). A request whose body is complete (an HTTP/2
-/// `END_STREAM`, a last chunk) is not cut short, whatever follows.
 final class RequestDeadlineHandler: ChannelDuplexHandler, RemovableChannelHandler {
     typealias InboundIn = HTTPRequestPart
     typealias InboundOut = HTTPRequestPart
@@ -41,8 +36,6 @@ final class RequestDeadlineHandler: ChannelDuplexHandler, RemovableChannelHandle
     private var lastProgress = NIODeadline.now()
     private var readOutstanding = false
     private var timer: Scheduled<Void>?
-    /// The input ended before the request's end, or reading failed: the request can never finish.
-    private var requestCutShort = false
 
     init(headTimeout: TimeAmount, idleTimeout: TimeAmount, edge: EdgeRecorder, limiter: LogRateLimiter, logger: Logger) {
         self.headTimeout = headTimeout
@@ -68,29 +61,6 @@ final class RequestDeadlineHandler: ChannelDuplexHandler, RemovableChannelHandle
     func channelInactive(context: ChannelHandlerContext) {
         cancelTimer()
         context.fireChannelInactive()
-    }
-
-    func userInboundEventTriggered(context: ChannelHandlerContext, event: Any) {
-        if let event = event as? ChannelEvent, event == .inputClosed, case .readingBody? = phase { requestCutShort = true }
-        context.fireUserInboundEventTriggered(event)
-    }
-
-    func errorCaught(context: ChannelHandlerContext, error: any Error) {
-        requestCutShort = true
-        context.fireErrorCaught(error)
-    }
-
-    /// Whether the request on `channel` is abandoned: the channel closed, or the request was cut short. A request's
-    /// head and its connection's end can be read in one go (a proxy gave up on the request before a busy collector
-    /// read it); the request is still handed to the responder, which must then not act for its agent.
-    static func isAbandoned(_ channel: any Channel) async -> Bool {
-        @Sendable func look() -> Bool {
-            guard channel.isActive else { return true }
-            return (try? channel.pipeline.syncOperations.handler(type: RequestDeadlineHandler.self).requestCutShort) ?? false
-        }
-        // A stream's task runs on its channel's loop (see `openStream`): then no hop is needed.
-        if channel.eventLoop.inEventLoop { return look() }
-        return (try? await channel.eventLoop.submit(look).get()) ?? true
     }
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {

@@ -127,6 +127,13 @@ final class StreamBodyTap: ChannelDuplexHandler, RemovableChannelHandler {
         context.fireChannelInactive()
     }
 
+    /// The peer's input ended (a FIN, which Hummingbird's half-closure lets through as an event, the channel still
+    /// open for the response): a body not ended by then never will be.
+    func userInboundEventTriggered(context: ChannelHandlerContext, event: Any) {
+        if let event = event as? ChannelEvent, event == .inputClosed { fail(ChannelError.inputClosed) }
+        context.fireUserInboundEventTriggered(event)
+    }
+
     func errorCaught(context: ChannelHandlerContext, error: any Error) {
         fail(error)
         context.fireErrorCaught(error)
@@ -143,6 +150,23 @@ final class StreamBodyTap: ChannelDuplexHandler, RemovableChannelHandler {
         case .holding, .passing, .discarding:
             break
         }
+    }
+
+    /// Whether the stream request on `channel` is abandoned: the channel closed, or the body can never end (the
+    /// input ended or reading failed before the request's end). A request's head and its connection's end can be read
+    /// in one go (a proxy gave up on the request before a busy collector read it); the request is still handed to the
+    /// responder, which must then not act for its agent. A request whose body is complete (an HTTP/2 `END_STREAM`, a
+    /// last chunk) is not abandoned, whatever follows.
+    static func isAbandoned(_ channel: any Channel) async -> Bool {
+        @Sendable func look() -> Bool {
+            guard channel.isActive, let tap = try? channel.pipeline.syncOperations.handler(type: StreamBodyTap.self)
+            else { return true }
+            if case .holding(_, _, false, .some) = tap.state { return true }
+            return false
+        }
+        // A stream's task runs on its channel's loop (see `Collector.openStream`): then no hop is needed.
+        if channel.eventLoop.inEventLoop { return look() }
+        return (try? await channel.eventLoop.submit(look).get()) ?? true
     }
 
     /// Attaches the receiver of this request's body (on the channel's loop): it gets what waited, in order, then

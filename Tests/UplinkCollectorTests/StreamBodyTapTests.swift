@@ -190,6 +190,37 @@ private struct TappedChannel {
         #expect(receiver.failure != nil)
     }
 
+    @Test func theInputEndingBeforeTheRequestDoesAbandonsItAfterItsEndItDoesNot() async throws {
+        let cut = try TappedChannel()
+        try cut.head()
+        try cut.body("part")
+        #expect(await !StreamBodyTap.isAbandoned(cut.channel))
+        cut.channel.pipeline.fireUserInboundEventTriggered(ChannelEvent.inputClosed)
+        #expect(await StreamBodyTap.isAbandoned(cut.channel), "the body can never end")
+        let late = NotingReceiver()
+        #expect(cut.tap.attach(late))
+        #expect(late.parts == ["part"] && late.failure != nil)
+
+        let complete = try TappedChannel()
+        try complete.head()
+        try complete.body("all")
+        try complete.send(.end(nil))
+        complete.channel.pipeline.fireUserInboundEventTriggered(ChannelEvent.inputClosed)
+        #expect(await !StreamBodyTap.isAbandoned(complete.channel), "a complete request is served")
+
+        let receiving = try TappedChannel()
+        try receiving.head()
+        let receiver = NotingReceiver()
+        #expect(receiving.tap.attach(receiver))
+        receiving.channel.pipeline.fireUserInboundEventTriggered(ChannelEvent.inputClosed)
+        #expect(receiver.failure != nil, "a half-closed peer ends its stream at once, not at the idle timeout")
+
+        let closed = try TappedChannel()
+        try closed.head()
+        _ = try? closed.channel.finish()
+        #expect(await StreamBodyTap.isAbandoned(closed.channel))
+    }
+
     @Test func aReceiverThatDetachesWhileTakingWhatWaitedGetsNoMore() throws {
         let tapped = try TappedChannel()
         try tapped.head()

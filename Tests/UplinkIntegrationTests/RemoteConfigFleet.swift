@@ -294,14 +294,15 @@ final class LineWriter: Sendable {
         }
     }
 
-    /// Writes a line to each of `writers` every 250 ms (at most 2,400 times: 10 minutes) until the task is
-    /// cancelled. A test that compares a tail's descriptors before and after something slow keeps its files busy
-    /// so: a file quiet for 5 s is parked by the tailer (closed, and opened again when it grows), which is no restart.
+    /// Writes a line to each of `writers` on every poll of an `eventually` (as the tests' own waits do) until the
+    /// task is cancelled, for 10 minutes at most. A test that compares a tail's descriptors before and after
+    /// something slow keeps its files busy so: a file quiet for 5 s is parked by the tailer (closed, and opened again
+    /// when it grows), which is no restart.
     static func keepWriting(_ writers: [LineWriter]) -> Task<Void, Never> {
         Task {
-            for _ in 0..<2_400 where !Task.isCancelled {
+            _ = await eventually(timeout: .seconds(600)) {
                 for writer in writers { try? writer.writeOne() }
-                try? await Task.sleep(for: .milliseconds(250))
+                return Task.isCancelled
             }
         }
     }

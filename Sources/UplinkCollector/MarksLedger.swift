@@ -234,16 +234,21 @@ struct UnledgeredMarks {
             count += 1
         }
         guard !batch.origins.isEmpty else { return }
-        var noted = origins.removeValue(forKey: batch.stream.agent) ?? [:]
-        for (origin, offset) in batch.origins {
+        count += Self.note(batch.origins, in: &origins[batch.stream.agent, default: [:]])
+    }
+
+    /// Keeps the higher offset of each origin in `noted` (changed in place); returns how many origins are new there.
+    private static func note(_ offsets: [UInt64: UInt64], in noted: inout [UInt64: UInt64]) -> Int {
+        var added = 0
+        for (origin, offset) in offsets {
             if let previous = noted[origin] {
                 if offset > previous { noted[origin] = offset }
             } else {
                 noted[origin] = offset
-                count += 1
+                added += 1
             }
         }
-        origins[batch.stream.agent] = noted
+        return added
     }
 
     /// Every mark as a ledger entry (origins under their `StreamKey.origin` keys), ordered by agent and epoch.

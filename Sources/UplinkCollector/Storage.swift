@@ -9,10 +9,10 @@ import UplinkWire
 /// The collector's writes on the record path, on one dedicated thread (never on the cooperative pool): the log
 /// (`CollectorLog`, which forwarders then read for the sinks), the marks ledger and the rejects file.
 ///
-/// Streams hand in their batches with `commit(_:)`; the storage thread takes everything that queued up meanwhile
-/// as one group (group commit): one write to the log, then it raises the marks (the marks ledger follows every
-/// `ledgerLagBytes` of log) and resumes the waiting streams, which only then acknowledge. A stream's batches are
-/// committed in order because a stream waits for each commit before reading on.
+/// Streams hand in their batches with `commit(_:completion:)`; the storage thread takes everything that queued up
+/// meanwhile as one group (group commit): one write to the log, then it raises the marks (the marks ledger follows
+/// every `ledgerLagBytes` of log) and calls back the waiting streams, which only then acknowledge. A stream's
+/// batches are committed in order because a stream commits its next batch only once the previous one is stored.
 ///
 /// A small commit that finds the storage idle is stored as a group of its own on the calling thread (the stream's
 /// event loop) when nothing in it can wait for the device: `collector.fsync` off, no segment to roll, no step of the
@@ -138,17 +138,10 @@ final class Storage: Sendable {
     /// How long small commits are stored on the storage thread only, after a store slept in the kernel.
     static let inlineHoldOff = Duration.seconds(10)
 
-    /// Stores `commit` and returns once its records are in the log and its mark in the mark table (the ledger
-    /// follows, see `ledgerLagBytes`). Throws when the records could not be stored; they must not be acknowledged
-    /// then.
-    func commit(_ commit: Commit) async throws {
-        try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, any Error>) in
-            self.commit(commit) { continuation.resume(with: $0) }
-        }
-    }
-
-    /// Stores `commit` like `commit(_:)`, and calls `completion` once its records are stored (or could not be):
-    /// before this returns when the calling thread stored it (`mayStoreHere`), else later on the storage thread.
+    /// Stores `commit` and calls `completion` once its records are in the log and its mark in the mark table (the
+    /// ledger follows, see `ledgerLagBytes`): before this returns when the calling thread stored it
+    /// (`mayStoreHere`), else later on the storage thread. A failure means the records could not be stored; they must
+    /// not be acknowledged then.
     func commit(_ commit: Commit, completion: @escaping @Sendable (Result<Void, any Error>) -> Void) {
         let startDraining = queue.withLock { queue in
             queue.pending.append(Pending(commit: commit, completion: completion))

@@ -154,3 +154,12 @@ import UplinkTestSupport
         #expect(try Self.storedSequences(directory, agent: "a").isEmpty)
     }
 }
+
+extension Storage {
+    /// `commit(_:completion:)`, awaited: returns once the records are stored, throws when they could not be.
+    func commit(_ commit: Commit) async throws {
+        try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, any Error>) in
+            self.commit(commit) { continuation.resume(with: $0) }
+        }
+    }
+}

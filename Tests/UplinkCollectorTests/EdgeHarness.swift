@@ -36,7 +36,9 @@ func withTLSClient<T>(_ tls: TLSConfiguration, http1Only: Bool = false, _ body: 
     var configuration = HTTPClient.Configuration()
     configuration.tlsConfiguration = tls
     configuration.httpVersion = http1Only ? .http1Only : .automatic
-    configuration.timeout = .init(connect: .seconds(10), read: nil)
+    // Generous: under a full suite beside a build, a loopback TLS handshake (and HTTP/2's settings) once took over
+    // 10 s; how long a connection takes is not what these tests check.
+    configuration.timeout = .init(connect: .seconds(30), read: nil)
     // One handshake per request: a refused one fails the request instead of being retried until its deadline.
     configuration.connectionPool.retryConnectionEstablishment = false
     return try await withClient(configuration, body)

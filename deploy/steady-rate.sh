@@ -19,11 +19,16 @@
 # UPLINK_STEADY_LINGER="1s" adds rows for the last BINARY (the build under test; older builds
 # may lack the key) with `uplink.linger` set to each listed value. UPLINK_STEADY_COMPRESSION (zstd, gzip or none) sets
 # every uplink agent's `uplink.compression` (default: the agent's default, zstd).
+# UPLINK_STEADY_TOGETHER=1 runs every system of a rate at once, all following the same file, and measures them over
+# the same window: this box's load changes by tens of percent from one half-minute to the next, and systems measured
+# one after another see different loads, systems measured together the same. Use it for ratios (uplink against
+# rsyslog or the floor) at rates where the systems together leave cores idle (100 and 1,000 lines/s on two cores); at
+# 10,000 lines/s they would compete for the cores.
 set -euo pipefail
 
 seconds="${UPLINK_STEADY_SECONDS:-30}"
 rates="${UPLINK_STEADY_RATES:-100 1000 10000}"
-[ $# -ge 1 ] || { sed -n '2,22p' "$0" >&2; exit 2; }
+[ $# -ge 1 ] || { sed -n '2,27p' "$0" >&2; exit 2; }
 binaries=() labels=()
 for binary in "$@"; do
     [ -x "$binary" ] || { echo "steady-rate: no executable at $binary" >&2; exit 1; }
@@ -136,23 +141,37 @@ else:  # a TCP server on 127.0.0.1:target, any number of connections
 PY
 
 
-# measure NAME RATE AGENT_PID COLLECTOR_PID RECEIVER_PID LOGFILE RECEIVED_FILE: runs the writer, prints one table row.
-measure() {
-    local name=$1 rate=$2 agent=$3 collector=$4 receiver=$5 log=$6 received=$7
+# The systems started for the next measurement, one entry each: its name, agent (or rsyslogd) pid, collector pid
+# (- for none), receiver pid and the receiver's output file.
+names=() agents=() collectors=() receivers=() received_files=()
+add_system() { # NAME AGENT COLLECTOR RECEIVER RECEIVED_FILE
+    names+=("$1") agents+=("$2") collectors+=("$3") receivers+=("$4") received_files+=("$5")
+}
+
+# measure_systems RATE LOGFILE: runs the writer once into LOGFILE, which every started system follows, and prints
+# one table row per system (its CPU over the same window); then stops them all.
+measure_systems() {
+    local rate=$1 log=$2 i
     sleep 2
-    local a0 c0 as0 cs0 a1 c1 as1 cs1
-    a0=$(cpu_ticks "$agent"); as0=$(switches "$agent")
-    c0=0 cs0=0
-    [ "$collector" = - ] || { c0=$(cpu_ticks "$collector"); cs0=$(switches "$collector"); }
+    local a0=() c0=() as0=() cs0=()
+    for i in "${!names[@]}"; do
+        a0[i]=$(cpu_ticks "${agents[i]}"); as0[i]=$(switches "${agents[i]}")
+        c0[i]=0 cs0[i]=0
+        [ "${collectors[i]}" = - ] || { c0[i]=$(cpu_ticks "${collectors[i]}"); cs0[i]=$(switches "${collectors[i]}"); }
+    done
     "$work/writer" "$log" "$rate" "$seconds"
     sleep 1
-    a1=$(cpu_ticks "$agent"); as1=$(switches "$agent")
-    c1=0 cs1=0
-    [ "$collector" = - ] || { c1=$(cpu_ticks "$collector"); cs1=$(switches "$collector"); }
-    kill -TERM "$receiver"
-    wait "$receiver" || true
-    python3 - "$name" "$rate" "$seconds" "$ticks_per_second" $((a1 - a0)) $((as1 - as0)) $((c1 - c0)) $((cs1 - cs0)) \
-        "$collector" $(cat "$received") <<'PY'
+    local a1=() c1=() as1=() cs1=()
+    for i in "${!names[@]}"; do
+        a1[i]=$(cpu_ticks "${agents[i]}"); as1[i]=$(switches "${agents[i]}")
+        c1[i]=0 cs1[i]=0
+        [ "${collectors[i]}" = - ] || { c1[i]=$(cpu_ticks "${collectors[i]}"); cs1[i]=$(switches "${collectors[i]}"); }
+    done
+    for i in "${!names[@]}"; do
+        kill -TERM "${receivers[i]}"
+        wait "${receivers[i]}" || true
+        python3 - "${names[i]}" "$rate" "$seconds" "$ticks_per_second" $((a1[i] - a0[i])) $((as1[i] - as0[i])) \
+            $((c1[i] - c0[i])) $((cs1[i] - cs0[i])) "${collectors[i]}" $(cat "${received_files[i]}") <<'PY'
 import sys
 name, rate, seconds, hz, a, asw, c, csw, collector = sys.argv[1:10]
 got, dup, p50, p99, worst = sys.argv[10:15] if len(sys.argv) >= 15 else ("?", "?", "?", "?", "?")
@@ -163,13 +182,15 @@ col = lambda cpu, sw: f"{100 * cpu / window:6.2f} % {1e6 * cpu / lines:6.1f} µs
 collector_part = col(c, csw) if collector != "-" else f"{'(none: a line counter)':>30}"
 print(f"{name:<24} {rate:>6} | {col(a, asw)} | {collector_part} | {p50:>7} {p99:>7} {worst:>8} ms | {got}/{lines} dup {dup}")
 PY
+    done
+    stop_all
+    names=() agents=() collectors=() receivers=() received_files=()
 }
 
-run_uplink() { # BINARY LABEL RATE [FLOOR STAGES [LINGER]]: an uplink agent, or `FLOOR one-loop-floor … STAGES`, to BINARY's collector
-    local binary=$1 label=$2 rate=$3 floor_binary=${4:-} floor_stages=${5:-} linger=${6:-} dir="$work/run-$RANDOM"
+start_uplink() { # BINARY LABEL LOGFILE [FLOOR STAGES [LINGER]]: an uplink agent, or `FLOOR one-loop-floor … STAGES`, to BINARY's collector
+    local binary=$1 label=$2 log=$3 floor_binary=${4:-} floor_stages=${5:-} linger=${6:-} dir="$work/run-$RANDOM"
     mkdir -p "$dir/collector"
     local port; port=$(free_port)
-    : >"$dir/app.log"
     printf 'collector: { listen: 127.0.0.1:%s, data_dir: %s/collector, stdout: false }\n' "$port" "$dir" >"$dir/collector.yaml"
     "$binary" collector --config "$dir/collector.yaml" >"$dir/collector.log" 2>&1 &
     local collector=$!; pids+=($collector)
@@ -178,57 +199,60 @@ run_uplink() { # BINARY LABEL RATE [FLOOR STAGES [LINGER]]: an uplink agent, or 
 agent: { id: steady, state_dir: $dir/state }
 uplink: { url: "http://127.0.0.1:$port"${linger:+, linger: $linger}${UPLINK_STEADY_COMPRESSION:+, compression: $UPLINK_STEADY_COMPRESSION} }
 sources:
-  - { name: app, type: tail, paths: [$dir/app.log] }
+  - { name: app, type: tail, paths: [$log] }
 YAML
     if [ -n "$floor_binary" ]; then
-        "$floor_binary" one-loop-floor "$port" "$dir/app.log" "$floor_stages" >"$dir/agent.log" 2>&1 &
+        "$floor_binary" one-loop-floor "$port" "$log" "$floor_stages" >"$dir/agent.log" 2>&1 &
     else
         "$binary" run --config "$dir/agent.yaml" >"$dir/agent.log" 2>&1 &
     fi
     local agent=$!; pids+=($agent)
     python3 "$work/receive.py" file "$dir/collector/records.jsonl" >"$dir/received" &
-    local receiver=$!
-    measure "$label" "$rate" "$agent" "$collector" "$receiver" "$dir/app.log" "$dir/received"
-    stop_all
-    rm -rf "$dir"
+    add_system "$label" "$agent" "$collector" $! "$dir/received"
 }
 
-run_rsyslog() { # RATE
-    local rate=$1 dir="$work/rsyslog-$RANDOM"
+start_rsyslog() { # LOGFILE
+    local log=$1 dir="$work/rsyslog-$RANDOM"
     mkdir -p "$dir/work"
     local port; port=$(free_port)
-    : >"$dir/app.log"
     python3 "$work/receive.py" tcp "$port" >"$dir/received" &
     local receiver=$!
     wait_for_port "$port"
     cat >"$dir/rsyslog.conf" <<CONF
 global(workDirectory="$dir/work")
 module(load="imfile" mode="inotify")
-input(type="imfile" file="$dir/app.log" tag="steady" ruleset="forward")
+input(type="imfile" file="$log" tag="steady" ruleset="forward")
 ruleset(name="forward") {
     action(type="omfwd" target="127.0.0.1" port="$port" protocol="tcp" template="RSYSLOG_FileFormat")
 }
 CONF
     rsyslogd -n -f "$dir/rsyslog.conf" -i "$dir/rsyslog.pid" >"$dir/rsyslog.log" 2>&1 &
     local rsyslog=$!; pids+=($rsyslog)
-    measure "rsyslog $(rsyslogd -v | awk 'NR == 1 {print $2}')" "$rate" "$rsyslog" - "$receiver" "$dir/app.log" "$dir/received"
-    stop_all
-    rm -rf "$dir"
+    add_system "rsyslog $(rsyslogd -v | awk 'NR == 1 {print $2}')" "$rsyslog" - "$receiver" "$dir/received"
 }
 
+new_log() { local log="$work/app-$RANDOM.log"; : >"$log"; echo "$log"; }
+# Called after each system is started: measures it at once, unless all are measured together.
+started() { [ "$together" = 1 ] || { measure_systems "$rate" "$log"; rm -f "$log"; log=$(new_log); }; }
+
+together="${UPLINK_STEADY_TOGETHER:-0}"
 echo "steady rates: ${seconds} s per run, 200-byte lines, one write(2) per line; CPU over the run + 1 s; cs = context switches"
+[ "$together" != 1 ] || echo "together: at each rate every system follows the same file at the same time, measured over the same window"
 printf '%-24s %6s | %-30s | %-30s | %-28s | %s\n' system lines/s "agent: cpu, per line" "collector: cpu, per line" \
     "latency p50 p99 max" delivered
 for rate in $rates; do
-    for index in "${!binaries[@]}"; do run_uplink "${binaries[$index]}" "${labels[$index]}" "$rate"; done
+    log=$(new_log)
+    for index in "${!binaries[@]}"; do start_uplink "${binaries[$index]}" "${labels[$index]}" "$log"; started; done
+    last=$((${#binaries[@]} - 1))
     for linger in ${UPLINK_STEADY_LINGER:-}; do
-        last=$((${#binaries[@]} - 1))
-        run_uplink "${binaries[$last]}" "${labels[$last]} linger $linger" "$rate" "" "" "$linger"
+        start_uplink "${binaries[$last]}" "${labels[$last]} linger $linger" "$log" "" "" "$linger"; started
     done
     if [ -n "$floor" ]; then
         for stages in ${UPLINK_STEADY_FLOOR_STAGES:-callback}; do
-            run_uplink "${binaries[0]}" "floor $stages" "$rate" "$floor" "$stages"
+            start_uplink "${binaries[0]}" "floor $stages" "$log" "$floor" "$stages"; started
         done
     fi
-    if command -v rsyslogd >/dev/null; then run_rsyslog "$rate"; else echo "rsyslog: not installed (apt-get install rsyslog)"; fi
+    if command -v rsyslogd >/dev/null; then start_rsyslog "$log"; started; else echo "rsyslog: not installed (apt-get install rsyslog)"; fi
+    [ "$together" != 1 ] || measure_systems "$rate" "$log"
+    rm -f "$log"
 done

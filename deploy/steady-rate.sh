@@ -208,7 +208,8 @@ YAML
     fi
     local agent=$!; pids+=($agent)
     python3 "$work/receive.py" file "$dir/collector/records.jsonl" >"$dir/received" &
-    add_system "$label" "$agent" "$collector" $! "$dir/received"
+    local receiver=$!; pids+=($receiver)
+    add_system "$label" "$agent" "$collector" "$receiver" "$dir/received"
 }
 
 start_rsyslog() { # LOGFILE
@@ -216,7 +217,7 @@ start_rsyslog() { # LOGFILE
     mkdir -p "$dir/work"
     local port; port=$(free_port)
     python3 "$work/receive.py" tcp "$port" >"$dir/received" &
-    local receiver=$!
+    local receiver=$!; pids+=($receiver)
     wait_for_port "$port"
     cat >"$dir/rsyslog.conf" <<CONF
 global(workDirectory="$dir/work")

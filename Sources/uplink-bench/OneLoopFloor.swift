@@ -1,5 +1,6 @@
 #if canImport(Glibc)
 import Glibc
+import AsyncHTTPClient
 import NIOCore
 import NIOHTTP1
 import NIOPosix
@@ -19,7 +20,10 @@ import UplinkWire
 /// - `loop-tasks`: as the agent is built (a reader task woken by the event, a writer task woken through an
 ///   `AsyncStream` by the ring's data notification), but both tasks prefer an executor that runs their jobs on the
 ///   connection's event loop;
-/// - `global-tasks`: the same two tasks on Swift's global executor; their writes hop to the loop.
+/// - `global-tasks`: the same two tasks on Swift's global executor; their writes hop to the loop;
+/// - `callback-ahc`: as `callback`, but the connection and the request are AsyncHTTPClient's, as the agent's are (the
+///   delegate API on the loop, a streamed body whose writer takes each chunk): the gap to `callback` is what
+///   AsyncHTTPClient's write path costs per line.
 ///
 /// Deliberately missing, because the measurement does not need them: reconnects, resume, checkpoints, rotation,
 /// heartbeats, back-pressure beyond the channel's writability, TLS.
@@ -30,6 +34,7 @@ enum OneLoopFloor {
 
     enum Stages: String {
         case callback, tasksOnLoop = "loop-tasks", tasksOnGlobalExecutor = "global-tasks"
+        case callbackThroughAsyncHTTPClient = "callback-ahc"
     }
 
     /// Runs until the connection closes.
@@ -38,7 +43,8 @@ enum OneLoopFloor {
             let stages = arguments.count == 3 ? Stages(rawValue: arguments[2]) : .callback
         else {
             throw Failure(
-                description: "usage: uplink-bench one-loop-floor PORT FILE [callback|loop-tasks|global-tasks] (a collector on 127.0.0.1:PORT)")
+                description:
+                    "usage: uplink-bench one-loop-floor PORT FILE [callback|loop-tasks|global-tasks|callback-ahc] (a collector on 127.0.0.1:PORT)")
         }
         let path = arguments[1]
         let file = open(path, O_RDONLY | O_CLOEXEC)
@@ -48,6 +54,10 @@ enum OneLoopFloor {
             throw Failure(description: "cannot watch \(path): errno \(errno)")
         }
         let loop = MultiThreadedEventLoopGroup.singleton.next()
+        if stages == .callbackThroughAsyncHTTPClient {
+            try FloorAsyncHTTPClientStream.run(port: port, file: file, path: path, inotify: inotify, loop: loop)
+            return
+        }
         let connection = try ClientBootstrap(group: loop)
             .channelInitializer { channel in
                 channel.eventLoop.makeCompletedFuture {
@@ -117,33 +127,47 @@ private final class FloorFileReader {
     }
 }
 
-/// Writes the ring's unsent frames to the connection, a zstd-flushed chunk per 256 KiB of lines, while it is writable.
+/// Writes the ring's unsent frames, a zstd-flushed chunk per 256 KiB of lines, while the connection takes them:
+/// `send` writes one chunk and says whether another may follow at once.
 private final class FloorChunkWriter {
     private let ring: RecordRing
-    private let channel: any Channel
     private let compressor: StreamCompressor
+    private let send: (ByteBuffer) -> Bool
+    private let fail: () -> Void
 
-    init(ring: RecordRing, channel: any Channel) throws {
+    init(ring: RecordRing, send: @escaping (ByteBuffer) -> Bool, fail: @escaping () -> Void) throws {
         self.ring = ring
-        self.channel = channel
         self.compressor = try StreamCompressor(.zstd)
+        self.send = send
+        self.fail = fail
+    }
+
+    /// Onto a NIO channel of the HTTP/1.1 client handlers, while it is writable.
+    convenience init(ring: RecordRing, channel: any Channel) throws {
+        try self.init(
+            ring: ring,
+            send: { chunk in
+                channel.writeAndFlush(HTTPClientRequestPart.body(.byteBuffer(chunk)), promise: nil)
+                return channel.isWritable
+            },
+            fail: { channel.close(promise: nil) })
     }
 
     func writeUnsent() {
-        while channel.isWritable {
-            var lines = channel.allocator.buffer(capacity: 4096)
+        while true {
+            var lines = ByteBuffer()
             let taken = ring.readUnsent(maxBytes: 256 << 10) { sequence, first, second in
                 WireLineWriter.appendRecordLine(sequence: sequence, frame: first, second, to: &lines)
             }
             guard taken > 0 else { return }
-            var compressed = channel.allocator.buffer(capacity: 0)
+            var compressed = ByteBuffer()
             do {
                 try compressor.compress(lines, flush: true, into: &compressed)
             } catch {
-                channel.close(promise: nil)
+                fail()
                 return
             }
-            channel.writeAndFlush(HTTPClientRequestPart.body(.byteBuffer(compressed)), promise: nil)
+            guard send(compressed) else { return }
         }
     }
 }
@@ -204,6 +228,8 @@ private final class FloorConnection: ChannelInboundHandler {
                 let connection = NIOLoopBound(self, eventLoop: context.eventLoop)
                 followModifications(on: context.eventLoop, channel: context.channel) { connection.value.readAndSend() }
                 readAndSend()
+            case .callbackThroughAsyncHTTPClient:
+                preconditionFailure("callback-ahc runs on AsyncHTTPClient's connection, not this one")
             case .tasksOnLoop, .tasksOnGlobalExecutor:
                 let executor = stages == .tasksOnLoop ? EventLoopTaskExecutor(loop: context.eventLoop) : nil
                 let readerWakeups = startTasks(channel: context.channel, executor: executor)
@@ -244,19 +270,7 @@ private final class FloorConnection: ChannelInboundHandler {
     private func followModifications(
         on loop: any EventLoop, channel connection: any Channel, _ onModification: @escaping @Sendable () -> Void
     ) {
-        NIOPipeBootstrap(group: loop)
-            // inotify refuses reads into a buffer smaller than the next event: a fixed 4 KiB is always enough here.
-            .channelOption(.recvAllocator, value: FixedSizeRecvByteBufferAllocator(capacity: 4096))
-            .channelInitializer { channel in
-                channel.eventLoop.makeCompletedFuture {
-                    try channel.pipeline.syncOperations.addHandler(ModificationReader(onModification: onModification))
-                }
-            }
-            .takingOwnershipOfDescriptor(input: inotify)
-            .whenFailure { error in
-                print("one-loop-floor: cannot follow the file's modifications: \(error)")
-                connection.close(promise: nil)
-            }
+        Self.followModifications(inotify: inotify, on: loop, onFailure: { connection.close(promise: nil) }, onModification)
     }
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
@@ -274,9 +288,135 @@ private final class FloorConnection: ChannelInboundHandler {
         if stages == .callback { readAndSend() } else { writerWakeups?.yield() }
     }
 
+    /// Makes the inotify descriptor a channel on `loop`.
+    static func followModifications(
+        inotify: Int32, on loop: any EventLoop, onFailure: @escaping @Sendable () -> Void,
+        _ onModification: @escaping @Sendable () -> Void
+    ) {
+        NIOPipeBootstrap(group: loop)
+            // inotify refuses reads into a buffer smaller than the next event: a fixed 4 KiB is always enough here.
+            .channelOption(.recvAllocator, value: FixedSizeRecvByteBufferAllocator(capacity: 4096))
+            .channelInitializer { channel in
+                channel.eventLoop.makeCompletedFuture {
+                    try channel.pipeline.syncOperations.addHandler(ModificationReader(onModification: onModification))
+                }
+            }
+            .takingOwnershipOfDescriptor(input: inotify)
+            .whenFailure { error in
+                print("one-loop-floor: cannot follow the file's modifications: \(error)")
+                onFailure()
+            }
+    }
+
     private func readAndSend() {
         reader?.readAppending()
         writer?.writeUnsent()
     }
+}
+
+/// The `callback-ahc` stage: the callback stages, with AsyncHTTPClient's connection and streamed request body on the
+/// same loop, its responses read by a delegate there (as the agent's uplink does).
+private final class FloorAsyncHTTPClientStream: HTTPClientResponseDelegate {
+    typealias Response = Void
+
+    private let ring = RecordRing()
+    private let file: Int32
+    private let path: String
+    private let inotify: Int32
+    private let loop: any EventLoop
+    private var acknowledgements = LineSplitter(maxLineBytes: 64 * 1024)
+    private var reader: FloorFileReader?
+    private var writer: FloorChunkWriter?
+    /// Inside a body write (a write whose future is already complete must not re-enter the stages).
+    private var sending = false
+    /// The last body write has not been taken yet.
+    private var paused = false
+
+    private init(file: Int32, path: String, inotify: Int32, loop: any EventLoop) {
+        self.file = file
+        self.path = path
+        self.inotify = inotify
+        self.loop = loop
+    }
+
+    /// Runs until the request ends.
+    static func run(port: Int, file: Int32, path: String, inotify: Int32, loop: any EventLoop) throws {
+        var configuration = HTTPClient.Configuration()
+        configuration.decompression = .disabled
+        configuration.redirectConfiguration = .disallow
+        let client = HTTPClient(eventLoopGroup: loop, configuration: configuration)
+        defer { try? client.syncShutdown() }
+        var headers = HTTPHeaders()
+        headers.add(name: "Content-Type", value: "application/x-ndjson")
+        headers.add(name: "Content-Encoding", value: WireCompression.zstd.contentEncoding ?? "zstd")
+        headers.add(name: "Uplink-Protocol", value: "1")
+        headers.add(name: "Uplink-Agent", value: "steady")
+        headers.add(name: "Uplink-Epoch", value: String(UInt64.random(in: 1...(1 << 62))))
+        // The stream's state is bound to the loop, so it is made there.
+        let response = try loop.submit {
+            let stream = FloorAsyncHTTPClientStream(file: file, path: path, inotify: inotify, loop: loop)
+            let bound = NIOLoopBound(stream, eventLoop: loop)
+            let request = try HTTPClient.Request(
+                url: "http://127.0.0.1:\(port)/v1/stream", method: .POST, headers: headers,
+                body: .stream(contentLength: nil) { writer in
+                    bound.value.start(writing: writer)
+                })
+            return client.execute(request: request, delegate: stream, eventLoop: .delegate(on: loop), deadline: nil).futureResult
+        }.wait()
+        try response.wait()
+    }
+
+    /// On the loop, once the client can send the body: the callback stages, each chunk to `writer`. The returned
+    /// future would end the body; the stage streams until the connection closes.
+    private func start(writing body: HTTPClient.Body.StreamWriter) -> EventLoopFuture<Void> {
+        let ended = loop.makePromise(of: Void.self)
+        let stream = NIOLoopBound(self, eventLoop: loop)
+        reader = FloorFileReader(file: file, path: path, ring: ring)
+        do {
+            writer = try FloorChunkWriter(
+                ring: ring,
+                send: { chunk in
+                    // The write's future is already complete while the connection is writable (its callback runs
+                    // inside `whenSuccess`); pending, it resumes the stages once the connection took the chunk.
+                    let sender = stream.value
+                    sender.sending = true
+                    defer { sender.sending = false }
+                    sender.paused = true
+                    body.write(.byteBuffer(chunk)).whenSuccess {
+                        let sender = stream.value
+                        sender.paused = false
+                        if !sender.sending { sender.readAndSend() }
+                    }
+                    return !sender.paused
+                },
+                fail: { ended.fail(OneLoopFloor.Failure(description: "cannot compress")) })
+        } catch {
+            ended.fail(error)
+            return ended.futureResult
+        }
+        FloorConnection.followModifications(
+            inotify: inotify, on: loop,
+            onFailure: { ended.fail(OneLoopFloor.Failure(description: "cannot follow the file")) },
+            { stream.value.readAndSend() })
+        readAndSend()
+        return ended.futureResult
+    }
+
+    private func readAndSend() {
+        reader?.readAppending()
+        writer?.writeUnsent()
+    }
+
+    func didReceiveBodyPart(task: HTTPClient.Task<Void>, _ buffer: ByteBuffer) -> EventLoopFuture<Void> {
+        acknowledgements.append(buffer)
+        while let piece = acknowledgements.nextLine() {
+            if case .line(let line) = piece, case .ack(let sequence)? = AckLine.parse(line) {
+                ring.acknowledge(through: sequence)
+            }
+        }
+        return task.eventLoop.makeSucceededVoidFuture()
+    }
+
+    func didFinishRequest(task: HTTPClient.Task<Void>) throws {}
 }
 #endif

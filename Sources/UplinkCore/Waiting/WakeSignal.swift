@@ -6,9 +6,17 @@ import Synchronization
 /// What "something changed, look again" is for a task that owns a loop: a tailer woken by inotify, a storing task
 /// woken by a batch handed over. One task waits at a time.
 public final class WakeSignal: Sendable {
+    /// The waiting task. Its continuation is resumed only by whoever takes it out of `State.waiter` under the lock,
+    /// so exactly once: an unchecked continuation is enough, and saves the checked one's allocation and atomics on
+    /// every wait (a tailer waits once per write at ordinary rates). A struct, not a tuple: a tuple in an optional
+    /// went through the runtime's generic tuple witnesses on each signal.
+    private struct Waiter {
+        let id: UInt64
+        let continuation: UnsafeContinuation<Void, Never>
+    }
     private struct State {
         var signalled = false
-        var waiter: (id: UInt64, continuation: CheckedContinuation<Void, Never>)?
+        var waiter: Waiter?
         var nextID: UInt64 = 0
     }
     private let state = Mutex(State())
@@ -17,7 +25,7 @@ public final class WakeSignal: Sendable {
 
     /// Ends the current wait, or the next one at once if nobody waits.
     public func signal() {
-        let waiter = state.withLock { state -> CheckedContinuation<Void, Never>? in
+        let waiter = state.withLock { state -> UnsafeContinuation<Void, Never>? in
             guard let waiter = state.waiter else {
                 state.signalled = true
                 return nil
@@ -46,20 +54,20 @@ public final class WakeSignal: Sendable {
             return state.nextID
         }
         await withTaskCancellationHandler {
-            await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+            await withUnsafeContinuation { (continuation: UnsafeContinuation<Void, Never>) in
                 let resumeNow = state.withLock { state -> Bool in
                     if state.signalled || Task.isCancelled {
                         state.signalled = false
                         return true
                     }
                     precondition(state.waiter == nil, "WakeSignal: one task waits at a time")
-                    state.waiter = (id, continuation)
+                    state.waiter = Waiter(id: id, continuation: continuation)
                     return false
                 }
                 if resumeNow { continuation.resume() }
             }
         } onCancel: {
-            let waiter = state.withLock { state -> CheckedContinuation<Void, Never>? in
+            let waiter = state.withLock { state -> UnsafeContinuation<Void, Never>? in
                 guard let waiter = state.waiter, waiter.id == id else { return nil }
                 state.waiter = nil
                 return waiter.continuation

@@ -148,30 +148,29 @@ add_system() { # NAME AGENT COLLECTOR RECEIVER RECEIVED_FILE
     names+=("$1") agents+=("$2") collectors+=("$3") receivers+=("$4") received_files+=("$5")
 }
 
+# usage_of I: system I's CPU ticks and context switches, of its agent and of its collector (0 0 for none).
+usage_of() {
+    local i=$1 collector_usage="0 0"
+    [ "${collectors[i]}" = - ] || collector_usage="$(cpu_ticks "${collectors[i]}") $(switches "${collectors[i]}")"
+    echo "$(cpu_ticks "${agents[i]}") $(switches "${agents[i]}") $collector_usage"
+}
+
 # measure_systems RATE LOGFILE: runs the writer once into LOGFILE, which every started system follows, and prints
 # one table row per system (its CPU over the same window); then stops them all.
 measure_systems() {
-    local rate=$1 log=$2 i
+    local rate=$1 log=$2 i before=() after=() a0 as0 c0 cs0 a1 as1 c1 cs1
     sleep 2
-    local a0=() c0=() as0=() cs0=()
-    for i in "${!names[@]}"; do
-        a0[i]=$(cpu_ticks "${agents[i]}"); as0[i]=$(switches "${agents[i]}")
-        c0[i]=0 cs0[i]=0
-        [ "${collectors[i]}" = - ] || { c0[i]=$(cpu_ticks "${collectors[i]}"); cs0[i]=$(switches "${collectors[i]}"); }
-    done
+    for i in "${!names[@]}"; do before[i]=$(usage_of "$i"); done
     "$work/writer" "$log" "$rate" "$seconds"
     sleep 1
-    local a1=() c1=() as1=() cs1=()
-    for i in "${!names[@]}"; do
-        a1[i]=$(cpu_ticks "${agents[i]}"); as1[i]=$(switches "${agents[i]}")
-        c1[i]=0 cs1[i]=0
-        [ "${collectors[i]}" = - ] || { c1[i]=$(cpu_ticks "${collectors[i]}"); cs1[i]=$(switches "${collectors[i]}"); }
-    done
+    for i in "${!names[@]}"; do after[i]=$(usage_of "$i"); done
     for i in "${!names[@]}"; do
         kill -TERM "${receivers[i]}"
         wait "${receivers[i]}" || true
-        python3 - "${names[i]}" "$rate" "$seconds" "$ticks_per_second" $((a1[i] - a0[i])) $((as1[i] - as0[i])) \
-            $((c1[i] - c0[i])) $((cs1[i] - cs0[i])) "${collectors[i]}" $(cat "${received_files[i]}") <<'PY'
+        read -r a0 as0 c0 cs0 <<<"${before[i]}"
+        read -r a1 as1 c1 cs1 <<<"${after[i]}"
+        python3 - "${names[i]}" "$rate" "$seconds" "$ticks_per_second" $((a1 - a0)) $((as1 - as0)) \
+            $((c1 - c0)) $((cs1 - cs0)) "${collectors[i]}" $(cat "${received_files[i]}") <<'PY'
 import sys
 name, rate, seconds, hz, a, asw, c, csw, collector = sys.argv[1:10]
 got, dup, p50, p99, worst = sys.argv[10:15] if len(sys.argv) >= 15 else ("?", "?", "?", "?", "?")

@@ -47,8 +47,8 @@ final class LogSegmentWriter: Sendable {
         fsync || state.withLock { $0.cachedTail.actsOnGrowth(to: $0.size + Int64(bytes)) }
     }
 
-    /// Appends the stored form of every line of `batches`, in order (and `fsync`s when on). The file's size moves
-    /// once, after the last piece: readers never see part of a group.
+    /// Appends the stored form of every line of `batches`, in order (and `fsync`s when on). `size` moves once, after
+    /// the last piece: the ledger and the forwarders, which read up to it, never see part of a group.
     func write(_ batches: [CollectorBatch]) throws(CollectorError) {
         try state.withLock { state throws(CollectorError) in
             var bytes = state.scratch

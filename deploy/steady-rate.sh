@@ -142,10 +142,10 @@ PY
 
 
 # The systems started for the next measurement, one entry each: its name, agent (or rsyslogd) pid, collector pid
-# (- for none), receiver pid and the receiver's output file.
-names=() agents=() collectors=() receivers=() received_files=()
-add_system() { # NAME AGENT COLLECTOR RECEIVER RECEIVED_FILE
-    names+=("$1") agents+=("$2") collectors+=("$3") receivers+=("$4") received_files+=("$5")
+# (- for none), receiver pid, the receiver's output file and the system's directory (removed after the measurement).
+names=() agents=() collectors=() receivers=() received_files=() directories=()
+add_system() { # NAME AGENT COLLECTOR RECEIVER RECEIVED_FILE DIRECTORY
+    names+=("$1") agents+=("$2") collectors+=("$3") receivers+=("$4") received_files+=("$5") directories+=("$6")
 }
 
 # usage_of I: system I's CPU ticks and context switches, of its agent and of its collector (0 0 for none).
@@ -183,7 +183,8 @@ print(f"{name:<24} {rate:>6} | {col(a, asw)} | {collector_part} | {p50:>7} {p99:
 PY
     done
     stop_all
-    names=() agents=() collectors=() receivers=() received_files=()
+    rm -rf "${directories[@]}"
+    names=() agents=() collectors=() receivers=() received_files=() directories=()
 }
 
 start_uplink() { # BINARY LABEL LOGFILE [FLOOR STAGES [LINGER]]: an uplink agent, or `FLOOR one-loop-floor … STAGES`, to BINARY's collector
@@ -208,7 +209,7 @@ YAML
     local agent=$!; pids+=($agent)
     python3 "$work/receive.py" file "$dir/collector/records.jsonl" >"$dir/received" &
     local receiver=$!; pids+=($receiver)
-    add_system "$label" "$agent" "$collector" "$receiver" "$dir/received"
+    add_system "$label" "$agent" "$collector" "$receiver" "$dir/received" "$dir"
 }
 
 start_rsyslog() { # LOGFILE
@@ -228,7 +229,7 @@ ruleset(name="forward") {
 CONF
     rsyslogd -n -f "$dir/rsyslog.conf" -i "$dir/rsyslog.pid" >"$dir/rsyslog.log" 2>&1 &
     local rsyslog=$!; pids+=($rsyslog)
-    add_system "rsyslog $(rsyslogd -v | awk 'NR == 1 {print $2}')" "$rsyslog" - "$receiver" "$dir/received"
+    add_system "rsyslog $(rsyslogd -v | awk 'NR == 1 {print $2}')" "$rsyslog" - "$receiver" "$dir/received" "$dir"
 }
 
 new_log() { local log="$work/app-$RANDOM.log"; : >"$log"; echo "$log"; }

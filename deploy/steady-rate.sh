@@ -14,8 +14,9 @@
 # Environment: UPLINK_STEADY_SECONDS (default 30) per run, UPLINK_STEADY_RATES (default "100 1000 10000");
 # UPLINK_STEADY_FLOOR=PATH/uplink-bench adds rows for `uplink-bench one-loop-floor` (a release build of the same
 # source): the agent's own encoder, ring and zstd on one NIO event loop without AsyncHTTPClient, streaming to the first
-# BINARY's collector, once per entry of UPLINK_STEADY_FLOOR_STAGES (default "callback"; also "loop-tasks" and
-# "global-tasks", see OneLoopFloor.swift). The gaps between the rows are what each kind of hand-off costs.
+# BINARY's collector, once per entry of UPLINK_STEADY_FLOOR_STAGES (default "callback"; also "loop-tasks",
+# "global-tasks" and "callback-ahc", which sends through AsyncHTTPClient as the agent does; see OneLoopFloor.swift).
+# The gaps between the rows are what each kind of hand-off costs.
 # UPLINK_STEADY_LINGER="1s" adds rows for the last BINARY (the build under test; older builds
 # may lack the key) with `uplink.linger` set to each listed value. UPLINK_STEADY_COMPRESSION (zstd, gzip or none) sets
 # every uplink agent's `uplink.compression` (default: the agent's default, zstd).
@@ -28,7 +29,7 @@ set -euo pipefail
 
 seconds="${UPLINK_STEADY_SECONDS:-30}"
 rates="${UPLINK_STEADY_RATES:-100 1000 10000}"
-[ $# -ge 1 ] || { sed -n '2,27p' "$0" >&2; exit 2; }
+[ $# -ge 1 ] || { sed -n '2,28p' "$0" >&2; exit 2; }
 binaries=() labels=()
 for binary in "$@"; do
     [ -x "$binary" ] || { echo "steady-rate: no executable at $binary" >&2; exit 1; }

@@ -29,7 +29,7 @@ set -euo pipefail
 
 seconds="${UPLINK_STEADY_SECONDS:-30}"
 rates="${UPLINK_STEADY_RATES:-100 1000 10000}"
-[ $# -ge 1 ] || { sed -n '2,28p' "$0" >&2; exit 2; }
+[ $# -ge 1 ] || { sed -n '2,27p' "$0" >&2; exit 2; }
 binaries=() labels=()
 for binary in "$@"; do
     [ -x "$binary" ] || { echo "steady-rate: no executable at $binary" >&2; exit 1; }

@@ -4,8 +4,11 @@ import UplinkWire
 /// The receiving side of one stream, on its channel's loop: takes the body's parts from the `StreamBodyTap` as the
 /// channel reads them, decodes and sorts them (`StreamProcessor`) and stores the batches, one at a time and in order.
 /// Batches received while one is being stored wait, merged into one, so reading and storing overlap and slow storage
-/// turns many small commits into fewer large ones; above `waitingLimit` bytes of them reading pauses. A small batch
-/// is usually stored right here, on the loop (`Storage.commit(_:completion:)`), a large one on the storage thread.
+/// turns many small commits into fewer large ones; above `waitingLimit` bytes of them reading pauses. A compressed
+/// part is decoded only while fewer than `waitingLimit` bytes wait: the rest of it (and parts the tap still hands
+/// over) waits undecoded until a store makes room, so a stream holds at most about `waitingLimit` of decoded lines
+/// beside the batch being stored, however far a part decompresses. A small batch is usually stored right here, on
+/// the loop (`Storage.commit(_:completion:)`), a large one on the storage thread.
 ///
 /// It ends (`ending`, given once to `finished`) when the body ends, the body fails, storing fails, or the stream is
 /// stopped; what was received before the end is stored first.
@@ -37,6 +40,17 @@ final class StreamReceiver: StreamBodyReceiver {
     private var readingEnding: StreamEnding?
     private var storeFailure: (any Error)?
     private var stopped = false
+    /// Compressed parts not yet fed to the decompressor, in order.
+    private var undecodedParts: [ByteBuffer] = []
+    /// The part fed last may have output left.
+    private var decodingPart = false
+    /// Inside `decodeWhileRoom`: a store it triggers that makes room asks for no nested round.
+    private var inDecode = false
+    /// The body ended while parts still waited to be decoded: it ends once they are.
+    private var bodyEndWaits = false
+
+    /// Compressed input waits for room to be decoded.
+    private var decodingHeld: Bool { decodingPart || !undecodedParts.isEmpty }
 
     init(
         loop: any EventLoop, tap: StreamBodyTap, processor: StreamProcessor, encoding: WireCompression,
@@ -61,27 +75,54 @@ final class StreamReceiver: StreamBodyReceiver {
 
     func receive(_ part: ByteBuffer) -> Bool {
         guard readingEnding == nil else { return true }
-        guard let decompressor else {
+        guard decompressor != nil else {
             take(processor.process(part))
             return waitingBytes <= waitingLimit
         }
-        decompressor.feed(part)
-        do throws(WireCompressionError) {
-            while let piece = try decompressor.next() {
-                take(processor.process(piece))
-            }
-        } catch {
-            decodingFailed(error)
-            endReading(.failed(error))
-            return true
-        }
-        return waitingBytes <= waitingLimit
+        undecodedParts.append(part)
+        decodeWhileRoom()
+        return readingEnding != nil || (waitingBytes <= waitingLimit && !decodingHeld)
     }
 
     func bodyEnded() {
         guard readingEnding == nil else { return }
+        guard !decodingHeld else {
+            bodyEndWaits = true
+            return
+        }
         if let cut = processor.finish() { take(cut) }
         endReading(.bodyEnded)
+    }
+
+    /// Decodes waiting compressed input while no more than `waitingLimit` bytes of lines wait to be stored; ends the
+    /// body once all is decoded if its end came meanwhile.
+    private func decodeWhileRoom() {
+        guard let decompressor, !inDecode else { return }
+        inDecode = true
+        do throws(WireCompressionError) {
+            while readingEnding == nil, waitingBytes <= waitingLimit {
+                if !decodingPart {
+                    guard !undecodedParts.isEmpty else { break }
+                    decompressor.feed(undecodedParts.removeFirst())
+                    decodingPart = true
+                }
+                if let piece = try decompressor.next() {
+                    take(processor.process(piece))
+                } else {
+                    decodingPart = false
+                }
+            }
+        } catch {
+            inDecode = false
+            decodingFailed(error)
+            endReading(.failed(error))
+            return
+        }
+        inDecode = false
+        if bodyEndWaits, !decodingHeld {
+            bodyEndWaits = false
+            bodyEnded()
+        }
     }
 
     func bodyFailed(_ error: any Error) {
@@ -110,6 +151,8 @@ final class StreamReceiver: StreamBodyReceiver {
     private func endReading(_ ending: StreamEnding) {
         guard readingEnding == nil else { return }
         readingEnding = ending
+        // Input not decoded by the end is not stored, so not acknowledged: the agent sends it again.
+        undecodedParts.removeAll()
         tap.detach()
         storeWaiting()
     }
@@ -137,7 +180,10 @@ final class StreamReceiver: StreamBodyReceiver {
                     loop.execute { receiver.value.stored(result) }
                 }
             }
-            if wasFull, readingEnding == nil { tap.resumeReading() }
+            if wasFull, readingEnding == nil {
+                decodeWhileRoom()
+                if !decodingHeld { tap.resumeReading() }
+            }
         } while storeAgain
         finishIfDone()
     }

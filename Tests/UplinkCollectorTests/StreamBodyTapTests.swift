@@ -250,12 +250,12 @@ private final class ReceiverUnderTest {
     /// Complete every store at once, on the calling thread, as the inline store does.
     var storesAtOnce = false
 
-    init(waitingLimit: Int = 1 << 20) throws {
+    init(waitingLimit: Int = 1 << 20, encoding: WireCompression = .none) throws {
         tapped = try TappedChannel()
         receiver = try StreamReceiver(
             loop: tapped.channel.embeddedEventLoop, tap: tapped.tap,
             processor: StreamProcessor(stream: StreamKey(agent: "r", epoch: 1), mark: 0, maxLineBytes: 1 << 16),
-            encoding: .none, waitingLimit: waitingLimit,
+            encoding: encoding, waitingLimit: waitingLimit,
             store: { [unowned self] batch, completion in
                 let sequences = batch.lines.lineArrays.map { line in
                     UInt64(String(decoding: line.drop(while: { $0 != UInt8(ascii: ":") }).dropFirst()
@@ -274,6 +274,23 @@ private final class ReceiverUnderTest {
 
     func send(_ sequences: ClosedRange<UInt64>) throws {
         try tapped.send(.body(ByteBuffer(bytes: sequences.flatMap { recordLine($0) + [UInt8(ascii: "\n")] })))
+    }
+
+    /// The lines of `sequences` as one zstd-compressed part (a receiver made with `encoding: .zstd`).
+    func sendCompressed(_ sequences: ClosedRange<UInt64>, with compressor: StreamCompressor) throws {
+        var part = ByteBuffer()
+        try compressor.compress(
+            ByteBuffer(bytes: sequences.flatMap { recordLine($0) + [UInt8(ascii: "\n")] }), flush: true, into: &part)
+        try tapped.send(.body(part))
+    }
+
+    /// Completes the stores one by one, the ones each completion starts too, up to `limit` of them.
+    func completeEveryStore(limit: Int = 10_000) {
+        var completed = 0
+        while completed < stores.count, completed < limit {
+            stores[completed].complete(.success(()))
+            completed += 1
+        }
     }
 
     var endingText: String? {
@@ -311,6 +328,53 @@ private final class ReceiverUnderTest {
         test.stores[0].complete(.success(()))
         #expect(test.stores.map(\.sequences) == [[1], [2, 3, 4]])
         #expect(test.tapped.reads.reads == reads + 1, "the held read goes on")
+    }
+
+    @Test func aCompressedPartIsDecodedOnlyAsFarAsThereIsRoomTheRestAfterEachStore() throws {
+        let limit = 64 << 10
+        let test = try ReceiverUnderTest(waitingLimit: limit, encoding: .zstd)
+        let compressor = try StreamCompressor(.zstd)
+        // About 60 bytes a line: some 1.2 MB decoded from a part of a few tens of KiB.
+        try test.sendCompressed(1...20_000, with: compressor)
+        #expect(test.stores.count == 1, "the first piece is being stored")
+        #expect(!test.tapped.readPasses(), "the part is not decoded to its end, so reading waits")
+        test.completeEveryStore()
+        let stored = test.stores.flatMap(\.sequences)
+        #expect(stored == Array(1...20_000), "every line once, in order")
+        // Decoded lines wait while one batch is stored: never much more than the limit and one decoded piece.
+        let lineBytes = recordLine(20_000).count + 1
+        let most = test.stores.map(\.sequences.count).max() ?? 0
+        #expect(most * lineBytes <= limit + StreamDecompressor.pieceBytes + lineBytes, "\(most) lines in one store")
+        #expect(test.tapped.readPasses(), "all decoded and stored: reading goes on")
+        #expect(test.ending == nil)
+    }
+
+    @Test func anEndThatArrivesWhileAPartWaitsToBeDecodedComesAfterAllOfItIsStored() throws {
+        let test = try ReceiverUnderTest(waitingLimit: 64 << 10, encoding: .zstd)
+        let compressor = try StreamCompressor(.zstd)
+        try test.sendCompressed(1...10_000, with: compressor)
+        try test.sendCompressed(10_001...10_010, with: compressor)
+        try test.tapped.send(.end(nil))
+        #expect(test.ending == nil)
+        test.completeEveryStore()
+        #expect(test.stores.flatMap(\.sequences) == Array(1...10_010))
+        #expect(test.endingText == "bodyEnded")
+    }
+
+    @Test func aStopWhileAPartWaitsToBeDecodedStoresWhatWasDecodedAndDropsTheRest() throws {
+        let test = try ReceiverUnderTest(waitingLimit: 64 << 10, encoding: .zstd)
+        let compressor = try StreamCompressor(.zstd)
+        try test.sendCompressed(1...10_000, with: compressor)
+        #expect(test.stores.count == 1)
+        test.receiver.stop()
+        test.completeEveryStore()
+        // The batch being stored and the piece decoded while it was: a prefix, in order; the rest is never decoded
+        // (not stored, so not acknowledged: the agent sends it again).
+        let stored = test.stores.flatMap(\.sequences)
+        #expect(test.stores.count == 2)
+        #expect(stored == Array(1...UInt64(stored.count)))
+        #expect(stored.count < 10_000)
+        #expect(test.endingText == "stopped")
     }
 
     @Test func theEndComesAfterWhatWasReceivedIsStored() throws {

@@ -23,8 +23,8 @@ final class LogSegmentWriter: Sendable {
     private let state: Mutex<State>
     /// How many bytes of stored lines are gathered before they are written: 1 MiB. A group is written in pieces of
     /// this size, so the scratch buffer keeps one size and stays in the CPU's cache between the copy and the write.
-    /// Gathering a whole group instead (15–20 MiB in a bulk transfer) took a fresh mapping for every group, each of its
-    /// pages faulted in and zeroed: about a tenth of the collector's CPU.
+    /// Gathering a whole group instead (several MiB in a bulk transfer, above the collector's 4 MiB mapping threshold)
+    /// took a fresh mapping for every group, each of its pages faulted in and zeroed: about a tenth of its CPU.
     static let writeChunkBytes = 1 << 20
 
     /// Takes over `descriptor` (opened for appending) whose file is `size` bytes long.

@@ -11,7 +11,8 @@ import UplinkWire
 /// the loop (`Storage.commit(_:completion:)`), a large one on the storage thread.
 ///
 /// It ends (`ending`, given once to `finished`) when the body ends, the body fails, storing fails, or the stream is
-/// stopped; what was received before the end is stored first.
+/// stopped; what was decoded before the end is stored first (a failed or stopped body drops what still waited to be
+/// decoded: never stored, so never acknowledged, the agent sends it again).
 final class StreamReceiver: StreamBodyReceiver {
     /// What a received and sorted batch is handed to for storing; calls back on any thread.
     typealias Store = (ReceivedBatch, _ completion: @escaping @Sendable (Result<Void, any Error>) -> Void) -> Void

@@ -37,6 +37,27 @@ enum OneLoopFloor {
         case callbackThroughAsyncHTTPClient = "callback-ahc"
     }
 
+    /// The stream request's headers (a zstd body from agent `steady`, a fresh epoch), as the agent sends them.
+    static func streamHeaders() -> HTTPHeaders {
+        var headers = HTTPHeaders()
+        headers.add(name: "Content-Type", value: "application/x-ndjson")
+        headers.add(name: "Content-Encoding", value: WireCompression.zstd.contentEncoding ?? "zstd")
+        headers.add(name: "Uplink-Protocol", value: "1")
+        headers.add(name: "Uplink-Agent", value: "steady")
+        headers.add(name: "Uplink-Epoch", value: String(UInt64.random(in: 1...(1 << 62))))
+        return headers
+    }
+
+    /// Reads the collector's response `chunk` for ack lines and releases what they acknowledge from `ring`.
+    static func acknowledge(_ chunk: ByteBuffer, lines: inout LineSplitter, in ring: RecordRing) {
+        lines.append(chunk)
+        while let piece = lines.nextLine() {
+            if case .line(let line) = piece, case .ack(let sequence)? = AckLine.parse(line) {
+                ring.acknowledge(through: sequence)
+            }
+        }
+    }
+
     /// Runs until the connection closes.
     static func run(arguments: [String]) throws {
         guard (2...3).contains(arguments.count), let port = Int(arguments[0]),
@@ -127,34 +148,35 @@ private final class FloorFileReader {
     }
 }
 
-/// Writes the ring's unsent frames, a zstd-flushed chunk per 256 KiB of lines, while the connection takes them:
-/// `send` writes one chunk and says whether another may follow at once.
+/// Writes the ring's unsent frames, a zstd-flushed chunk per 256 KiB of lines, while the connection is writable.
 private final class FloorChunkWriter {
     private let ring: RecordRing
     private let compressor: StreamCompressor
-    private let send: (ByteBuffer) -> Bool
+    private let isWritable: () -> Bool
+    private let write: (ByteBuffer) -> Void
     private let fail: () -> Void
 
-    init(ring: RecordRing, send: @escaping (ByteBuffer) -> Bool, fail: @escaping () -> Void) throws {
+    init(
+        ring: RecordRing, isWritable: @escaping () -> Bool, write: @escaping (ByteBuffer) -> Void,
+        fail: @escaping () -> Void
+    ) throws {
         self.ring = ring
         self.compressor = try StreamCompressor(.zstd)
-        self.send = send
+        self.isWritable = isWritable
+        self.write = write
         self.fail = fail
     }
 
-    /// Onto a NIO channel of the HTTP/1.1 client handlers, while it is writable.
+    /// Onto a NIO channel of the HTTP/1.1 client handlers.
     convenience init(ring: RecordRing, channel: any Channel) throws {
         try self.init(
-            ring: ring,
-            send: { chunk in
-                channel.writeAndFlush(HTTPClientRequestPart.body(.byteBuffer(chunk)), promise: nil)
-                return channel.isWritable
-            },
+            ring: ring, isWritable: { channel.isWritable },
+            write: { channel.writeAndFlush(HTTPClientRequestPart.body(.byteBuffer($0)), promise: nil) },
             fail: { channel.close(promise: nil) })
     }
 
     func writeUnsent() {
-        while true {
+        while isWritable() {
             var lines = ByteBuffer()
             let taken = ring.readUnsent(maxBytes: 256 << 10) { sequence, first, second in
                 WireLineWriter.appendRecordLine(sequence: sequence, frame: first, second, to: &lines)
@@ -167,7 +189,7 @@ private final class FloorChunkWriter {
                 fail()
                 return
             }
-            guard send(compressed) else { return }
+            write(compressed)
         }
     }
 }
@@ -211,14 +233,9 @@ private final class FloorConnection: ChannelInboundHandler {
     }
 
     func channelActive(context: ChannelHandlerContext) {
-        var head = HTTPRequestHead(version: .http1_1, method: .POST, uri: "/v1/stream")
+        var head = HTTPRequestHead(version: .http1_1, method: .POST, uri: "/v1/stream", headers: OneLoopFloor.streamHeaders())
         head.headers.add(name: "Host", value: "127.0.0.1")
         head.headers.add(name: "Transfer-Encoding", value: "chunked")
-        head.headers.add(name: "Content-Type", value: "application/x-ndjson")
-        head.headers.add(name: "Content-Encoding", value: WireCompression.zstd.contentEncoding ?? "zstd")
-        head.headers.add(name: "Uplink-Protocol", value: "1")
-        head.headers.add(name: "Uplink-Agent", value: "steady")
-        head.headers.add(name: "Uplink-Epoch", value: String(UInt64.random(in: 1...(1 << 62))))
         context.writeAndFlush(wrapOutboundOut(.head(head)), promise: nil)
         do {
             switch stages {
@@ -275,12 +292,7 @@ private final class FloorConnection: ChannelInboundHandler {
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
         guard case .body(let chunk) = unwrapInboundIn(data) else { return }
-        acknowledgements.append(chunk)
-        while let piece = acknowledgements.nextLine() {
-            if case .line(let line) = piece, case .ack(let sequence)? = AckLine.parse(line) {
-                ring.acknowledge(through: sequence)
-            }
-        }
+        OneLoopFloor.acknowledge(chunk, lines: &acknowledgements, in: ring)
     }
 
     func channelWritabilityChanged(context: ChannelHandlerContext) {
@@ -346,12 +358,7 @@ private final class FloorAsyncHTTPClientStream: HTTPClientResponseDelegate {
         configuration.redirectConfiguration = .disallow
         let client = HTTPClient(eventLoopGroup: loop, configuration: configuration)
         defer { try? client.syncShutdown() }
-        var headers = HTTPHeaders()
-        headers.add(name: "Content-Type", value: "application/x-ndjson")
-        headers.add(name: "Content-Encoding", value: WireCompression.zstd.contentEncoding ?? "zstd")
-        headers.add(name: "Uplink-Protocol", value: "1")
-        headers.add(name: "Uplink-Agent", value: "steady")
-        headers.add(name: "Uplink-Epoch", value: String(UInt64.random(in: 1...(1 << 62))))
+        let headers = OneLoopFloor.streamHeaders()
         // The stream's state is bound to the loop, so it is made there.
         let response = try loop.submit {
             let stream = FloorAsyncHTTPClientStream(file: file, path: path, inotify: inotify, loop: loop)
@@ -374,8 +381,8 @@ private final class FloorAsyncHTTPClientStream: HTTPClientResponseDelegate {
         reader = FloorFileReader(file: file, path: path, ring: ring)
         do {
             writer = try FloorChunkWriter(
-                ring: ring,
-                send: { chunk in
+                ring: ring, isWritable: { !stream.value.paused },
+                write: { chunk in
                     // The write's future is already complete while the connection is writable (its callback runs
                     // inside `whenSuccess`); pending, it resumes the stages once the connection took the chunk.
                     let sender = stream.value
@@ -387,7 +394,6 @@ private final class FloorAsyncHTTPClientStream: HTTPClientResponseDelegate {
                         sender.paused = false
                         if !sender.sending { sender.readAndSend() }
                     }
-                    return !sender.paused
                 },
                 fail: { ended.fail(OneLoopFloor.Failure(description: "cannot compress")) })
         } catch {
@@ -408,12 +414,7 @@ private final class FloorAsyncHTTPClientStream: HTTPClientResponseDelegate {
     }
 
     func didReceiveBodyPart(task: HTTPClient.Task<Void>, _ buffer: ByteBuffer) -> EventLoopFuture<Void> {
-        acknowledgements.append(buffer)
-        while let piece = acknowledgements.nextLine() {
-            if case .line(let line) = piece, case .ack(let sequence)? = AckLine.parse(line) {
-                ring.acknowledge(through: sequence)
-            }
-        }
+        OneLoopFloor.acknowledge(buffer, lines: &acknowledgements, in: ring)
         return task.eventLoop.makeSucceededVoidFuture()
     }
 

@@ -249,8 +249,11 @@ private final class ReceiverUnderTest {
     var heartbeats = 0
     /// Complete every store at once, on the calling thread, as the inline store does.
     var storesAtOnce = false
+    /// The agent's side of a compressed stream.
+    private let compressor: StreamCompressor?
 
     init(waitingLimit: Int = 1 << 20, encoding: WireCompression = .none) throws {
+        compressor = encoding == .none ? nil : try StreamCompressor(encoding)
         tapped = try TappedChannel()
         receiver = try StreamReceiver(
             loop: tapped.channel.embeddedEventLoop, tap: tapped.tap,
@@ -276,8 +279,10 @@ private final class ReceiverUnderTest {
         try tapped.send(.body(ByteBuffer(bytes: sequences.flatMap { recordLine($0) + [UInt8(ascii: "\n")] })))
     }
 
-    /// The lines of `sequences` as one zstd-compressed part (a receiver made with `encoding: .zstd`).
-    func sendCompressed(_ sequences: ClosedRange<UInt64>, with compressor: StreamCompressor) throws {
+    /// The lines of `sequences` as one compressed part (a receiver made with an `encoding`), each part a flush of
+    /// the one stream, as an agent sends.
+    func sendCompressed(_ sequences: ClosedRange<UInt64>) throws {
+        let compressor = try #require(compressor, "made with encoding: .none")
         var part = ByteBuffer()
         try compressor.compress(
             ByteBuffer(bytes: sequences.flatMap { recordLine($0) + [UInt8(ascii: "\n")] }), flush: true, into: &part)
@@ -333,9 +338,8 @@ private final class ReceiverUnderTest {
     @Test func aCompressedPartIsDecodedOnlyAsFarAsThereIsRoomTheRestAfterEachStore() throws {
         let limit = 64 << 10
         let test = try ReceiverUnderTest(waitingLimit: limit, encoding: .zstd)
-        let compressor = try StreamCompressor(.zstd)
         // About 60 bytes a line: some 1.2 MB decoded from a part of a few tens of KiB.
-        try test.sendCompressed(1...20_000, with: compressor)
+        try test.sendCompressed(1...20_000)
         #expect(test.stores.count == 1, "the first piece is being stored")
         #expect(!test.tapped.readPasses(), "the part is not decoded to its end, so reading waits")
         test.completeEveryStore()
@@ -351,9 +355,8 @@ private final class ReceiverUnderTest {
 
     @Test func anEndThatArrivesWhileAPartWaitsToBeDecodedComesAfterAllOfItIsStored() throws {
         let test = try ReceiverUnderTest(waitingLimit: 64 << 10, encoding: .zstd)
-        let compressor = try StreamCompressor(.zstd)
-        try test.sendCompressed(1...10_000, with: compressor)
-        try test.sendCompressed(10_001...10_010, with: compressor)
+        try test.sendCompressed(1...10_000)
+        try test.sendCompressed(10_001...10_010)
         try test.tapped.send(.end(nil))
         #expect(test.ending == nil)
         test.completeEveryStore()
@@ -363,8 +366,7 @@ private final class ReceiverUnderTest {
 
     @Test func aStopWhileAPartWaitsToBeDecodedStoresWhatWasDecodedAndDropsTheRest() throws {
         let test = try ReceiverUnderTest(waitingLimit: 64 << 10, encoding: .zstd)
-        let compressor = try StreamCompressor(.zstd)
-        try test.sendCompressed(1...10_000, with: compressor)
+        try test.sendCompressed(1...10_000)
         #expect(test.stores.count == 1)
         test.receiver.stop()
         test.completeEveryStore()

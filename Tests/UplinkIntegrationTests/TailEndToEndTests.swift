@@ -74,17 +74,17 @@ struct TailEndToEndTests {
     /// machine's tailer can pause for seconds (CI once ended a 2 s quiet wait while the last copy was still to be
     /// read), so a short quiet spell is not the end.
     static func waitUntilStored(_ expected: Set<Int>, by collector: InProcessCollector) async {
-        var (lastCount, lastChange, lastLooked) = (collector.recordsStored, ContinuousClock.now, -1)
-        _ = await eventually(timeout: .seconds(180)) {
-            let count = collector.recordsStored
-            if count != lastCount { (lastCount, lastChange) = (count, .now) }
-            if ContinuousClock.now - lastChange >= .seconds(10) { return true }
-            // What is stored is read only once enough is, and once per new count.
-            guard count >= expected.count, count != lastLooked else { return false }
-            lastLooked = count
-            let stored = (try? storedCounters(collector)) ?? []
-            return Set(stored.map(\.counter)).isSuperset(of: expected)
-        }
+        var lastLooked = -1
+        await settles(
+            quiet: .seconds(10), timeout: .seconds(180),
+            done: { count in
+                // What is stored is read only once enough is, and once per new count.
+                guard count >= expected.count, count != lastLooked else { return false }
+                lastLooked = count
+                let stored = (try? storedCounters(collector)) ?? []
+                return Set(stored.map(\.counter)).isSuperset(of: expected)
+            }
+        ) { collector.recordsStored }
     }
 
     static func storedCounters(_ collector: InProcessCollector) throws -> [(counter: Int, origin: UInt64)] {

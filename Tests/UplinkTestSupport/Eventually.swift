@@ -16,17 +16,19 @@ public func eventually(
 }
 
 /// Polls `value` (with `eventually`) until it has stayed the same for `quiet` and `accept` holds for it: for a
-/// process that is done when its output stops growing. Whether it settled before `timeout`.
+/// process that is done when its output stops growing. `done` ends the wait sooner, once what it sees is all that
+/// was expected. Whether it settled (or was done) before `timeout`.
 @discardableResult
 public func settles<Value: Equatable>(
     quiet: Duration, timeout: Duration = .seconds(60), accept: (Value) -> Bool = { _ in true },
-    _ value: () async -> Value
+    done: (Value) async -> Bool = { _ in false }, _ value: () async -> Value
 ) async -> Bool {
     var last = await value()
     var since = ContinuousClock.now
     return await eventually(timeout: timeout) {
         let now = await value()
         if now != last { (last, since) = (now, ContinuousClock.now) }
+        if await done(last) { return true }
         return accept(last) && ContinuousClock.now - since >= quiet
     }
 }

@@ -40,7 +40,7 @@ struct TailInotifyTests {
                 _ = try inotify.watchModifications(of: reading).get()
             case .parkedByName:
                 #expect(inotify.watch(directories: [directory.path]) == nil)
-                inotify.setParked(path, true)
+                #expect(inotify.setParked(path, true) == nil)
             }
         }
 
@@ -151,6 +151,62 @@ struct TailInotifyTests {
         writer.write("after the churn\n")
         #expect(await Self.nextWakeup(wakeup, clock: clock))
         await inotify.stop()
+    }
+
+    @Test("a directory is watched for modifications only while it holds a parked path: a neighbour's writes queue nothing")
+    func neighbourWritesQueueNothing() async throws {
+        let watching = try Watching(.openFile)
+        defer { watching.close() }
+        let inotify = watching.inotify
+        let events = inotify.descriptors.modifications
+        #expect(inotify.watch(directories: [watching.directory.path]) == nil)
+        #expect(inotify.modificationWatchedDirectories.isEmpty)
+        // The open file's write is reported, and the report leaves the channel without a pending read: from here on
+        // only this test reads the instance.
+        inotify.arm()
+        watching.writer.write("one\n")
+        #expect(await watching.nextWakeup())
+        #expect(!inotify.isArmed)
+        Self.drain(events)
+
+        let neighbour = TailTestWriter(watching.directory.file("syslog"))
+        neighbour.write("noise\n")
+        #expect(!Self.hasEvents(events), "nothing watches the neighbour while no file of the directory is parked")
+
+        // Parked paths bring the directory's watch; the last one unparked takes it away.
+        let parked = [watching.directory.file("a.log"), watching.directory.file("b.log")]
+        for path in parked { #expect(inotify.setParked(path, true) == nil) }
+        #expect(inotify.modificationWatchedDirectories == [watching.directory.path])
+        neighbour.write("noise\n")
+        #expect(Self.hasEvents(events), "the directory's watch reports every file in it")
+        #expect(inotify.setParked(parked[0], false) == nil)
+        #expect(inotify.modificationWatchedDirectories == [watching.directory.path])
+        #expect(inotify.setParked(parked[1], false) == nil)
+        #expect(inotify.modificationWatchedDirectories.isEmpty)
+        Self.drain(events)
+        neighbour.write("noise\n")
+        #expect(!Self.hasEvents(events), "the watch went with the last parked path")
+        await inotify.stop()
+    }
+
+    @Test("a path's directory is the one the glob expansion joins it with")
+    func directoryOfPath() {
+        for (path, directory) in [("/var/log/app.log", "/var/log"), ("/app.log", "/"), ("app.log", "."), ("logs/app.log", "logs")] {
+            #expect(TailInotify.directory(of: path) == directory)
+            #expect(TailGlob.path(of: "app.log", in: directory) == path)
+        }
+    }
+
+    /// Whether an inotify instance has events queued.
+    static func hasEvents(_ descriptor: Int32) -> Bool {
+        var entry = pollfd(fd: descriptor, events: Int16(POLLIN), revents: 0)
+        return poll(&entry, 1, 0) == 1 && entry.revents & Int16(POLLIN) != 0
+    }
+
+    /// Reads and drops every event queued on a non-blocking inotify instance.
+    static func drain(_ descriptor: Int32) {
+        var buffer = [UInt8](repeating: 0, count: TailInotify.receiveBytes)
+        while read(descriptor, &buffer, buffer.count) > 0 {}
     }
 
     /// What `/proc/self/fd/<descriptor>` points to.

@@ -74,12 +74,20 @@ extension TailEngine {
     }
 
     /// Parks the files read to their end and quiet for `parkAfter`: closes their descriptors and watches; their
-    /// directory's watch reports their next modification by name.
+    /// directory's watch (added for the first parked file in it) reports their next modification by name.
     func parkQuiet() {
         let now = clock.now
         for file in awake where mayPark(file) && file.lastGrowth.advanced(by: Self.parkAfter) <= now {
             // Announced first, so a write after the `fstat` below is reported by name; one before it shows in the size.
-            inotify?.setParked(file.path, true)
+            if let error = inotify?.setParked(file.path, true) {
+                // A directory that cannot be watched (no read permission on it) keeps its files open instead.
+                if error.code == EACCES || error.code == ENOENT || error.code == ENOTDIR {
+                    file.lastGrowth = now
+                } else {
+                    fallBackToPolling(error)
+                }
+                continue
+            }
             guard let status = TailFS.status(descriptor: file.descriptor), status.size == file.readOffset,
                 status.links > 0
             else {
@@ -120,7 +128,9 @@ extension TailEngine {
     func syncParked(_ path: String) {
         guard let watcher = inotify else { return }
         let file = fileSet.file(at: path)
-        watcher.setParked(path, file.map { $0.isParked && !$0.isDetached && $0.path == path } ?? false)
+        if let error = watcher.setParked(path, file.map { $0.isParked && !$0.isDetached && $0.path == path } ?? false) {
+            fallBackToPolling(error)
+        }
     }
 
     /// Looks at every parked file (`stat` of its path) and opens those that changed. Polling does this every poll

@@ -12,9 +12,11 @@ import Musl
 
 /// inotify for the tailer: one instance watches directories (files created, renamed, deleted: the opener looks at
 /// the paths named, and the engine checks whether they match `paths`), another modifications: of the open files
-/// (through `/proc/self/fd`, new data: the reader is woken) and, by name, of the files in the watched directories,
-/// which is how a followed file kept closed ("parked", read to its end and quiet) is noticed to grow without a
-/// descriptor or a watch of its own. Both instances are read as NIO channels on the send path's event loop `L`
+/// (through `/proc/self/fd`, new data: the reader is woken) and, by name, of the files in the directories that hold
+/// a followed file kept closed ("parked", read to its end and quiet), which is how a parked file is noticed to grow
+/// without a descriptor or a watch of its own. A directory is watched for modifications only while it holds a parked
+/// file: such a watch reports every write to every file in it, and a followed file beside a busy one (an app's log
+/// beside syslog) would otherwise wake the loop for each of the neighbour's writes. Both instances are read as NIO channels on the send path's event loop `L`
 /// (`SourceContext.eventLoop`), so a line's wake-up comes from the thread that also sends it: no thread of our own.
 ///
 /// Every event names what changed, so the engine's work per event is proportional to it: a write to one of
@@ -52,8 +54,11 @@ final class TailInotify: Sendable {
     private struct State {
         var directories: [String: Int32] = [:]
         var directoryOfWatch: [Int32: String] = [:]
-        /// The same directories in the modification instance.
-        var modifyDirectories: [String: Int32] = [:]
+        /// The directories holding parked paths (how many each), watched for modifications in the other instance.
+        var parkedInDirectory: [String: Int] = [:]
+        var modifyWatchOfDirectory: [String: Int32] = [:]
+        /// How many of those directories' names share each watch, and the name its events are resolved with.
+        var modifyWatchUsers: [Int32: Int] = [:]
         var modifyDirectoryOfWatch: [Int32: String] = [:]
         /// A full discovery is needed (events were lost, a directory was created, moved or deleted).
         var discoveryRequested = false
@@ -194,26 +199,11 @@ final class TailInotify: Sendable {
                 state.directories[directory] = nil
                 state.directoryOfWatch[descriptor] = nil
             }
-            for (directory, descriptor) in state.modifyDirectories where !directories.contains(directory) {
-                inotify_rm_watch(modifyFD, descriptor)
-                state.modifyDirectories[directory] = nil
-                state.modifyDirectoryOfWatch[descriptor] = nil
-            }
-            for directory in directories where state.directories[directory] == nil || state.modifyDirectories[directory] == nil {
-                if state.directories[directory] == nil {
-                    let descriptor = inotify_add_watch(directoryFD, directory, Self.directoryMask)
-                    if descriptor >= 0 {
-                        state.directories[directory] = descriptor
-                        state.directoryOfWatch[descriptor] = directory
-                    } else {
-                        if errno != ENOENT, errno != ENOTDIR, errno != EACCES { failure = failure ?? SourceFiles.Errno(errno) }
-                        continue
-                    }
-                }
-                let descriptor = inotify_add_watch(modifyFD, directory, Self.modifyDirectoryMask)
+            for directory in directories where state.directories[directory] == nil {
+                let descriptor = inotify_add_watch(directoryFD, directory, Self.directoryMask)
                 if descriptor >= 0 {
-                    state.modifyDirectories[directory] = descriptor
-                    state.modifyDirectoryOfWatch[descriptor] = directory
+                    state.directories[directory] = descriptor
+                    state.directoryOfWatch[descriptor] = directory
                 } else if errno != ENOENT, errno != ENOTDIR, errno != EACCES {
                     failure = failure ?? SourceFiles.Errno(errno)
                 }
@@ -257,16 +247,58 @@ final class TailInotify: Sendable {
         }
     }
 
-    /// Reports modifications of the file at `path` by name from now on (it was closed) or no longer.
-    func setParked(_ path: String, _ parked: Bool) {
+    /// Reports modifications of the file at `path` by name from now on (it was closed) or no longer. Watches its
+    /// directory for modifications while it holds a parked path. Returns the `errno` of a watch that could not be
+    /// added (`ENOSPC`: the watch limit; the path is then not reported), or the error that ended a channel's reading.
+    @discardableResult
+    func setParked(_ path: String, _ parked: Bool) -> SourceFiles.Errno? {
         state.withLock { state in
+            let directory = Self.directory(of: path)
             if parked {
+                if let broken = state.broken { return broken }
+                guard !state.parkedPaths.contains(path) else { return nil }
+                if state.parkedInDirectory[directory] == nil {
+                    let watch = inotify_add_watch(modifyFD, directory, Self.modifyDirectoryMask)
+                    guard watch >= 0 else { return SourceFiles.Errno(errno) }
+                    // Two names of one directory get one watch, removed when neither holds a parked path.
+                    state.modifyWatchOfDirectory[directory] = watch
+                    state.modifyWatchUsers[watch, default: 0] += 1
+                    if state.modifyDirectoryOfWatch[watch] == nil { state.modifyDirectoryOfWatch[watch] = directory }
+                }
+                state.parkedInDirectory[directory, default: 0] += 1
                 state.parkedPaths.insert(path)
             } else {
-                state.parkedPaths.remove(path)
                 state.modifiedPaths.remove(path)
+                guard state.parkedPaths.remove(path) != nil, let count = state.parkedInDirectory[directory] else { return nil }
+                guard count == 1 else {
+                    state.parkedInDirectory[directory] = count - 1
+                    return nil
+                }
+                state.parkedInDirectory[directory] = nil
+                guard let watch = state.modifyWatchOfDirectory.removeValue(forKey: directory) else { return nil }
+                let users = (state.modifyWatchUsers[watch] ?? 1) - 1
+                if users > 0 {
+                    state.modifyWatchUsers[watch] = users
+                    if state.modifyDirectoryOfWatch[watch] == directory {
+                        state.modifyDirectoryOfWatch[watch] = state.modifyWatchOfDirectory.first { $0.value == watch }?.key
+                    }
+                } else {
+                    inotify_rm_watch(modifyFD, watch)
+                    state.modifyWatchUsers[watch] = nil
+                    state.modifyDirectoryOfWatch[watch] = nil
+                }
             }
+            return nil
         }
+    }
+
+    /// The directories watched for modifications by name (those holding parked files).
+    var modificationWatchedDirectories: Set<String> { state.withLock { Set($0.modifyWatchOfDirectory.keys) } }
+
+    /// The directory `path` is named in, as `TailGlob.path(of:in:)` joins them (`.` for a bare name).
+    static func directory(of path: String) -> String {
+        guard let slash = path.utf8.lastIndex(of: UInt8(ascii: "/")) else { return "." }
+        return slash == path.utf8.startIndex ? "/" : String(path[..<slash])
     }
 
     /// Whether the modification channel will report the next modification (a read is pending or about to be).

@@ -327,8 +327,9 @@ private final class FloorConnection: ChannelInboundHandler {
 }
 
 /// The `callback-ahc` stage: the callback stages, with AsyncHTTPClient's connection and streamed request body on the
-/// same loop, its responses read by a delegate there (as the agent's uplink does).
-private final class FloorAsyncHTTPClientStream: HTTPClientResponseDelegate {
+/// same loop, its responses read by a delegate there (as the agent's uplink does). Its state is touched on `loop`
+/// only (the delegate's callbacks and the writes run there), which is what makes the unchecked `Sendable` hold.
+private final class FloorAsyncHTTPClientStream: HTTPClientResponseDelegate, @unchecked Sendable {
     typealias Response = Void
 
     private let ring = RecordRing()

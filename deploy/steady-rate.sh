@@ -20,6 +20,8 @@
 # UPLINK_STEADY_LINGER="1s" adds rows for the last BINARY (the build under test; older builds
 # may lack the key) with `uplink.linger` set to each listed value. UPLINK_STEADY_COMPRESSION (zstd, gzip or none) sets
 # every uplink agent's `uplink.compression` (default: the agent's default, zstd).
+# UPLINK_STEADY_NEIGHBOUR=RATE has another writer append RATE lines/s to a file beside the followed one, in the same
+# directory, that no system follows (an app's log beside syslog in /var/log): what each system pays for the neighbour.
 # UPLINK_STEADY_TOGETHER=1 runs every system of a rate at once, all following the same file, and measures them over
 # the same window: this box's load changes by tens of percent from one half-minute to the next, and systems measured
 # one after another see different loads, systems measured together the same. Use it for ratios (uplink against
@@ -29,7 +31,7 @@ set -euo pipefail
 
 seconds="${UPLINK_STEADY_SECONDS:-30}"
 rates="${UPLINK_STEADY_RATES:-100 1000 10000}"
-[ $# -ge 1 ] || { sed -n '2,27p' "$0" >&2; exit 2; }
+[ $# -ge 1 ] || { sed -n '2,30p' "$0" >&2; exit 2; }
 binaries=() labels=()
 for binary in "$@"; do
     [ -x "$binary" ] || { echo "steady-rate: no executable at $binary" >&2; exit 1; }
@@ -162,7 +164,13 @@ measure_systems() {
     local rate=$1 log=$2 i before=() after=() a0 as0 c0 cs0 a1 as1 c1 cs1
     sleep 2
     for i in "${!names[@]}"; do before[i]=$(usage_of "$i"); done
+    local neighbour_writer=
+    if [ -n "$neighbour" ]; then
+        "$work/writer" "$work/neighbour.log" "$neighbour" "$seconds" & neighbour_writer=$!
+    fi
     "$work/writer" "$log" "$rate" "$seconds"
+    [ -z "$neighbour_writer" ] || wait "$neighbour_writer"
+    rm -f "$work/neighbour.log"
     sleep 1
     for i in "${!names[@]}"; do after[i]=$(usage_of "$i"); done
     for i in "${!names[@]}"; do
@@ -238,8 +246,10 @@ new_log() { local log="$work/app-$RANDOM.log"; : >"$log"; echo "$log"; }
 started() { [ "$together" = 1 ] || { measure_systems "$rate" "$log"; rm -f "$log"; log=$(new_log); }; }
 
 together="${UPLINK_STEADY_TOGETHER:-0}"
+neighbour="${UPLINK_STEADY_NEIGHBOUR:-}"
 echo "steady rates: ${seconds} s per run, 200-byte lines, one write(2) per line; CPU over the run + 1 s; cs = context switches"
 [ "$together" != 1 ] || echo "together: at each rate every system follows the same file at the same time, measured over the same window"
+[ -z "$neighbour" ] || echo "neighbour: $neighbour lines/s to a file beside the followed one that no system follows"
 printf '%-24s %6s | %-30s | %-30s | %-28s | %s\n' system lines/s "agent: cpu, per line" "collector: cpu, per line" \
     "latency p50 p99 max" delivered
 for rate in $rates; do

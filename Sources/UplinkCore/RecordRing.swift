@@ -134,7 +134,7 @@ public final class RecordRing: Sendable {
     /// began to wait (it is set aside for each one's next frame, so nothing that comes later takes it first), and
     /// while others wait an append goes on for at most `fairShareBytes` before it queues again behind them. So a
     /// busy source cannot keep a quiet one out of a full ring.
-    public func appendWaitingForSpace(frames: [UInt8], ends: [Int], source: SourceID) async -> [AppendOutcome] {
+    public nonisolated(nonsending) func appendWaitingForSpace(frames: [UInt8], ends: [Int], source: SourceID) async -> [AppendOutcome] {
         var outcomes: [AppendOutcome] = []
         outcomes.reserveCapacity(ends.count)
         var granted = false
@@ -529,7 +529,7 @@ public final class RecordRing: Sendable {
     /// Queues for `needed` bytes (at the back, or at the head when `ahead`: a granted frame that lost its room) and
     /// returns once they are granted (true: set aside in `reservedForWaiters` for this append) or the task is
     /// cancelled (false).
-    private func waitForSpace(_ needed: Int, ahead: Bool) async -> Bool {
+    private nonisolated(nonsending) func waitForSpace(_ needed: Int, ahead: Bool) async -> Bool {
         let id = WaiterID.next()
         return await withTaskCancellationHandler {
             await withCheckedContinuation { (continuation: CheckedContinuation<Bool, Never>) in

@@ -23,7 +23,7 @@ public struct RingRecordSink: RecordSink {
     }
 
     @discardableResult
-    public func emitWaitingForSpace(_ batch: LogLineBatch) async -> [AppendOutcome] {
+    public nonisolated(nonsending) func emitWaitingForSpace(_ batch: LogLineBatch) async -> [AppendOutcome] {
         let (frames, ends) = encoder.encodeLogFrames(batch)
         return await ring.appendWaitingForSpace(frames: frames, ends: ends, source: sourceID)
     }

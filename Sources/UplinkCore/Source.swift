@@ -66,7 +66,7 @@ public protocol RecordSink: Sendable {
     /// Offers every line of `batch`, in order, waiting while the buffer has no room instead of dropping anything
     /// (as `emitWaitingForSpace` does for one record). Returns one outcome per line. Cancellation ends the wait:
     /// the lines not yet stored come back as `.droppedNewest`.
-    func emitWaitingForSpace(_ batch: LogLineBatch) async -> [AppendOutcome]
+    nonisolated(nonsending) func emitWaitingForSpace(_ batch: LogLineBatch) async -> [AppendOutcome]
 
     /// The highest sequence number (as returned in `AppendOutcome.appended`) that is acknowledged: the collector
     /// has stored every record up to it. A source that checkpoints its input (the log tailer) may forget data
@@ -81,7 +81,7 @@ public protocol RecordSink: Sendable {
 extension RecordSink {
     /// One record per line through `emitWaitingForSpace(_:)-(Record)`; the agent's sink encodes the whole batch
     /// and appends it under one lock instead.
-    public func emitWaitingForSpace(_ batch: LogLineBatch) async -> [AppendOutcome] {
+    public nonisolated(nonsending) func emitWaitingForSpace(_ batch: LogLineBatch) async -> [AppendOutcome] {
         var outcomes: [AppendOutcome] = []
         outcomes.reserveCapacity(batch.count)
         for index in 0..<batch.count {

@@ -39,7 +39,7 @@ enum EncodeBenchmark {
             acknowledge(await inner.emitWaitingForSpace(record), count: 1)
         }
 
-        func emitWaitingForSpace(_ batch: LogLineBatch) async -> [AppendOutcome] {
+        nonisolated(nonsending) func emitWaitingForSpace(_ batch: LogLineBatch) async -> [AppendOutcome] {
             let outcomes = await inner.emitWaitingForSpace(batch)
             if let last = outcomes.last { acknowledge(last, count: UInt64(outcomes.count)) }
             return outcomes

@@ -82,7 +82,7 @@ final class RecordingSink: RecordSink {
 
     /// Records the batch, then offers its lines one by one as `emitWaitingForSpace` does (as the protocol's default
     /// would), or with `keepsRecords: false` counts them all at once.
-    func emitWaitingForSpace(_ batch: LogLineBatch) async -> [AppendOutcome] {
+    nonisolated(nonsending) func emitWaitingForSpace(_ batch: LogLineBatch) async -> [AppendOutcome] {
         let counted: [AppendOutcome]? = state.withLock { state in
             state.batches.append(Batch(count: batch.count, source: batch.source, fields: batch.fields, originID: batch.originID))
             guard !keepsRecords, !rejecting, state.permits == nil else { return nil }

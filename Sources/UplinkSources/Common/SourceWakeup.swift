@@ -34,7 +34,7 @@ final class SourceWakeup: Sendable {
     }
 
     /// Waits until `signal()`, `deadline` on the clock (or an earlier one armed by a previous wait), or cancellation.
-    func wait(until deadline: ContinuousClock.Instant) async {
+    nonisolated(nonsending) func wait(until deadline: ContinuousClock.Instant) async {
         if wake.consume() { return }
         armTimer(deadline: deadline)
         await wake.wait()

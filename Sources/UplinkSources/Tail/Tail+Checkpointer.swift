@@ -120,7 +120,7 @@ final class TailCheckpointer {
     /// differ from the checkpoint file), only they are written, to the changes file; otherwise the checkpoint file is
     /// rewritten whole and the changes file removed. So thousands of files at rest cost nothing per checkpoint, and a
     /// handful of files keep a single file. A failed write stays due (retried after the interval) and is logged once.
-    func write(_ files: [TailedFile], force: Bool, now: ContinuousClock.Instant) async {
+    nonisolated(nonsending) func write(_ files: [TailedFile], force: Bool, now: ContinuousClock.Instant) async {
         guard isDirty else { return }
         guard force || lastWrite.advanced(by: interval) <= now else { return }
         lastWrite = now

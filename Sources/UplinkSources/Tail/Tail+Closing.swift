@@ -16,7 +16,7 @@ extension TailEngine {
 
     /// Closes detached files that are read to their end and were quiet for a while; forgets them once their lines
     /// are acknowledged.
-    func closeFinishedDetached() async {
+    nonisolated(nonsending) func closeFinishedDetached() async {
         let now = clock.now
         let open = awake.filter { $0.isDetached && !$0.isClosed }
         let excess = open.count - Self.maximumDetachedOpen

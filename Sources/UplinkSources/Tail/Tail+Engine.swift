@@ -164,7 +164,7 @@ final class TailEngine {
         await shutdown()
     }
 
-    private func loop() async {
+    private nonisolated(nonsending) func loop() async {
         discover(initial: true)
         if !loadedCheckpoints.isEmpty {
             logger.debug("tail source: forgetting \(loadedCheckpoints.count) checkpoints of files no longer found")
@@ -193,7 +193,7 @@ final class TailEngine {
     }
 
     /// One turn; returns whether data is left to read right away.
-    private func turn() async -> Bool {
+    private nonisolated(nonsending) func turn() async -> Bool {
         // With inotify the paths its events name are looked at as they come.
         if inotify == nil { opener.scan() }
         handleOpenerEvents()

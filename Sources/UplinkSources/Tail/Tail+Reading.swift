@@ -11,7 +11,7 @@ import Darwin
 extension TailEngine {
     /// Reads up to `chunksPerTurn` chunks of `file` and sends their lines. Returns whether it reached the end
     /// of the file (false: data is probably left).
-    func read(_ file: TailedFile) async -> Bool {
+    nonisolated(nonsending) func read(_ file: TailedFile) async -> Bool {
         for _ in 0..<Self.chunksPerTurn {
             if stopped || Task.isCancelled { return true }
             let count: Int
@@ -100,7 +100,7 @@ extension TailEngine {
     }
 
     /// Fills the engine's batch for `file` with `fill` and sends it.
-    private func send(_ file: TailedFile, _ fill: (inout LogLineBatch, Int64) -> Void) async {
+    private nonisolated(nonsending) func send(_ file: TailedFile, _ fill: (inout LogLineBatch, Int64) -> Void) async {
         var batch = self.batch
         self.batch = LogLineBatch(source: name, fields: [], originID: 0)  // `batch` is the only reference now
         batch.removeAll()
@@ -113,7 +113,7 @@ extension TailEngine {
 
     /// Hands a batch to the sink (waiting for space) and queues each line's sequence and end offset for the
     /// acknowledgement.
-    private func emit(_ batch: LogLineBatch, from file: TailedFile) async {
+    private nonisolated(nonsending) func emit(_ batch: LogLineBatch, from file: TailedFile) async {
         let outcomes = await sink.emitWaitingForSpace(batch)
         var appended = 0
         for (index, outcome) in outcomes.prefix(batch.count).enumerated() {
@@ -142,7 +142,7 @@ extension TailEngine {
     }
 
     /// Sends an unfinished last line and a multi-line record being built, as they are.
-    func flushPending(_ file: TailedFile) async {
+    nonisolated(nonsending) func flushPending(_ file: TailedFile) async {
         guard file.splitter.hasCarry || file.multiline?.hasPending == true else { return }
         let now = clock.now
         await send(file) { batch, timestamp in
@@ -174,7 +174,7 @@ extension TailEngine {
     }
 
     /// Sends partial lines and multi-line records whose timeouts passed (for files read to their end).
-    func flushTimedOut() async {
+    nonisolated(nonsending) func flushTimedOut() async {
         let now = clock.now
         for file in awake where file.isOpen && file.atEnd {
             let partialLineDue = file.splitter.hasCarry && file.lastGrowth.advanced(by: config.partialLineTimeout) <= now
@@ -218,7 +218,7 @@ extension TailEngine {
 
     /// Whether the file was truncated (it is shorter than what was read, or its first bytes changed, possibly
     /// rewritten to the same size); then it restarts.
-    func checkTruncated(_ file: TailedFile) async -> Bool {
+    nonisolated(nonsending) func checkTruncated(_ file: TailedFile) async -> Bool {
         // Data was read this turn up to the file's end and its first bytes compared after it: the file was not shorter
         // than the offset then, and a second `pread` of its first bytes would show the same. A truncation since is a
         // change that wakes the next turn (inotify, or the next poll), whose read finds nothing and looks here. So
@@ -241,7 +241,7 @@ extension TailEngine {
 
     /// The file was truncated: what was read of the old content is sent (finished from its copy when logrotate's
     /// `copytruncate` left one), then it is read from offset 0 as a new incarnation with a new origin id.
-    func restart(_ file: TailedFile, reason: String) async {
+    nonisolated(nonsending) func restart(_ file: TailedFile, reason: String) async {
         let continuation = await finishFromCopy(file)
         await flushPending(file)
         if let continuation {
@@ -273,7 +273,7 @@ extension TailEngine {
     /// When the copy is a file `paths` matches too (`app.log*` and logrotate's `app.log.1`), it is not read as a file
     /// of its own: the incarnation goes on in it (returned, to be continued with `TailCopyDetector.continueIncarnation`
     /// once the source's last partial line is sent), so every line is sent once.
-    private func finishFromCopy(_ file: TailedFile) async -> TailedFile? {
+    private nonisolated(nonsending) func finishFromCopy(_ file: TailedFile) async -> TailedFile? {
         guard let copy = copies.copy(of: file, in: fileSet) else { return nil }
         let copyDescriptor = copy.descriptor
         let copyPath = copy.path

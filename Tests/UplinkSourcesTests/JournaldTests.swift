@@ -181,8 +181,11 @@ struct JournaldTests {
         #expect(await clock.pass(10, of: .milliseconds(50), sleepers: 1))  // ten checkpoint intervals
         #expect(Self.cursor(state) == nil, "a checkpoint before any acknowledgement")
         // Batches of 512: acknowledging the first batch moves the checkpoint to its last entry (an acknowledgement
-        // wakes the source, and the interval has passed).
+        // wakes the source). Less than a megabyte moved: the write waits 30 intervals from the start, not one.
         sink.acknowledge(through: 600)
+        #expect(await clock.pass(10, of: .milliseconds(50), sleepers: 1))
+        #expect(Self.cursor(state) == nil, "a trickle written after one interval")
+        #expect(await clock.pass(10, of: .milliseconds(50), sleepers: 1))
         #expect(await eventually { Self.cursor(state) != nil })
         try await source.stop()  // waits up to 5 s for the rest: not acknowledged, so not checkpointed
         let records = sink.records

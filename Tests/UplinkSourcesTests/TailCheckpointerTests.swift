@@ -146,12 +146,12 @@ struct TailCheckpointerTests {
         let files = [Self.followed(1, offset: 0, now: start)]
 
         // Nothing changed and nothing waits for acknowledgement: no write to wake up for.
-        #expect(checkpointer.nextWrite(now: clock.now, awaitingAcknowledgement: false) == nil)
-        // Lines wait for acknowledgement: one will move a checkpoint, so the end of the interval is a deadline.
-        #expect(checkpointer.nextWrite(now: clock.now, awaitingAcknowledgement: true) == start.advanced(by: Self.interval))
+        #expect(checkpointer.nextLook(now: clock.now, awaitingAcknowledgement: false) == nil)
+        // Lines wait for acknowledgement: the engine looks for it an interval from now.
+        #expect(checkpointer.nextLook(now: clock.now, awaitingAcknowledgement: true) == start.advanced(by: Self.interval))
 
         checkpointer.markChanged()
-        #expect(checkpointer.nextWrite(now: clock.now, awaitingAcknowledgement: false) == start.advanced(by: Self.interval))
+        #expect(checkpointer.nextLook(now: clock.now, awaitingAcknowledgement: false) == start.advanced(by: Self.interval))
         await checkpointer.write(files, force: false, now: clock.now)
         #expect(!FileManager.default.fileExists(atPath: path))
         clock.advance(by: Self.interval - .milliseconds(1))
@@ -161,17 +161,17 @@ struct TailCheckpointerTests {
         await checkpointer.write(files, force: false, now: clock.now)
         #expect(FileManager.default.fileExists(atPath: path) && !checkpointer.isDirty)
         let writtenAt = clock.now
-        #expect(checkpointer.nextWrite(now: clock.now, awaitingAcknowledgement: false) == nil)
+        #expect(checkpointer.nextLook(now: clock.now, awaitingAcknowledgement: false) == nil)
 
         // The next interval counts from that write; a deadline already passed is now.
         files[0].acknowledgedOffset = 10
         checkpointer.markChanged()
-        #expect(checkpointer.nextWrite(now: clock.now, awaitingAcknowledgement: false) == writtenAt.advanced(by: Self.interval))
+        #expect(checkpointer.nextLook(now: clock.now, awaitingAcknowledgement: false) == writtenAt.advanced(by: Self.interval))
         clock.advance(by: .seconds(1))
         await checkpointer.write(files, force: false, now: clock.now)
         #expect(try TailCheckpointFile.decode(try #require(Self.contents(path))).get().first?.offset == 0)
         clock.advance(by: .seconds(60))
-        #expect(checkpointer.nextWrite(now: clock.now, awaitingAcknowledgement: false) == clock.now)
+        #expect(checkpointer.nextLook(now: clock.now, awaitingAcknowledgement: false) == clock.now)
 
         // Forced (start and shutdown): at once, whatever the interval.
         await checkpointer.write(files, force: true, now: clock.now)
@@ -184,6 +184,60 @@ struct TailCheckpointerTests {
         try FileManager.default.removeItem(atPath: path)
         await checkpointer.write(files, force: true, now: clock.now)
         #expect(!FileManager.default.fileExists(atPath: path))
+    }
+
+    @Test("acknowledgements that only trickle are written after 30 intervals; a megabyte of them, or any other change, after one")
+    func trickleWaits() async throws {
+        let directory = try TailTemporaryDirectory()
+        defer { directory.remove() }
+        let clock = ManualTickClock()
+        let checkpointer = try TailCheckpointer(
+            stateDirectory: directory.file("state"), sourceName: "app", interval: Self.interval,
+            logger: Logger(label: "test"), now: clock.now)
+        let path = try #require(checkpointer.path)
+        let files = [Self.followed(1, offset: 0, now: clock.now)]
+        checkpointer.markChanged()
+        await checkpointer.write(files, force: true, now: clock.now)
+        let trickleWait = Self.interval * CheckpointSchedule.trickleIntervals
+        func written() throws -> UInt64? { try TailCheckpointFile.decode(try #require(Self.contents(path))).get().first?.offset }
+
+        // A line acknowledged: due after 30 intervals, not after one.
+        var lastWrite = clock.now
+        files[0].acknowledgedOffset = 200
+        checkpointer.acknowledged(bytes: 200)
+        #expect(checkpointer.nextLook(now: clock.now, awaitingAcknowledgement: false) == lastWrite.advanced(by: trickleWait))
+        // More lines waiting for acknowledgement: the engine still looks an interval from now, to take them.
+        #expect(checkpointer.nextLook(now: clock.now, awaitingAcknowledgement: true) == clock.now.advanced(by: Self.interval))
+        clock.advance(by: Self.interval)
+        await checkpointer.write(files, force: false, now: clock.now)
+        #expect(try written() == 0 && checkpointer.isDirty)
+        clock.advance(by: trickleWait - Self.interval - .milliseconds(1))
+        await checkpointer.write(files, force: false, now: clock.now)
+        #expect(try written() == 0)
+        clock.advance(by: .milliseconds(1))
+        await checkpointer.write(files, force: false, now: clock.now)
+        #expect(try written() == 200 && !checkpointer.isDirty)
+        lastWrite = clock.now
+
+        // Trickles add up: from a megabyte on, one interval.
+        files[0].acknowledgedOffset = 200 + UInt64(CheckpointSchedule.trickleBytes)
+        checkpointer.acknowledged(bytes: CheckpointSchedule.trickleBytes - 1)
+        #expect(checkpointer.nextLook(now: clock.now, awaitingAcknowledgement: false) == lastWrite.advanced(by: trickleWait))
+        checkpointer.acknowledged(bytes: 1)
+        #expect(checkpointer.nextLook(now: clock.now, awaitingAcknowledgement: false) == lastWrite.advanced(by: Self.interval))
+        clock.advance(by: Self.interval)
+        await checkpointer.write(files, force: false, now: clock.now)
+        #expect(try written() == files[0].acknowledgedOffset)
+        lastWrite = clock.now
+
+        // Any other change (here a file followed anew) with a trickle: one interval.
+        checkpointer.acknowledged(bytes: 10)
+        checkpointer.markChanged()
+        #expect(checkpointer.nextLook(now: clock.now, awaitingAcknowledgement: false) == lastWrite.advanced(by: Self.interval))
+        // Forced (shutdown): at once.
+        files[0].acknowledgedOffset += 10
+        await checkpointer.write(files, force: true, now: clock.now)
+        #expect(try written() == files[0].acknowledgedOffset && !checkpointer.isDirty)
     }
 
     @Test("a failed write stays due and is reported once; without a state directory nothing is written")
@@ -209,7 +263,7 @@ struct TailCheckpointerTests {
         }
         #expect(logs.warnings.count == 1)
         #expect(logs.warnings.first?.message.contains("cannot write the checkpoint file \(path)") == true)
-        #expect(checkpointer.nextWrite(now: clock.now, awaitingAcknowledgement: false) == clock.now.advanced(by: Self.interval))
+        #expect(checkpointer.nextLook(now: clock.now, awaitingAcknowledgement: false) == clock.now.advanced(by: Self.interval))
 
         // Writable again: written at the next due time, and said so.
         try FileManager.default.removeItem(atPath: state + "/tail")

@@ -26,16 +26,17 @@ struct TailLingerTests {
         let path = directory.file("app.log")
         writeFile(path, "")
         let clock = ManualTickClock()
-        let sink = RecordingSink()
+        // Lines wait for an acknowledgement that never comes, so an idle reader looks every checkpoint interval (50 ms).
+        let sink = RecordingSink(acknowledgesOnEmit: false)
         var config = tailTestConfig([path], watch: .auto, startAt: .beginning)
         config.discoveryInterval = .seconds(60)
         let tail = Self.start(config, linger: .seconds(1), clock: clock, sink: sink)
         let writer = TailTestWriter(path)
 
         // The first line wakes the idle reader, which waits out the budget before it reads again. (Had the reader not
-        // gone idle yet when the line was written, it read it in its first pass and waits for a timer: moving the
-        // clock on in small steps ends that wait, and it lingers after it.) No other timer of the reader is due in
-        // 0.9-1 s.
+        // gone idle yet when the line was written, it read it in its first pass and waits to look for the line's
+        // acknowledgement: moving the clock on in small steps ends that wait, and it lingers after it.) No other timer
+        // of the reader is due in 0.9-1 s.
         writer.write("line 0\n")
         let lingering = await eventually {
             if clock.sleepsLeft.contains(where: { $0 > .milliseconds(900) && $0 <= .seconds(1) }) { return true }

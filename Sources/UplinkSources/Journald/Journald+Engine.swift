@@ -38,15 +38,16 @@ final class JournaldEngine {
     /// Message bytes of the entry being read (copied out of sd-journal's mapping, cut to `max_line_bytes`).
     var message: [UInt8] = []
 
-    /// Batches sent and not acknowledged yet, as the highest sequence of each and the cursor of its last entry, oldest
-    /// first from `pendingHead`.
-    var pending: [(sequence: UInt64, cursor: String)] = []
+    /// Batches sent and not acknowledged yet, as the highest sequence of each, the cursor of its last entry and its
+    /// messages' bytes, oldest first from `pendingHead`.
+    var pending: [(sequence: UInt64, cursor: String, bytes: Int)] = []
     var pendingHead = 0
     /// The last entry acknowledged (or, at a first start at `now`, the last entry there was): the checkpoint.
     var acknowledgedCursor: String?
     /// The cursor in the checkpoint file.
     var writtenCursor: String?
-    var lastCheckpointWrite: ContinuousClock.Instant
+    /// When the checkpoint is written (`checkpoint_interval`; a trickle of acknowledgements less often).
+    var checkpointSchedule: CheckpointSchedule
     var checkpointWriteReport = CheckpointWriteReport()
     /// After a checkpoint load: the entry it names is skipped when the journal still has it.
     var skipCursor: String?
@@ -103,7 +104,7 @@ final class JournaldEngine {
         }
         health = context.health
         batch = LogLineBatch(source: name, fields: [], originID: 0)
-        lastCheckpointWrite = clock.now
+        checkpointSchedule = CheckpointSchedule(interval: config.checkpointInterval, now: clock.now)
     }
 
     /// The sd-journal matches of a configuration: units, then `matches`, then the priority levels.
@@ -240,8 +241,8 @@ final class JournaldEngine {
     private func idle() async {
         let now = clock.now
         var deadline = now.advanced(by: Self.longestIdleWait)
-        if acknowledgedCursor != writtenCursor {
-            deadline = min(deadline, max(now, lastCheckpointWrite.advanced(by: config.checkpointInterval)))
+        if acknowledgedCursor != writtenCursor, let due = checkpointSchedule.due {
+            deadline = min(deadline, max(now, due))
         }
         if let at = readErrorAt { deadline = min(deadline, at.advanced(by: Self.readErrorRetry)) }
         if watcher == nil { deadline = min(deadline, now.advanced(by: Self.readErrorRetry)) }
@@ -299,9 +300,15 @@ final class JournaldEngine {
     /// Advances the checkpoint to the last batch the collector acknowledged.
     func acknowledge() {
         let acknowledged = sink.acknowledgedSequence
+        var bytes = 0
+        let before = pendingHead
         while pendingHead < pending.count, pending[pendingHead].sequence <= acknowledged {
             acknowledgedCursor = pending[pendingHead].cursor
+            bytes += pending[pendingHead].bytes
             pendingHead += 1
+        }
+        if pendingHead > before {
+            if bytes > 0 { checkpointSchedule.acknowledged(bytes: bytes) } else { checkpointSchedule.markChanged() }
         }
         if pendingHead == pending.count {
             pending.removeAll(keepingCapacity: pending.count <= 4096)
@@ -336,18 +343,18 @@ final class JournaldEngine {
         }
     }
 
-    /// Writes the acknowledged cursor when it changed and the interval passed (or now, with `force`).
+    /// Writes the acknowledged cursor when it changed and the write is due (`CheckpointSchedule`), or now, with `force`.
     func writeCheckpoint(force: Bool) async {
         guard let cursor = acknowledgedCursor, cursor != writtenCursor else { return }
         let now = clock.now
-        guard force || lastCheckpointWrite.advanced(by: config.checkpointInterval) <= now else { return }
-        lastCheckpointWrite = now
+        guard force || checkpointSchedule.isDue(now: now) else { return }
+        checkpointSchedule.writing(at: now)
         guard let path = checkpointPath else {
             writtenCursor = cursor
             return
         }
         let error = await SourceFiles.writeAtomicallyOnThreadPool(path, JournaldCheckpointFile.encode(cursor: cursor))
-        if error == nil { writtenCursor = cursor }
+        if error == nil { writtenCursor = cursor } else { checkpointSchedule.markChanged() }
         checkpointWriteReport.record(error, path: path, kind: "journald", logger: logger)
     }
 }

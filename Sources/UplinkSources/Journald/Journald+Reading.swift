@@ -96,7 +96,7 @@ extension JournaldEngine {
         }
         if outcomes.count < batch.count { stopped = true }
         if !stopped, !batchCursor.isEmpty {
-            pending.append((lastAppendedSequence, String(decoding: batchCursor, as: UTF8.self)))
+            pending.append((lastAppendedSequence, String(decoding: batchCursor, as: UTF8.self), batch.messageBytes.count))
         }
         statistics.records += appended
         batch.removeAll()

@@ -46,7 +46,9 @@ extension JournaldConfig {
           `<agent.state_dir>/journald/<source name>.cursor` (temporary file, `fsync`, `rename`; never an entry that was only
           sent). A restart resumes with the entry after it; when journald has vacuumed that entry meanwhile, with the first
           entry after its place (entries vacuumed before they were read cannot be sent). After a crash the checkpoint can
-          lag the last acknowledgement by up to `checkpoint_interval`; the entries in between are sent again and the
+          lag the last acknowledgement by up to `checkpoint_interval` (while the acknowledged entries add up to less than
+          1 MiB since the last write, the cursor is written every 30 intervals: a quiet journal costs no write and no
+          `fsync` every interval); the entries in between are sent again and the
           collector stores them once: every record carries an origin (docs/protocol.md, "Origins"), the journal's sequence
           id (hashed) and the entry's sequence number. Changing `units`, `matches` or `priority` keeps the checkpoint.
         - **Back-pressure.** When the agent's buffer is full the source stops reading until there is room: the journal is
@@ -83,7 +85,8 @@ extension JournaldConfig {
             "directory", "path", default: "the system journal",
             "A journal directory to read instead; relative to the working directory. It must exist when the source starts."),
         .maxLineBytes("Longest message sent whole."),
-        .checkpointInterval("The acknowledged cursor is written at most this often, and once more at shutdown."),
+        .checkpointInterval(
+            "The acknowledged cursor is written at most this often (while less than 1 MiB of entries was acknowledged: every 30 intervals), and once more at shutdown."),
     ]
 
     public static let example = #"""

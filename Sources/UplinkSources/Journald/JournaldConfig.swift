@@ -185,7 +185,8 @@ public struct JournaldConfig: RunnableSourceKindConfig {
     public var maxLineBytes: Int
 
     /// How often the cursor of the last acknowledged entry is written to the checkpoint file (YAML key
-    /// `checkpoint_interval`, a duration). Default: 1 second. It is written once more at shutdown. The file is
+    /// `checkpoint_interval`, a duration). Default: 1 second; while less than 1 MiB of entries was acknowledged since the
+    /// last write, every 30 intervals (`CheckpointSchedule`). It is written once more at shutdown. The file is
     /// `<agent.state_dir>/journald/<source name>.cursor`; without a state directory the cursor is kept in memory
     /// only.
     public var checkpointInterval: Duration

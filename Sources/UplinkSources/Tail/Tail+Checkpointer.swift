@@ -12,37 +12,36 @@ import Darwin
 
 /// The checkpoint file of one `tail` source and the changes file beside it (`TailCheckpointFile`,
 /// `TailCheckpointChanges`): reads them once at start, and writes where the followed files stand when that changed
-/// and the checkpoint interval passed. It knows what the checkpoint file on disk holds, so when only a few files moved
+/// and the `CheckpointSchedule` says it is due (after the checkpoint interval; after 30 when acknowledgements only
+/// trickled). It knows what the checkpoint file on disk holds, so when only a few files moved
 /// among many it writes just those to the changes file instead of rewriting every entry.
 ///
-/// The engine tells it when a checkpoint changed (`markChanged`), asks it when the next write is due (`nextWrite`)
+/// The engine tells it when a checkpoint changed (`markChanged`) or acknowledgements moved (`acknowledged(bytes:)`),
+/// asks it when to look next (`nextLook`)
 /// and hands it the followed files and the time at each write. Used by the engine's task only; the writes (and their
 /// `fsync`s) run on NIO's thread pool.
 final class TailCheckpointer {
     /// The checkpoint file; nil: no state directory, checkpoints are kept in memory only and nothing is written.
     let path: String?
-    /// The least time between two writes that are not forced (`TailConfig.checkpointInterval`).
-    let interval: Duration
+    /// When the next write is due (`TailConfig.checkpointInterval`, and what changed since the last write).
+    private var schedule: CheckpointSchedule
     /// Told why a file could not be read or written (once per run of failures) and what was ignored.
     let logger: Logger
-    /// Whether a checkpoint changed since the last write (`markChanged`).
-    private(set) var isDirty = false
+    /// Whether a checkpoint changed since the last write.
+    var isDirty: Bool { schedule.isDirty }
     /// The entries the checkpoint file holds, and the hash of its bytes that a changes file must name; nil before
     /// it was read or written (the next write then rewrites it whole).
     private var fileEntries: [TailFS.Inode: TailCheckpoint] = [:]
     private var fileHash: UInt64?
     /// Whether a changes file may be on disk: removed when the checkpoint file alone says it all or is rewritten.
     private var changesFileWritten = false
-    /// When the last write was attempted (the start, before any): the interval is counted from here.
-    private var lastWrite: ContinuousClock.Instant
     private var writeReport = CheckpointWriteReport()
 
     /// A checkpointer for the checkpoint file at `path` (nil: in memory only); `now` starts the first interval.
     init(path: String?, interval: Duration, logger: Logger, now: ContinuousClock.Instant) {
         self.path = path
-        self.interval = interval
+        schedule = CheckpointSchedule(interval: interval, now: now)
         self.logger = logger
-        lastWrite = now
     }
 
     /// The checkpointer of the source `sourceName`, whose checkpoint file is in `stateDirectory` (nil: in memory
@@ -63,9 +62,15 @@ final class TailCheckpointer {
         self.init(path: path, interval: interval, logger: logger, now: now)
     }
 
-    /// A checkpoint changed (a file moved, was added or forgotten): it is written at the next due time.
+    /// A checkpoint changed otherwise than by acknowledgements (a file was added, renamed, truncated or forgotten):
+    /// written one interval after the last write.
     func markChanged() {
-        isDirty = true
+        schedule.markChanged()
+    }
+
+    /// Acknowledgements moved the followed files `bytes` further (a trickle is written less often).
+    func acknowledged(bytes: Int) {
+        schedule.acknowledged(bytes: bytes)
     }
 
     // MARK: Loading
@@ -107,24 +112,20 @@ final class TailCheckpointer {
 
     // MARK: Writing
 
-    /// When the next write is due: the end of the interval since the last write (or `now`, when that passed), if a
-    /// checkpoint changed or `awaitingAcknowledgement` (lines wait for the collector, whose acknowledgement will move
-    /// one); nil when nothing is to be written. The engine wakes up for it when idle.
-    func nextWrite(now: ContinuousClock.Instant, awaitingAcknowledgement: @autoclosure () -> Bool) -> ContinuousClock.Instant? {
-        guard isDirty || awaitingAcknowledgement() else { return nil }
-        return max(now, lastWrite.advanced(by: interval))
+    /// When the engine should look next, idle: when the write is due, and with `awaitingAcknowledgement` (lines wait for
+    /// the collector) an interval from now at the latest, to take the acknowledgements; nil when neither.
+    func nextLook(now: ContinuousClock.Instant, awaitingAcknowledgement: Bool) -> ContinuousClock.Instant? {
+        schedule.nextLook(now: now, awaitingAcknowledgement: awaitingAcknowledgement)
     }
 
-    /// Writes where `files` stand (their acknowledged offsets) when a checkpoint changed and the interval passed since
-    /// the last write (or at once, with `force`). When only a few files moved (fewer than a quarter of the entries
+    /// Writes where `files` stand (their acknowledged offsets) when the write is due (or at once, with `force`, when
+    /// anything changed). When only a few files moved (fewer than a quarter of the entries
     /// differ from the checkpoint file), only they are written, to the changes file; otherwise the checkpoint file is
     /// rewritten whole and the changes file removed. So thousands of files at rest cost nothing per checkpoint, and a
     /// handful of files keep a single file. A failed write stays due (retried after the interval) and is logged once.
     nonisolated(nonsending) func write(_ files: [TailedFile], force: Bool, now: ContinuousClock.Instant) async {
-        guard isDirty else { return }
-        guard force || lastWrite.advanced(by: interval) <= now else { return }
-        lastWrite = now
-        isDirty = false
+        guard schedule.isDirty, force || schedule.isDue(now: now) else { return }
+        schedule.writing(at: now)
         guard let path else { return }
         var current: [(file: TailedFile, checkpoint: TailCheckpoint)] = []
         current.reserveCapacity(files.count)
@@ -172,7 +173,7 @@ final class TailCheckpointer {
                 changesFileWritten = false
             }
         }
-        if error != nil { isDirty = true }
+        if error != nil { schedule.markChanged() }
         writeReport.record(error, path: written, kind: "tail", logger: logger)
     }
 

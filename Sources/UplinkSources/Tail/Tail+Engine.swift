@@ -281,8 +281,8 @@ final class TailEngine {
                 deadline = min(deadline, max(detachedAt, file.lastGrowth).advanced(by: Self.detachedLinger))
             }
         }
-        if let write = checkpointer.nextWrite(now: now, awaitingAcknowledgement: awake.contains(where: \.hasUnacknowledged)) {
-            deadline = min(deadline, write)
+        if let look = checkpointer.nextLook(now: now, awaitingAcknowledgement: awake.contains(where: \.hasUnacknowledged)) {
+            deadline = min(deadline, look)
         }
         return max(now.advanced(by: .milliseconds(1)), deadline)
     }
@@ -570,8 +570,15 @@ final class TailEngine {
     /// Advances every file's checkpoint to the acknowledged sequence.
     func acknowledge() {
         let acknowledged = sink.acknowledgedSequence
-        for file in awake where file.acknowledge(through: acknowledged) {
-            checkpointer.markChanged()
+        for file in awake {
+            let before = file.acknowledgedOffset
+            guard file.acknowledge(through: acknowledged) else { continue }
+            let after = file.acknowledgedOffset
+            if after > before {
+                checkpointer.acknowledged(bytes: Int(clamping: after - before))
+            } else {
+                checkpointer.markChanged()
+            }
         }
     }
 }

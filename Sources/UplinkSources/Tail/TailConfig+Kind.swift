@@ -58,11 +58,14 @@ extension TailConfig {
           event costs the file it names, not a look at every file.
         - **Checkpoints.** The offset reached in each file is written to `<agent.state_dir>/tail/<source name>.checkpoints`
           (temporary file, `fsync`, `rename`), and only up to lines the collector has acknowledged, at most every
-          `checkpoint_interval` and only when an offset moved. When fewer than a quarter of the files moved since that
+          `checkpoint_interval` and only when an offset moved; while the acknowledged offsets moved less than 1 MiB in all
+          since the last write (a trickle of lines), every 30 intervals, so a quiet log costs no write and no `fsync`
+          (on an SD card, wear) every interval. When fewer than a quarter of the files moved since that
           file was written, only their entries are written, to `<source name>.checkpoints.changes` beside it (so
           thousands of files at rest cost nothing per checkpoint); otherwise the whole file is rewritten and the changes
           file removed. After a restart the tailer resumes there. After a crash the checkpoint can lag the last acknowledgement by up to
-          `checkpoint_interval`; the lines in between are sent again, and the collector recognises them by their origin
+          `checkpoint_interval` (a trickle: 30 intervals, less than 1 MiB); the lines in between are sent again, and the
+          collector recognises them by their origin
           (docs/protocol.md, "Origins") and stores them once.
         - **Back-pressure.** When the agent's buffer is full the tailer stops reading until there is room: the file on disk
           is its buffer, and nothing is dropped. (Frames from the tailer are never evicted to make room for sensors.)
@@ -97,7 +100,8 @@ extension TailConfig {
         SourceKey(
             "multiline.timeout", "duration, > 0", default: "`1s`",
             "A multi-line record is sent when no continuation line came for this long."),
-        .checkpointInterval("Acknowledged offsets are written at most this often, and once more at shutdown."),
+        .checkpointInterval(
+            "Acknowledged offsets are written at most this often (while they moved less than 1 MiB: every 30 intervals), and once more at shutdown."),
     ]
 
     public static let example = #"""

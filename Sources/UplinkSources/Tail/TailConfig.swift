@@ -72,7 +72,8 @@ public struct TailConfig: RunnableSourceKindConfig {
     public var multilineTimeout: Duration
 
     /// How often the acknowledged offsets are written to the checkpoint file (YAML key `checkpoint_interval`, a
-    /// duration). Default: 1 second. They are written once more at shutdown. The file is
+    /// duration). Default: 1 second; while they moved less than 1 MiB since the last write, every 30 intervals
+    /// (`CheckpointSchedule`). They are written once more at shutdown. The file is
     /// `<agent.state_dir>/tail/<source name>.checkpoints` (with `.checkpoints.changes` beside it when only a few of
     /// many files moved); without a state directory checkpoints are kept in memory only.
     public var checkpointInterval: Duration

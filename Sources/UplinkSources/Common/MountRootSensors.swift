@@ -83,12 +83,16 @@ public struct MountRootSensorConfig<Kind: MountRootSensorKind>: PeriodicSensorCo
         self.mountRoot = mountRoot
     }
 
+    /// The kind's name (`Kind.typeName`).
     public static var typeName: String { Kind.typeName }
 
+    /// The kind's documentation (`Kind.summary`).
     public static var summary: String { Kind.summary }
 
+    /// The kind's example block (`Kind.example`).
     public static var example: String { Kind.example }
 
+    /// The default schedule, and the file system where it is mounted by default (`Kind.defaultMountRoot`).
     public static var defaults: Self { Self(schedule: SensorSchedule(), mountRoot: Kind.defaultMountRoot) }
 
     /// The schedule's keys, then the mount point's.

@@ -5,6 +5,7 @@ public struct HTTPSinkConfig: EndpointSinkConfig {
     /// `url`, `headers`, `compression` (default `none`).
     public var endpoint: SinkEndpoint
 
+    /// The configuration delivering to `endpoint` (`EndpointSinkConfig` adds `init(url:headers:compression:)`).
     public init(endpoint: SinkEndpoint) {
         self.endpoint = endpoint
     }

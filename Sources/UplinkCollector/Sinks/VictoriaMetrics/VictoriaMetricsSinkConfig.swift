@@ -5,6 +5,7 @@ public struct VictoriaMetricsSinkConfig: EndpointSinkConfig {
     /// `url`, `headers`, `compression` (default `gzip`: samples repeat their label sets and shrink about tenfold).
     public var endpoint: SinkEndpoint
 
+    /// The configuration delivering to `endpoint` (`EndpointSinkConfig` adds `init(url:headers:compression:)`).
     public init(endpoint: SinkEndpoint) {
         self.endpoint = endpoint
     }

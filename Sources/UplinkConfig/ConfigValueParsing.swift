@@ -51,7 +51,7 @@ public enum ConfigValueParsing {
     /// - Throws: `ConfigValueError` whose message quotes `text` and says precisely what is wrong.
     public static func duration(_ text: String) throws(ConfigValueError) -> Duration {
         let example = "e.g. '250ms', '10s', '1.5s', '5m' or '1h'"
-        let quantity = QuantityText(text, kind: "duration", example: example)
+        let quantity = QuantityText(text: text, kind: "duration", example: example)
         var scanner = try quantity.scannerAtNumber()
         var total: Int128 = 0
         while !scanner.isAtEnd {
@@ -86,7 +86,7 @@ public enum ConfigValueParsing {
     /// - Throws: `ConfigValueError` whose message quotes `text` and says precisely what is wrong.
     public static func size(_ text: String) throws(ConfigValueError) -> Int {
         let example = "e.g. '512B', '64KiB', '16MiB' or '1GB'"
-        let quantity = QuantityText(text, kind: "size", example: example)
+        let quantity = QuantityText(text: text, kind: "size", example: example)
         var scanner = try quantity.scannerAtNumber()
         guard let number = scanner.number() else {
             throw quantity.fail("expected a number of bytes, optionally followed by a unit", hint: example)
@@ -167,12 +167,6 @@ private struct QuantityText {
     let kind: String
     /// Valid spellings, the hint of an empty text.
     let example: String
-
-    init(_ text: String, kind: String, example: String) {
-        self.text = text
-        self.kind = kind
-        self.example = example
-    }
 
     /// `invalid <kind> '<text>': <problem>`.
     func fail(_ problem: String, hint: String? = nil) -> ConfigValueError {

@@ -185,11 +185,7 @@ extension Collector {
             return reject(http2: http2, .serviceUnavailable, "the collector is shutting down")
         }
         let connection = await StreamConnection.inspect(context.channel, tls: configuration.tls != nil)
-        if configuration.tls?.agentIdentity == .certificate, let refusal = identityRefusal(agent: agent, connection) {
-            edge.recorder.record(.identityRefused)
-            edge.limiter.log(
-                logger, .warning, kind: "identity", "Refused a stream: \(refusal)",
-                metadata: ["agent": "\(agent)", "peer": "\(connection.peer)"])
+        if let refusal = refusedIdentity(agent: agent, connection, refusing: "a stream") {
             return reject(http2: http2, .forbidden, refusal)
         }
         guard let slot = registry.takeSlot(agent: agent, limit: configuration.maxStreams) else {
@@ -251,8 +247,21 @@ extension Collector {
         )
     }
 
-    /// Why `agent` may not stream on `connection` under `agent_identity: certificate`, or nil when it may.
-    func identityRefusal(agent: String, _ connection: StreamConnection) -> String? {
+    /// With `agent_identity: certificate`, why `connection` may not speak for `agent` (`identityRefusal`), counted
+    /// and logged (rate-limited) as "Refused <request>: <reason>"; nil when it may, or with the header's identity.
+    func refusedIdentity(agent: String, _ connection: StreamConnection, refusing request: String) -> String? {
+        guard configuration.tls?.agentIdentity == .certificate, let refusal = identityRefusal(agent: agent, connection) else {
+            return nil
+        }
+        edge.recorder.record(.identityRefused)
+        edge.limiter.log(
+            logger, .warning, kind: "identity", "Refused \(request): \(refusal)",
+            metadata: ["agent": "\(agent)", "peer": "\(connection.peer)"])
+        return refusal
+    }
+
+    /// Why `agent` may not speak on `connection` under `agent_identity: certificate`, or nil when it may.
+    private func identityRefusal(agent: String, _ connection: StreamConnection) -> String? {
         guard let certificate = connection.certificate else {
             return "agent_identity is certificate, and the connection presented no client certificate"
         }

@@ -50,15 +50,7 @@ public struct CollectorTLS: Sendable, Equatable {
     /// Reads the files and builds the server side of swift-nio-ssl's configuration (ALPN is set by the HTTP/2
     /// upgrade channel). Throws a `CollectorError` with code `tls` naming the file at fault.
     func serverConfiguration() throws -> TLSConfiguration {
-        let chain: [NIOSSLCertificate]
-        do {
-            chain = try NIOSSLCertificate.fromPEMFile(certificateFile)
-        } catch {
-            throw CollectorError(code: "tls", message: "cannot read the certificate \(certificateFile): \(error)")
-        }
-        guard !chain.isEmpty else {
-            throw CollectorError(code: "tls", message: "\(certificateFile) holds no PEM certificate")
-        }
+        let chain = try Self.certificates(in: certificateFile, what: "certificate")
         let key: NIOSSLPrivateKey
         do {
             key = try NIOSSLPrivateKey(file: keyFile, format: .pem)
@@ -80,15 +72,7 @@ public struct CollectorTLS: Sendable, Equatable {
             guard let clientCAFile else {
                 throw CollectorError(code: "tls", message: "client_auth \(clientAuthentication.rawValue) needs client_ca_file")
             }
-            let authorities: [NIOSSLCertificate]
-            do {
-                authorities = try NIOSSLCertificate.fromPEMFile(clientCAFile)
-            } catch {
-                throw CollectorError(code: "tls", message: "cannot read the client CA bundle \(clientCAFile): \(error)")
-            }
-            guard !authorities.isEmpty else {
-                throw CollectorError(code: "tls", message: "\(clientCAFile) holds no PEM certificate")
-            }
+            let authorities = try Self.certificates(in: clientCAFile, what: "client CA bundle")
             configuration.trustRoots = .certificates(authorities)
             // Only these authorities are sent to clients as acceptable issuers.
             configuration.sendCANameList = true
@@ -101,6 +85,21 @@ public struct CollectorTLS: Sendable, Equatable {
                 code: "tls", message: "the key \(keyFile) does not match the certificate \(certificateFile): \(error)")
         }
         return configuration
+    }
+
+    /// The PEM certificates in `file`, which is the `what` (for the message: `certificate`, `client CA bundle`).
+    /// Throws a `CollectorError` with code `tls` when the file cannot be read or holds no certificate.
+    private static func certificates(in file: String, what: String) throws -> [NIOSSLCertificate] {
+        let certificates: [NIOSSLCertificate]
+        do {
+            certificates = try NIOSSLCertificate.fromPEMFile(file)
+        } catch {
+            throw CollectorError(code: "tls", message: "cannot read the \(what) \(file): \(error)")
+        }
+        guard !certificates.isEmpty else {
+            throw CollectorError(code: "tls", message: "\(file) holds no PEM certificate")
+        }
+        return certificates
     }
 
     /// The names a client certificate vouches for: its subject common names and its DNS subject alternative names.

@@ -133,12 +133,9 @@ final class RequestDeadlineHandler: ChannelDuplexHandler, RemovableChannelHandle
         switch phase {
         case .awaitingHead(let deadline)?:
             guard now >= deadline else { return schedule(context, at: deadline) }
-            edge.record(.headTimeout)
-            limiter.log(
-                logger, .info, kind: "head-timeout",
-                "Closed a connection that sent no complete request head in time",
-                metadata: ["peer": "\(context.channel.remotePeerDescription)", "timeout": "\(headTimeout.millisecondsText)"])
-            context.close(promise: nil)
+            context.closeForTimeout(
+                .headTimeout, kind: "head-timeout", "Closed a connection that sent no complete request head in time",
+                timeout: headTimeout, edge: edge, limiter: limiter, logger: logger)
         case .readingBody?:
             guard readOutstanding else {
                 // The collector is not reading: look again a full timeout later.
@@ -146,12 +143,9 @@ final class RequestDeadlineHandler: ChannelDuplexHandler, RemovableChannelHandle
             }
             let deadline = lastProgress + idleTimeout
             guard now >= deadline else { return schedule(context, at: deadline) }
-            edge.record(.idleTimeout)
-            limiter.log(
-                logger, .info, kind: "idle-timeout",
-                "Ended a stream whose request body brought nothing for the idle timeout",
-                metadata: ["peer": "\(context.channel.remotePeerDescription)", "timeout": "\(idleTimeout.millisecondsText)"])
-            context.close(promise: nil)
+            context.closeForTimeout(
+                .idleTimeout, kind: "idle-timeout", "Ended a stream whose request body brought nothing for the idle timeout",
+                timeout: idleTimeout, edge: edge, limiter: limiter, logger: logger)
         case .responding?, nil:
             break
         }
@@ -183,11 +177,9 @@ final class TLSHandshakeGuard: ChannelInboundHandler, RemovableChannelHandler {
             timer = nil
             guard !done else { return }
             done = true
-            edge.record(.headTimeout)
-            limiter.log(
-                logger, .info, kind: "handshake-timeout", "Closed a connection that did not finish the TLS handshake in time",
-                metadata: ["peer": "\(context.channel.remotePeerDescription)", "timeout": "\(timeout.millisecondsText)"])
-            context.close(promise: nil)
+            context.closeForTimeout(
+                .headTimeout, kind: "handshake-timeout", "Closed a connection that did not finish the TLS handshake in time",
+                timeout: timeout, edge: edge, limiter: limiter, logger: logger)
         }
     }
 
@@ -249,4 +241,19 @@ extension Channel {
 extension TimeAmount {
     /// `400 ms`, for log lines.
     var millisecondsText: String { "\(nanoseconds / 1_000_000) ms" }
+}
+
+extension ChannelHandlerContext {
+    /// How a deadline of this file ends a connection or stream: counts `event`, logs `message` at info level
+    /// (rate-limited per `kind`) with the peer and the `timeout`, and closes.
+    fileprivate func closeForTimeout(
+        _ event: EdgeRecorder.Event, kind: String, _ message: Logger.Message, timeout: TimeAmount, edge: EdgeRecorder,
+        limiter: LogRateLimiter, logger: Logger
+    ) {
+        edge.record(event)
+        limiter.log(
+            logger, .info, kind: kind, message,
+            metadata: ["peer": "\(channel.remotePeerDescription)", "timeout": "\(timeout.millisecondsText)"])
+        close(promise: nil)
+    }
 }

@@ -50,38 +50,32 @@ public enum ConfigValueParsing {
     /// Parses a duration such as `250ms`, `10s`, `1.5s`, `5m`, `1h` or `1h30m`.
     /// - Throws: `ConfigValueError` whose message quotes `text` and says precisely what is wrong.
     public static func duration(_ text: String) throws(ConfigValueError) -> Duration {
-        func fail(_ problem: String, hint: String? = nil) -> ConfigValueError {
-            ConfigValueError(message: "invalid duration '\(text)': \(problem)", hint: hint)
-        }
         let example = "e.g. '250ms', '10s', '1.5s', '5m' or '1h'"
-        var scanner = Scanner(text)
-        scanner.skipSpaces()
-        if scanner.isAtEnd { throw fail("it is empty", hint: example) }
-        if scanner.peek == "-" { throw fail("durations cannot be negative") }
-        if scanner.peek == "+" { scanner.advance() }
+        let quantity = QuantityText(text: text, kind: "duration", example: example)
+        var scanner = try quantity.scannerAtNumber()
         var total: Int128 = 0
         while !scanner.isAtEnd {
             guard let number = scanner.number() else {
-                throw fail("expected a number followed by a unit", hint: example)
+                throw quantity.fail("expected a number followed by a unit", hint: example)
             }
             scanner.skipSpaces()
             let unit = scanner.letters()
             if unit.isEmpty {
                 if scanner.isAtEnd {
                     let hint = "write '\(number.text)s' for seconds or '\(number.text)ms' for milliseconds; units: \(durationUnitList)"
-                    throw fail("a unit is required", hint: hint)
+                    throw quantity.fail("a unit is required", hint: hint)
                 }
-                throw fail("unexpected '\(scanner.rest)'", hint: example)
+                throw quantity.fail("unexpected '\(scanner.rest)'", hint: example)
             }
             guard let scale = durationUnits.first(where: { $0.name == unit })?.nanoseconds else {
-                throw fail("unknown unit '\(unit)'", hint: durationUnitHint(for: unit))
+                throw quantity.fail("unknown unit '\(unit)'", hint: durationUnitHint(for: unit))
             }
             switch number.scaled(by: scale) {
             case .value(let nanoseconds):
                 total += nanoseconds
-                if total > Int128(Int64.max) { throw fail("it is too large") }
-            case .notWhole: throw fail("it is not a whole number of nanoseconds")
-            case .tooLarge: throw fail("it is too large")
+                if total > Int128(Int64.max) { throw quantity.fail("it is too large") }
+            case .notWhole: throw quantity.fail("it is not a whole number of nanoseconds")
+            case .tooLarge: throw quantity.fail("it is too large")
             }
             scanner.skipSpaces()
         }
@@ -91,34 +85,28 @@ public enum ConfigValueParsing {
     /// Parses a size in bytes such as `512`, `512B`, `16MB`, `64KiB` or `1.5GiB`.
     /// - Throws: `ConfigValueError` whose message quotes `text` and says precisely what is wrong.
     public static func size(_ text: String) throws(ConfigValueError) -> Int {
-        func fail(_ problem: String, hint: String? = nil) -> ConfigValueError {
-            ConfigValueError(message: "invalid size '\(text)': \(problem)", hint: hint)
-        }
         let example = "e.g. '512B', '64KiB', '16MiB' or '1GB'"
-        var scanner = Scanner(text)
-        scanner.skipSpaces()
-        if scanner.isAtEnd { throw fail("it is empty", hint: example) }
-        if scanner.peek == "-" { throw fail("sizes cannot be negative") }
-        if scanner.peek == "+" { scanner.advance() }
+        let quantity = QuantityText(text: text, kind: "size", example: example)
+        var scanner = try quantity.scannerAtNumber()
         guard let number = scanner.number() else {
-            throw fail("expected a number of bytes, optionally followed by a unit", hint: example)
+            throw quantity.fail("expected a number of bytes, optionally followed by a unit", hint: example)
         }
         scanner.skipSpaces()
         let unit = scanner.letters()
         scanner.skipSpaces()
-        if !scanner.isAtEnd { throw fail("unexpected '\(scanner.rest)'", hint: example) }
+        if !scanner.isAtEnd { throw quantity.fail("unexpected '\(scanner.rest)'", hint: example) }
         let scale: Int128
         if unit.isEmpty {
             scale = 1
         } else if let known = sizeUnits.first(where: { $0.name == unit }) {
             scale = known.bytes
         } else {
-            throw fail("unknown unit '\(unit)'", hint: sizeUnitHint(for: unit))
+            throw quantity.fail("unknown unit '\(unit)'", hint: sizeUnitHint(for: unit))
         }
         switch number.scaled(by: scale) {
         case .value(let bytes) where bytes <= Int128(Int.max): return Int(bytes)
-        case .value, .tooLarge: throw fail("it is too large")
-        case .notWhole: throw fail("it is not a whole number of bytes")
+        case .value, .tooLarge: throw quantity.fail("it is too large")
+        case .notWhole: throw quantity.fail("it is not a whole number of bytes")
         }
     }
 
@@ -169,6 +157,31 @@ public enum ConfigValueParsing {
         }
         if upper == "B" || upper == "BYTE" || upper == "BYTES" { return "did you mean 'B'? units: \(sizeUnitList)" }
         return "units: \(sizeUnitList)"
+    }
+}
+
+/// A duration or size as written, and the errors that quote it: what `duration(_:)` and `size(_:)` share.
+private struct QuantityText {
+    let text: String
+    /// `duration` or `size`, for the messages.
+    let kind: String
+    /// Valid spellings, the hint of an empty text.
+    let example: String
+
+    /// `invalid <kind> '<text>': <problem>`.
+    func fail(_ problem: String, hint: String? = nil) -> ConfigValueError {
+        ConfigValueError(message: "invalid \(kind) '\(text)': \(problem)", hint: hint)
+    }
+
+    /// A scanner at the first number: past leading spaces and a `+`.
+    /// - Throws: When the text is empty or negative.
+    func scannerAtNumber() throws(ConfigValueError) -> Scanner {
+        var scanner = Scanner(text)
+        scanner.skipSpaces()
+        if scanner.isAtEnd { throw fail("it is empty", hint: example) }
+        if scanner.peek == "-" { throw fail("\(kind)s cannot be negative") }
+        if scanner.peek == "+" { scanner.advance() }
+        return scanner
     }
 }
 

@@ -1,3 +1,5 @@
+import UplinkCore
+
 /// The labels an agent presents (its `remote_config.labels`), as they travel in `Uplink-Labels: name=value,…`: the
 /// one owner of their limits and of the header's form, for the agent that writes it and the collector that reads it.
 public enum AgentLabels {
@@ -10,17 +12,7 @@ public enum AgentLabels {
 
     /// Whether `name` can name a label: 1 to `maximumNameBytes` of `A-Z a-z 0-9 . _ -`.
     public static func isValidName(_ name: some StringProtocol) -> Bool {
-        !name.isEmpty && name.utf8.count <= maximumNameBytes && name.utf8.allSatisfy(isNameByte)
-    }
-
-    private static func isNameByte(_ byte: UInt8) -> Bool {
-        switch byte {
-        case UInt8(ascii: "A")...UInt8(ascii: "Z"), UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "0")...UInt8(ascii: "9"),
-            UInt8(ascii: "."), UInt8(ascii: "_"), UInt8(ascii: "-"):
-            return true
-        default:
-            return false
-        }
+        PortableName.isValid(name, maximumBytes: maximumNameBytes)
     }
 
     /// Why a text cannot be a label's value.

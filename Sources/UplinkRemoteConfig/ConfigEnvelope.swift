@@ -85,15 +85,7 @@ public struct ConfigEnvelope: Sendable, Equatable {
 
     /// Whether `name` can name a document: 1 to 128 of `A-Z a-z 0-9 . _ -`, not starting with a dot.
     public static func isValidName(_ name: String) -> Bool {
-        !name.isEmpty && !name.hasPrefix(".") && name.utf8.count <= 128
-            && name.utf8.allSatisfy { byte in
-                switch byte {
-                case UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "A")...UInt8(ascii: "Z"),
-                    UInt8(ascii: "0")...UInt8(ascii: "9"), UInt8(ascii: "."), UInt8(ascii: "_"), UInt8(ascii: "-"):
-                    true
-                default: false
-                }
-            }
+        PortableName.isValid(name, maximumBytes: 128) && !name.hasPrefix(".")
     }
 }
 

@@ -41,14 +41,7 @@ public enum SigningKeyFile {
 
     /// Whether `id` can name a key: 1 to 64 of `A-Z a-z 0-9 . _ -`.
     public static func isValidKeyID(_ id: String) -> Bool {
-        !id.isEmpty && id.utf8.count <= 64 && id.utf8.allSatisfy { byte in
-            switch byte {
-            case UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "A")...UInt8(ascii: "Z"),
-                UInt8(ascii: "0")...UInt8(ascii: "9"), UInt8(ascii: "."), UInt8(ascii: "_"), UInt8(ascii: "-"):
-                true
-            default: false
-            }
-        }
+        PortableName.isValid(id, maximumBytes: 64)
     }
 
     /// The contents of a public key file.

@@ -273,19 +273,9 @@ enum WireObject {
         guard depth <= scanner.maximumDepth else {
             throw JSONScanner.error(WireDecodingError.Code.tooDeep, "nested too deeply", at: scanner.index)
         }
-        scanner.index += 1
-        scanner.skipWhitespace()
-        if scanner.current == UInt8(ascii: "}") {
-            scanner.index += 1
-            return
-        }
+        guard scanner.enterContainer(closing: UInt8(ascii: "}")) else { return }
         while true {
-            guard scanner.current == UInt8(ascii: "\"") else { throw scanner.unexpected(expecting: "a key string") }
-            let offset = scanner.index
-            let key = try scanner.scanString()
-            scanner.skipWhitespace()
-            try scanner.expect(UInt8(ascii: ":"), "':'")
-            scanner.skipWhitespace()
+            let (key, offset) = try scanner.scanMemberKey()
             try member(key, offset, &scanner)
             if try scanner.separatorFollows(closing: UInt8(ascii: "}")) { continue }
             return

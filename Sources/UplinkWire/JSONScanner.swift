@@ -87,6 +87,30 @@ struct JSONScanner {
         index += 1
     }
 
+    /// Steps past the `{` or `[` at `index` and the white space after it. When `closing` (`}` or `]`) comes next, the
+    /// object or array is empty: that is consumed too and the result is false; true when a member or element follows.
+    @inline(__always)
+    mutating func enterContainer(closing: UInt8) -> Bool {
+        index += 1
+        skipWhitespace()
+        guard current == closing else { return true }
+        index += 1
+        return false
+    }
+
+    /// Reads an object member's key string and the `:` after it (with the white space around it), leaving `index` at
+    /// the value; returns the key and the offset of its opening quote.
+    @inline(__always)
+    mutating func scanMemberKey() throws(WireDecodingError) -> (key: StringSpan, offset: Int) {
+        guard current == UInt8(ascii: "\"") else { throw unexpected(expecting: "a key string") }
+        let offset = index
+        let key = try scanString()
+        skipWhitespace()
+        try expect(UInt8(ascii: ":"), "':'")
+        skipWhitespace()
+        return (key, offset)
+    }
+
     /// After a member of an object or an element of an array: true when a `,` follows (it and the white space after
     /// it are consumed: another one comes), false when `closing` (`}` or `]`) does (consumed); anything else throws.
     @inline(__always)
@@ -289,30 +313,16 @@ struct JSONScanner {
             try scanLiteral("null")
         case UInt8(ascii: "{"):
             try checkDepth(depth + 1)
-            index += 1
-            skipWhitespace()
-            if current == UInt8(ascii: "}") {
-                index += 1
-                return
-            }
+            guard enterContainer(closing: UInt8(ascii: "}")) else { return }
             while true {
-                guard current == UInt8(ascii: "\"") else { throw unexpected(expecting: "a key string") }
-                _ = try scanString()
-                skipWhitespace()
-                try expect(UInt8(ascii: ":"), "':'")
-                skipWhitespace()
+                _ = try scanMemberKey()
                 try skipValue(depth: depth + 1)
                 if try separatorFollows(closing: UInt8(ascii: "}")) { continue }
                 return
             }
         case UInt8(ascii: "["):
             try checkDepth(depth + 1)
-            index += 1
-            skipWhitespace()
-            if current == UInt8(ascii: "]") {
-                index += 1
-                return
-            }
+            guard enterContainer(closing: UInt8(ascii: "]")) else { return }
             while true {
                 try skipValue(depth: depth + 1)
                 if try separatorFollows(closing: UInt8(ascii: "]")) { continue }

@@ -161,16 +161,9 @@ private struct LineLayout {
             guard scanner.isAtEnd else { throw scanner.unexpected(expecting: "the end of the line") }
             throw JSONScanner.error(WireDecodingError.Code.notAnObject, "the line is not a JSON object", at: 0)
         }
-        scanner.index += 1
-        scanner.skipWhitespace()
-        if scanner.current != UInt8(ascii: "}") {
+        if scanner.enterContainer(closing: UInt8(ascii: "}")) {
             while true {
-                guard scanner.current == UInt8(ascii: "\"") else { throw scanner.unexpected(expecting: "a key string") }
-                let keyOffset = scanner.index
-                let keySpan = try scanner.scanString()
-                scanner.skipWhitespace()
-                try scanner.expect(UInt8(ascii: ":"), "':'")
-                scanner.skipWhitespace()
+                let (keySpan, keyOffset) = try scanner.scanMemberKey()
                 if let key = knownKey(keySpan, scanner) {
                     guard !layout.has(key) else {
                         throw JSONScanner.error(
@@ -184,8 +177,6 @@ private struct LineLayout {
                 if try scanner.separatorFollows(closing: UInt8(ascii: "}")) { continue }
                 break
             }
-        } else {
-            scanner.index += 1
         }
         let end = scanner.index
         scanner.skipWhitespace()
@@ -296,26 +287,11 @@ private struct LineLayout {
         let offset = scanner.index
         switch key {
         case .seq:
-            let number = try LineLayout.integer(key, &scanner)
-            guard let sequence = scanner.uint64(number), WireIntegers.sequence.contains(sequence) else {
-                throw JSONScanner.error(
-                    WireDecodingError.Code.invalidValue, "'seq' must be an integer from 1 to 2^63-1", at: offset)
-            }
-            self.sequence = sequence
+            sequence = try LineLayout.unsignedInteger(key, in: WireIntegers.sequence, &scanner)
         case .origin:
-            let number = try LineLayout.integer(key, &scanner)
-            guard let id = scanner.uint64(number), WireIntegers.origin.contains(id) else {
-                throw JSONScanner.error(
-                    WireDecodingError.Code.invalidValue, "'origin' must be an integer from 1 to 2^63-1", at: offset)
-            }
-            originID = id
+            originID = try LineLayout.unsignedInteger(key, in: WireIntegers.origin, &scanner)
         case .offset:
-            let number = try LineLayout.integer(key, &scanner)
-            guard let value = scanner.uint64(number), WireIntegers.offset.contains(value) else {
-                throw JSONScanner.error(
-                    WireDecodingError.Code.invalidValue, "'offset' must be an integer from 0 to 2^63-1", at: offset)
-            }
-            originOffset = value
+            originOffset = try LineLayout.unsignedInteger(key, in: WireIntegers.offset, &scanner)
         case .ts, .heartbeat:
             let number = try LineLayout.integer(key, &scanner)
             guard let value = scanner.int64(number) else {
@@ -326,6 +302,21 @@ private struct LineLayout {
         default:
             preconditionFailure("'\(key.name)' is not an integer key")
         }
+    }
+
+    /// Reads the integer value of `key`, which must lie in `range`, one of `WireIntegers`' ranges (all end at
+    /// 2^63-1); a value outside it is `invalid_value`, naming the range.
+    private static func unsignedInteger(
+        _ key: Key, in range: ClosedRange<UInt64>, _ scanner: inout JSONScanner
+    ) throws(WireDecodingError) -> UInt64 {
+        let offset = scanner.index
+        let number = try integer(key, &scanner)
+        guard let value = scanner.uint64(number), range.contains(value) else {
+            throw JSONScanner.error(
+                WireDecodingError.Code.invalidValue, "'\(key.name)' must be an integer from \(range.lowerBound) to 2^63-1",
+                at: offset)
+        }
+        return value
     }
 
     private static func integer(_ key: Key, _ scanner: inout JSONScanner) throws(WireDecodingError) -> NumberSpan {
@@ -360,18 +351,9 @@ private struct LineLayout {
     private static func scanStringObject(_ key: Key, _ scanner: inout JSONScanner) throws(WireDecodingError) -> Int {
         let start = scanner.index
         guard scanner.current == UInt8(ascii: "{") else { try wrongType(key, "an object of strings", &scanner) }
-        scanner.index += 1
-        scanner.skipWhitespace()
-        if scanner.current == UInt8(ascii: "}") {
-            scanner.index += 1
-            return start
-        }
+        guard scanner.enterContainer(closing: UInt8(ascii: "}")) else { return start }
         while true {
-            guard scanner.current == UInt8(ascii: "\"") else { throw scanner.unexpected(expecting: "a key string") }
-            let member = try scanner.scanString()
-            scanner.skipWhitespace()
-            try scanner.expect(UInt8(ascii: ":"), "':'")
-            scanner.skipWhitespace()
+            let member = try scanner.scanMemberKey().key
             guard scanner.current == UInt8(ascii: "\"") else {
                 let offset = scanner.index
                 try scanner.skipValue(depth: 2)

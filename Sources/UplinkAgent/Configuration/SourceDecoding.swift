@@ -75,7 +75,7 @@ enum SourceDecoding {
         if name.count > maximumNameLength {
             return "the source name is longer than \(maximumNameLength) characters"
         }
-        let allowed = name.allSatisfy { $0.isASCII && ($0.isLetter || $0.isNumber || "._-".contains($0)) }
+        let allowed = name.utf8.allSatisfy(PortableName.isPortable)
         return allowed ? nil : "invalid source name '\(name)'"
     }
 

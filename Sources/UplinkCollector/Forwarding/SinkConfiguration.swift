@@ -102,15 +102,7 @@ public struct SinkConfiguration: Sendable, Equatable {
 
     /// Whether `name` follows `nameRule` (and is not `.` or `..`).
     static func isValidName(_ name: String) -> Bool {
-        let allowed = name.utf8.allSatisfy { byte in
-            switch byte {
-            case UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "A")...UInt8(ascii: "Z"),
-                UInt8(ascii: "0")...UInt8(ascii: "9"), UInt8(ascii: "."), UInt8(ascii: "_"), UInt8(ascii: "-"):
-                true
-            default: false
-            }
-        }
-        return (1...64).contains(name.utf8.count) && allowed && name != "." && name != ".."
+        PortableName.isValid(name, maximumBytes: 64) && name != "." && name != ".."
     }
 
     func check() throws(CollectorError) {

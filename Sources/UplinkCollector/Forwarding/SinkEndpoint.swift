@@ -75,3 +75,32 @@ public struct SinkEndpoint: Sendable, Equatable {
         url.hasPrefix("http://") || url.hasPrefix("https://") ? nil : "'url' must be an http:// or https:// URL"
     }
 }
+
+/// A sink kind whose only keys are those of its `SinkEndpoint` (`http`, `victoriametrics`): the kind supplies its
+/// name, documentation, default compression and sink; building, decoding and checking the endpoint are shared here.
+public protocol EndpointSinkConfig: SinkKindConfig, Equatable {
+    /// `url`, `headers`, `compression`.
+    var endpoint: SinkEndpoint { get }
+
+    /// The configuration delivering to `endpoint`.
+    init(endpoint: SinkEndpoint)
+
+    /// `compression`'s default for this kind.
+    static var defaultCompression: SinkCompression { get }
+}
+
+extension EndpointSinkConfig {
+    /// The configuration delivering to `url` with `headers`, its bodies encoded as `compression` (by default the
+    /// kind's).
+    public init(url: String, headers: [SinkHeader] = [], compression: SinkCompression = Self.defaultCompression) {
+        self.init(endpoint: SinkEndpoint(url: url, headers: headers, compression: compression))
+    }
+
+    /// The endpoint's keys (`SinkEndpoint.decode`); nil when `url` is missing or unusable.
+    public static func decode(_ mapping: ConfigMapping) -> Self? {
+        SinkEndpoint.decode(mapping, defaultCompression: defaultCompression).map { Self(endpoint: $0) }
+    }
+
+    /// The endpoint's problem (`SinkEndpoint.problem`), or nil.
+    public func problem() -> String? { endpoint.problem() }
+}

@@ -46,3 +46,18 @@ enum SinkHTTP {
         }
     }
 }
+
+/// The one URL a sink POSTs every batch to, and how: `SinkHTTP.post` with the URL, headers, timeout and body
+/// encoding fixed when the sink is made.
+struct SinkPostTarget: Sendable {
+    let client: HTTPClient
+    let url: String
+    let headers: [SinkHeader]
+    let timeout: Duration
+    let compression: SinkCompression
+
+    /// POSTs `body` (`SinkHTTP.post`); returns the response body's text.
+    func post(_ body: ByteBuffer) async throws(SinkFailure) -> String {
+        try await SinkHTTP.post(client, url: url, headers: headers, body: body, timeout: timeout, compression: compression)
+    }
+}

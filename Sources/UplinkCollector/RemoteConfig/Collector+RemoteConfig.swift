@@ -129,11 +129,7 @@ extension Collector {
         }
         if configuration.tls != nil {
             let connection = await StreamConnection.inspect(context.channel, tls: true)
-            if configuration.tls?.agentIdentity == .certificate, let refusal = identityRefusal(agent: agent, connection) {
-                edge.recorder.record(.identityRefused)
-                edge.limiter.log(
-                    logger, .warning, kind: "identity", "Refused a remote configuration request: \(refusal)",
-                    metadata: ["agent": "\(agent)", "peer": "\(connection.peer)"])
+            if let refusal = refusedIdentity(agent: agent, connection, refusing: "a remote configuration request") {
                 return .refused(Self.text(.forbidden, refusal + "\n"))
             }
             if labelsFrom.contains(.certificate), let certificate = connection.certificate {

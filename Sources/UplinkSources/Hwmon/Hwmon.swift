@@ -8,11 +8,11 @@ import UplinkCore
 /// (a VM) the source logs one warning and returns.
 public typealias HwmonSource = ConfiguredSource<HwmonConfig>
 
-extension HwmonConfig {
+extension HwmonKind {
     /// Reads the sensors found at start on every tick.
-    public func sample(with sensor: PeriodicSensorDriver) async {
+    public static func sample(_ config: HwmonConfig, with sensor: PeriodicSensorDriver) async {
         await sensor.runReadingChannels(
-            HwmonSource.discover(hwmonPath), path: hwmonPath,
-            noneFound: "no readable hwmon*/{temp,fan,in,power}*_input under \(hwmonPath) (no hardware monitoring chips on this machine, e.g. a VM, or a wrong sys_root?)")
+            HwmonSource.discover(config.hwmonPath), path: config.hwmonPath,
+            noneFound: "no readable hwmon*/{temp,fan,in,power}*_input under \(config.hwmonPath) (no hardware monitoring chips on this machine, e.g. a VM, or a wrong sys_root?)")
     }
 }

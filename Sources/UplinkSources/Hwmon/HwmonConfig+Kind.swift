@@ -1,11 +1,9 @@
 import UplinkCore
 
-/// `type: hwmon`: its mount point key and setting, documentation and example; `MountRootSensorConfig` lists and
-/// decodes its keys.
-extension HwmonConfig: MountRootSensorConfig {
+/// `type: hwmon`: its name, documentation and example; `MountRootSensorConfig` (`HwmonConfig`) lists, decodes and
+/// holds its keys.
+public enum HwmonKind: SysfsSensorKind {
     public static let typeName = "hwmon"
-
-    public static var defaults: HwmonConfig { HwmonConfig() }
 
     public static let summary = """
         Hardware monitoring chips, `<sys_root>/class/hwmon/hwmon*` (or their `device/` directory on old kernels), tags `chip`
@@ -14,8 +12,6 @@ extension HwmonConfig: MountRootSensorConfig {
         (`in*_input`, mV → `volts`), `hwmon.power` (`power*_input`, µW → `watts`). Sensors are found at start; one that
         cannot be read then is left out, one that stops answering later is skipped (noted once).
         """
-
-    static var mountRoot: (key: SourceKey, setting: WritableKeyPath<HwmonConfig, String>) { (.sysRoot(), \.sysRoot) }
 
     public static let example = """
           # Hardware monitoring chips, <sys_root>/class/hwmon/hwmon*: hwmon.temperature (celsius), hwmon.fan_speed (rpm),

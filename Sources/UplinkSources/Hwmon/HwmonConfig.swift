@@ -8,19 +8,9 @@ import UplinkCore
 /// `hwmon.temperature` (`temp*_input`, millidegrees → unit `celsius`), `hwmon.fan_speed` (`fan*_input`, unit
 /// `rpm`), `hwmon.voltage` (`in*_input`, millivolts → unit `volts`) and `hwmon.power` (`power*_input`,
 /// microwatts → unit `watts`).
-public struct HwmonConfig: PeriodicSensorConfig {
-    /// When the source samples and the tags it adds (YAML keys `interval`, `jitter`, `tags`; see `SensorSchedule`).
-    public var schedule: SensorSchedule
+public typealias HwmonConfig = MountRootSensorConfig<HwmonKind>
 
-    /// Directory where sysfs is mounted (YAML key `sys_root`, a path). Default: `"/sys"`.
-    public var sysRoot: String
-
-    /// A configuration with the given settings; each default is the one documented on its property.
-    public init(interval: Duration = .seconds(10), jitter: Duration = .zero, tags: [Tag] = [], sysRoot: String = "/sys") {
-        self.schedule = SensorSchedule(interval: interval, jitter: jitter, tags: tags)
-        self.sysRoot = sysRoot
-    }
-
-    /// The directory holding the chips: `<sysRoot>/class/hwmon`.
-    public var hwmonPath: String { joinPath(sysRoot, "class/hwmon") }
+extension HwmonConfig {
+    /// The directory holding the chips: `<sys_root>/class/hwmon`.
+    public var hwmonPath: String { joinPath(mountRoot, "class/hwmon") }
 }

@@ -1,17 +1,13 @@
 import UplinkCore
 
-/// `type: load`: its mount point key and setting, documentation and example; `MountRootSensorConfig` lists and
-/// decodes its keys.
-extension LoadConfig: MountRootSensorConfig {
+/// `type: load`: its name, documentation and example; `MountRootSensorConfig` (`LoadConfig`) lists, decodes and
+/// holds its keys.
+public enum LoadKind: ProcfsSensorKind {
     public static let typeName = "load"
-
-    public static var defaults: LoadConfig { LoadConfig() }
 
     public static let summary = """
         Load averages from `<proc_root>/loadavg`: `load.1m`, `load.5m`, `load.15m` (no unit).
         """
-
-    static var mountRoot: (key: SourceKey, setting: WritableKeyPath<LoadConfig, String>) { (.procRoot(), \.procRoot) }
 
     public static let example = """
           # Load averages from <proc_root>/loadavg: load.1m, load.5m, load.15m (no unit).

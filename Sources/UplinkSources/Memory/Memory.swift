@@ -15,12 +15,12 @@ import UplinkCore
 ///   for the RAM (or swap) figures are missing, those metrics are left out and one warning is logged.
 public typealias MemorySource = ConfiguredSource<MemoryConfig>
 
-extension MemoryConfig {
-    /// Reads `meminfoPath` on every tick and emits the RAM and swap figures it has.
-    public func sample(with sensor: PeriodicSensorDriver) async {
+extension MemoryKind {
+    /// Reads `config.meminfoPath` on every tick and emits the RAM and swap figures it has.
+    public static func sample(_ config: MemoryConfig, with sensor: PeriodicSensorDriver) async {
         let emitter = sensor.emitter
         let logger = sensor.logger
-        let path = meminfoPath
+        let path = config.meminfoPath
         var warnedAboutMissingFields = false
         await sensor.runReadingFile(path) { bytes, timestamp in
             let meminfo = MemorySource.MeminfoParser.parse(bytes)

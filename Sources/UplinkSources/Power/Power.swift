@@ -8,14 +8,14 @@ import UplinkCore
 /// logs one warning and returns.
 public typealias PowerSource = ConfiguredSource<PowerConfig>
 
-extension PowerConfig {
+extension PowerKind {
     /// Reads the supplies found at start on every tick, with the status of batteries and UPSes in their tags.
-    public func sample(with sensor: PeriodicSensorDriver) async {
-        var supplies = PowerSource.discover(powerSupplyPath)
+    public static func sample(_ config: PowerConfig, with sensor: PeriodicSensorDriver) async {
+        var supplies = PowerSource.discover(config.powerSupplyPath)
         guard !supplies.isEmpty else {
             return sensor.disable(
-                "no battery, UPS or mains supply under \(powerSupplyPath) (none on this machine, e.g. a VM, or a wrong sys_root?)",
-                metadata: ["path": "\(powerSupplyPath)"])
+                "no battery, UPS or mains supply under \(config.powerSupplyPath) (none on this machine, e.g. a VM, or a wrong sys_root?)",
+                metadata: ["path": "\(config.powerSupplyPath)"])
         }
         let emitter = sensor.emitter
         // Tag arrays per supply and status text (none for mains), built once.

@@ -1,11 +1,9 @@
 import UplinkCore
 
-/// `type: power`: its mount point key and setting, documentation and example; `MountRootSensorConfig` lists and
-/// decodes its keys.
-extension PowerConfig: MountRootSensorConfig {
+/// `type: power`: its name, documentation and example; `MountRootSensorConfig` (`PowerConfig`) lists, decodes and
+/// holds its keys.
+public enum PowerKind: SysfsSensorKind {
     public static let typeName = "power"
-
-    public static var defaults: PowerConfig { PowerConfig() }
 
     public static let summary = """
         Power supplies, `<sys_root>/class/power_supply/*`, tags `supply` (e.g. `BAT0`) and `type`. Batteries and UPSes, also
@@ -14,8 +12,6 @@ extension PowerConfig: MountRootSensorConfig {
         (`power_now`, µW → `watts`), each when the driver has the file. Mains and USB supplies: `power.online` (1 or 0,
         `count`).
         """
-
-    static var mountRoot: (key: SourceKey, setting: WritableKeyPath<PowerConfig, String>) { (.sysRoot(), \.sysRoot) }
 
     public static let example = """
           # Batteries, UPSes and mains, <sys_root>/class/power_supply/*: power.capacity (percent), power.voltage (volts),

@@ -6,11 +6,11 @@ import UplinkCore
 /// `zone` and `type`. Without any readable zone (a VM) the source logs one warning and returns.
 public typealias ThermalSource = ConfiguredSource<ThermalConfig>
 
-extension ThermalConfig {
+extension ThermalKind {
     /// Reads the zones found at start on every tick.
-    public func sample(with sensor: PeriodicSensorDriver) async {
+    public static func sample(_ config: ThermalConfig, with sensor: PeriodicSensorDriver) async {
         await sensor.runReadingChannels(
-            ThermalSource.discover(thermalPath), path: thermalPath,
-            noneFound: "no readable thermal_zone*/temp under \(thermalPath) (no thermal zones on this machine, e.g. a VM, or a wrong sys_root?)")
+            ThermalSource.discover(config.thermalPath), path: config.thermalPath,
+            noneFound: "no readable thermal_zone*/temp under \(config.thermalPath) (no thermal zones on this machine, e.g. a VM, or a wrong sys_root?)")
     }
 }

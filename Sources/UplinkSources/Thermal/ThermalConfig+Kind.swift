@@ -1,20 +1,16 @@
 import UplinkCore
 
-/// `type: thermal`: its mount point key and setting, documentation and example; `MountRootSensorConfig` lists and
-/// decodes its keys.
-extension ThermalConfig: MountRootSensorConfig {
+/// `type: thermal`: its name, documentation and example; `MountRootSensorConfig` (`ThermalConfig`) lists, decodes and
+/// holds its keys.
+public enum ThermalKind: SysfsSensorKind {
     public static let typeName = "thermal"
-
-    public static var defaults: ThermalConfig { ThermalConfig() }
 
     public static let summary = """
         Thermal zones, `<sys_root>/class/thermal/thermal_zone*/temp` (millidegrees): `thermal.temperature` (`celsius`), tags
         `zone` (the zone's number) and `type` (the zone's `type` file, e.g. `cpu-thermal`). Zones are found at start.
         """
 
-    static var mountRoot: (key: SourceKey, setting: WritableKeyPath<ThermalConfig, String>) {
-        (.sysRoot("Where sysfs is mounted (e.g. `/host/sys` in a container)."), \.sysRoot)
-    }
+    public static var mountRootKey: SourceKey { .sysRoot("Where sysfs is mounted (e.g. `/host/sys` in a container).") }
 
     public static let example = """
           # Thermal zones, <sys_root>/class/thermal/thermal_zone*/temp: thermal.temperature (celsius), tags zone, type.

@@ -5,10 +5,10 @@ import UplinkCore
 /// Without the file the source logs one warning and returns; a malformed file is skipped (logged once).
 public typealias UptimeSource = ConfiguredSource<UptimeConfig>
 
-extension UptimeConfig {
-    /// Reads `uptimePath` on every tick and emits the seconds since boot.
-    public func sample(with sensor: PeriodicSensorDriver) async {
-        await sensor.runReadingMetrics(uptimePath) { bytes in
+extension UptimeKind {
+    /// Reads `config.uptimePath` on every tick and emits the seconds since boot.
+    public static func sample(_ config: UptimeConfig, with sensor: PeriodicSensorDriver) async {
+        await sensor.runReadingMetrics(config.uptimePath) { bytes in
             UptimeSource.parse(bytes).map { [("uptime.seconds", $0, MetricUnit.seconds)] }
         }
     }

@@ -1,17 +1,13 @@
 import UplinkCore
 
-/// `type: uptime`: its mount point key and setting, documentation and example; `MountRootSensorConfig` lists and
-/// decodes its keys.
-extension UptimeConfig: MountRootSensorConfig {
+/// `type: uptime`: its name, documentation and example; `MountRootSensorConfig` (`UptimeConfig`) lists, decodes and
+/// holds its keys.
+public enum UptimeKind: ProcfsSensorKind {
     public static let typeName = "uptime"
-
-    public static var defaults: UptimeConfig { UptimeConfig() }
 
     public static let summary = """
         Seconds since boot from `<proc_root>/uptime`: `uptime.seconds` (unit `seconds`).
         """
-
-    static var mountRoot: (key: SourceKey, setting: WritableKeyPath<UptimeConfig, String>) { (.procRoot(), \.procRoot) }
 
     public static let example = """
           # Seconds since boot from <proc_root>/uptime: uptime.seconds.

@@ -1,12 +1,13 @@
 import UplinkConfig
 
 /// `type: http`: NDJSON batches POSTed to a URL.
-public struct HTTPSinkConfig: SinkKindConfig, Equatable {
+public struct HTTPSinkConfig: EndpointSinkConfig {
     /// `url`, `headers`, `compression` (default `none`).
     public var endpoint: SinkEndpoint
 
-    public init(url: String, headers: [SinkHeader] = [], compression: SinkCompression = Self.defaultCompression) {
-        self.endpoint = SinkEndpoint(url: url, headers: headers, compression: compression)
+    /// The configuration delivering to `endpoint` (`EndpointSinkConfig` adds `init(url:headers:compression:)`).
+    public init(endpoint: SinkEndpoint) {
+        self.endpoint = endpoint
     }
 
     /// `compression`'s default for this kind.
@@ -26,14 +27,6 @@ public struct HTTPSinkConfig: SinkKindConfig, Equatable {
           headers: { X-Api-Key: replace-me }
           compression: none
         """
-
-    public static func decode(_ mapping: ConfigMapping) -> Self? {
-        SinkEndpoint.decode(mapping, defaultCompression: defaultCompression).map {
-            Self(url: $0.url, headers: $0.headers, compression: $0.compression)
-        }
-    }
-
-    public func problem() -> String? { endpoint.problem() }
 
     public func makeSink(_ context: SinkContext) throws -> any ForwardingSink {
         HTTPSink(endpoint, timeout: context.timeout, client: context.client)

@@ -15,18 +15,13 @@ import UplinkWire
 /// stores them. A resent batch stores the same samples again: run VictoriaMetrics with
 /// `-dedup.minScrapeInterval=1ms` so that identical (series, timestamp) samples collapse.
 struct VictoriaMetricsSink: ForwardingSink {
-    let endpoint: String
-    let headers: [SinkHeader]
-    let timeout: Duration
-    let compression: SinkCompression
-    let client: HTTPClient
+    /// `<url>/api/v1/import` with the configured headers.
+    let target: SinkPostTarget
 
     init(_ configuration: SinkEndpoint, timeout: Duration, client: HTTPClient) {
-        self.endpoint = configuration.baseURL + "/api/v1/import"
-        self.headers = configuration.headers
-        self.timeout = timeout
-        self.compression = configuration.compression
-        self.client = client
+        self.target = SinkPostTarget(
+            client: client, url: configuration.baseURL + "/api/v1/import", headers: configuration.headers, timeout: timeout,
+            compression: configuration.compression)
     }
 
     func deliver(_ batch: ForwardBatch) async throws(SinkFailure) {
@@ -37,8 +32,7 @@ struct VictoriaMetricsSink: ForwardingSink {
             Self.appendSample(metric, entry: entry, names: &names, to: &bytes)
         }
         guard !bytes.isEmpty else { return }
-        _ = try await SinkHTTP.post(client, url: endpoint, headers: headers, body: ByteBuffer(bytes: bytes), timeout: timeout,
-            compression: compression)
+        _ = try await target.post(ByteBuffer(bytes: bytes))
     }
 
     /// `{"metric":{"__name__":…,"agent":…,"source":…,<tags>},"values":[v],"timestamps":[ms]}\n`

@@ -1,12 +1,13 @@
 import UplinkConfig
 
 /// `type: victoriametrics`: metric records into VictoriaMetrics' JSON line import.
-public struct VictoriaMetricsSinkConfig: SinkKindConfig, Equatable {
+public struct VictoriaMetricsSinkConfig: EndpointSinkConfig {
     /// `url`, `headers`, `compression` (default `gzip`: samples repeat their label sets and shrink about tenfold).
     public var endpoint: SinkEndpoint
 
-    public init(url: String, headers: [SinkHeader] = [], compression: SinkCompression = Self.defaultCompression) {
-        self.endpoint = SinkEndpoint(url: url, headers: headers, compression: compression)
+    /// The configuration delivering to `endpoint` (`EndpointSinkConfig` adds `init(url:headers:compression:)`).
+    public init(endpoint: SinkEndpoint) {
+        self.endpoint = endpoint
     }
 
     /// `compression`'s default for this kind.
@@ -32,14 +33,6 @@ public struct VictoriaMetricsSinkConfig: SinkKindConfig, Equatable {
           timeout: 30s
           backoff: { initial: 250ms, multiplier: 2, max: 30s }
         """
-
-    public static func decode(_ mapping: ConfigMapping) -> Self? {
-        SinkEndpoint.decode(mapping, defaultCompression: defaultCompression).map {
-            Self(url: $0.url, headers: $0.headers, compression: $0.compression)
-        }
-    }
-
-    public func problem() -> String? { endpoint.problem() }
 
     public func makeSink(_ context: SinkContext) throws -> any ForwardingSink {
         VictoriaMetricsSink(endpoint, timeout: context.timeout, client: context.client)

@@ -1,3 +1,5 @@
+import NIOCore
+import NIOEmbedded
 import Synchronization
 import Testing
 import UplinkTestSupport
@@ -110,5 +112,41 @@ struct SourceWakeupTests {
         waiting.task.cancel()
         #expect(await waiting.ends(), "the cancellation ended it")
         #expect(clock.sleepsLeft == [.seconds(3600)], "not the timer: the clock never moved")
+    }
+
+    @Test("with an event loop, the real clock's timer is one of the loop's: the wait ends when the loop's time reaches the deadline")
+    func timerOnTheEventLoop() async {
+        let loop = NIOAsyncTestingEventLoop()
+        let clock = SystemTickClock()
+        let wakeup = SourceWakeup(clock: clock, eventLoop: loop)
+        // An hour: only the loop's time, which the test moves, can reach it.
+        let deadline = clock.now.advanced(by: .seconds(3600))
+        let waiting = Waiting(wakeup, until: deadline)
+        #expect(await eventually { wakeup.armedDeadline == deadline })
+        await loop.advanceTime(by: .minutes(59))
+        #expect(wakeup.armedDeadline == deadline, "not due yet: still armed")
+        await loop.advanceTime(by: .minutes(1))
+        #expect(wakeup.armedDeadline == nil, "fired on the loop")
+        #expect(await waiting.ends())
+
+        // A later wait with an earlier deadline replaces the timer; the replaced one never fires.
+        let late = clock.now.advanced(by: .seconds(3600))
+        let early = clock.now.advanced(by: .seconds(60))
+        let first = Waiting(wakeup, until: late)
+        #expect(await eventually { wakeup.armedDeadline == late })
+        wakeup.signal()
+        #expect(await first.ends())
+        let second = Waiting(wakeup, until: early)
+        #expect(await eventually { wakeup.armedDeadline == early })
+        await loop.advanceTime(by: .minutes(1))
+        #expect(await second.ends())
+        #expect(wakeup.armedDeadline == nil)
+        // Had the replaced timer fired, its signal would end the next wait at once.
+        await loop.advanceTime(by: .minutes(60))
+        let third = Waiting(wakeup, until: clock.now.advanced(by: .seconds(3600)))
+        #expect(await third.keepsWaiting(), "the replaced timer was cancelled")
+        wakeup.signal()
+        #expect(await third.ends())
+        await loop.shutdownGracefully()
     }
 }

@@ -109,7 +109,7 @@ final class TailEngine {
         linger = context.linger
         eventLoop = context.eventLoop
         self.clock = clock
-        wakeup = SourceWakeup(clock: clock)
+        wakeup = SourceWakeup(clock: clock, eventLoop: context.eventLoop)
         opener = TailOpener(allowedRealPaths: config.allowedRealPaths.map { $0.map(TailGlob.init) })
         if let pattern = config.multilineStartPattern {
             do {

@@ -99,9 +99,7 @@ public struct SystemTickClock: TickClock {
     ) -> TickTimer {
         guard let eventLoop else { return TickTimer.sleeping(on: self, until: deadline, action) }
         let remaining = max(.zero, now.duration(to: deadline))
-        let (seconds, attoseconds) = remaining.components
-        let nanoseconds = seconds > Int64.max / 1_000_000_000 ? Int64.max : seconds * 1_000_000_000 + attoseconds / 1_000_000_000
-        let scheduled = eventLoop.scheduleTask(in: .nanoseconds(nanoseconds)) { action() }
+        let scheduled = eventLoop.scheduleTask(in: .nanoseconds(remaining.nanoseconds)) { action() }
         return TickTimer { scheduled.cancel() }
     }
 }

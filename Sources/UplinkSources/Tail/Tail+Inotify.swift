@@ -1,6 +1,7 @@
 import NIOCore
 import NIOPosix
 import Synchronization
+import UplinkFiles
 
 #if canImport(Glibc)
 import Glibc
@@ -297,8 +298,7 @@ final class TailInotify: Sendable {
 
     /// The directory `path` is named in, as `TailGlob.path(of:in:)` joins them (`.` for a bare name).
     static func directory(of path: String) -> String {
-        guard let slash = path.utf8.lastIndex(of: UInt8(ascii: "/")) else { return "." }
-        return slash == path.utf8.startIndex ? "/" : String(path[..<slash])
+        AtomicFile.parentDirectory(of: path)
     }
 
     /// Whether the modification channel will report the next modification (a read is pending or about to be).

@@ -1,3 +1,4 @@
+import Synchronization
 import UplinkCore
 
 /// Encodes records as the ring's frames: a wire line (docs/protocol.md) without its opening `{"seq":N,`, which
@@ -9,6 +10,10 @@ import UplinkCore
 /// has no capacity checks; `encodeLogFrames(_:)` checks that once per line and also writes the parts every line of a
 /// batch shares only once.
 public struct NDJSONFrameEncoder: RecordFrameEncoder {
+    /// The layouts of recent batches: a tailer hands over a batch per wake-up at ordinary rates, the same file's
+    /// batches share their layout, and building it (a few allocations) cost as much as encoding a line.
+    private let layouts = BatchLayoutCache()
+
     public init() {}
 
     /// The record timestamp (nanoseconds since the Unix epoch) at the start of a frame this encoder wrote, or nil
@@ -65,7 +70,7 @@ public struct NDJSONFrameEncoder: RecordFrameEncoder {
     /// backlog").
     public func encodeLogFrames(_ batch: LogLineBatch) -> (frames: [UInt8], ends: [Int]) {
         guard !batch.isEmpty else { return ([], []) }
-        let layout = BatchLayout(batch)
+        let layout = layouts.layout(for: batch)
         var ends: [Int] = []
         ends.reserveCapacity(batch.count)
         var frames: [UInt8] = []
@@ -213,6 +218,37 @@ public struct NDJSONFrameEncoder: RecordFrameEncoder {
         }
         if batch.originID != 0 { writer.decimal(line.originOffset) }
         writer.literal("}\n")
+    }
+}
+
+/// The layouts of the last few batches by what decides them (source, fields, origin id), shared by every copy of
+/// the encoder (the agent's sources all encode through one).
+private final class BatchLayoutCache: Sendable {
+    private struct Entry {
+        let source: String
+        let fields: [Tag]
+        let originID: UInt64
+        let layout: BatchLayout
+    }
+    /// Enough for the files a few sources read at once; the oldest entry makes room for a new one.
+    private static let capacity = 8
+    private let entries = Mutex<(list: [Entry], next: Int)>(([], 0))
+
+    func layout(for batch: LogLineBatch) -> BatchLayout {
+        let cached = entries.withLock { state in
+            state.list.first { $0.originID == batch.originID && $0.source == batch.source && $0.fields == batch.fields }
+        }
+        if let cached { return cached.layout }
+        let entry = Entry(source: batch.source, fields: batch.fields, originID: batch.originID, layout: BatchLayout(batch))
+        entries.withLock { state in
+            if state.list.count < Self.capacity {
+                state.list.append(entry)
+            } else {
+                state.list[state.next] = entry
+                state.next = (state.next + 1) % Self.capacity
+            }
+        }
+        return entry.layout
     }
 }
 

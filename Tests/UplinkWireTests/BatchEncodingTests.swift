@@ -40,6 +40,36 @@ import UplinkWire
         return batch
     }
 
+    @Test("batches whose source, fields or origin come again, or differ in one of them only, encode as their records do")
+    func recurringLayouts() throws {
+        // More combinations than the encoder keeps layouts for, in an order that comes back to each: a layout kept
+        // for one must never serve another.
+        let keys: [(source: String, fields: [UplinkCore.Tag], originID: UInt64)] = [
+            ("app", [], 7), ("app", [], 8), ("app", [UplinkCore.Tag("host", "a")], 7), ("app", [UplinkCore.Tag("host", "b")], 7),
+            ("sys", [], 7), ("sys", [], 0), ("app", [], 0),
+        ] + (1...6).map { ("s\($0)", [], UInt64($0)) }
+        var random = SplitMix64(seed: 0x5EED_0B02)
+        let encoder = NDJSONFrameEncoder()
+        for round in 0..<300 {
+            let key = keys[(round * 5 + round / keys.count) % keys.count]
+            var batch = LogLineBatch(source: key.source, fields: key.fields, originID: key.originID)
+            for line in 0..<Int.random(in: 1...3, using: &random) {
+                Array("round \(round) line \(line)".utf8).withUnsafeBytes { message in
+                    batch.append(message: message, timestamp: Int64(round), originOffset: UInt64(round * 10 + line))
+                }
+            }
+            let (frames, ends) = encoder.encodeLogFrames(batch)
+            try #require(ends.count == batch.count)
+            var start = 0
+            for index in 0..<batch.count {
+                var expected: [UInt8] = []
+                encoder.encodeFrame(batch.record(at: index), into: &expected)
+                #expect(Array(frames[start..<ends[index]]) == expected, "round \(round), \(key), line \(index)")
+                start = ends[index]
+            }
+        }
+    }
+
     @Test func batchFramesAreTheRecordFramesByteForByte() throws {
         var random = SplitMix64(seed: 0x5EED_0B01)
         let encoder = NDJSONFrameEncoder()

@@ -24,4 +24,22 @@ struct DirectoryEntriesTests {
             try Directories.entries(directory + "/file")
         }
     }
+
+    @Test("FileStatus tells a file's type, size, links and identity, and of a link itself with followLinks false")
+    func fileStatus() throws {
+        let directory = try TestDirectories.make("uplink-files")
+        try AtomicFile.write([1, 2, 3], to: directory + "/file")
+        try FileManager.default.createSymbolicLink(atPath: directory + "/link", withDestinationPath: "file")
+        let file = try #require(FileStatus(path: directory + "/file"))
+        #expect(file.isRegular && !file.isDirectory && !file.isSymbolicLink)
+        #expect(file.size == 3 && file.links == 1 && file.modified > 0 && file.changed > 0)
+        #expect(FileStatus(path: directory + "/link")?.identity == file.identity)
+        let link = try #require(FileStatus(path: directory + "/link", followLinks: false))
+        #expect(link.isSymbolicLink && link.identity != file.identity)
+        #expect(FileStatus(path: directory)?.isDirectory == true)
+        let fd = open(directory + "/file", O_RDONLY)
+        defer { close(fd) }
+        #expect(FileStatus(descriptor: fd) == file)
+        #expect(FileStatus(path: directory + "/missing") == nil)
+    }
 }

@@ -1,4 +1,5 @@
 import UplinkCore
+import UplinkFiles
 
 #if canImport(Glibc)
 import Glibc
@@ -209,7 +210,7 @@ extension TailEngine {
     /// it is no longer at its end. Never while its reads fail, nor for a file that waits as a possible or known copy
     /// (`TailCopyDetector`): either would be taken up at once, and again, without being read.
     func changedSinceRead(_ file: TailedFile) -> Bool {
-        guard !file.readFailing, case .none = file.copyState, let size = TailFS.status(descriptor: file.descriptor)?.size,
+        guard !file.readFailing, case .none = file.copyState, let size = FileStatus(descriptor: file.descriptor)?.size,
             size > file.readOffset || (size < file.readOffset && !file.isDetached)
         else { return false }
         file.atEnd = false
@@ -224,7 +225,7 @@ extension TailEngine {
         // change that wakes the next turn (inotify, or the next poll), whose read finds nothing and looks here. So
         // neither `fstat` nor `pread`: at ordinary rates that is one system call fewer per line.
         if file.fingerprintVerifiedThisTurn { return false }
-        if let status = TailFS.status(descriptor: file.descriptor), status.size < file.readOffset {
+        if let status = FileStatus(descriptor: file.descriptor), status.size < file.readOffset {
             await restart(file, reason: "it is shorter than the offset read")
             return true
         }
@@ -297,13 +298,13 @@ extension TailEngine {
         if let followed = copy.followed { return followed }
         // A copy the globs match but not followed yet: followed from here on as the continuation.
         defer { SourceFiles.closeDescriptor(copyDescriptor) }
-        guard discovery.matches(copyPath), let status = TailFS.status(descriptor: copyDescriptor)
+        guard discovery.matches(copyPath), let status = FileStatus(descriptor: copyDescriptor)
         else { return nil }
         if fileSet.file(at: copyPath) == nil, case .success(let opened)? = opener.track(copyPath) {
             // The path may hold another file by now (the next rotation moved the copy on and began a new copy
             // there): that one is a new file of its own, and this incarnation must not go on in it.
             adopt(opened, at: copyPath, initial: false)
-            if opened.status.inode == status.inode, let adopted = fileSet.file(at: copyPath), adopted.inode == status.inode {
+            if opened.status.identity == status.identity, let adopted = fileSet.file(at: copyPath), adopted.inode == status.identity {
                 return adopted
             }
         }
@@ -311,7 +312,7 @@ extension TailEngine {
         // when it is adopted, wherever it is found, it continues where this incarnation stands, as a file found
         // again does.
         remember(TailCheckpoint(
-            inode: status.inode, fingerprint: file.fingerprint, originID: file.originID,
+            inode: status.identity, fingerprint: file.fingerprint, originID: file.originID,
             offset: min(file.readOffset, status.size), path: copyPath))
         return nil
     }

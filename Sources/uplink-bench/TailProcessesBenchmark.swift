@@ -1,4 +1,5 @@
 import UplinkCollector
+import UplinkFiles
 
 #if canImport(Glibc)
 import Glibc
@@ -26,7 +27,7 @@ enum TailProcessesBenchmark {
         uplink: String, mebibytes: Int, lineBytes: Int = 200, streamBufferBytes: Int? = nil, sinks: String? = nil
     ) throws -> BenchmarkResult {
         let directory = try temporaryDirectory(prefix: "uplink-bench-tailproc")
-        defer { removeTree(directory) }
+        defer { Directories.removeTree(directory) }
         let logPath = directory + "/app.log"
         let lines = try TailBenchmark.writeLogFile(logPath, mebibytes: mebibytes, lineBytes: lineBytes)
         let port = try freePort()

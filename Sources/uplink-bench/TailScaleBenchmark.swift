@@ -3,6 +3,7 @@ import ServiceLifecycle
 import UplinkAgent
 import UplinkCollector
 import UplinkCore
+import UplinkFiles
 import UplinkSources
 import UplinkTransport
 
@@ -21,7 +22,7 @@ import Glibc
 enum TailScaleBenchmark {
     static func run(files: Int, seconds: Int, logger: Logger) async throws -> BenchmarkResult {
         let directory = try temporaryDirectory(prefix: "uplink-bench-tailscale")
-        defer { removeTree(directory) }
+        defer { Directories.removeTree(directory) }
         let logs = directory + "/logs"
         guard mkdir(logs, 0o755) == 0 else { throw CollectorError(code: "bench", message: "mkdir \(logs) failed") }
         // Rotated files of about 600 bytes (longer than the tailer's 256-byte fingerprint), distinct content.

@@ -25,6 +25,23 @@ struct DirectoryEntriesTests {
         }
     }
 
+    @Test("removeTree removes a directory and everything below it, not what a link inside points to")
+    func removeTree() throws {
+        let outside = try TestDirectories.make("uplink-files")
+        try AtomicFile.write([1], to: outside + "/kept")
+        let directory = try TestDirectories.make("uplink-files")
+        try Directories.create(directory + "/a/b", mode: 0o755)
+        try AtomicFile.write([1], to: directory + "/a/b/file")
+        try AtomicFile.write([1], to: directory + "/top")
+        try FileManager.default.createSymbolicLink(atPath: directory + "/a/link", withDestinationPath: outside)
+        Directories.removeTree(directory)
+        #expect(FileStatus(path: directory, followLinks: false) == nil)
+        #expect(FileStatus(path: outside + "/kept")?.isRegular == true)
+        Directories.removeTree(directory)  // a missing path is fine
+        Directories.removeTree(outside + "/kept")
+        #expect(FileStatus(path: outside + "/kept") == nil)
+    }
+
     @Test("FileStatus tells a file's type, size, links and identity, and of a link itself with followLinks false")
     func fileStatus() throws {
         let directory = try TestDirectories.make("uplink-files")

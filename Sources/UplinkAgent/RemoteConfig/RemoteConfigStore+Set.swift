@@ -166,7 +166,7 @@ extension RemoteConfigStore {
             return
         }
         let temporary = final + ".tmp"
-        RemoteStateFiles.removeTree(temporary)
+        Directories.removeTree(temporary)
         guard mkdir(temporary, 0o700) == 0 else { throw Failure(operation: "create directory", path: temporary, errno: errno) }
         try RemoteStateFiles.writeNew(set.manifest.json, to: temporary + "/manifest.json")
         for document in set.documents {
@@ -176,7 +176,7 @@ extension RemoteConfigStore {
             }
         }
         RemoteStateFiles.syncDirectory(temporary)
-        RemoteStateFiles.removeTree(final)
+        Directories.removeTree(final)
         guard rename(temporary, final) == 0 else { throw Failure(operation: "rename", path: temporary, errno: errno) }
         RemoteStateFiles.syncDirectory(setsDirectory)
 
@@ -190,7 +190,7 @@ extension RemoteConfigStore {
         }
         RemoteStateFiles.syncDirectory(directory)
         for other in RemoteStateFiles.list(setsDirectory) where other != hex {
-            RemoteStateFiles.removeTree(setsDirectory + "/" + other)
+            Directories.removeTree(setsDirectory + "/" + other)
         }
         RemoteStateFiles.syncDirectory(setsDirectory)
     }
@@ -198,7 +198,7 @@ extension RemoteConfigStore {
     /// Forgets the last-known-good (it no longer passes the checks at start): removes `current` and the sets.
     public func removeLastKnownGood() throws(Failure) {
         try RemoteStateFiles.remove(currentPath)
-        for other in RemoteStateFiles.list(setsDirectory) { RemoteStateFiles.removeTree(setsDirectory + "/" + other) }
+        for other in RemoteStateFiles.list(setsDirectory) { Directories.removeTree(setsDirectory + "/" + other) }
         RemoteStateFiles.syncDirectory(setsDirectory)
     }
 

@@ -91,7 +91,7 @@ public struct RemoteConfigStore: Sendable {
         // renamed (the agent's own at a look, `uplink config pin`'s while the agent runs).
         for parent in removingLeftovers ? [directory, setsDirectory] : [] {
             for name in RemoteStateFiles.list(parent) where name.hasSuffix(".tmp") {
-                RemoteStateFiles.removeTree(parent + "/" + name)
+                Directories.removeTree(parent + "/" + name)
             }
         }
         RemoteStateFiles.syncDirectory(directory)

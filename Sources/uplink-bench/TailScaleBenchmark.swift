@@ -125,22 +125,13 @@ enum TailScaleBenchmark {
 
     /// Entries of /proc/self/fd.
     static func openDescriptors() -> Int {
-        guard let handle = opendir("/proc/self/fd") else { return -1 }
-        defer { closedir(handle) }
-        var count = 0
-        while readdir(handle) != nil { count += 1 }
-        return count - 3  // ".", ".." and the directory's own descriptor
+        guard let names = try? Directories.list("/proc/self/fd") else { return -1 }
+        return names.count - 1  // the listing's own descriptor
     }
 
     /// inotify watches of this process: `inotify wd:` lines in /proc/self/fdinfo/*.
     static func inotifyWatches() -> Int {
-        guard let handle = opendir("/proc/self/fd") else { return -1 }
-        var names: [String] = []
-        while let entry = readdir(handle) {
-            let name = withUnsafeBytes(of: entry.pointee.d_name) { String(decoding: $0.prefix { $0 != 0 }, as: UTF8.self) }
-            if name != "." && name != ".." { names.append(name) }
-        }
-        closedir(handle)
+        guard let names = try? Directories.list("/proc/self/fd") else { return -1 }
         var watches = 0
         for name in names {
             var target = [CChar](repeating: 0, count: 256)

@@ -11,10 +11,7 @@ import Glibc
 enum TailProcessesBenchmark {
     /// The `uplink` executable built beside this one (`swift build -c release` builds both).
     static func siblingUplink() -> String? {
-        var buffer = [CChar](repeating: 0, count: 4096)
-        let length = readlink("/proc/self/exe", &buffer, buffer.count - 1)
-        guard length > 0 else { return nil }
-        let me = String(decoding: buffer.prefix(length).map { UInt8(bitPattern: $0) }, as: UTF8.self)
+        guard let me = SymbolicLink.target(of: "/proc/self/exe") else { return nil }
         guard let slash = me.lastIndex(of: "/") else { return nil }
         let path = String(me[..<slash]) + "/uplink"
         return access(path, X_OK) == 0 ? path : nil

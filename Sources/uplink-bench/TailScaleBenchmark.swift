@@ -134,9 +134,7 @@ enum TailScaleBenchmark {
         guard let names = try? Directories.list("/proc/self/fd") else { return -1 }
         var watches = 0
         for name in names {
-            var target = [CChar](repeating: 0, count: 256)
-            let length = readlink("/proc/self/fd/" + name, &target, target.count - 1)
-            guard length > 0, String(decoding: target[0..<length].map { UInt8(bitPattern: $0) }, as: UTF8.self).contains("inotify"),
+            guard let target = SymbolicLink.target(of: "/proc/self/fd/" + name), target.contains("inotify"),
                 let file = fopen("/proc/self/fdinfo/" + name, "r")
             else { continue }
             var line = [CChar](repeating: 0, count: 512)

@@ -59,4 +59,19 @@ struct DirectoryEntriesTests {
         #expect(FileStatus(descriptor: fd) == file)
         #expect(FileStatus(path: directory + "/missing") == nil)
     }
+
+    @Test("SymbolicLink.target is a link's target as stored, nil for what is not a link")
+    func symbolicLinkTarget() throws {
+        let directory = try TestDirectories.make("uplink-files")
+        try AtomicFile.write([1], to: directory + "/file")
+        try FileManager.default.createSymbolicLink(atPath: directory + "/link", withDestinationPath: "sub/../file")
+        #expect(SymbolicLink.target(of: directory + "/link") == "sub/../file")
+        #expect(SymbolicLink.target(of: directory + "/file") == nil)
+        #expect(SymbolicLink.target(of: directory + "/missing") == nil)
+        let fd = open(directory + "/file", O_RDONLY)
+        defer { close(fd) }
+        // The kernel's link names the file by its real path (the temporary directory may be behind a link itself).
+        let real = try #require(SymbolicLink.target(of: "/proc/self/fd/\(fd)"))
+        #expect(FileStatus(path: real)?.identity == FileStatus(descriptor: fd)?.identity)
+    }
 }

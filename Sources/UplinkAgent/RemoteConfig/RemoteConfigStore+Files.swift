@@ -73,12 +73,4 @@ enum RemoteStateFiles {
     static func syncDirectory(_ path: String) {
         Directories.sync(path)
     }
-
-    /// The target of the symlink `path`; nil when it is not a symlink or cannot be read.
-    static func symlinkTarget(_ path: String) -> String? {
-        var buffer = [CChar](repeating: 0, count: 4096)
-        let count = readlink(path, &buffer, buffer.count)
-        guard count > 0, count < buffer.count else { return nil }
-        return String(decoding: buffer[..<count].map { UInt8(bitPattern: $0) }, as: UTF8.self)
-    }
 }

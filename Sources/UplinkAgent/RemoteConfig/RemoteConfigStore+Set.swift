@@ -107,7 +107,7 @@ extension RemoteConfigStore {
 
     /// The revision `current` points to, without reading the set (nil: none, or not a set).
     public var lastKnownGoodRevision: SHA256Digest? {
-        guard let target = RemoteStateFiles.symlinkTarget(currentPath), target.hasPrefix("sets/") else { return nil }
+        guard let target = SymbolicLink.target(of: currentPath), target.hasPrefix("sets/") else { return nil }
         return SHA256Digest(hex: target.dropFirst("sets/".count))
     }
 
@@ -118,7 +118,7 @@ extension RemoteConfigStore {
         guard lstat(currentPath, &info) == 0 else {
             return errno == ENOENT ? .absent : .invalid("\(currentPath): errno \(errno)")
         }
-        guard info.st_mode & S_IFMT == S_IFLNK, let target = RemoteStateFiles.symlinkTarget(currentPath) else {
+        guard info.st_mode & S_IFMT == S_IFLNK, let target = SymbolicLink.target(of: currentPath) else {
             return .invalid("\(currentPath) is not a symlink to a set")
         }
         guard target.hasPrefix("sets/"), let revision = SHA256Digest(hex: target.dropFirst("sets/".count)) else {

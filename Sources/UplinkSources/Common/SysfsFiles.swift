@@ -38,10 +38,7 @@ enum Sysfs {
     /// The last component of what the symbolic link at `path` points to (`…/devices/…/nvme0` → `nvme0`), nil when
     /// `path` is not a link.
     static func linkTargetName(_ path: String) -> String? {
-        var buffer = [CChar](repeating: 0, count: 4096)
-        let count = readlink(path, &buffer, buffer.count - 1)
-        guard count > 0 else { return nil }
-        let target = String(decoding: buffer[0..<count].map { UInt8(bitPattern: $0) }, as: UTF8.self)
+        guard let target = SymbolicLink.target(of: path) else { return nil }
         let name = target.split(separator: "/").last.map(String.init)
         return name.flatMap { $0.isEmpty ? nil : $0 }
     }

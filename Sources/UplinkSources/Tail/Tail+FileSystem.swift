@@ -27,12 +27,7 @@ enum TailFS {
     /// and has `inode`: read from `/proc/self/fd`, or where that is missing, `realpath(3)` of `path` if it still names
     /// the same file. nil when neither tells.
     static func realPath(descriptor: Int32, openedAt path: String, inode: Inode) -> String? {
-        var buffer = [CChar](repeating: 0, count: Int(PATH_MAX) + 1)
-        let count = readlink("/proc/self/fd/\(descriptor)", &buffer, buffer.count - 1)
-        if count > 0 {
-            let real = String(decoding: buffer.prefix(count).map { UInt8(bitPattern: $0) }, as: UTF8.self)
-            if real.hasPrefix("/") { return real }
-        }
+        if let real = SymbolicLink.target(of: "/proc/self/fd/\(descriptor)"), real.hasPrefix("/") { return real }
         guard let resolved = realpath(path, nil) else { return nil }
         defer { free(resolved) }
         let real = String(cString: resolved)

@@ -45,12 +45,7 @@ extension TailEngine {
             file.fingerprintVerifiedThisTurn = true
             file.atEnd = false
             file.lastGrowth = clock.now
-            let base = file.readOffset
-            file.readOffset += UInt64(count)
-            statistics.bytesRead += UInt64(count)
-            await send(file) { batch, timestamp in
-                self.split(file, UnsafeRawBufferPointer(rebasing: buffer[0..<count]), base: base, timestamp, &batch)
-            }
+            await sendRead(count, of: file)
             // A short read of a regular file ends at its end: no second `pread` to be told so. (Data appended since
             // wakes another turn.)
             if count < buffer.count {
@@ -59,6 +54,18 @@ extension TailEngine {
             }
         }
         return false
+    }
+
+    /// Sends the lines of the `count` bytes just read into `buffer` at `file.readOffset` (from the file, or from its
+    /// copy), and moves the offset past them.
+    @inline(__always)
+    private nonisolated(nonsending) func sendRead(_ count: Int, of file: TailedFile) async {
+        let base = file.readOffset
+        file.readOffset += UInt64(count)
+        statistics.bytesRead += UInt64(count)
+        await send(file) { batch, timestamp in
+            self.split(file, UnsafeRawBufferPointer(rebasing: buffer[0..<count]), base: base, timestamp, &batch)
+        }
     }
 
     /// Splits a chunk into `batch` (through the multi-line joiner when configured).
@@ -282,12 +289,7 @@ extension TailEngine {
         while !stopped && !Task.isCancelled {
             let count = SourceFiles.readCount(copyDescriptor, into: buffer, at: file.readOffset)
             guard count > 0 else { break }
-            let base = file.readOffset
-            file.readOffset += UInt64(count)
-            statistics.bytesRead += UInt64(count)
-            await send(file) { batch, timestamp in
-                self.split(file, UnsafeRawBufferPointer(rebasing: buffer[0..<count]), base: base, timestamp, &batch)
-            }
+            await sendRead(count, of: file)
         }
         if file.readOffset > from {
             statistics.copiesFinished += 1

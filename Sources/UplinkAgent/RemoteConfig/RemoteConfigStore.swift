@@ -286,8 +286,7 @@ public struct RemoteConfigStore: Sendable {
 
     /// Whether `pin` exists (also when it cannot be read: presence is what counts).
     public var isPinned: Bool {
-        var info = stat()
-        return lstat(pinPath, &info) == 0
+        FileStatus(path: pinPath, followLinks: false) != nil
     }
 
     /// Creates `pin`: remote documents are ignored until `unpin()`.

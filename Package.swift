@@ -249,6 +249,7 @@ let package = Package(
             name: "uplink-bench",
             dependencies: [
                 "UplinkCore",
+                "UplinkFiles",
                 "UplinkPersistentBuffer",
                 "UplinkWire",
                 "UplinkSources",

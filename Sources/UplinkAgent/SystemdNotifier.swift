@@ -1,5 +1,6 @@
 import Logging
 import ServiceLifecycle
+import UplinkFiles
 
 #if canImport(Glibc)
 import Glibc
@@ -121,7 +122,7 @@ public struct SystemdNotifier: Sendable {
         #endif
         let descriptor = socket(AF_UNIX, type, 0)
         guard descriptor >= 0 else {
-            throw Error(code: "socket", message: "cannot create a socket to notify systemd: \(Self.systemError())")
+            throw Error(code: "socket", message: "cannot create a socket to notify systemd: \(FileError.text(errno: errno))")
         }
         defer { close(descriptor) }
 
@@ -134,7 +135,7 @@ public struct SystemdNotifier: Sendable {
             }
         }
         guard sent == message.count else {
-            throw Error(code: "send", message: "cannot notify systemd at '\(socketPath)': \(Self.systemError())")
+            throw Error(code: "send", message: "cannot notify systemd at '\(socketPath)': \(FileError.text(errno: errno))")
         }
     }
 
@@ -146,10 +147,6 @@ public struct SystemdNotifier: Sendable {
         } catch {
             logger.warning("systemd notification failed", metadata: ["error": "\(error)", "code": "\(error.code)"])
         }
-    }
-
-    private static func systemError() -> String {
-        String(cString: strerror(errno))
     }
 }
 

@@ -128,13 +128,6 @@ enum FileIO {
         try io { () throws(FileError) in try Directories.list(path) }
     }
 
-    /// The file's size and last modification time (seconds since the epoch), nil when it does not exist.
-    static func status(_ path: String) -> (size: Int64, modified: Int64)? {
-        var info = stat()
-        guard stat(path, &info) == 0 else { return nil }
-        return (Int64(info.st_size), Int64(info.st_mtim.tv_sec))
-    }
-
     /// Writes `bytes` to `path` atomically (`AtomicFile.write`).
     static func writeAtomically(_ path: String, _ bytes: [UInt8]) throws(CollectorError) {
         try io { () throws(FileError) in try AtomicFile.write(bytes, to: path) }

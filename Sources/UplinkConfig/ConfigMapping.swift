@@ -193,7 +193,7 @@ public struct ConfigMapping {
                 .unreadableFile, at: file.mark, path: path(fileKey), "cannot read '\(resolved)': \(error)")
             return nil
         case .success(let bytes):
-            let text = trimmed(String(decoding: bytes, as: UTF8.self))
+            let text = String(String(decoding: bytes, as: UTF8.self).trimming(while: \.isWhitespace))
             guard !text.isEmpty else {
                 decoder.report(.unreadableFile, at: file.mark, path: path(fileKey), "'\(resolved)' is empty")
                 return nil
@@ -209,12 +209,5 @@ public struct ConfigMapping {
             return nil
         }
         return text
-    }
-
-    private func trimmed(_ text: String) -> String {
-        let isSpace: (Character) -> Bool = { $0.isWhitespace }
-        guard let first = text.firstIndex(where: { !isSpace($0) }), let last = text.lastIndex(where: { !isSpace($0) })
-        else { return "" }
-        return String(text[first...last])
     }
 }

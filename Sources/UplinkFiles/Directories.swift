@@ -70,6 +70,18 @@ public enum Directories {
         return entries
     }
 
+    /// Removes `path` and, when it is a directory, everything below it; symbolic links are removed, not followed.
+    /// Best effort: a missing path is fine, and what cannot be removed is left.
+    public static func removeTree(_ path: String) {
+        guard let status = FileStatus(path: path, followLinks: false) else { return }
+        if status.isDirectory {
+            for name in (try? list(path)) ?? [] { removeTree(path + "/" + name) }
+            rmdir(path)
+        } else {
+            unlink(path)
+        }
+    }
+
     /// Flushes a directory's entries to disk (after a create, rename or unlink), best effort.
     public static func sync(_ path: String) {
         let fd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC)

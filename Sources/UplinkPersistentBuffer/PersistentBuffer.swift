@@ -264,7 +264,7 @@ public struct PersistentBuffer: RecordRingDisk {
             loggedWriteError = true
             logger.error(
                 "persistent buffer: cannot write, records stay in memory only: \(description)",
-                metadata: ["errno": "\(String(cString: strerror(code)))"])
+                metadata: ["errno": "\(FileError.text(errno: code))"])
         }
         return .failed
     }

@@ -79,7 +79,7 @@ public enum SigningKeyFile {
     /// Parses the key line of `text` (the contents of `path`): its id and decoded bytes.
     static func parse(text: String, path: String, kind: String) -> Result<(String, [UInt8]), Failure> {
         let lines = text.split(whereSeparator: { $0 == "\n" || $0 == "\r" })
-            .map { $0.trimmingSpaces() }
+            .map { $0.trimmingSpacesAndTabs }
             .filter { !$0.isEmpty && !$0.hasPrefix("#") }
         guard lines.count == 1 else {
             return .failure(Failure(path: path, reason: "expected one line `uplink-ed25519-\(kind) <key-id> <base64>`, found \(lines.count) lines"))
@@ -109,14 +109,5 @@ public enum SigningKeyFile {
         case .success(let bytes):
             return parse(text: String(decoding: bytes, as: UTF8.self), path: path, kind: kind)
         }
-    }
-}
-
-extension Substring {
-    fileprivate func trimmingSpaces() -> Substring {
-        var slice = self
-        while let first = slice.first, first == " " || first == "\t" { slice.removeFirst() }
-        while let last = slice.last, last == " " || last == "\t" { slice.removeLast() }
-        return slice
     }
 }

@@ -1,6 +1,7 @@
 import Logging
 import NIOSSL
 import Synchronization
+import UplinkFiles
 
 #if canImport(Glibc)
 import Glibc
@@ -16,7 +17,7 @@ final class TLSReloader: Sendable {
     private struct State {
         var current: TLSMaterial?
         /// Identities of a set that failed to load, so one broken rotation is logged once, not per connection.
-        var failedIdentities: [TLSFileIdentity?]?
+        var failedIdentities: [FileStatus?]?
         /// Why that set failed.
         var lastProblem: UplinkTLSProblem?
         var reloads = 0
@@ -36,7 +37,7 @@ final class TLSReloader: Sendable {
             initial.current = material
         } catch {
             logger.error("uplink.tls cannot be used: \(error)")
-            initial.failedIdentities = settings.watchedFiles.map { TLSMaterial.identity(of: $0.path) }
+            initial.failedIdentities = settings.watchedFiles.map { FileStatus(path: $0.path) }
             initial.lastProblem = error
         }
         state = Mutex(initial)
@@ -48,7 +49,7 @@ final class TLSReloader: Sendable {
     /// The configuration for the next connection, reading the files again if they changed. Throws the load problem
     /// when no usable configuration was ever read.
     func configuration() throws(UplinkTLSProblem) -> TLSConfiguration {
-        let identities = settings.watchedFiles.map { TLSMaterial.identity(of: $0.path) }
+        let identities = settings.watchedFiles.map { FileStatus(path: $0.path) }
         let result: Result<TLSConfiguration, UplinkTLSProblem> = state.withLock { state in
             if let current = state.current, current.identities == identities { return .success(current.configuration) }
             if state.failedIdentities == identities {

@@ -29,21 +29,14 @@ public struct UplinkTLSProblem: Error, Sendable, Equatable, CustomStringConverti
     public var description: String { "\(key): \(message)" }
 }
 
-/// Identity of one file on disk: when any part changes, the file was replaced or rewritten.
-struct TLSFileIdentity: Sendable, Equatable {
-    var device: UInt64
-    var inode: UInt64
-    var size: Int64
-    var modified: Int64
-    var changed: Int64
-}
-
 /// Certificates and keys of `uplink.tls`, read from disk and turned into a swift-nio-ssl configuration.
 struct TLSMaterial: Sendable {
     /// What AHC uses for the next connection.
     var configuration: TLSConfiguration
-    /// The identities of the files read, in `UplinkTLS.watchedFiles` order (nil: the file could not be stat'ed).
-    var identities: [TLSFileIdentity?]
+    /// The statuses of the files read, in `UplinkTLS.watchedFiles` order (nil: the file could not be stat'ed). They
+    /// follow symbolic links, so a swapped link counts as a change; any change means the file was replaced or
+    /// rewritten.
+    var identities: [FileStatus?]
     /// The client certificate's end of validity (seconds since the epoch), when one is configured.
     var clientCertificateNotValidAfter: Int?
 
@@ -53,7 +46,7 @@ struct TLSMaterial: Sendable {
     /// Reads every file and checks that they form a usable configuration: certificates parse, the key parses and
     /// belongs to the certificate, and swift-nio-ssl accepts the whole (the same check a connection makes).
     static func load(_ settings: UplinkTLS) throws(UplinkTLSProblem) -> TLSMaterial {
-        let identities = settings.watchedFiles.map { identity(of: $0.path) }
+        let identities = settings.watchedFiles.map { FileStatus(path: $0.path) }
         var configuration = TLSConfiguration.makeClientConfiguration()
         configuration.minimumTLSVersion = settings.minimumVersion == .tls13 ? .tlsv13 : .tlsv12
         if let caFile = settings.caFile {
@@ -153,19 +146,7 @@ struct TLSMaterial: Sendable {
     }
 
     static func isDirectory(_ path: String) -> Bool {
-        var status = stat()
-        return stat(path, &status) == 0 && (status.st_mode & UInt32(S_IFMT)) == UInt32(S_IFDIR)
-    }
-
-    /// The file's identity now, or nil when it cannot be stat'ed (following symbolic links, so a swapped link
-    /// counts as a change).
-    static func identity(of path: String) -> TLSFileIdentity? {
-        var status = stat()
-        guard stat(path, &status) == 0 else { return nil }
-        return TLSFileIdentity(
-            device: UInt64(status.st_dev), inode: UInt64(status.st_ino), size: Int64(status.st_size),
-            modified: Int64(status.st_mtim.tv_sec) * 1_000_000_000 + Int64(status.st_mtim.tv_nsec),
-            changed: Int64(status.st_ctim.tv_sec) * 1_000_000_000 + Int64(status.st_ctim.tv_nsec))
+        FileStatus(path: path)?.isDirectory ?? false
     }
 }
 

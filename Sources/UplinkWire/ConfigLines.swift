@@ -34,7 +34,7 @@ public struct ConfigHint: Sendable, Equatable {
         var revision: String?
         var generation: UInt64?
         for part in headerValue.split(separator: ",", omittingEmptySubsequences: false) {
-            let term = part.trimmingCharacters(in: " \t")
+            let term = part.trimmingSpacesAndTabs
             guard let equals = term.firstIndex(of: "=") else { return nil }
             let key = term[..<equals]
             let value = term[term.index(after: equals)...]
@@ -320,14 +320,5 @@ extension JSONScanner {
                 WireDecodingError.Code.invalidValue, "'\(key)' must be an integer from 0 to 2^63-1", at: offset)
         }
         return value
-    }
-}
-
-extension Substring {
-    fileprivate func trimmingCharacters(in set: String) -> Substring {
-        var slice = self
-        while let first = slice.first, set.contains(first) { slice.removeFirst() }
-        while let last = slice.last, set.contains(last) { slice.removeLast() }
-        return slice
     }
 }

@@ -63,24 +63,6 @@ func temporaryDirectory(prefix: String = "uplink-bench") throws -> String {
     return String(cString: directory)
 }
 
-/// Removes `path` and everything below it (files and directories; symbolic links are removed, not followed).
-func removeTree(_ path: String) {
-    if let handle = opendir(path) {
-        var names: [String] = []
-        while let entry = readdir(handle) {
-            let name = withUnsafeBytes(of: entry.pointee.d_name) { String(decoding: $0.prefix { $0 != 0 }, as: UTF8.self) }
-            if name != "." && name != ".." { names.append(name) }
-        }
-        closedir(handle)
-        for name in names {
-            let child = path + "/" + name
-            var status = stat()
-            if lstat(child, &status) == 0 && (status.st_mode & S_IFMT) == S_IFDIR { removeTree(child) } else { unlink(child) }
-        }
-    }
-    rmdir(path)
-}
-
 /// `write_bytes` of `/proc/self/io`: bytes this process caused to be written to storage (0 on tmpfs).
 func storageWriteBytes() -> Int {
     let fd = open("/proc/self/io", O_RDONLY)

@@ -4,6 +4,7 @@ import ServiceLifecycle
 import UplinkAgent
 import UplinkCollector
 import UplinkCore
+import UplinkFiles
 import UplinkSources
 import UplinkTransport
 import UplinkWire
@@ -21,7 +22,7 @@ enum EndToEndBenchmark {
         compression: WireCompression = .none, tls: TLSBenchmark.Files? = nil, logger: Logger
     ) async throws -> BenchmarkResult {
         let directory = try temporaryDirectory()
-        defer { removeTree(directory) }
+        defer { Directories.removeTree(directory) }
         var collectorConfiguration = CollectorConfiguration()
         collectorConfiguration.port = 0
         collectorConfiguration.dataDirectory = directory
@@ -87,7 +88,7 @@ enum EndToEndBenchmark {
     /// receives the record (before it acknowledges).
     static func latency(records: Int, logger: Logger) async throws -> BenchmarkResult {
         let directory = try temporaryDirectory()
-        defer { removeTree(directory) }
+        defer { Directories.removeTree(directory) }
         let output = LatencyRecordingOutput()
         var collectorConfiguration = CollectorConfiguration()
         collectorConfiguration.port = 0

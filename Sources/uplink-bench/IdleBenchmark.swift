@@ -30,9 +30,7 @@ enum IdleBenchmark {
     }
 
     private static func measure(kinds: [SourceKind], seconds: Int, logger: Logger) async throws -> BenchmarkResult {
-        var template = Array("/tmp/uplink-idle-XXXXXX".utf8CString)
-        guard let created = mkdtemp(&template) else { throw CollectorError(code: "bench", message: "mkdtemp failed") }
-        let directory = String(cString: created)
+        let directory = try temporaryDirectory(prefix: "uplink-idle")
         defer {
             for name in ["records.jsonl", "marks.log", "rejects.jsonl", "marks.log.tmp"] { unlink(directory + "/" + name) }
             rmdir(directory)

@@ -3,6 +3,7 @@ import ServiceLifecycle
 import UplinkAgent
 import UplinkCollector
 import UplinkCore
+import UplinkFiles
 import UplinkPersistentBuffer
 import UplinkTransport
 import UplinkWire
@@ -22,7 +23,7 @@ enum PersistBenchmark {
         records: Int, recordBytes: Int, mode: PersistentBufferSettings.Mode?, logger: Logger
     ) async throws -> BenchmarkResult {
         let directory = try temporaryDirectory(prefix: "uplink-bench-persist")
-        defer { removeTree(directory) }
+        defer { Directories.removeTree(directory) }
         let background = try await startCollector(directory + "/collector", logger: logger)
         var configuration = AgentConfiguration(
             uplink: UplinkConfiguration(url: background.url, agentID: "bench", streamBufferBytes: 256 << 10), sources: [])
@@ -86,7 +87,7 @@ enum PersistBenchmark {
     /// which scans every segment) and the delivery of the whole backlog.
     static func recovery(backlogBytes: Int, recordBytes: Int, logger: Logger) async throws -> BenchmarkResult {
         let directory = try temporaryDirectory(prefix: "uplink-bench-persist")
-        defer { removeTree(directory) }
+        defer { Directories.removeTree(directory) }
         let settings = PersistentBufferSettings(directory: directory + "/buffer", maxBytes: 1 << 30, mode: .spill)
         let frame = Self.frame(recordBytes: recordBytes)
         let buffer = try PersistentBuffer.open(settings, proposedEpoch: 42, logger: logger)

@@ -6,6 +6,7 @@ import Synchronization
 import UplinkAgent
 import UplinkCollector
 import UplinkCore
+import UplinkFiles
 import UplinkTransport
 import UplinkWire
 
@@ -54,7 +55,7 @@ enum SinksBenchmark {
     /// collector alone, no agent running) until the sink's cursor reaches the end of the log are measured.
     static func throughput(store: Store, records: Int, compression: SinkCompression? = nil, logger: Logger) async throws -> BenchmarkResult {
         let directory = try temporaryDirectory()
-        defer { removeTree(directory) }
+        defer { Directories.removeTree(directory) }
         let run = "t\(WallClock.nowNanoseconds() % 1_000_000_007)"
         // Port 1 refuses connections: the forwarder keeps its cursor at the start of the log.
         let unreachable = store.sink(name: "bench", url: "http://127.0.0.1:1", linger: .seconds(1))
@@ -93,7 +94,7 @@ enum SinksBenchmark {
     /// of the first poll that saw it. With `batch_linger` at `linger`.
     static func lag(store: Store, rate: Int, seconds: Int, linger: Duration, logger: Logger) async throws -> BenchmarkResult {
         let directory = try temporaryDirectory()
-        defer { removeTree(directory) }
+        defer { Directories.removeTree(directory) }
         let run = "l\(WallClock.nowNanoseconds() % 1_000_000_007)"
         let collector = try await startCollector(directory, sinks: [store.sink(name: "lag", linger: linger)], logger: logger)
         let records = rate * seconds

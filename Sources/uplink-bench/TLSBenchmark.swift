@@ -23,9 +23,7 @@ enum TLSBenchmark {
         var keyFile: String { directory + "/server.key" }
 
         static func make() throws -> Files {
-            var template = Array("/tmp/uplink-bench-tls-XXXXXX".utf8CString)
-            guard let created = mkdtemp(&template) else { throw CollectorError(code: "bench", message: "mkdtemp failed") }
-            let files = Files(directory: String(cString: created))
+            let files = Files(directory: try temporaryDirectory(prefix: "uplink-bench-tls"))
             let d = files.directory
             let commands = [
                 "openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -keyout \(d)/ca.key -out \(d)/ca.pem"

@@ -16,9 +16,7 @@ enum TailBenchmark {
     static func run(
         mebibytes: Int, lineBytes: Int = 200, streamBufferBytes: Int = BoundStreamPair.defaultCapacity, logger: Logger
     ) async throws -> BenchmarkResult {
-        var template = Array("/tmp/uplink-bench-tail-XXXXXX".utf8CString)
-        guard let created = mkdtemp(&template) else { throw CollectorError(code: "bench", message: "mkdtemp failed") }
-        let directory = String(cString: created)
+        let directory = try temporaryDirectory(prefix: "uplink-bench-tail")
         defer { removeTree(directory) }
         let logPath = directory + "/app.log"
         let lines = try writeLogFile(logPath, mebibytes: mebibytes, lineBytes: lineBytes)

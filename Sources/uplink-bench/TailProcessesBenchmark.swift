@@ -1,4 +1,5 @@
 import UplinkCollector
+import UplinkFiles
 
 #if canImport(Glibc)
 import Glibc
@@ -10,10 +11,7 @@ import Glibc
 enum TailProcessesBenchmark {
     /// The `uplink` executable built beside this one (`swift build -c release` builds both).
     static func siblingUplink() -> String? {
-        var buffer = [CChar](repeating: 0, count: 4096)
-        let length = readlink("/proc/self/exe", &buffer, buffer.count - 1)
-        guard length > 0 else { return nil }
-        let me = String(decoding: buffer.prefix(length).map { UInt8(bitPattern: $0) }, as: UTF8.self)
+        guard let me = SymbolicLink.target(of: "/proc/self/exe") else { return nil }
         guard let slash = me.lastIndex(of: "/") else { return nil }
         let path = String(me[..<slash]) + "/uplink"
         return access(path, X_OK) == 0 ? path : nil
@@ -26,7 +24,7 @@ enum TailProcessesBenchmark {
         uplink: String, mebibytes: Int, lineBytes: Int = 200, streamBufferBytes: Int? = nil, sinks: String? = nil
     ) throws -> BenchmarkResult {
         let directory = try temporaryDirectory(prefix: "uplink-bench-tailproc")
-        defer { removeTree(directory) }
+        defer { Directories.removeTree(directory) }
         let logPath = directory + "/app.log"
         let lines = try TailBenchmark.writeLogFile(logPath, mebibytes: mebibytes, lineBytes: lineBytes)
         let port = try freePort()

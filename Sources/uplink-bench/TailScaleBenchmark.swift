@@ -3,6 +3,7 @@ import ServiceLifecycle
 import UplinkAgent
 import UplinkCollector
 import UplinkCore
+import UplinkFiles
 import UplinkSources
 import UplinkTransport
 
@@ -21,7 +22,7 @@ import Glibc
 enum TailScaleBenchmark {
     static func run(files: Int, seconds: Int, logger: Logger) async throws -> BenchmarkResult {
         let directory = try temporaryDirectory(prefix: "uplink-bench-tailscale")
-        defer { removeTree(directory) }
+        defer { Directories.removeTree(directory) }
         let logs = directory + "/logs"
         guard mkdir(logs, 0o755) == 0 else { throw CollectorError(code: "bench", message: "mkdir \(logs) failed") }
         // Rotated files of about 600 bytes (longer than the tailer's 256-byte fingerprint), distinct content.
@@ -124,27 +125,16 @@ enum TailScaleBenchmark {
 
     /// Entries of /proc/self/fd.
     static func openDescriptors() -> Int {
-        guard let handle = opendir("/proc/self/fd") else { return -1 }
-        defer { closedir(handle) }
-        var count = 0
-        while readdir(handle) != nil { count += 1 }
-        return count - 3  // ".", ".." and the directory's own descriptor
+        guard let names = try? Directories.list("/proc/self/fd") else { return -1 }
+        return names.count - 1  // the listing's own descriptor
     }
 
     /// inotify watches of this process: `inotify wd:` lines in /proc/self/fdinfo/*.
     static func inotifyWatches() -> Int {
-        guard let handle = opendir("/proc/self/fd") else { return -1 }
-        var names: [String] = []
-        while let entry = readdir(handle) {
-            let name = withUnsafeBytes(of: entry.pointee.d_name) { String(decoding: $0.prefix { $0 != 0 }, as: UTF8.self) }
-            if name != "." && name != ".." { names.append(name) }
-        }
-        closedir(handle)
+        guard let names = try? Directories.list("/proc/self/fd") else { return -1 }
         var watches = 0
         for name in names {
-            var target = [CChar](repeating: 0, count: 256)
-            let length = readlink("/proc/self/fd/" + name, &target, target.count - 1)
-            guard length > 0, String(decoding: target[0..<length].map { UInt8(bitPattern: $0) }, as: UTF8.self).contains("inotify"),
+            guard let target = SymbolicLink.target(of: "/proc/self/fd/" + name), target.contains("inotify"),
                 let file = fopen("/proc/self/fdinfo/" + name, "r")
             else { continue }
             var line = [CChar](repeating: 0, count: 512)

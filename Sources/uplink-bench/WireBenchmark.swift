@@ -4,6 +4,7 @@ import ServiceLifecycle
 import UplinkAgent
 import UplinkCollector
 import UplinkCore
+import UplinkFiles
 import UplinkSources
 import UplinkTransport
 import UplinkWire
@@ -28,7 +29,7 @@ enum WireBenchmark {
 
     static func metrics(seconds: Int, logger: Logger) async throws -> BenchmarkResult {
         let directory = try temporaryDirectory(prefix: "uplink-bench-wire")
-        defer { removeTree(directory) }
+        defer { Directories.removeTree(directory) }
         var collectorConfiguration = CollectorConfiguration(port: 0, dataDirectory: directory, stdoutSink: false)
         collectorConfiguration.jsonlSink = true
         let background = try await BackgroundCollector.start(configuration: collectorConfiguration, logger: logger)

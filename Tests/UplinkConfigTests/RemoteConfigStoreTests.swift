@@ -167,7 +167,7 @@ struct RemoteConfigStoreTests {
         let first = try Self.documentSet(["base": ("sources:\n  a: {type: sysfs}\n", 1)])
         try store.saveLastKnownGood(first)
         #expect(store.lastKnownGood() == .valid(first))
-        #expect(RemoteStateFiles.symlinkTarget(store.currentPath) == "sets/" + first.revision.hex)
+        #expect(SymbolicLink.target(of: store.currentPath) == "sets/" + first.revision.hex)
         #expect(mode(store.setsDirectory + "/" + first.revision.hex) == 0o700)
 
         let second = try Self.documentSet(["base": ("sources:\n  a: {type: sysfs}\n", 1), "more": ("sources: {}\n", 4)])

@@ -2,6 +2,7 @@ import Foundation
 import Logging
 import Testing
 import UplinkCore
+import UplinkFiles
 import UplinkTestSupport
 
 @testable import UplinkSources
@@ -85,7 +86,7 @@ struct TailCheckpointTests {
             Self.checkpoints(state)?.count == 40 && Self.checkpoints(state)?.allSatisfy { $0.offset == 8 } == true
         }))
         let fileBefore = FileManager.default.contents(atPath: checkpointPath)
-        let inodeBefore = TailFS.status(path: checkpointPath)?.inode
+        let inodeBefore = FileStatus(path: checkpointPath)?.identity
 
         // One file moves: only its entry is written, to the changes file; the checkpoint file is left alone.
         let writer = TailTestWriter(logs + "/f07.log")
@@ -93,7 +94,7 @@ struct TailCheckpointTests {
         #expect(await clock.advance(by: .milliseconds(20), until: { offset("f07.log") == 14 }))
         #expect(await clock.pass(10, of: .milliseconds(50)))  // ten checkpoint intervals
         #expect(FileManager.default.contents(atPath: checkpointPath) == fileBefore)
-        #expect(TailFS.status(path: checkpointPath)?.inode == inodeBefore)
+        #expect(FileStatus(path: checkpointPath)?.identity == inodeBefore)
         let changes = try TailCheckpointChanges.decode(Array(try #require(FileManager.default.contents(atPath: changesPath)))).get()
         #expect(changes.checkpoints.map(\.path) == [logs + "/f07.log"] && changes.checkpoints.first?.offset == 14)
         try await tail.stop()
@@ -238,7 +239,7 @@ struct TailCheckpointTests {
         let state = directory.file("state")
         let path = directory.file("app.log")
         writeFile(path, "old content line 1\nold content line 2\n")
-        let oldInode = TailFS.status(path: path)!.inode
+        let oldInode = FileStatus(path: path)!.identity
         let sink = RecordingSink()
         let first = RunningTail(tailTestConfig([path]), sink: sink, stateDirectory: state)
         #expect(await eventually { Self.checkpoints(state)?.first?.offset == 38 })
@@ -247,7 +248,7 @@ struct TailCheckpointTests {
 
         unlink(path)
         writeFile(path, "new\n")
-        let reused = TailFS.status(path: path)!.inode == oldInode
+        let reused = FileStatus(path: path)!.identity == oldInode
 
         let second = RecordingSink()
         let clock = ManualTickClock()

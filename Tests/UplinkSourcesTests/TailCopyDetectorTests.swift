@@ -2,6 +2,7 @@ import Foundation
 import Logging
 import Testing
 import UplinkCore
+import UplinkFiles
 import UplinkTestSupport
 
 @testable import UplinkSources
@@ -29,11 +30,11 @@ struct TailCopyDetectorTests {
     static func follow(_ path: String, _ copyState: TailCopyState = .none, now: ContinuousClock.Instant) throws -> TailedFile {
         let descriptor = open(path, O_RDONLY | O_CLOEXEC)
         try #require(descriptor >= 0, "cannot open \(path)")
-        let status = try #require(TailFS.status(descriptor: descriptor))
+        let status = try #require(FileStatus(descriptor: descriptor))
         let scratch = UnsafeMutableRawBufferPointer.allocate(byteCount: TailFingerprint.maximumLength, alignment: 16)
         defer { scratch.deallocate() }
         let file = TailedFile(
-            descriptor: descriptor, inode: status.inode, path: path,
+            descriptor: descriptor, inode: status.identity, path: path,
             fingerprint: TailFingerprint.current(descriptor: descriptor, scratch: scratch), originID: newTailOriginID(),
             offset: 0, maxLineBytes: 4096, multiline: nil, now: now)
         file.copyState = copyState

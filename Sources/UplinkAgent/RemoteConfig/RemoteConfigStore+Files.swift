@@ -64,19 +64,6 @@ enum RemoteStateFiles {
         syncDirectory(AtomicFile.parentDirectory(of: path))
     }
 
-    /// Removes `path` and, when it is a directory, the files in it (the state's directories hold no subdirectories;
-    /// one found is removed the same way). Best effort; a missing path is fine.
-    static func removeTree(_ path: String) {
-        var info = stat()
-        guard lstat(path, &info) == 0 else { return }
-        if info.st_mode & S_IFMT == S_IFDIR {
-            for name in list(path) { removeTree(path + "/" + name) }
-            rmdir(path)
-        } else {
-            unlink(path)
-        }
-    }
-
     /// The names in `directory` (without `.` and `..`); empty when it cannot be read.
     static func list(_ directory: String) -> [String] {
         (try? Directories.list(directory)) ?? []
@@ -85,13 +72,5 @@ enum RemoteStateFiles {
     /// Flushes a directory's entries (after a create, rename or unlink), best effort.
     static func syncDirectory(_ path: String) {
         Directories.sync(path)
-    }
-
-    /// The target of the symlink `path`; nil when it is not a symlink or cannot be read.
-    static func symlinkTarget(_ path: String) -> String? {
-        var buffer = [CChar](repeating: 0, count: 4096)
-        let count = readlink(path, &buffer, buffer.count)
-        guard count > 0, count < buffer.count else { return nil }
-        return String(decoding: buffer[..<count].map { UInt8(bitPattern: $0) }, as: UTF8.self)
     }
 }

@@ -107,7 +107,7 @@ extension RemoteConfigStore {
 
     /// The revision `current` points to, without reading the set (nil: none, or not a set).
     public var lastKnownGoodRevision: SHA256Digest? {
-        guard let target = RemoteStateFiles.symlinkTarget(currentPath), target.hasPrefix("sets/") else { return nil }
+        guard let target = SymbolicLink.target(of: currentPath), target.hasPrefix("sets/") else { return nil }
         return SHA256Digest(hex: target.dropFirst("sets/".count))
     }
 
@@ -118,7 +118,7 @@ extension RemoteConfigStore {
         guard lstat(currentPath, &info) == 0 else {
             return errno == ENOENT ? .absent : .invalid("\(currentPath): errno \(errno)")
         }
-        guard info.st_mode & S_IFMT == S_IFLNK, let target = RemoteStateFiles.symlinkTarget(currentPath) else {
+        guard info.st_mode & S_IFMT == S_IFLNK, let target = SymbolicLink.target(of: currentPath) else {
             return .invalid("\(currentPath) is not a symlink to a set")
         }
         guard target.hasPrefix("sets/"), let revision = SHA256Digest(hex: target.dropFirst("sets/".count)) else {
@@ -166,7 +166,7 @@ extension RemoteConfigStore {
             return
         }
         let temporary = final + ".tmp"
-        RemoteStateFiles.removeTree(temporary)
+        Directories.removeTree(temporary)
         guard mkdir(temporary, 0o700) == 0 else { throw Failure(operation: "create directory", path: temporary, errno: errno) }
         try RemoteStateFiles.writeNew(set.manifest.json, to: temporary + "/manifest.json")
         for document in set.documents {
@@ -176,7 +176,7 @@ extension RemoteConfigStore {
             }
         }
         RemoteStateFiles.syncDirectory(temporary)
-        RemoteStateFiles.removeTree(final)
+        Directories.removeTree(final)
         guard rename(temporary, final) == 0 else { throw Failure(operation: "rename", path: temporary, errno: errno) }
         RemoteStateFiles.syncDirectory(setsDirectory)
 
@@ -190,7 +190,7 @@ extension RemoteConfigStore {
         }
         RemoteStateFiles.syncDirectory(directory)
         for other in RemoteStateFiles.list(setsDirectory) where other != hex {
-            RemoteStateFiles.removeTree(setsDirectory + "/" + other)
+            Directories.removeTree(setsDirectory + "/" + other)
         }
         RemoteStateFiles.syncDirectory(setsDirectory)
     }
@@ -198,7 +198,7 @@ extension RemoteConfigStore {
     /// Forgets the last-known-good (it no longer passes the checks at start): removes `current` and the sets.
     public func removeLastKnownGood() throws(Failure) {
         try RemoteStateFiles.remove(currentPath)
-        for other in RemoteStateFiles.list(setsDirectory) { RemoteStateFiles.removeTree(setsDirectory + "/" + other) }
+        for other in RemoteStateFiles.list(setsDirectory) { Directories.removeTree(setsDirectory + "/" + other) }
         RemoteStateFiles.syncDirectory(setsDirectory)
     }
 

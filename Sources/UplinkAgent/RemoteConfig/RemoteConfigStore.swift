@@ -91,7 +91,7 @@ public struct RemoteConfigStore: Sendable {
         // renamed (the agent's own at a look, `uplink config pin`'s while the agent runs).
         for parent in removingLeftovers ? [directory, setsDirectory] : [] {
             for name in RemoteStateFiles.list(parent) where name.hasSuffix(".tmp") {
-                RemoteStateFiles.removeTree(parent + "/" + name)
+                Directories.removeTree(parent + "/" + name)
             }
         }
         RemoteStateFiles.syncDirectory(directory)
@@ -286,8 +286,7 @@ public struct RemoteConfigStore: Sendable {
 
     /// Whether `pin` exists (also when it cannot be read: presence is what counts).
     public var isPinned: Bool {
-        var info = stat()
-        return lstat(pinPath, &info) == 0
+        FileStatus(path: pinPath, followLinks: false) != nil
     }
 
     /// Creates `pin`: remote documents are ignored until `unpin()`.

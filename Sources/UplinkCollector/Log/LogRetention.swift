@@ -1,5 +1,6 @@
 import Logging
 import UplinkCore
+import UplinkFiles
 
 /// Deletes the log's closed segments (never the active one):
 ///
@@ -24,7 +25,7 @@ enum LogRetention {
             let segment = segments[index]
             let end = segments[index + 1].base
             let behind = forwarders.filter { $0.cursor < end }
-            let modified = FileIO.status(segment.path)?.modified ?? now
+            let modified = FileStatus(path: segment.path).map { $0.modified / 1_000_000_000 } ?? now
             let tooBig = total > settings.retentionBytes
             let tooOld = now - modified >= Int64(settings.retentionAge.seconds)
             guard behind.isEmpty || tooBig || tooOld else {

@@ -150,7 +150,7 @@ extension Collector {
     static func labels(_ header: String) -> Result<[String: String], LabelsProblem> {
         var labels: [String: String] = [:]
         for item in header.split(separator: ",") {
-            let term = String(item).trimmedOfSpaces
+            let term = String(item.trimmingSpacesAndTabs)
             guard !term.isEmpty else { continue }
             guard labels.count < AgentLabels.maximumCount else {
                 return .failure(LabelsProblem(description: "more than \(AgentLabels.maximumCount) labels"))
@@ -222,7 +222,7 @@ extension Collector {
     /// Whether an `If-None-Match` value names `etag` (or is `*`); weak tags compare by their opaque part.
     static func matches(_ condition: String, _ etag: String) -> Bool {
         for item in condition.split(separator: ",") {
-            var tag = String(item).trimmedOfSpaces
+            var tag = String(item.trimmingSpacesAndTabs)
             if tag == "*" { return true }
             if tag.hasPrefix("W/") { tag = String(tag.dropFirst(2)) }
             if tag == etag { return true }
@@ -239,7 +239,7 @@ extension Collector {
             .eTag: etag, .acceptRanges: "bytes", .cacheControl: "max-age=31536000, immutable",
             .contentType: "application/octet-stream",
         ]
-        let rangeApplies = request.headers[.ifRange].map { $0.trimmedOfSpaces == etag } ?? true
+        let rangeApplies = request.headers[.ifRange].map { $0.trimmingSpacesAndTabs == etag } ?? true
         if rangeApplies, let header = request.headers[.range] {
             switch ByteRange.parse(header, size: bytes.count) {
             case .whole:
@@ -272,12 +272,12 @@ enum ByteRange: Equatable {
     case part(Range<Int>)
 
     static func parse(_ header: String, size: Int) -> ByteRange {
-        let value = header.trimmedOfSpaces
+        let value = String(header.trimmingSpacesAndTabs)
         guard value.hasPrefix("bytes=") else { return .whole }
         let spec = value.dropFirst("bytes=".count)
         guard !spec.contains(","), let dash = spec.firstIndex(of: "-") else { return .whole }
-        let first = spec[..<dash].trimmedOfSpaces
-        let last = spec[spec.index(after: dash)...].trimmedOfSpaces
+        let first = String(spec[..<dash].trimmingSpacesAndTabs)
+        let last = String(spec[spec.index(after: dash)...].trimmingSpacesAndTabs)
         if first.isEmpty {
             // A suffix: the last N bytes.
             guard let count = Int(last), count >= 0 else { return .whole }
@@ -292,15 +292,5 @@ enum ByteRange: Equatable {
         }
         guard start < size else { return .unsatisfiable }
         return .part(start..<(end + 1))
-    }
-}
-
-extension StringProtocol {
-    /// Without leading and trailing spaces and tabs.
-    fileprivate var trimmedOfSpaces: String {
-        var slice = Substring(self)
-        while let first = slice.first, first == " " || first == "\t" { slice.removeFirst() }
-        while let last = slice.last, last == " " || last == "\t" { slice.removeLast() }
-        return String(slice)
     }
 }

@@ -67,6 +67,11 @@ enum ByteParsing {
         return true
     }
 
+    /// Whether `byte` is an ASCII decimal digit.
+    static func isDigit(_ byte: UInt8) -> Bool {
+        byte >= UInt8(ascii: "0") && byte <= UInt8(ascii: "9")
+    }
+
     /// Whether the bytes in `range` form an identifier as procfs uses them for keys: an ASCII letter or `_`
     /// followed by letters, digits, `_`, `(` or `)` (meminfo has keys like `Active(anon)`).
     static func isKey(_ bytes: UnsafeBufferPointer<UInt8>, _ range: Range<Int>) -> Bool {
@@ -74,7 +79,7 @@ enum ByteParsing {
         for index in range {
             let byte = bytes[index]
             let isLetter = (byte | 0x20) >= UInt8(ascii: "a") && (byte | 0x20) <= UInt8(ascii: "z")
-            let isDigit = byte >= UInt8(ascii: "0") && byte <= UInt8(ascii: "9")
+            let isDigit = Self.isDigit(byte)
             let isPunctuation = byte == UInt8(ascii: "_") || byte == UInt8(ascii: "(") || byte == UInt8(ascii: ")")
             if index == range.lowerBound {
                 guard isLetter || byte == UInt8(ascii: "_") else { return false }

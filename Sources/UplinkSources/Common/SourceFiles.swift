@@ -46,9 +46,7 @@ enum SourceFiles {
 
     /// Whether `path` is a directory (or a symbolic link to one).
     static func isDirectory(_ path: String) -> Bool {
-        var raw = stat()
-        guard stat(path, &raw) == 0 else { return false }
-        return (raw.st_mode & S_IFMT) == S_IFDIR
+        FileStatus(path: path)?.isDirectory ?? false
     }
 
     /// Creates `path` and its missing parents (mode 0755; `Directories.create`).

@@ -38,10 +38,7 @@ enum Sysfs {
     /// The last component of what the symbolic link at `path` points to (`…/devices/…/nvme0` → `nvme0`), nil when
     /// `path` is not a link.
     static func linkTargetName(_ path: String) -> String? {
-        var buffer = [CChar](repeating: 0, count: 4096)
-        let count = readlink(path, &buffer, buffer.count - 1)
-        guard count > 0 else { return nil }
-        let target = String(decoding: buffer[0..<count].map { UInt8(bitPattern: $0) }, as: UTF8.self)
+        guard let target = SymbolicLink.target(of: path) else { return nil }
         let name = target.split(separator: "/").last.map(String.init)
         return name.flatMap { $0.isEmpty ? nil : $0 }
     }
@@ -52,13 +49,12 @@ enum Sysfs {
         let y = Array(b.utf8)
         var i = 0
         var j = 0
-        func isDigit(_ c: UInt8) -> Bool { c >= UInt8(ascii: "0") && c <= UInt8(ascii: "9") }
         while i < x.count, j < y.count {
-            if isDigit(x[i]), isDigit(y[j]) {
+            if ByteParsing.isDigit(x[i]), ByteParsing.isDigit(y[j]) {
                 var endI = i
-                while endI < x.count, isDigit(x[endI]) { endI += 1 }
+                while endI < x.count, ByteParsing.isDigit(x[endI]) { endI += 1 }
                 var endJ = j
-                while endJ < y.count, isDigit(y[endJ]) { endJ += 1 }
+                while endJ < y.count, ByteParsing.isDigit(y[endJ]) { endJ += 1 }
                 // Compare by length after leading zeros, then digit by digit.
                 var startI = i
                 while startI < endI - 1, x[startI] == UInt8(ascii: "0") { startI += 1 }
@@ -130,7 +126,6 @@ extension ByteParsing {
     static func parseDouble(_ bytes: UnsafeBufferPointer<UInt8>, _ range: Range<Int>) -> Double? {
         guard !range.isEmpty, range.count <= 64, range.upperBound <= bytes.count else { return nil }
         var index = range.lowerBound
-        func isDigit(_ byte: UInt8) -> Bool { byte >= UInt8(ascii: "0") && byte <= UInt8(ascii: "9") }
         if bytes[index] == UInt8(ascii: "-") || bytes[index] == UInt8(ascii: "+") { index += 1 }
         var mantissaDigits = 0
         while index < range.upperBound, isDigit(bytes[index]) {

@@ -39,17 +39,12 @@ extension DiskSource {
     }
 
     /// `statvfs(path)`, or the `errno` it failed with.
-    static func usage(of path: String) -> Result<Usage, StatvfsError> {
+    static func usage(of path: String) -> Result<Usage, SourceFiles.Errno> {
         var result = statvfs()
-        guard statvfs(path, &result) == 0 else { return .failure(StatvfsError(code: errno)) }
+        guard statvfs(path, &result) == 0 else { return .failure(SourceFiles.Errno(errno)) }
         let fragmentSize = UInt64(result.f_frsize) > 0 ? UInt64(result.f_frsize) : UInt64(result.f_bsize)
         return .success(Usage(
             fragmentSize: fragmentSize, blocks: UInt64(result.f_blocks), blocksFree: UInt64(result.f_bfree),
             blocksAvailable: UInt64(result.f_bavail), files: UInt64(result.f_files), filesFree: UInt64(result.f_ffree)))
-    }
-
-    struct StatvfsError: Error, CustomStringConvertible {
-        var code: Int32
-        var description: String { String(cString: strerror(code)) }
     }
 }

@@ -48,16 +48,15 @@ extension DiskIOSource {
     static func isWholeDisk(_ name: String) -> Bool {
         let bytes = Array(name.utf8)
         guard let last = bytes.last else { return false }
-        func isDigit(_ byte: UInt8) -> Bool { byte >= UInt8(ascii: "0") && byte <= UInt8(ascii: "9") }
         if name.hasPrefix("loop") || name.hasPrefix("ram") { return false }
         if name.hasPrefix("mmcblk"), name.contains("boot") || name.hasSuffix("rpmb") { return false }
-        if isDigit(last), name.hasPrefix("sd") || name.hasPrefix("hd") || name.hasPrefix("vd") || name.hasPrefix("xvd") {
+        if ByteParsing.isDigit(last), name.hasPrefix("sd") || name.hasPrefix("hd") || name.hasPrefix("vd") || name.hasPrefix("xvd") {
             return false
         }
         // `<…digit>p<digits>`
         var index = bytes.count - 1
-        while index >= 0, isDigit(bytes[index]) { index -= 1 }
-        if index < bytes.count - 1, index >= 1, bytes[index] == UInt8(ascii: "p"), isDigit(bytes[index - 1]) {
+        while index >= 0, ByteParsing.isDigit(bytes[index]) { index -= 1 }
+        if index < bytes.count - 1, index >= 1, bytes[index] == UInt8(ascii: "p"), ByteParsing.isDigit(bytes[index - 1]) {
             return false
         }
         return true

@@ -78,7 +78,7 @@ extension ExecSource {
             default:
                 let start = index
                 while let next = peek(), next == UInt8(ascii: "-") || next == UInt8(ascii: "+") || next == UInt8(ascii: ".")
-                    || next | 0x20 == UInt8(ascii: "e") || (next >= UInt8(ascii: "0") && next <= UInt8(ascii: "9"))
+                    || next | 0x20 == UInt8(ascii: "e") || ByteParsing.isDigit(next)
                 {
                     index += 1
                 }

@@ -1,4 +1,5 @@
 import CSystemd
+import UplinkFiles
 
 #if canImport(Glibc)
 import Glibc
@@ -44,8 +45,7 @@ final class JournaldJournal {
 
     /// The error text of a negative sd-journal result.
     static func errorText(_ result: Int32) -> String {
-        guard let text = strerror(-result) else { return "error \(-result)" }
-        return String(cString: text)
+        FileError.text(errno: -result)
     }
 
     // MARK: Matches

@@ -243,9 +243,9 @@ public struct JournaldMatch: Sendable, Equatable {
     public static func fieldNameProblem(_ name: String) -> String? {
         if name.isEmpty { return "the field name before '=' is empty" }
         if name.utf8.count > 64 { return "the field name '\(name)' is longer than 64 characters" }
-        let valid = name.utf8.allSatisfy { ($0 >= UInt8(ascii: "A") && $0 <= UInt8(ascii: "Z")) || ($0 >= UInt8(ascii: "0") && $0 <= UInt8(ascii: "9")) || $0 == UInt8(ascii: "_") }
+        let valid = name.utf8.allSatisfy { ($0 >= UInt8(ascii: "A") && $0 <= UInt8(ascii: "Z")) || ByteParsing.isDigit($0) || $0 == UInt8(ascii: "_") }
         if !valid { return "the field name '\(name)' may hold only upper-case letters, digits and '_'" }
-        if let first = name.utf8.first, first >= UInt8(ascii: "0"), first <= UInt8(ascii: "9") {
+        if let first = name.utf8.first, ByteParsing.isDigit(first) {
             return "the field name '\(name)' starts with a digit"
         }
         return nil

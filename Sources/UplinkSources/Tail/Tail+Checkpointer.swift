@@ -96,7 +96,7 @@ final class TailCheckpointer {
         case .success(let entries):
             for checkpoint in entries { fileEntries[checkpoint.inode] = checkpoint }
             fileHash = TailCheckpointChanges.contentHash(bytes)
-            changesFileWritten = TailFS.status(path: TailCheckpointChanges.path(checkpointFile: path)) != nil
+            changesFileWritten = FileStatus(path: TailCheckpointChanges.path(checkpointFile: path)) != nil
             let (checkpoints, problem) = TailCheckpointChanges.merge(entries, checkpointFileBytes: bytes, checkpointFile: path)
             if let problem {
                 logger.warning("tail source: \(problem); using the checkpoint file alone (lines after its offsets are sent again)")

@@ -1,5 +1,6 @@
 import Logging
 import UplinkCore
+import UplinkFiles
 
 #if canImport(Glibc)
 import Glibc
@@ -25,7 +26,7 @@ extension TailEngine {
             let quiet = max(detachedAt, file.lastGrowth).advanced(by: Self.detachedLinger) <= now
             let forced = index < excess
             guard quiet || forced else { continue }
-            let deleted = !file.isParked && (TailFS.status(descriptor: file.descriptor)?.links ?? 0) == 0
+            let deleted = !file.isParked && (FileStatus(descriptor: file.descriptor)?.links ?? 0) == 0
             guard deleted || discovery.count > file.detachedAtDiscovery || forced else { continue }
             // Quiet when last read, but written since (read in a turn that then spent long on other files): read on.
             if !file.isParked, !forced, changedSinceRead(file) { continue }
@@ -88,7 +89,7 @@ extension TailEngine {
                 }
                 continue
             }
-            guard let status = TailFS.status(descriptor: file.descriptor), status.size == file.readOffset,
+            guard let status = FileStatus(descriptor: file.descriptor), status.size == file.readOffset,
                 status.links > 0
             else {
                 inotify?.setParked(file.path, false)
@@ -109,7 +110,7 @@ extension TailEngine {
     func unpark(_ file: TailedFile) {
         guard file.isParked, !file.isClosed else { return }
         guard case .success(let descriptor) = SourceFiles.openForReading(file.path) else { return }
-        guard TailFS.status(descriptor: descriptor)?.inode == file.inode else {
+        guard FileStatus(descriptor: descriptor)?.identity == file.inode else {
             SourceFiles.closeDescriptor(descriptor)  // another file is there now: the opener reports it
             return
         }
@@ -137,7 +138,7 @@ extension TailEngine {
     /// interval; with inotify only after lost events.
     func checkParked() {
         for file in files where file.isParked && !file.isDetached {
-            guard let status = TailFS.status(path: file.path), status.inode == file.inode else { continue }
+            guard let status = FileStatus(path: file.path), status.identity == file.inode else { continue }
             if file.changedSinceParked(status) { unpark(file) }
         }
     }

@@ -77,7 +77,7 @@ final class TailCopyDetector {
             }
             // The incarnation ended without a truncation (rotated away and closed, or restarted from another copy):
             // what this copy holds was sent from the source.
-            let size = TailFS.status(descriptor: file.descriptor)?.size ?? 0
+            let size = FileStatus(descriptor: file.descriptor)?.size ?? 0
             let end = source.originID == origin ? min(source.emittedOffset, size) : size
             file.originID = origin
             file.fingerprint = source.fingerprint
@@ -194,28 +194,27 @@ final class TailCopyDetector {
         let slash = file.path.lastIndex(of: "/")
         let directory = slash.map { String(file.path[..<$0]) } ?? "."
         let prefix = slash.map { String(file.path[..<file.path.index(after: $0)]) } ?? ""
-        var best: (descriptor: Int32, path: String, modified: Int, inode: TailFS.Inode)?
+        var best: (descriptor: Int32, path: String, modified: Int64, inode: TailFS.Inode)?
         for entry in TailFS.list(directory.isEmpty ? "/" : directory) where entry.isDirectory != true && !entry.isSymbolicLink {
             let path = prefix + entry.name
             // A copy may be shorter than what was read: the writer appended between logrotate's copy and its
             // truncate, and the tailer read that too. Nothing is left to read from it then, but when `paths` matches
             // it, it must still be known as this incarnation's copy, or it would be read again from 0.
-            guard path != file.path, let status = TailFS.status(path: path), status.isRegular, status.inode != file.inode
+            guard path != file.path, let status = FileStatus(path: path), status.isRegular, status.identity != file.inode
             else { continue }
             guard case .success(let descriptor) = SourceFiles.openForReading(path) else { continue }
-            guard opener.allows(descriptor: descriptor, path: path, inode: status.inode) else {
+            guard opener.allows(descriptor: descriptor, path: path, inode: status.identity) else {
                 SourceFiles.closeDescriptor(descriptor)
                 continue
             }
-            var info = stat()
-            let modified = fstat(descriptor, &info) == 0 ? Int(info.st_mtim.tv_sec) * 1_000_000_000 + Int(info.st_mtim.tv_nsec) : 0
-            guard file.fingerprint.verified(descriptor: descriptor, scratch: scratch) != nil, modified >= (best?.modified ?? Int.min)
+            let modified = FileStatus(descriptor: descriptor)?.modified ?? 0
+            guard file.fingerprint.verified(descriptor: descriptor, scratch: scratch) != nil, modified >= (best?.modified ?? .min)
             else {
                 SourceFiles.closeDescriptor(descriptor)
                 continue
             }
             if let previous = best { SourceFiles.closeDescriptor(previous.descriptor) }
-            best = (descriptor, path, modified, status.inode)
+            best = (descriptor, path, modified, status.identity)
         }
         return best.map { ($0.descriptor, $0.path, $0.inode) }
     }
@@ -224,7 +223,7 @@ final class TailCopyDetector {
     /// origin, offsets and lines waiting for acknowledgement; `copy` is read from there like any file. Its checkpoint
     /// changed.
     func continueIncarnation(of source: TailedFile, in copy: TailedFile) {
-        let size = TailFS.status(descriptor: copy.descriptor)?.size ?? 0
+        let size = FileStatus(descriptor: copy.descriptor)?.size ?? 0
         let end = min(source.readOffset, size)
         copy.originID = source.originID
         copy.fingerprint = source.fingerprint

@@ -1,4 +1,5 @@
 import UplinkCore
+import UplinkFiles
 
 /// When a `tail` source looks for the files its globs match, and what it remembers between looks: a full look
 /// (every glob expanded) is due every `discovery_interval` or when asked for (inotify lost events, a followed file
@@ -63,7 +64,7 @@ struct TailDiscovery {
         directoryTimes = [:]
         let wallNow = WallClock.nowNanoseconds()
         for directory in expansion.directories {
-            directoryTimes[directory] = TailFS.status(path: directory).map { ($0.modified, wallNow) }
+            directoryTimes[directory] = FileStatus(path: directory).map { ($0.modified, wallNow) }
         }
         return expansion
     }
@@ -75,7 +76,7 @@ struct TailDiscovery {
         guard !directoryTimes.isEmpty else { return false }
         for (directory, recorded) in directoryTimes {
             guard let recorded, recorded.modified < recorded.readAt - 1_000_000_000,
-                TailFS.status(path: directory)?.modified == recorded.modified
+                FileStatus(path: directory)?.modified == recorded.modified
             else { return false }
         }
         return true

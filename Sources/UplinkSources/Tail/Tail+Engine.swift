@@ -2,6 +2,7 @@ import Logging
 import NIOCore
 import Synchronization
 import UplinkCore
+import UplinkFiles
 
 #if canImport(Glibc)
 import Glibc
@@ -382,7 +383,7 @@ final class TailEngine {
     func follow(_ path: String, initial: Bool) -> String? {
         guard fileSet.file(at: path) == nil else { return nil }
         if let alias = fileSet.alias(at: path) {
-            if TailFS.status(path: path)?.inode == alias, fileSet.file(inode: alias) != nil { return nil }
+            if FileStatus(path: path)?.identity == alias, fileSet.file(inode: alias) != nil { return nil }
             fileSet.setAlias(nil, at: path)
         }
         switch opener.track(path) {
@@ -417,7 +418,7 @@ final class TailEngine {
     /// Starts following a file opened at `path`, or, when it is a file followed already (renamed here), moves
     /// that one to the path.
     func adopt(_ opened: TailOpener.Opened, at path: String, initial: Bool) {
-        let inode = opened.status.inode
+        let inode = opened.status.identity
         if let existing = fileSet.file(inode: inode) {
             SourceFiles.closeDescriptor(opened.descriptor)
             if existing.isDetached {
@@ -425,7 +426,7 @@ final class TailEngine {
                 fileSet.awakeChanged()
                 moveActive(existing, to: path)
             } else if existing.path != path {
-                if TailFS.status(path: existing.path)?.inode == inode {
+                if FileStatus(path: existing.path)?.identity == inode {
                     fileSet.setAlias(inode, at: path)  // a second name of a followed file
                     opener.untrack(path)
                 } else {
@@ -434,8 +435,8 @@ final class TailEngine {
             }
             // A parked file renamed (logrotate shifting app.log.1 to app.log.2) stays closed unless it changed. Looked
             // at after the move: a write from now on is reported under the new name.
-            if existing.isParked, !existing.isDetached, let status = TailFS.status(path: existing.path),
-                status.inode == inode, existing.changedSinceParked(status)
+            if existing.isParked, !existing.isDetached, let status = FileStatus(path: existing.path),
+                status.identity == inode, existing.changedSinceParked(status)
             {
                 unpark(existing)
             }
@@ -449,7 +450,7 @@ final class TailEngine {
         // The size now, not when the opener opened it: a copy being written then (logrotate's `copytruncate`) may
         // be complete by the time its event is taken, and its checkpoint (where its incarnation stands) beyond the
         // size it had.
-        let size = TailFS.status(descriptor: opened.descriptor)?.size ?? opened.status.size
+        let size = FileStatus(descriptor: opened.descriptor)?.size ?? opened.status.size
         if let checkpoint = loadedCheckpoints.removeValue(forKey: inode) ?? recentlyClosed.take(inode) {
             if checkpoint.fingerprint.verified(descriptor: opened.descriptor, scratch: scratch) != nil,
                 checkpoint.offset <= size
@@ -535,7 +536,7 @@ final class TailEngine {
                     }
                 case .opened(let opened):
                     if let active = fileSet.file(at: path) {
-                        if active.inode == opened.status.inode {
+                        if active.inode == opened.status.identity {
                             SourceFiles.closeDescriptor(opened.descriptor)
                             continue
                         }

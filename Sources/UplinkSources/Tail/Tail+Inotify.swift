@@ -481,23 +481,36 @@ private final class ChannelMade: Sendable {
     let value = Atomic<Bool>(false)
 }
 
-/// Reads the directory instance (`autoRead` on): parses every read, and at the end of each batch of reads hands what
-/// they named to `TailInotify.directoriesChanged`. Runs on `L` only.
-private final class DirectoryEventsHandler: ChannelInboundHandler {
-    typealias InboundIn = ByteBuffer
-    private let inotify: TailInotify
-    /// Renames of followed paths whose other half has not come yet; kept across reads, as the kernel may split a
-    /// pair between two.
-    private var moves = TailInotify.PendingMoves()
-    /// Paths named since the last `channelReadComplete` (nil: a full look is needed), and whether anything was read.
-    private var changed: Set<String>? = []
-    private var read = false
+/// What the handlers of both inotify channels share besides reading: they keep the last read error and, when their
+/// channel closes, end inotify with it (`TailInotify.channelClosed`). Runs on `L` only.
+private class InotifyEventsHandler {
+    let inotify: TailInotify
     /// The last read error, reported when the channel closes.
     private var failure: (any Error)?
 
     init(_ inotify: TailInotify) {
         self.inotify = inotify
     }
+
+    func errorCaught(context: ChannelHandlerContext, error: any Error) {
+        failure = error
+    }
+
+    func channelInactive(context: ChannelHandlerContext) {
+        inotify.channelClosed(failure)
+    }
+}
+
+/// Reads the directory instance (`autoRead` on): parses every read, and at the end of each batch of reads hands what
+/// they named to `TailInotify.directoriesChanged`. Runs on `L` only.
+private final class DirectoryEventsHandler: InotifyEventsHandler, ChannelInboundHandler {
+    typealias InboundIn = ByteBuffer
+    /// Renames of followed paths whose other half has not come yet; kept across reads, as the kernel may split a
+    /// pair between two.
+    private var moves = TailInotify.PendingMoves()
+    /// Paths named since the last `channelReadComplete` (nil: a full look is needed), and whether anything was read.
+    private var changed: Set<String>? = []
+    private var read = false
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
         let events = unwrapInboundIn(data)
@@ -513,29 +526,14 @@ private final class DirectoryEventsHandler: ChannelInboundHandler {
         read = false
         inotify.directoriesChanged(changed)
     }
-
-    func errorCaught(context: ChannelHandlerContext, error: any Error) {
-        failure = error
-    }
-
-    func channelInactive(context: ChannelHandlerContext) {
-        inotify.channelClosed(failure)
-    }
 }
 
 /// Reads the modification instance (`autoRead` off): each `read()` (an `arm()`, or one of its own) reads once; what
 /// concerns the reader wakes it and leaves the channel disarmed (armed, while the reader waits idle), anything else is
 /// dropped and the channel reads on. Runs on `L` only.
-private final class ModificationEventsHandler: ChannelInboundHandler {
+private final class ModificationEventsHandler: InotifyEventsHandler, ChannelInboundHandler {
     typealias InboundIn = ByteBuffer
-    private let inotify: TailInotify
     private var relevant = false
-    /// The last read error, reported when the channel closes.
-    private var failure: (any Error)?
-
-    init(_ inotify: TailInotify) {
-        self.inotify = inotify
-    }
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
         let events = unwrapInboundIn(data)
@@ -550,14 +548,6 @@ private final class ModificationEventsHandler: ChannelInboundHandler {
             // Nothing the reader waits for: stay armed (NIO keeps polling while a read is pending).
             context.read()
         }
-    }
-
-    func errorCaught(context: ChannelHandlerContext, error: any Error) {
-        failure = error
-    }
-
-    func channelInactive(context: ChannelHandlerContext) {
-        inotify.channelClosed(failure)
     }
 }
 

@@ -1,4 +1,5 @@
 import Synchronization
+import UplinkFiles
 
 #if canImport(Glibc)
 import Glibc
@@ -15,7 +16,7 @@ final class TailOpener: Sendable {
     /// A file opened at a path: its descriptor and what `fstat` said about it.
     struct Opened: Sendable {
         var descriptor: Int32
-        var status: TailFS.Status
+        var status: FileStatus
     }
 
     /// What happened at a path, in order.
@@ -85,8 +86,8 @@ final class TailOpener: Sendable {
                 return .failure(error)
             case .success(let opened):
                 var pathState = state.paths[path] ?? PathState()
-                pathState.current = opened.status.inode
-                pathState.remember(opened.status.inode)
+                pathState.current = opened.status.identity
+                pathState.remember(opened.status.identity)
                 state.paths[path] = pathState
                 return .success(opened)
             }
@@ -137,7 +138,7 @@ final class TailOpener: Sendable {
     private static func look(at path: String, allowed: [TailGlob]?, _ state: inout State) -> Bool {
         guard var pathState = state.paths[path] else { return false }
         defer { state.paths[path] = pathState }
-        guard let status = TailFS.status(path: path), status.isRegular else {
+        guard let status = FileStatus(path: path), status.isRegular else {
             if pathState.current != nil || pathState.failedInode != nil {
                 pathState.current = nil
                 pathState.failedInode = nil
@@ -146,28 +147,28 @@ final class TailOpener: Sendable {
             }
             return false
         }
-        if status.inode == pathState.current { return false }
+        if status.identity == pathState.current { return false }
         if pathState.pendingOpened >= maximumPendingPerPath {
             state.skipped += 1
             return false
         }
         switch open(path, allowed: allowed, &state) {
         case .success(let opened):
-            if opened.status.inode == pathState.current {
+            if opened.status.identity == pathState.current {
                 // Replaced again between stat and open, by the file we already have.
                 SourceFiles.closeDescriptor(opened.descriptor)
                 return false
             }
-            pathState.current = opened.status.inode
-            pathState.remember(opened.status.inode)
+            pathState.current = opened.status.identity
+            pathState.remember(opened.status.identity)
             pathState.failedInode = nil
             pathState.pendingOpened += 1
             state.append(.opened(opened), at: path, to: &pathState)
         case .failure(let error):
             // Reported once per file; opening is retried on every scan (permissions may change).
-            if error.code == ENOENT || status.inode == pathState.failedInode { return false }
+            if error.code == ENOENT || status.identity == pathState.failedInode { return false }
             pathState.current = nil
-            pathState.failedInode = status.inode
+            pathState.failedInode = status.identity
             state.append(.failed(error), at: path, to: &pathState)
         }
         return true
@@ -187,7 +188,7 @@ final class TailOpener: Sendable {
             guard var pathState = state.paths[path], pathState.pendingOpened < Self.maximumPendingPerPath,
                 case .success(let opened) = Self.open(target, allowed: allowedRealPaths, &state)
             else { return false }
-            let inode = opened.status.inode
+            let inode = opened.status.identity
             if inode == pathState.current || pathState.recent.contains(inode) {
                 SourceFiles.closeDescriptor(opened.descriptor)
                 return false
@@ -247,11 +248,11 @@ final class TailOpener: Sendable {
         case .failure(let error):
             return .failure(error)
         case .success(let descriptor):
-            guard let status = TailFS.status(descriptor: descriptor), status.isRegular else {
+            guard let status = FileStatus(descriptor: descriptor), status.isRegular else {
                 SourceFiles.closeDescriptor(descriptor)
                 return .failure(SourceFiles.Errno(EINVAL))
             }
-            if let refusal = refusal(descriptor: descriptor, path: path, inode: status.inode, allowed: allowed) {
+            if let refusal = refusal(descriptor: descriptor, path: path, inode: status.identity, allowed: allowed) {
                 SourceFiles.closeDescriptor(descriptor)
                 state.refused[path] = refusal
                 return .failure(SourceFiles.Errno(EACCES))

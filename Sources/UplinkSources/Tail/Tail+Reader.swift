@@ -7,6 +7,7 @@ import Darwin
 #endif
 
 import UplinkCore
+import UplinkFiles
 
 /// The first bytes of a file, hashed: with device and inode it tells a file from a later one that reuses the
 /// inode, and shows when a file was truncated and rewritten.
@@ -261,7 +262,7 @@ final class TailedFile {
     }
 
     /// Whether a parked file with this status may hold something new.
-    func changedSinceParked(_ status: TailFS.Status) -> Bool {
+    func changedSinceParked(_ status: FileStatus) -> Bool {
         status.size != readOffset || status.modified != parkedModified
     }
 

@@ -1,4 +1,5 @@
 import UplinkCore
+import UplinkFiles
 
 #if canImport(Glibc)
 import Glibc
@@ -44,12 +45,7 @@ extension TailEngine {
             file.fingerprintVerifiedThisTurn = true
             file.atEnd = false
             file.lastGrowth = clock.now
-            let base = file.readOffset
-            file.readOffset += UInt64(count)
-            statistics.bytesRead += UInt64(count)
-            await send(file) { batch, timestamp in
-                self.split(file, UnsafeRawBufferPointer(rebasing: buffer[0..<count]), base: base, timestamp, &batch)
-            }
+            await sendRead(count, of: file)
             // A short read of a regular file ends at its end: no second `pread` to be told so. (Data appended since
             // wakes another turn.)
             if count < buffer.count {
@@ -58,6 +54,18 @@ extension TailEngine {
             }
         }
         return false
+    }
+
+    /// Sends the lines of the `count` bytes just read into `buffer` at `file.readOffset` (from the file, or from its
+    /// copy), and moves the offset past them.
+    @inline(__always)
+    private nonisolated(nonsending) func sendRead(_ count: Int, of file: TailedFile) async {
+        let base = file.readOffset
+        file.readOffset += UInt64(count)
+        statistics.bytesRead += UInt64(count)
+        await send(file) { batch, timestamp in
+            self.split(file, UnsafeRawBufferPointer(rebasing: buffer[0..<count]), base: base, timestamp, &batch)
+        }
     }
 
     /// Splits a chunk into `batch` (through the multi-line joiner when configured).
@@ -209,7 +217,7 @@ extension TailEngine {
     /// it is no longer at its end. Never while its reads fail, nor for a file that waits as a possible or known copy
     /// (`TailCopyDetector`): either would be taken up at once, and again, without being read.
     func changedSinceRead(_ file: TailedFile) -> Bool {
-        guard !file.readFailing, case .none = file.copyState, let size = TailFS.status(descriptor: file.descriptor)?.size,
+        guard !file.readFailing, case .none = file.copyState, let size = FileStatus(descriptor: file.descriptor)?.size,
             size > file.readOffset || (size < file.readOffset && !file.isDetached)
         else { return false }
         file.atEnd = false
@@ -224,7 +232,7 @@ extension TailEngine {
         // change that wakes the next turn (inotify, or the next poll), whose read finds nothing and looks here. So
         // neither `fstat` nor `pread`: at ordinary rates that is one system call fewer per line.
         if file.fingerprintVerifiedThisTurn { return false }
-        if let status = TailFS.status(descriptor: file.descriptor), status.size < file.readOffset {
+        if let status = FileStatus(descriptor: file.descriptor), status.size < file.readOffset {
             await restart(file, reason: "it is shorter than the offset read")
             return true
         }
@@ -281,12 +289,7 @@ extension TailEngine {
         while !stopped && !Task.isCancelled {
             let count = SourceFiles.readCount(copyDescriptor, into: buffer, at: file.readOffset)
             guard count > 0 else { break }
-            let base = file.readOffset
-            file.readOffset += UInt64(count)
-            statistics.bytesRead += UInt64(count)
-            await send(file) { batch, timestamp in
-                self.split(file, UnsafeRawBufferPointer(rebasing: buffer[0..<count]), base: base, timestamp, &batch)
-            }
+            await sendRead(count, of: file)
         }
         if file.readOffset > from {
             statistics.copiesFinished += 1
@@ -297,13 +300,13 @@ extension TailEngine {
         if let followed = copy.followed { return followed }
         // A copy the globs match but not followed yet: followed from here on as the continuation.
         defer { SourceFiles.closeDescriptor(copyDescriptor) }
-        guard discovery.matches(copyPath), let status = TailFS.status(descriptor: copyDescriptor)
+        guard discovery.matches(copyPath), let status = FileStatus(descriptor: copyDescriptor)
         else { return nil }
         if fileSet.file(at: copyPath) == nil, case .success(let opened)? = opener.track(copyPath) {
             // The path may hold another file by now (the next rotation moved the copy on and began a new copy
             // there): that one is a new file of its own, and this incarnation must not go on in it.
             adopt(opened, at: copyPath, initial: false)
-            if opened.status.inode == status.inode, let adopted = fileSet.file(at: copyPath), adopted.inode == status.inode {
+            if opened.status.identity == status.identity, let adopted = fileSet.file(at: copyPath), adopted.inode == status.identity {
                 return adopted
             }
         }
@@ -311,7 +314,7 @@ extension TailEngine {
         // when it is adopted, wherever it is found, it continues where this incarnation stands, as a file found
         // again does.
         remember(TailCheckpoint(
-            inode: status.inode, fingerprint: file.fingerprint, originID: file.originID,
+            inode: status.identity, fingerprint: file.fingerprint, originID: file.originID,
             offset: min(file.readOffset, status.size), path: copyPath))
         return nil
     }

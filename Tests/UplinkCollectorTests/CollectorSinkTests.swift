@@ -178,7 +178,7 @@ struct CollectorSinkTests {
             for (index, body) in zipped.acceptedBodies.enumerated() {
                 let path = directory + "/body-\(index).gz"
                 #expect(FileManager.default.createFile(atPath: path, contents: Data(body)))
-                unzipped += try gunzip(path)
+                unzipped += try await gunzip(path)
             }
             #expect(String(decoding: unzipped, as: UTF8.self) == stored, "gzip -dc gives back the stored lines")
             let sent = zipped.acceptedBodies.reduce(0) { $0 + $1.count }
@@ -208,15 +208,15 @@ struct CollectorSinkTests {
             for (index, body) in server.acceptedBodies.enumerated() {
                 let path = directory + "/vm-\(index).gz"
                 #expect(FileManager.default.createFile(atPath: path, contents: Data(body)))
-                samples += String(decoding: try gunzip(path), as: UTF8.self).split(separator: "\n").count
+                samples += String(decoding: try await gunzip(path), as: UTF8.self).split(separator: "\n").count
             }
             #expect(samples == 20, "one JSON line per metric sample")
         }
     }
 
     /// The real gzip tool's reading of a file.
-    private func gunzip(_ path: String) throws -> [UInt8] {
-        let done = try SpawnedProcess.runToEnd(["/bin/gzip", "-dc", path])
+    private func gunzip(_ path: String) async throws -> [UInt8] {
+        let done = try await SpawnedProcess.run(["/bin/gzip", "-dc", path])
         #expect(done.status == 0, "gzip -dc \(path): \(done.errorText)")
         return done.output
     }

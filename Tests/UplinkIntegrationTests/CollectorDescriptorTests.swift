@@ -32,10 +32,8 @@ struct CollectorDescriptorTests {
                 """.write(toFile: config, atomically: true, encoding: .utf8)
             // ulimit -n sets the soft and the hard limit, so the collector cannot raise it at start.
             let (process, log) = try UplinkBinary.start(["collector", "--config", config], limits: "ulimit -n 40")
-            defer {
-                if process.isRunning { process.terminate() }
-                process.waitUntilExit()
-            }
+            // Cannot await here: the collector is told to stop, and killed and reaped if it still runs when released.
+            defer { if process.isRunning { process.terminate() } }
 
             var client = HTTPClient.Configuration()
             client.timeout = .init(connect: .seconds(2), read: .seconds(2))
@@ -96,10 +94,8 @@ struct CollectorDescriptorTests {
         let port = try FreePort.pick()
         let (process, log) = try UplinkBinary.start(
             ["collector", "--port", String(port), "--data-dir", directory, "--no-stdout"], limits: "ulimit -S -n 256")
-        defer {
-            if process.isRunning { process.terminate() }
-            process.waitUntilExit()
-        }
+        // Cannot await here: the collector is told to stop, and killed and reaped if it still runs when released.
+        defer { if process.isRunning { process.terminate() } }
         var limit = rlimit()
         getrlimit(__rlimit_resource_t(RLIMIT_NOFILE.rawValue), &limit)
         let hard = Int(limit.rlim_max)

@@ -143,7 +143,7 @@ struct CollectorEdgeConfigTests {
                 cert_file: \(files.server.certificateFile)
                 key_file: \(files.other.keyFile)
             """.write(toFile: path, atomically: true, encoding: .utf8)
-        let result = try await DedicatedThreads.blocking.run { try UplinkBinary.run(["validate", "--config", path]) }
+        let result = try await UplinkBinary.run(["validate", "--config", path])
         let text = result.standardError
         #expect(result.status == 78)
         #expect(text.contains("\(path):4:15: collector.tls.key_file: the key in"), "\(text)")

@@ -121,8 +121,13 @@ enum UplinkBinary {
     }
 
     /// Runs `uplink ARGUMENTS` to the end: its exit status and what it printed. Spawned as a `ChildProcess`, not with
-    /// Foundation's `Process`, whose `run()` can crash the test process (see `OpenSSL` in UplinkTestSupport).
-    static func run(_ arguments: [String]) throws -> (status: Int32, standardOutput: String, standardError: String) {
+    /// Foundation's `Process`, whose `run()` can crash the test process (see `OpenSSL` in UplinkTestSupport). The wait
+    /// runs on ``DedicatedThreads/blocking``, not on a thread of the global executor.
+    static func run(_ arguments: [String]) async throws -> (status: Int32, standardOutput: String, standardError: String) {
+        try await DedicatedThreads.blocking.run { try runBlocking(arguments) }
+    }
+
+    private static func runBlocking(_ arguments: [String]) throws -> (status: Int32, standardOutput: String, standardError: String) {
         let directory = try TestDirectories.make("uplink-command")
         defer { try? FileManager.default.removeItem(atPath: directory) }
         let process = try ChildProcess(

@@ -10,14 +10,14 @@ struct CommandLineTests {
         .appendingPathComponent("examples.yaml").path
 
     @Test("validate accepts examples.yaml")
-    func validateExamples() throws {
-        let result = try run(["validate", "--config", Self.examples])
+    func validateExamples() async throws {
+        let result = try await run(["validate", "--config", Self.examples])
         #expect(result.status == 0, "stderr: \(result.standardError)")
         #expect(result.standardOutput.contains("valid"))
     }
 
     @Test("validate rejects a broken file with exit code 78, naming file, line, column and key")
-    func validateBrokenFile() throws {
+    func validateBrokenFile() async throws {
         let directory = try Harness.temporaryDirectory("cli")
         let path = directory + "/broken.yaml"
         try """
@@ -28,7 +28,7 @@ struct CommandLineTests {
                 type: cpu
                 interval: often
             """.write(toFile: path, atomically: true, encoding: .utf8)
-        let result = try run(["validate", "--config", path])
+        let result = try await run(["validate", "--config", path])
         #expect(result.status == 78)
         #expect(result.standardError.contains("\(path):6:15: sources[0].interval: invalid duration 'often'"))
         #expect(!result.standardError.contains("Fatal error"))
@@ -64,7 +64,7 @@ struct CommandLineTests {
         #expect(log.contains("unacknowledged=0"))
     }
 
-    func run(_ arguments: [String]) throws -> (status: Int32, standardOutput: String, standardError: String) {
-        try UplinkBinary.run(arguments)
+    func run(_ arguments: [String]) async throws -> (status: Int32, standardOutput: String, standardError: String) {
+        try await UplinkBinary.run(arguments)
     }
 }

@@ -4,16 +4,16 @@ import Testing
 /// `uplink validate` on configurations that used to abort it or garble its output, as a user runs it.
 @Suite("uplink validate: limits and control characters", .serialized, .timeLimit(.minutes(2)))
 struct ConfigLimitsCommandLineTests {
-    func validate(_ yaml: String) throws -> (path: String, status: Int32, standardError: String) {
+    func validate(_ yaml: String) async throws -> (path: String, status: Int32, standardError: String) {
         let directory = try Harness.temporaryDirectory("cli-limits")
         let path = directory + "/uplink.yaml"
         try yaml.write(toFile: path, atomically: true, encoding: .utf8)
-        let result = try CommandLineTests().run(["validate", "--config", path])
+        let result = try await CommandLineTests().run(["validate", "--config", path])
         return (path, result.status, result.standardError)
     }
 
-    @Test func aTerabyteBufferIsOneIssueNotAnAbort() throws {
-        let result = try validate("""
+    @Test func aTerabyteBufferIsOneIssueNotAnAbort() async throws {
+        let result = try await validate("""
             buffer: { max_bytes: 1TiB }
             uplink: { url: http://127.0.0.1:4318 }
             sources: [{ name: cpu, type: cpu }]
@@ -26,8 +26,8 @@ struct ConfigLimitsCommandLineTests {
         #expect(!result.standardError.contains("Fatal error"))
     }
 
-    @Test func controlCharactersNeverReachTheTerminal() throws {
-        let result = try validate("""
+    @Test func controlCharactersNeverReachTheTerminal() async throws {
+        let result = try await validate("""
             uplink: { url: "http://h\\e]0;owned\\a\\n" }
             sources: [{ name: cpu, type: cpu, interval: "1\\0s" }]
             """)

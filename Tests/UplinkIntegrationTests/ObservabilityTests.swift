@@ -142,7 +142,7 @@ struct ObservabilityTests {
         defer { fleet.stop() }
         // Let the streaming agent send something first.
         let flowing = await eventually(timeout: .seconds(20)) {
-            let result = try? Self.uplink(["status", "--json", "--address", "127.0.0.1:\(fleet.streamingPort)"])
+            let result = try? await Self.uplink(["status", "--json", "--address", "127.0.0.1:\(fleet.streamingPort)"])
             guard let result, result.status == 0,
                 let status = try? AgentStatus.decoder().decode(AgentStatus.self, from: Data(result.standardOutput.utf8))
             else { return false }
@@ -150,7 +150,7 @@ struct ObservabilityTests {
         }
         #expect(flowing, "streaming agent log: \(fleet.log("streaming").suffix(1500))")
 
-        let json = try Self.uplink(["status", "--json", "--address", "127.0.0.1:\(fleet.streamingPort)"])
+        let json = try await Self.uplink(["status", "--json", "--address", "127.0.0.1:\(fleet.streamingPort)"])
         #expect(json.status == 0, "stderr: \(json.standardError)")
         let status = try AgentStatus.decoder().decode(AgentStatus.self, from: Data(json.standardOutput.utf8))
         #expect(status.agent == "box-streaming")
@@ -164,7 +164,7 @@ struct ObservabilityTests {
         #expect(json.standardOutput.contains(#""collector_url":"#))
         #expect(json.standardOutput.contains(#""oldest_unacknowledged_age_seconds""#) || status.buffer.frames == 0)
 
-        let text = try Self.uplink(["status", "--address", "127.0.0.1:\(fleet.streamingPort)"])
+        let text = try await Self.uplink(["status", "--address", "127.0.0.1:\(fleet.streamingPort)"])
         #expect(text.status == 0, "stderr: \(text.standardError)")
         #expect(text.standardOutput.contains("agent box-streaming"))
         #expect(text.standardOutput.contains("stream   streaming"))
@@ -173,11 +173,11 @@ struct ObservabilityTests {
 
         // The cut-off agent: its last error and its drops are visible.
         let cutOff = await eventually(timeout: .seconds(20)) {
-            let result = try? Self.uplink(["status", "--address", "127.0.0.1:\(fleet.cutOffPort)"])
+            let result = try? await Self.uplink(["status", "--address", "127.0.0.1:\(fleet.cutOffPort)"])
             return result?.standardOutput.contains("last error") == true
                 && result?.standardOutput.contains("records dropped in total") == true
         }
-        #expect(cutOff, "\((try? Self.uplink(["status", "--address", "127.0.0.1:\(fleet.cutOffPort)"]))?.standardOutput ?? "")")
+        #expect(cutOff, "\((try? await Self.uplink(["status", "--address", "127.0.0.1:\(fleet.cutOffPort)"]))?.standardOutput ?? "")")
 
         // --watch redraws in place (clear screen, home) until interrupted.
         let (watch, watched) = try UplinkBinary.start(
@@ -191,18 +191,18 @@ struct ObservabilityTests {
         #expect(watched.text.contains("agent box-streaming"))
 
         // The address from the agent's own configuration file.
-        let fromConfig = try Self.uplink(["status", "--config", fleet.directory + "/streaming.yaml"])
+        let fromConfig = try await Self.uplink(["status", "--config", fleet.directory + "/streaming.yaml"])
         #expect(fromConfig.status == 0)
         #expect(fromConfig.standardOutput.contains("agent box-streaming"))
 
         // Nobody listening: exit 1 and a message saying what to check.
-        let nobody = try Self.uplink(["status", "--address", "127.0.0.1:\(try FreePort.pick())"])
+        let nobody = try await Self.uplink(["status", "--address", "127.0.0.1:\(try FreePort.pick())"])
         #expect(nobody.status == 1)
         #expect(nobody.standardError.contains("no agent answers at"))
         #expect(nobody.standardError.contains("(connection refused)"), "\(nobody.standardError)")
         #expect(nobody.standardOutput.isEmpty)
         // A configuration without agent.metrics_listen: exit 1, naming the key.
-        let noEndpoint = try Self.uplink(["status", "--config", fleet.directory + "/collector.yaml"])
+        let noEndpoint = try await Self.uplink(["status", "--config", fleet.directory + "/collector.yaml"])
         #expect(noEndpoint.status == 1)
         #expect(noEndpoint.standardError.contains("agent.metrics_listen"))
     }
@@ -224,7 +224,7 @@ struct ObservabilityTests {
         return result
     }
 
-    static func uplink(_ arguments: [String]) throws -> (status: Int32, standardOutput: String, standardError: String) {
-        try UplinkBinary.run(arguments)
+    static func uplink(_ arguments: [String]) async throws -> (status: Int32, standardOutput: String, standardError: String) {
+        try await UplinkBinary.run(arguments)
     }
 }

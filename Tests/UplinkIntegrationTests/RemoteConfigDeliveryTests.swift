@@ -112,7 +112,7 @@ struct RemoteConfigDeliveryTests {
             proxy.discardResponseAlterations()
             // The highest serial is on disk: after a restart the same replay is refused again.
             fleet.agent!.terminate()
-            fleet.agent!.waitUntilExit()
+            await fleet.agent!.awaitExit()
             try fleet.startAgent()
             #expect(await eventually(timeout: .seconds(60)) {
                 await fleet.remoteState().sources.sorted() == ["app", "local-load"]
@@ -168,7 +168,7 @@ struct RemoteConfigDeliveryTests {
             try "app-1\n".write(toFile: fleet.root + "/logs/app.log", atomically: true, encoding: .utf8)
             let text = "sources:\n  - { name: app, type: tail, paths: [\"\(fleet.root)/logs/app.log\"], start_at: beginning }\n"
                 + String(repeating: "# a comment that makes the document long enough to cut in the middle\n", count: 300)
-            try fleet.document("logs", serial: 1, text)
+            try await fleet.document("logs", serial: 1, text)
             let digest = try Self.digest(fleet, "logs")
             let size = try Data(contentsOf: URL(fileURLWithPath: fleet.root + "/fleet/documents/logs.yaml")).count
             let cuts = [1, size / 2, size - 1]
@@ -207,7 +207,7 @@ struct RemoteConfigDeliveryTests {
     func errorsNeverRemoveRunningSources() async throws {
         try await Self.withProxiedFleet { fleet, proxy in
             try "app-1\n".write(toFile: fleet.root + "/logs/app.log", atomically: true, encoding: .utf8)
-            try fleet.document("logs", serial: 1, fleet.tailDocument(source: "app", file: "app.log"))
+            try await fleet.document("logs", serial: 1, fleet.tailDocument(source: "app", file: "app.log"))
             try fleet.assign(generation: 1, ["logs"])
             try fleet.startCollector()
             try fleet.startAgent()

@@ -14,8 +14,8 @@ struct RemoteConfigEndToEndTests {
         try await RemoteConfigFleet.with { fleet in
             let logFile = fleet.root + "/logs/app.log"
             try (1...5).map { "line-\($0)" }.joined(separator: "\n").appending("\n").write(toFile: logFile, atomically: true, encoding: .utf8)
-            try fleet.document("logs", serial: 1, fleet.tailDocument(source: "app", file: "app.log"))
-            try fleet.document("probe", serial: 1, """
+            try await fleet.document("logs", serial: 1, fleet.tailDocument(source: "app", file: "app.log"))
+            try await fleet.document("probe", serial: 1, """
                 sources:
                   - { name: probe, type: exec, command: ["\(fleet.root)/missing-probe", "7"], interval: 1s }
                 """)
@@ -71,7 +71,7 @@ extension RemoteConfigEndToEndTests {
         try await RemoteConfigFleet.with(probation: "3s") { fleet in
             let logFile = fleet.root + "/logs/app.log"
             try "line-1\n".write(toFile: logFile, atomically: true, encoding: .utf8)
-            try fleet.document("logs", serial: 1, fleet.tailDocument(source: "app", file: "app.log"))
+            try await fleet.document("logs", serial: 1, fleet.tailDocument(source: "app", file: "app.log"))
             try fleet.assign(generation: 1, ["logs"])
             try fleet.startCollector()
             try fleet.startAgent()
@@ -89,7 +89,7 @@ extension RemoteConfigEndToEndTests {
             var generator = SystemRandomNumberGenerator()
             for run in 1...20 {
                 let running = try #require(await fleet.remote("effective"), "run \(run)")
-                try fleet.document("extra", serial: run, """
+                try await fleet.document("extra", serial: run, """
                     sources:
                       - { name: extra-\(run), type: tail, paths: ["\(fleet.root)/logs/extra.log"] }
                     """)
@@ -109,7 +109,7 @@ extension RemoteConfigEndToEndTests {
                 #expect(await eventually(timeout: .seconds(30)) { fleet.storedSamples(source: "local-load") >= storedBefore + samples })
                 for _ in 0..<roundTrips { _ = await fleet.agentStatus() }
                 kill(fleet.agent!.processIdentifier, SIGKILL)
-                fleet.agent!.waitUntilExit()
+                await fleet.agent!.awaitExit()
                 processLogs.append(fleet.agentLog?.text ?? "")
                 try fleet.startAgent()
                 let what = "run \(run), killed after \(samples) samples and \(roundTrips) round trips into the probation of \(trying)"
@@ -144,13 +144,13 @@ extension RemoteConfigEndToEndTests {
             #expect(fleet.storedMessages(source: "app") == ["line-1"], "each start resumed the tail from its checkpoint")
 
             // Break glass: pin, reload: the remote sources stop; unpin, reload: the assignment is applied again.
-            #expect(try UplinkBinary.run(["config", "pin", "--config", fleet.root + "/agent.yaml"]).status == 0)
+            #expect(try await UplinkBinary.run(["config", "pin", "--config", fleet.root + "/agent.yaml"]).status == 0)
             kill(fleet.agent!.processIdentifier, SIGHUP)
             #expect(await eventually(timeout: .seconds(30)) {
                 let state = await fleet.remoteState()
                 return state.state == "pinned" && state.sources == ["local-load"]
             }, "\(fleet.logs)")
-            #expect(try UplinkBinary.run(["config", "unpin", "--config", fleet.root + "/agent.yaml"]).status == 0)
+            #expect(try await UplinkBinary.run(["config", "unpin", "--config", fleet.root + "/agent.yaml"]).status == 0)
             try fleet.assign(generation: 100, ["logs"])
             kill(fleet.collector!.processIdentifier, SIGHUP)
             kill(fleet.agent!.processIdentifier, SIGHUP)
@@ -179,13 +179,13 @@ extension RemoteConfigEndToEndTests {
         try await RemoteConfigFleet.with(probation: "5s") { fleet in
             let logFile = fleet.root + "/logs/app.log"
             try "line-1\n".write(toFile: logFile, atomically: true, encoding: .utf8)
-            try fleet.document("logs", serial: 1, fleet.tailDocument(source: "app", file: "app.log"))
+            try await fleet.document("logs", serial: 1, fleet.tailDocument(source: "app", file: "app.log"))
             try fleet.assign(generation: 1, ["logs"])
             try fleet.startCollector()
             try fleet.startAgent()
             #expect(await eventually(timeout: .seconds(60)) { await fleet.remoteState().state == "applying" }, "\(fleet.logs)")
             fleet.collector!.terminate()
-            fleet.collector!.waitUntilExit()
+            await fleet.collector!.awaitExit()
             #expect(await eventually(timeout: .seconds(60)) { await fleet.remoteState().state == "applied" }, "\(fleet.logs)")
             #expect(FileManager.default.fileExists(atPath: fleet.root + "/state/remote/current"))
             try fleet.startCollector()
@@ -200,9 +200,9 @@ extension RemoteConfigEndToEndTests {
     func refusedDocuments() async throws {
         // A collector that does not check signatures: the box is what refuses.
         try await RemoteConfigFleet.with(collectorRequiresSignature: false) { fleet in
-            #expect(try UplinkBinary.run(["config", "keygen", "--out", fleet.root + "/keys/rogue"]).status == 0)
+            #expect(try await UplinkBinary.run(["config", "keygen", "--out", fleet.root + "/keys/rogue"]).status == 0)
             let marker = fleet.root + "/exec-ran"
-            try fleet.document("rogue", serial: 1, key: "rogue", """
+            try await fleet.document("rogue", serial: 1, key: "rogue", """
                 sources:
                   - { name: other, type: tail, paths: ["\(fleet.root)/logs/other.log"] }
                 """)
@@ -215,7 +215,7 @@ extension RemoteConfigEndToEndTests {
             #expect(state.sources == ["local-load"])
 
             // Signed by the trusted key, but the command line is not the one allow.exec names (one argument more).
-            try fleet.document("probe", serial: 1, """
+            try await fleet.document("probe", serial: 1, """
                 sources:
                   - { name: probe, type: exec, command: ["\(fleet.root)/missing-probe", "1", "2"], interval: 1s }
                   - { name: touch, type: exec, command: [/usr/bin/touch, "\(marker)"], interval: 1s }
@@ -273,7 +273,7 @@ extension RemoteConfigEndToEndTests {
     @Test("a clean stop during probation is inconclusive: after the start the same revision is tried again, not marked bad")
     func cleanStopDuringProbation() async throws {
         try await RemoteConfigFleet.with(probation: "30s") { fleet in
-            try fleet.document("logs", serial: 1, """
+            try await fleet.document("logs", serial: 1, """
                 sources:
                   - { name: app, type: tail, paths: ["\(fleet.root)/logs/app.log"] }
                 """)
@@ -282,7 +282,7 @@ extension RemoteConfigEndToEndTests {
             try fleet.startAgent()
             #expect(await eventually(timeout: .seconds(60)) { await fleet.remoteState().state == "applying" }, "\(fleet.logs)")
             fleet.agent!.terminate()
-            fleet.agent!.waitUntilExit()
+            await fleet.agent!.awaitExit()
             #expect(fleet.agent!.terminationStatus == 0)
             let trial = (try? String(contentsOfFile: fleet.root + "/state/remote/trial.json", encoding: .utf8)) ?? ""
             #expect(trial.contains("true"), "the marker says the stop was clean: \(trial)")
@@ -305,7 +305,7 @@ extension RemoteConfigEndToEndTests {
                 .replacingOccurrences(of: "uplink: { url: \"http://127.0.0.1:\(fleet.collectorPort)\" }", with: "uplink: { url: embedded }")
             let collectorFile = try String(contentsOfFile: fleet.root + "/collector.yaml", encoding: .utf8)
             try fleet.write(agentFile + collectorFile, to: "embedded.yaml")
-            try fleet.document("logs", serial: 1, """
+            try await fleet.document("logs", serial: 1, """
                 sources:
                   - { name: app, type: tail, paths: ["\(fleet.root)/logs/app.log"] }
                 """)
@@ -327,14 +327,14 @@ extension RemoteConfigEndToEndTests {
     func pinDuringProbation() async throws {
         // An hour of probation: anything that waited for its end would time out below.
         try await RemoteConfigFleet.with(probation: "1h") { fleet in
-            try fleet.startWithAppLog()
+            try await fleet.startWithAppLog()
             #expect(await eventually(timeout: .seconds(60)) {
                 let state = await fleet.remoteState()
                 return state.state == "applying" && state.sources.sorted() == ["app", "local-load"]
             }, "\(fleet.logs)")
             let trying = try #require(await fleet.remote("desired"))
 
-            #expect(try UplinkBinary.run(["config", "pin", "--config", fleet.root + "/agent.yaml"]).status == 0)
+            #expect(try await UplinkBinary.run(["config", "pin", "--config", fleet.root + "/agent.yaml"]).status == 0)
             kill(fleet.agent!.processIdentifier, SIGHUP)
             #expect(await eventually(timeout: .seconds(30)) {
                 let state = await fleet.remoteState()
@@ -343,7 +343,7 @@ extension RemoteConfigEndToEndTests {
             #expect(fleet.agentLog?.text.contains("probation interrupted") == true, "\(fleet.logs)")
             #expect(!FileManager.default.fileExists(atPath: fleet.root + "/state/remote/trial.json"))
 
-            #expect(try UplinkBinary.run(["config", "unpin", "--config", fleet.root + "/agent.yaml"]).status == 0)
+            #expect(try await UplinkBinary.run(["config", "unpin", "--config", fleet.root + "/agent.yaml"]).status == 0)
             kill(fleet.agent!.processIdentifier, SIGHUP)
             #expect(await eventually(timeout: .seconds(30)) {
                 let state = await fleet.remoteState()
@@ -361,7 +361,7 @@ extension RemoteConfigEndToEndTests {
     func enabledByReload() async throws {
         try await RemoteConfigFleet.with { fleet in
             try "line-1\n".write(toFile: fleet.root + "/logs/app.log", atomically: true, encoding: .utf8)
-            try fleet.document("logs", serial: 1, fleet.tailDocument(source: "app", file: "app.log"))
+            try await fleet.document("logs", serial: 1, fleet.tailDocument(source: "app", file: "app.log"))
             try fleet.assign(generation: 1, ["logs"])
             let on = try String(contentsOfFile: fleet.root + "/agent.yaml", encoding: .utf8)
             let off = on.replacingOccurrences(of: "  enabled: true", with: "  enabled: false")
@@ -399,7 +399,7 @@ extension RemoteConfigEndToEndTests {
         try await RemoteConfigFleet.with { fleet in
             try fleet.write(fleet.collectorConfiguration(remoteConfig: ["labels_from: [agent]"]), to: "collector.yaml")
             try "line-1\n".write(toFile: fleet.root + "/logs/app.log", atomically: true, encoding: .utf8)
-            try fleet.document("logs", serial: 1, fleet.tailDocument(source: "app", file: "app.log"))
+            try await fleet.document("logs", serial: 1, fleet.tailDocument(source: "app", file: "app.log"))
             // Only by label: the box says `site: lab` (agent.yaml).
             try fleet.write(
                 "generation: 1\nassign:\n  - {name: lab, match: {labels: {site: lab}}, documents: [logs]}", to: "fleet/assignments.yaml")
@@ -417,7 +417,7 @@ extension RemoteConfigEndToEndTests {
     @Test("a reload that still allows the set on probation lets the probation go on to pass; it is not restarted")
     func reloadDuringProbationThatAllowsTheSet() async throws {
         try await RemoteConfigFleet.with(probation: "4s") { fleet in
-            try fleet.startWithAppLog()
+            try await fleet.startWithAppLog()
             #expect(await eventually(timeout: .seconds(60)) { await fleet.remoteState().state == "applying" }, "\(fleet.logs)")
             // A local change that has nothing to do with the remote set.
             let text = try String(contentsOfFile: fleet.root + "/agent.yaml", encoding: .utf8)

@@ -25,14 +25,14 @@ final class RemoteConfigFleet: @unchecked Sendable {
     init(
         probation: String = "3s", collectorRequiresSignature: Bool = true,
         localSources: (_ root: String) -> [String] = { _ in [] }
-    ) throws {
+    ) async throws {
         root = try Harness.temporaryDirectory("remote-e2e")
         collectorPort = try FreePort.pick()
         agentPort = try FreePort.pick()
         for directory in ["fleet/documents", "logs", "keys"] {
             try FileManager.default.createDirectory(atPath: root + "/" + directory, withIntermediateDirectories: true)
         }
-        let keygen = try UplinkBinary.run(["config", "keygen", "--out", root + "/keys/ops"])
+        let keygen = try await UplinkBinary.run(["config", "keygen", "--out", root + "/keys/ops"])
         precondition(keygen.status == 0, keygen.standardError)
         try write(collectorConfiguration(requiresSignature: collectorRequiresSignature), to: "collector.yaml")
         try write("""
@@ -85,9 +85,9 @@ final class RemoteConfigFleet: @unchecked Sendable {
     }
 
     /// Writes `documents/<name>.yaml` and signs it with `uplink config sign` (with `key`, by default the trusted one).
-    func document(_ name: String, serial: Int, key: String = "ops", _ text: String) throws {
+    func document(_ name: String, serial: Int, key: String = "ops", _ text: String) async throws {
         try write(text, to: "fleet/documents/\(name).yaml")
-        let sign = try UplinkBinary.run([
+        let sign = try await UplinkBinary.run([
             "config", "sign", "--key", root + "/keys/\(key).key", "--serial", "\(serial)", "--audience", "labels.site=lab",
             "--expires", "30d", root + "/fleet/documents/\(name).yaml",
         ])
@@ -100,9 +100,9 @@ final class RemoteConfigFleet: @unchecked Sendable {
 
     /// The usual beginning: `logs/app.log` holding `line-1`, the document `logs` (serial 1) that tails it assigned at
     /// generation 1, then the collector and the agent started.
-    func startWithAppLog() throws {
+    func startWithAppLog() async throws {
         try "line-1\n".write(toFile: root + "/logs/app.log", atomically: true, encoding: .utf8)
-        try document("logs", serial: 1, tailDocument(source: "app", file: "app.log"))
+        try await document("logs", serial: 1, tailDocument(source: "app", file: "app.log"))
         try assign(generation: 1, ["logs"])
         try startCollector()
         try startAgent()
@@ -163,7 +163,7 @@ final class RemoteConfigFleet: @unchecked Sendable {
     func stop() async {
         for process in [agent, collector].compactMap({ $0 }) where process.isRunning {
             process.terminate()
-            process.waitUntilExit()
+            await process.awaitExit()
         }
         try? await client.shutdown()
     }
@@ -192,7 +192,7 @@ extension RemoteConfigFleet {
         probation: String = "3s", collectorRequiresSignature: Bool = true,
         localSources: (_ root: String) -> [String] = { _ in [] }, _ body: (RemoteConfigFleet) async throws -> Void
     ) async throws {
-        let fleet = try RemoteConfigFleet(
+        let fleet = try await RemoteConfigFleet(
             probation: probation, collectorRequiresSignature: collectorRequiresSignature, localSources: localSources)
         do {
             try await body(fleet)
@@ -334,9 +334,9 @@ extension RemoteConfigFleet {
     }
 
     /// Stops `boxes` (SIGTERM, then waits for each).
-    static func stop(_ boxes: [RemoteConfigBox]) {
+    static func stop(_ boxes: [RemoteConfigBox]) async {
         for box in boxes where box.process.isRunning { box.process.terminate() }
-        for box in boxes { box.process.waitUntilExit() }
+        for box in boxes { await box.process.awaitExit() }
     }
 }
 

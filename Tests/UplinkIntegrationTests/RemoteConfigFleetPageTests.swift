@@ -13,7 +13,7 @@ struct RemoteConfigFleetPageTests {
         try await RemoteConfigFleet.with(probation: "2s") { fleet in
             // Allowed, but there is no such program: the source fails during the probation. The rollout has no
             // `previous`, so once halted it serves the agent nothing and the agent stays `rolled_back`.
-            try fleet.document(
+            try await fleet.document(
                 "probe", serial: 1,
                 "sources:\n  - { name: probe, type: exec, command: [\"\(fleet.root)/missing-probe\", \"7\"], interval: 1s }")
             try fleet.write("""

@@ -54,8 +54,8 @@ struct RemoteConfigLifecycleTests {
             try await RemoteConfigFleet.with(probation: "3s", localSources: Self.localTail) { fleet in
                 let (local, app) = try Self.writers(fleet)
                 try "extra-1\n".write(toFile: fleet.root + "/logs/extra.log", atomically: true, encoding: .utf8)
-                try fleet.document("logs", serial: 1, fleet.tailDocument(source: "app", file: "app.log"))
-                try fleet.document("extra", serial: 1, fleet.tailDocument(source: "extra", file: "extra.log"))
+                try await fleet.document("logs", serial: 1, fleet.tailDocument(source: "app", file: "app.log"))
+                try await fleet.document("extra", serial: 1, fleet.tailDocument(source: "extra", file: "extra.log"))
                 let first = try await Self.startApplied(fleet, ["logs"], writing: [local, app])
                 let localDescriptors = fleet.agentDescriptors(on: fleet.root + "/local.log")
                 let appDescriptors = fleet.agentDescriptors(on: fleet.root + "/logs/app.log")
@@ -110,9 +110,9 @@ struct RemoteConfigLifecycleTests {
                 // A kill after the set became the last-known-good and before the trial marker was removed: the marker is
                 // written here as that moment leaves it. The collector is away too: the start must not need it.
                 fleet.collector!.terminate()
-                fleet.collector!.waitUntilExit()
+                await fleet.collector!.awaitExit()
                 kill(fleet.agent!.processIdentifier, SIGKILL)
-                fleet.agent!.waitUntilExit()
+                await fleet.agent!.awaitExit()
                 let revision = try #require(SHA256Digest(prefixed: second))
                 try Self.leaveTrialMarker(revision: revision, generation: 2, in: fleet.root + "/state")
                 try local.writeOne()
@@ -143,12 +143,12 @@ struct RemoteConfigLifecycleTests {
     func emptyDocumentRemovesRemoteSources() async throws {
         try await RemoteConfigFleet.with(probation: "1s", localSources: Self.localTail) { fleet in
             let (local, app) = try Self.writers(fleet)
-            try fleet.document("logs", serial: 1, fleet.tailDocument(source: "app", file: "app.log"))
+            try await fleet.document("logs", serial: 1, fleet.tailDocument(source: "app", file: "app.log"))
             let withApp = try await Self.startApplied(fleet, ["logs"], writing: [local])
             #expect(await fleet.remoteState().sources.contains("app"))
 
             // Unassigning would change nothing; the same document signed again without a source takes it off.
-            try fleet.document("logs", serial: 2, "sources: []\n")
+            try await fleet.document("logs", serial: 2, "sources: []\n")
             try fleet.assign(generation: 2, ["logs"])
             kill(fleet.collector!.processIdentifier, SIGHUP)
             // `applied` with the new revision, read from one status: the probation passed and the empty set is the
@@ -168,9 +168,9 @@ struct RemoteConfigLifecycleTests {
 
             // The empty set is the last-known-good now: a start without the collector runs the local sources only.
             fleet.collector!.terminate()
-            fleet.collector!.waitUntilExit()
+            await fleet.collector!.awaitExit()
             fleet.agent!.terminate()
-            fleet.agent!.waitUntilExit()
+            await fleet.agent!.awaitExit()
             try local.writeOne()
             try fleet.startAgent()
             #expect(await eventually(timeout: .seconds(60)) {
@@ -199,8 +199,8 @@ struct RemoteConfigLifecycleTests {
                 try "SECRET\n".write(toFile: fleet.root + "/private/secret.txt", atomically: true, encoding: .utf8)
                 try FileManager.default.createSymbolicLink(
                     atPath: fleet.root + "/logs/secret.log", withDestinationPath: fleet.root + "/private/secret.txt")
-                try fleet.document("logs", serial: 1, fleet.tailDocument(source: "app", file: "app.log"))
-                try fleet.document("secret", serial: 1, fleet.tailDocument(source: "secret", file: "secret.log"))
+                try await fleet.document("logs", serial: 1, fleet.tailDocument(source: "app", file: "app.log"))
+                try await fleet.document("secret", serial: 1, fleet.tailDocument(source: "secret", file: "secret.log"))
                 let lastKnownGood = try await Self.startApplied(fleet, ["logs"], writing: [local, app])
                 let appDescriptors = fleet.agentDescriptors(on: fleet.root + "/logs/app.log")
                 let keepAwake = LineWriter.keepWriting([local, app])

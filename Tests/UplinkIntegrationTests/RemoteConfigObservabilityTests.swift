@@ -36,7 +36,7 @@ struct RemoteConfigObservabilityTests {
         try await RemoteConfigFleet.with(probation: "3s") { fleet in
             let agentFile = try String(contentsOfFile: fleet.root + "/agent.yaml", encoding: .utf8)
             try fleet.write(agentFile.replacingOccurrences(of: "source_types: [tail, exec]", with: "source_types: [tail, exec, cpu]"), to: "agent.yaml")
-            try fleet.document("sensors", serial: 1, """
+            try await fleet.document("sensors", serial: 1, """
                 sources:
                   - { name: remote-cpu, type: cpu, interval: 1s }
                 """)
@@ -47,7 +47,7 @@ struct RemoteConfigObservabilityTests {
             #expect(await eventually(timeout: .seconds(30)) { await Self.health(of: "remote-cpu", fleet) == "healthy" }, "\(fleet.logs)")
 
             let effective = try #require(await fleet.remote("effective"))
-            let status = try UplinkBinary.run(["status", "--address", "127.0.0.1:\(fleet.agentPort)"])
+            let status = try await UplinkBinary.run(["status", "--address", "127.0.0.1:\(fleet.agentPort)"])
             #expect(status.status == 0, "\(status.standardError)")
             let revision = String(effective.dropFirst("sha256:".count).prefix(12))
             #expect(status.standardOutput.contains("config   remote applied, runs \(revision) (generation 1)"), "\(status.standardOutput)")

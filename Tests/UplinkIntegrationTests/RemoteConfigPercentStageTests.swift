@@ -44,11 +44,11 @@ struct RemoteConfigPercentStageTests {
             // (box-01, box-02), some is out.
             try #require(inStage.count >= 2 && inStage.count < ids.count, "\(inStage)")
 
-            try fleet.document("logs", serial: 1, """
+            try await fleet.document("logs", serial: 1, """
                 sources:
                   - { name: app, type: tail, paths: ["\(fleet.root)/logs/app.log"] }
                 """)
-            try fleet.document("extra", serial: 1, """
+            try await fleet.document("extra", serial: 1, """
                 sources:
                   - { name: extra, type: tail, paths: ["\(fleet.root)/logs/extra.log"] }
                 """)
@@ -124,7 +124,7 @@ struct RemoteConfigPercentStageTests {
                 // Another collector process: the same agents.
                 try rollout(generation: 3)
                 fleet.collector!.terminate()
-                fleet.collector!.waitUntilExit()
+                await fleet.collector!.awaitExit()
                 try fleet.startCollector()
                 #expect(await eventually(timeout: .seconds(60)) { await fleet.collectorFleet() != nil })
                 everyBoxLooks()
@@ -140,10 +140,10 @@ struct RemoteConfigPercentStageTests {
                     .map { RemoteConfigDeliveryTests.header("Uplink-Agent", in: $0) ?? "?" }
                 #expect(Set(askers) == inStage, "the new document was requested by \(askers), the stage is \(inStage.sorted())")
             } catch {
-                RemoteConfigFleet.stop(boxes)
+                await RemoteConfigFleet.stop(boxes)
                 throw error
             }
-            RemoteConfigFleet.stop(boxes)
+            await RemoteConfigFleet.stop(boxes)
         }
     }
 }

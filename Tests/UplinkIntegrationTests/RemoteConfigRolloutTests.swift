@@ -18,13 +18,13 @@ struct RemoteConfigRolloutTests {
     }
 
     static func runCanaryHalts() async throws {
-        let fleet = try RemoteConfigFleet()
+        let fleet = try await RemoteConfigFleet()
         try fleet.labelAgents(fromInventory: "box-03: {ring: canary}\nbox-11: {ring: canary}")
-        try fleet.document("logs", serial: 1, """
+        try await fleet.document("logs", serial: 1, """
             sources:
               - { name: app, type: tail, paths: ["\(fleet.root)/logs/app.log"] }
             """)
-        try fleet.document("probe", serial: 1, """
+        try await fleet.document("probe", serial: 1, """
             sources:
               - { name: probe, type: exec, command: ["\(fleet.root)/missing-probe", "7"], interval: 1s }
             """)
@@ -38,7 +38,7 @@ struct RemoteConfigRolloutTests {
 
         var boxes: [RemoteConfigBox] = []
         func stopAll() async {
-            RemoteConfigFleet.stop(boxes)
+            await RemoteConfigFleet.stop(boxes)
             await fleet.stop()
             try? await proxy.stop()
         }

@@ -21,7 +21,7 @@ struct RemoteConfigStatusDeliveryTests {
             let agentFile = try String(contentsOfFile: fleet.root + "/agent.yaml", encoding: .utf8)
             try fleet.write(agentFile.replacingOccurrences(of: "uplink: { url: ", with: "uplink: { compression: none, url: "), to: "agent.yaml")
             try "app-1\n".write(toFile: fleet.root + "/logs/app.log", atomically: true, encoding: .utf8)
-            try fleet.document("logs", serial: 1, fleet.tailDocument(source: "app", file: "app.log"))
+            try await fleet.document("logs", serial: 1, fleet.tailDocument(source: "app", file: "app.log"))
             try fleet.assign(generation: 1, ["logs"])
             let withRemoteConfig = try String(contentsOfFile: fleet.root + "/collector.yaml", encoding: .utf8)
             let withoutRemoteConfig = """
@@ -31,9 +31,9 @@ struct RemoteConfigStatusDeliveryTests {
                   stdout: false
                 """
             /// Starts the collector again with `configuration`.
-            func restartCollector(_ configuration: String) throws {
+            func restartCollector(_ configuration: String) async throws {
                 fleet.collector!.terminate()
-                fleet.collector!.waitUntilExit()
+                await fleet.collector!.awaitExit()
                 try fleet.write(configuration, to: "collector.yaml")
                 try fleet.startCollector()
             }
@@ -57,7 +57,7 @@ struct RemoteConfigStatusDeliveryTests {
 
             // A collector that does not serve remote configuration: the agent has a status, but does not send it.
             var known = Self.streams(proxy).count
-            try restartCollector(withoutRemoteConfig)
+            try await restartCollector(withoutRemoteConfig)
             proxy.cutAllConnections()
             let plain = await nextStream(after: known)
             #expect(plain != nil, "\(fleet.logs)")
@@ -66,7 +66,7 @@ struct RemoteConfigStatusDeliveryTests {
 
             // One that does again: the same status goes on its first stream, and on the next one.
             known = Self.streams(proxy).count
-            try restartCollector(withRemoteConfig)
+            try await restartCollector(withRemoteConfig)
             proxy.cutAllConnections()
             for round in 1...2 {
                 let stream = await nextStream(after: known)
@@ -82,7 +82,7 @@ struct RemoteConfigStatusDeliveryTests {
         try await RemoteConfigDeliveryTests.withProxiedFleet { fleet, proxy in
             proxy.refuseRequests(containing: "POST /v1/stream ")
             try "app-1\n".write(toFile: fleet.root + "/logs/app.log", atomically: true, encoding: .utf8)
-            try fleet.document("logs", serial: 1, fleet.tailDocument(source: "app", file: "app.log"))
+            try await fleet.document("logs", serial: 1, fleet.tailDocument(source: "app", file: "app.log"))
             try fleet.assign(generation: 1, ["logs"])
             try fleet.startCollector()
             // Without a stream there is no hint: a first look that finds no collector is made again only after

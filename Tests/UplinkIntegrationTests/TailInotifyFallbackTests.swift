@@ -27,16 +27,16 @@ struct TailInotifyFallbackTests {
     static let unshare = "/usr/bin/unshare"
 
     /// Whether this machine lets us make a user namespace and set its inotify limits.
-    static func userNamespacesWork() -> Bool {
+    static func userNamespacesWork() async -> Bool {
         guard FileManager.default.isExecutableFile(atPath: unshare) else { return false }
-        let done = try? SpawnedProcess.runToEnd([unshare, "-U", "-r", "sh", "-c", "echo 1 > /proc/sys/user/max_inotify_watches"])
+        let done = try? await SpawnedProcess.run([unshare, "-U", "-r", "sh", "-c", "echo 1 > /proc/sys/user/max_inotify_watches"])
         return done?.status == 0
     }
 
     @Test("inotify out of instances or watches (real limits in a user namespace): the tailer warns, polls, and every line arrives once",
         arguments: Limit.allCases)
     func fallback(limit: Limit) async throws {
-        guard Self.userNamespacesWork() else {
+        guard await Self.userNamespacesWork() else {
             return print("user namespaces (unshare -U -r) are not available here; skipping the inotify fallback test")
         }
         let directory = try Harness.temporaryDirectory("tail-inotify-\(limit.rawValue)")

@@ -8,9 +8,9 @@ import UplinkTestSupport
 @Suite("uplink validate --remote", .serialized, .timeLimit(.minutes(2)))
 struct ValidateRemoteCommandTests {
     /// A directory with `local.yaml` (remote_config enabled, a key file) and the documents `documents` names.
-    private func setUp(_ documents: [String: String]) throws -> String {
+    private func setUp(_ documents: [String: String]) async throws -> String {
         let directory = try Harness.temporaryDirectory("validate-remote")
-        #expect(try UplinkBinary.run(["config", "keygen", "--out", directory + "/fleet"]).status == 0)
+        #expect(try await UplinkBinary.run(["config", "keygen", "--out", directory + "/fleet"]).status == 0)
         try """
             uplink: { url: http://127.0.0.1:4318 }
             sources:
@@ -31,12 +31,12 @@ struct ValidateRemoteCommandTests {
     }
 
     @Test("valid documents: exit 0, the merged sources in the summary, a warning about a shell in allow.exec")
-    func valid() throws {
-        let directory = try setUp([
+    func valid() async throws {
+        let directory = try await setUp([
             "app.yaml": "sources:\n  - { name: app-cpu, type: cpu, interval: 5s }\n",
             "logs.yml": "sources:\n  - { name: app-log, type: tail, paths: [\"/var/log/app/*.log\"] }\n",
         ])
-        let result = try UplinkBinary.run([
+        let result = try await UplinkBinary.run([
             "validate", "--config", directory + "/local.yaml", "--remote", directory + "/app.yaml", "--remote", directory + "/logs.yml",
         ])
         #expect(result.status == 0, "stderr: \(result.standardError)")
@@ -46,7 +46,7 @@ struct ValidateRemoteCommandTests {
     }
 
     @Test("refused documents: exit 78, every issue as remote:<name>@<sha256 prefix>:LINE:COL: key: message")
-    func refused() throws {
+    func refused() async throws {
         let bad = """
             sources:
               - { name: cpu, type: cpu }
@@ -55,8 +55,8 @@ struct ValidateRemoteCommandTests {
             uplink:
               url: http://evil.test
             """
-        let directory = try setUp(["bad.yaml": bad, "good.yaml": "sources:\n  - { name: app-cpu, type: cpu }\n"])
-        let result = try UplinkBinary.run([
+        let directory = try await setUp(["bad.yaml": bad, "good.yaml": "sources:\n  - { name: app-cpu, type: cpu }\n"])
+        let result = try await UplinkBinary.run([
             "validate", "--config", directory + "/local.yaml", "--remote", directory + "/good.yaml", "--remote", directory + "/bad.yaml",
         ])
         #expect(result.status == 78)
@@ -73,11 +73,11 @@ struct ValidateRemoteCommandTests {
     }
 
     @Test("a local file without remote_config enabled refuses documents; a missing document is reported")
-    func notEnabledAndMissing() throws {
+    func notEnabledAndMissing() async throws {
         let directory = try Harness.temporaryDirectory("validate-remote-off")
         try "uplink: { url: http://127.0.0.1:4318 }\nsources: [{ name: cpu, type: cpu }]\n"
             .write(toFile: directory + "/local.yaml", atomically: true, encoding: .utf8)
-        let result = try UplinkBinary.run([
+        let result = try await UplinkBinary.run([
             "validate", "--config", directory + "/local.yaml", "--remote", directory + "/missing.yaml",
         ])
         #expect(result.status == 78)

@@ -99,7 +99,9 @@ public final class ChildProcess: @unchecked Sendable {
     }
 
     /// Blocks the calling thread until the child exits and returns its exit code, or its signal number when a
-    /// signal ended it (what Foundation's `Process.terminationStatus` says). For short commands only.
+    /// signal ended it (what Foundation's `Process.terminationStatus` says). For short commands only; not from async
+    /// code, where it would hold one of the global executor's few threads (``DedicatedThreads``).
+    @available(*, noasync, message: "blocks a thread of the global executor: use waitForExit(seconds:) or DedicatedThreads.blocking.run")
     public func waitUntilExitBlocking() -> Int32 {
         lock.lock()
         defer { lock.unlock() }

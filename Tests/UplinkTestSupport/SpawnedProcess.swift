@@ -29,6 +29,7 @@ public final class SpawnedProcess: Sendable {
     /// Runs `arguments` (`arguments[0]` an absolute path) to its end, blocking the calling thread (call it from
     /// ``DedicatedThreads/blocking`` in async code); standard input from `inputPath` (`/dev/null` when nil), standard
     /// error with the output when `mergingError`.
+    @available(*, noasync, message: "blocks a thread of the global executor: use run(_:inputPath:mergingError:)")
     public static func runToEnd(_ arguments: [String], inputPath: String? = nil, mergingError: Bool = false) throws -> Completed {
         let directory = try TestDirectories.make("uplink-spawned")
         defer { try? FileManager.default.removeItem(atPath: directory) }
@@ -38,6 +39,12 @@ public final class SpawnedProcess: Sendable {
         let status = process.child.waitUntilExitBlocking()
         func read(_ name: String) -> [UInt8] { FileManager.default.contents(atPath: directory + "/" + name).map { Array($0) } ?? [] }
         return Completed(status: status, output: read("output"), error: read("error"))
+    }
+
+    /// `runToEnd` on ``DedicatedThreads/blocking``: the calling task waits without holding a thread of the global
+    /// executor.
+    public static func run(_ arguments: [String], inputPath: String? = nil, mergingError: Bool = false) async throws -> Completed {
+        try await DedicatedThreads.blocking.run { try runToEnd(arguments, inputPath: inputPath, mergingError: mergingError) }
     }
 
     public var processIdentifier: Int32 { child.processIdentifier }
@@ -51,7 +58,9 @@ public final class SpawnedProcess: Sendable {
     /// Sends SIGINT (when it still runs); returns at once.
     public func interrupt() { child.send(SIGINT) }
 
-    /// Blocks the calling thread until it has exited.
+    /// Blocks the calling thread until it has exited. Not from async code (``awaitExit()``); a `defer` there only
+    /// signals: a child still running when released is killed and reaped (`ChildProcess`).
+    @available(*, noasync, message: "blocks a thread of the global executor: use awaitExit()")
     public func waitUntilExit() { _ = child.waitUntilExitBlocking() }
 
     /// `waitUntilExit()` on ``DedicatedThreads/blocking``: the calling task waits without holding a thread of the

@@ -47,7 +47,10 @@ func testConfiguration(_ directory: String, token: String? = nil, maxLineBytes: 
 func withClient<T>(
     _ configuration: HTTPClient.Configuration = {
         var configuration = HTTPClient.Configuration()
-        configuration.connectionPool = .init(idleTimeout: .seconds(30), concurrentHTTP1ConnectionsPerHostSoftLimit: 400)
+        // The client gives up an idle connection before the collector does (`request_head_timeout`, 10 s between
+        // requests): otherwise a request sent as the collector closes the connection fails with
+        // `remoteConnectionClosed`, which a test whose requests are 10 s apart on a loaded machine has met.
+        configuration.connectionPool = .init(idleTimeout: .seconds(5), concurrentHTTP1ConnectionsPerHostSoftLimit: 400)
         return configuration
     }(),
     _ body: (HTTPClient) async throws -> T

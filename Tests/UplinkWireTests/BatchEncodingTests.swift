@@ -58,15 +58,7 @@ import UplinkWire
                     batch.append(message: message, timestamp: Int64(round), originOffset: UInt64(round * 10 + line))
                 }
             }
-            let (frames, ends) = encoder.encodeLogFrames(batch)
-            try #require(ends.count == batch.count)
-            var start = 0
-            for index in 0..<batch.count {
-                var expected: [UInt8] = []
-                encoder.encodeFrame(batch.record(at: index), into: &expected)
-                #expect(Array(frames[start..<ends[index]]) == expected, "round \(round), \(key), line \(index)")
-                start = ends[index]
-            }
+            try Self.expectBatchFramesAreRecordFrames(batch, encoder, "round \(round), \(key)")
         }
     }
 
@@ -113,17 +105,27 @@ import UplinkWire
                 batch.append(message: $0, timestamp: Int64(index / 3), originOffset: offset)
             }
         }
-        let (frames, ends) = encoder.encodeLogFrames(batch)
-        try #require(ends.count == batch.count)
+        let frames = try Self.expectBatchFramesAreRecordFrames(batch, encoder, "escaped")
         #expect(frames.count > 6 * batch.messageBytes.count)
+    }
+
+    /// Encodes `batch` in one pass and expects each line's frame to be its record's, the frames back to back;
+    /// returns the frames.
+    @discardableResult
+    static func expectBatchFramesAreRecordFrames(
+        _ batch: LogLineBatch, _ encoder: NDJSONFrameEncoder, _ label: String
+    ) throws -> [UInt8] {
+        let (frames, ends) = encoder.encodeLogFrames(batch)
+        try #require(ends.count == batch.count, "\(label)")
         var start = 0
         for index in 0..<batch.count {
             var expected: [UInt8] = []
             encoder.encodeFrame(batch.record(at: index), into: &expected)
-            #expect(Array(frames[start..<ends[index]]) == expected, "line \(index)")
+            #expect(Array(frames[start..<ends[index]]) == expected, "\(label), line \(index)")
             start = ends[index]
         }
-        #expect(start == frames.count)
+        #expect(start == frames.count, "\(label)")
+        return frames
     }
 
     @Test func anEmptyBatchHasNoFrames() {

@@ -54,6 +54,8 @@ public final class TestHTTPServer: Sendable {
 
     /// Every request received so far, in order.
     public var requests: [Request] { state.withLock { $0.requests } }
+    /// Connections open now (the server never closes an idle one itself).
+    public var openConnections: Int { state.withLock { $0.children.count } }
     /// Body bytes handed to the socket for `.endless` answers so far.
     public var endlessBytesWritten: Int { state.withLock { $0.endlessBytes } }
 

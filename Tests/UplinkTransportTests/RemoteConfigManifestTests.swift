@@ -40,6 +40,21 @@ struct RemoteConfigManifestTests {
         #expect(request?.header("If-None-Match") == nil)
     }
 
+    @Test("the client closes a kept-alive connection after idleConnectionTimeout, before a collector would (10 s)")
+    func idleConnectionsAreClosedFirstByTheClient() async throws {
+        // This server never closes an idle connection: only the client's pool can. AsyncHTTPClient's pool times the
+        // idle connection on its event loop, not on a clock the test could advance: this waits about 5 s.
+        let server = TestHTTPServer { _ in .full(status: 200, headers: [("ETag", "\"g17\"")], body: Self.manifest.json) }
+        try await server.start()
+        try await T.withClient(url: server.url) { client in
+            #expect(await client.fetchManifest(previousETag: nil) == .manifest(Self.manifest, etag: "\"g17\""))
+            #expect(server.openConnections == 1, "the connection is kept for the next request")
+            let closed = await eventually(timeout: RemoteConfigClient.idleConnectionTimeout * 6) { server.openConnections == 0 }
+            #expect(closed, "the idle connection is still open")
+        }
+        await server.stop()
+    }
+
     @Test("304 answers If-None-Match: not modified")
     func notModified() async throws {
         let (result, request) = try await fetch(.full(status: 304, headers: [], body: []), previousETag: "\"g17\"")

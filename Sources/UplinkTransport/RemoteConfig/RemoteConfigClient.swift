@@ -57,6 +57,10 @@ public final class RemoteConfigClient: Sendable {
     /// `remote_config.labels`, sent as `Uplink-Labels: k=v,k=v` (sorted by key) with every request.
     public let labels: [String: String]
     public let timeouts: Timeouts
+    /// How long a connection is kept for the next request: less than a collector's default `request_head_timeout`
+    /// (10 s), after which the collector closes a kept-alive connection. A request sent on a connection the collector
+    /// is closing fails (`remoteConnectionClosed`) and the look with it; looks are minutes apart, so little is reused.
+    public static let idleConnectionTimeout: Duration = .seconds(5)
     /// What `timeouts.request` is measured on.
     let clock: any Clock<Duration>
     let client: HTTPClient
@@ -79,6 +83,7 @@ public final class RemoteConfigClient: Sendable {
         self.clock = clock
         var configuration = Uplink.clientConfiguration(uplink)
         configuration.timeout = .init(connect: TimeAmount(timeouts.connect), read: TimeAmount(timeouts.readIdle))
+        configuration.connectionPool.idleTimeout = TimeAmount(Self.idleConnectionTimeout)
         client = HTTPClient(eventLoopGroup: eventLoopGroup, configuration: configuration)
         tlsReloader = uplink.usesTLS ? TLSReloader(settings: uplink.tls, logger: logger) : nil
     }

@@ -120,21 +120,11 @@ enum UplinkBinary {
         try SpawnedProcess([try path(), "run", "--config", config, "--log-level", "error"])
     }
 
-    /// Runs `uplink ARGUMENTS` to the end: its exit status and what it printed. Spawned as a `ChildProcess`, not with
-    /// Foundation's `Process`, whose `run()` can crash the test process (see `OpenSSL` in UplinkTestSupport). The wait
-    /// runs on ``DedicatedThreads/blocking``, not on a thread of the global executor.
+    /// Runs `uplink ARGUMENTS` to the end (`SpawnedProcess.run`, not Foundation's `Process`, whose `run()` can crash
+    /// the test process: see `OpenSSL` in UplinkTestSupport): its exit status and what it printed.
     static func run(_ arguments: [String]) async throws -> (status: Int32, standardOutput: String, standardError: String) {
-        try await DedicatedThreads.blocking.run { try runBlocking(arguments) }
-    }
-
-    private static func runBlocking(_ arguments: [String]) throws -> (status: Int32, standardOutput: String, standardError: String) {
-        let directory = try TestDirectories.make("uplink-command")
-        defer { try? FileManager.default.removeItem(atPath: directory) }
-        let process = try ChildProcess(
-            [try path()] + arguments, outputPath: directory + "/stdout", errorPath: directory + "/stderr")
-        let status = process.waitUntilExitBlocking()
-        func read(_ name: String) -> String { (try? String(contentsOfFile: directory + "/" + name, encoding: .utf8)) ?? "" }
-        return (status, read("stdout"), read("stderr"))
+        let done = try await SpawnedProcess.run([try path()] + arguments)
+        return (done.status, done.outputText, done.errorText)
     }
 }
 

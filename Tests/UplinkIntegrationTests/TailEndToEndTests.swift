@@ -261,9 +261,7 @@ struct TailEndToEndTests {
 
         /// One forced rotation, in its own process (on a thread of its own: it blocks).
         func rotate() async throws -> SpawnedProcess.Completed {
-            try await DedicatedThreads.blocking.run { [executable, directory, configuration] in
-                try SpawnedProcess.runToEnd([executable, "-f", "-s", directory + "/logrotate.state", configuration])
-            }
+            try await SpawnedProcess.run([executable, "-f", "-s", directory + "/logrotate.state", configuration])
         }
     }
 

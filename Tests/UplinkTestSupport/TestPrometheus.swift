@@ -78,9 +78,7 @@ public enum TestPromtool {
     {
         let input = directory + "/exposition-\(UUID().uuidString).txt"
         try exposition.write(toFile: input, atomically: true, encoding: .utf8)
-        return try await DedicatedThreads.blocking.run {
-            let done = try SpawnedProcess.runToEnd([binary, "check", "metrics"], inputPath: input, mergingError: true)
-            return (done.status, done.outputText)
-        }
+        let done = try await SpawnedProcess.run([binary, "check", "metrics"], inputPath: input, mergingError: true)
+        return (done.status, done.outputText)
     }
 }

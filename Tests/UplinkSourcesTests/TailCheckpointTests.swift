@@ -23,15 +23,15 @@ struct TailCheckpointTests {
         let directory = try TailTemporaryDirectory()
         defer { directory.remove() }
         let a = TailCheckpoint(
-            inode: TailFS.Inode(device: 1, inode: 10), fingerprint: .empty, originID: 5, offset: 100, path: "/l/a.log")
+            inode: FileIdentity(device: 1, inode: 10), fingerprint: .empty, originID: 5, offset: 100, path: "/l/a.log")
         let b = TailCheckpoint(
-            inode: TailFS.Inode(device: 1, inode: 11), fingerprint: .empty, originID: 6, offset: 200, path: "/l/b.log")
+            inode: FileIdentity(device: 1, inode: 11), fingerprint: .empty, originID: 6, offset: 200, path: "/l/b.log")
         let fileBytes = TailCheckpointFile.encode([a, b])
         let base = TailCheckpointChanges.contentHash(fileBytes)
         var movedA = a
         movedA.offset = 150
         let c = TailCheckpoint(
-            inode: TailFS.Inode(device: 1, inode: 12), fingerprint: .empty, originID: 7, offset: 0, path: "/l/c.log")
+            inode: FileIdentity(device: 1, inode: 12), fingerprint: .empty, originID: 7, offset: 0, path: "/l/c.log")
         let changes = TailCheckpointChanges.encode(base: base, lines: [movedA, c].map(TailCheckpointFile.encodeLine))
         let decoded = try TailCheckpointChanges.decode(changes).get()
         #expect(decoded.base == base && decoded.checkpoints == [movedA, c])
@@ -126,10 +126,10 @@ struct TailCheckpointTests {
     func format() throws {
         let entries = [
             TailCheckpoint(
-                inode: TailFS.Inode(device: 2049, inode: 123_456), fingerprint: TailFingerprint(length: 256, hash: 0xdead_beef),
+                inode: FileIdentity(device: 2049, inode: 123_456), fingerprint: TailFingerprint(length: 256, hash: 0xdead_beef),
                 originID: UInt64(Int64.max), offset: 1 << 40, path: "/var/log/with space\\and\nnewline.log"),
             TailCheckpoint(
-                inode: TailFS.Inode(device: 1, inode: 2), fingerprint: .empty, originID: 1, offset: 0, path: "rel.log"),
+                inode: FileIdentity(device: 1, inode: 2), fingerprint: .empty, originID: 1, offset: 0, path: "rel.log"),
         ]
         let encoded = TailCheckpointFile.encode(entries)
         #expect(try TailCheckpointFile.decode(encoded).get() == entries)

@@ -1,4 +1,5 @@
 import Foundation
+import UplinkFiles
 import Logging
 import Testing
 import UplinkCore
@@ -16,7 +17,7 @@ struct TailCheckpointerTests {
     /// has no descriptor: the checkpointer never reads a file.
     static func followed(_ number: UInt64, offset: UInt64, now: ContinuousClock.Instant) -> TailedFile {
         TailedFile(
-            descriptor: -1, inode: TailFS.Inode(device: 2049, inode: number), path: "/var/log/app/f\(number).log",
+            descriptor: -1, inode: FileIdentity(device: 2049, inode: number), path: "/var/log/app/f\(number).log",
             fingerprint: TailFingerprint(length: TailFingerprint.maximumLength, hash: number &* 0x9e37_79b9_7f4a_7c15),
             originID: 1000 + number, offset: offset, maxLineBytes: 1024, multiline: nil, now: now)
     }

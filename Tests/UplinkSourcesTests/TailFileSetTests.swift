@@ -1,4 +1,5 @@
 import Glibc
+import UplinkFiles
 import Testing
 import UplinkTestSupport
 
@@ -25,7 +26,7 @@ struct TailFileSetTests {
         let descriptor = open(path, O_RDONLY | O_CREAT | O_CLOEXEC, 0o644)
         try #require(descriptor >= 0, "cannot create \(path)")
         return TailedFile(
-            descriptor: descriptor, inode: TailFS.Inode(device: 1, inode: inode), path: path, fingerprint: .empty,
+            descriptor: descriptor, inode: FileIdentity(device: 1, inode: inode), path: path, fingerprint: .empty,
             originID: inode, offset: 0, maxLineBytes: 1024, multiline: nil, now: .now)
     }
 
@@ -122,7 +123,7 @@ struct TailFileSetTests {
     @Test("aliases: another name of a followed file, until forgotten")
     func aliases() {
         var set = TailFileSet()
-        let inode = TailFS.Inode(device: 1, inode: 9)
+        let inode = FileIdentity(device: 1, inode: 9)
         set.setAlias(inode, at: "/var/log/link.log")
         #expect(set.alias(at: "/var/log/link.log") == inode)
         set.setAlias(nil, at: "/var/log/link.log")
@@ -133,22 +134,22 @@ struct TailFileSetTests {
     func recentlyClosed() {
         func checkpoint(_ inode: UInt64, offset: UInt64 = 0) -> TailCheckpoint {
             TailCheckpoint(
-                inode: TailFS.Inode(device: 1, inode: inode), fingerprint: .empty, originID: inode, offset: offset,
+                inode: FileIdentity(device: 1, inode: inode), fingerprint: .empty, originID: inode, offset: offset,
                 path: "/log/\(inode)")
         }
         var closed = TailRecentlyClosed(limit: 3)
         for inode in 1...4 { closed.remember(checkpoint(UInt64(inode))) }
         #expect(closed.count == 3)
-        #expect(closed.take(TailFS.Inode(device: 1, inode: 1)) == nil, "the oldest was dropped")
-        #expect(closed.take(TailFS.Inode(device: 1, inode: 2)) == checkpoint(2))
-        #expect(closed.take(TailFS.Inode(device: 1, inode: 2)) == nil)
+        #expect(closed.take(FileIdentity(device: 1, inode: 1)) == nil, "the oldest was dropped")
+        #expect(closed.take(FileIdentity(device: 1, inode: 2)) == checkpoint(2))
+        #expect(closed.take(FileIdentity(device: 1, inode: 2)) == nil)
 
         closed.remember(checkpoint(3, offset: 50))
         #expect(closed.count == 2, "the same inode again replaces its checkpoint")
         closed.remember(checkpoint(5))
         #expect(closed.count == 3, "the taken checkpoint's place is free again")
-        #expect(closed.take(TailFS.Inode(device: 1, inode: 3)) == checkpoint(3, offset: 50))
-        #expect(closed.take(TailFS.Inode(device: 1, inode: 4)) == checkpoint(4))
-        #expect(closed.take(TailFS.Inode(device: 1, inode: 5)) == checkpoint(5))
+        #expect(closed.take(FileIdentity(device: 1, inode: 3)) == checkpoint(3, offset: 50))
+        #expect(closed.take(FileIdentity(device: 1, inode: 4)) == checkpoint(4))
+        #expect(closed.take(FileIdentity(device: 1, inode: 5)) == checkpoint(5))
     }
 }

@@ -31,7 +31,7 @@ final class TailCheckpointer {
     var isDirty: Bool { schedule.isDirty }
     /// The entries the checkpoint file holds, and the hash of its bytes that a changes file must name; nil before
     /// it was read or written (the next write then rewrites it whole).
-    private var fileEntries: [TailFS.Inode: TailCheckpoint] = [:]
+    private var fileEntries: [FileIdentity: TailCheckpoint] = [:]
     private var fileHash: UInt64?
     /// Whether a changes file may be on disk: removed when the checkpoint file alone says it all or is rewritten.
     private var changesFileWritten = false

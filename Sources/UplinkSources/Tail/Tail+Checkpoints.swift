@@ -1,4 +1,5 @@
 import UplinkCore
+import UplinkFiles
 
 #if canImport(Glibc)
 import Glibc
@@ -10,7 +11,7 @@ import Darwin
 
 /// Where one file incarnation stands: what identifies it and how far the collector has acknowledged its lines.
 struct TailCheckpoint: Sendable, Equatable {
-    var inode: TailFS.Inode
+    var inode: FileIdentity
     var fingerprint: TailFingerprint
     var originID: UInt64
     /// Offset just past the last acknowledged line: reading resumes here.
@@ -110,7 +111,7 @@ enum TailCheckpointFile {
                 return .failure(FormatError(line: number, reason: "malformed entry"))
             }
             checkpoints.append(TailCheckpoint(
-                inode: TailFS.Inode(device: device, inode: inode),
+                inode: FileIdentity(device: device, inode: inode),
                 fingerprint: TailFingerprint(length: length, hash: hash), originID: origin, offset: offset,
                 path: path))
         }
@@ -229,7 +230,7 @@ enum TailCheckpointChanges {
                 return (checkpoints, nil)  // left from before the checkpoint file was last rewritten
             }
             var merged = checkpoints
-            var index: [TailFS.Inode: Int] = [:]
+            var index: [FileIdentity: Int] = [:]
             for (position, checkpoint) in merged.enumerated() { index[checkpoint.inode] = position }
             for change in changes.checkpoints {
                 if let position = index[change.inode] {

@@ -189,12 +189,12 @@ final class TailCopyDetector {
     /// The newest file beside `file` that holds its incarnation's content, opened for reading. Only for an
     /// incarnation with a full-length fingerprint: a few shared first bytes (a short header line) could match another
     /// file, whose end would then be sent as this one's.
-    private func findCopy(of file: TailedFile) -> (Int32, String, TailFS.Inode)? {
+    private func findCopy(of file: TailedFile) -> (Int32, String, FileIdentity)? {
         guard file.fingerprint.length >= TailFingerprint.maximumLength else { return nil }
         let slash = file.path.lastIndex(of: "/")
         let directory = slash.map { String(file.path[..<$0]) } ?? "."
         let prefix = slash.map { String(file.path[..<file.path.index(after: $0)]) } ?? ""
-        var best: (descriptor: Int32, path: String, modified: Int64, inode: TailFS.Inode)?
+        var best: (descriptor: Int32, path: String, modified: Int64, inode: FileIdentity)?
         for entry in TailFS.list(directory.isEmpty ? "/" : directory) where entry.isDirectory != true && !entry.isSymbolicLink {
             let path = prefix + entry.name
             // A copy may be shorter than what was read: the writer appended between logrotate's copy and its

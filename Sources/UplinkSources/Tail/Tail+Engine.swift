@@ -63,7 +63,7 @@ final class TailEngine {
     /// matching name, continues there instead of being read again).
     var recentlyClosed = TailRecentlyClosed(limit: 1024)
     /// Checkpoints read at start, until the first discovery matched them.
-    var loadedCheckpoints: [TailFS.Inode: TailCheckpoint] = [:]
+    var loadedCheckpoints: [FileIdentity: TailCheckpoint] = [:]
     var checkpointedPaths: Set<String> = []
 
     /// The checkpoint file: loaded at start, written when due with the followed files' checkpoints.

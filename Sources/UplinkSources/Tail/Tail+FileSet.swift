@@ -1,3 +1,5 @@
+import UplinkFiles
+
 /// The files a tail source follows and the ways it finds them: in the order they were opened (older incarnations of
 /// a path before newer ones), by inode (those not closed), by the path each is at now, other names (hard links) of
 /// followed files, and the list a turn reads. It keeps these views in step; what happens to a file (opening,
@@ -6,11 +8,11 @@ struct TailFileSet {
     /// Every followed file, in the order they were opened; closed ones stay until their lines are acknowledged.
     private(set) var all: [TailedFile] = []
     /// Followed files not closed, by inode.
-    private var byInode: [TailFS.Inode: TailedFile] = [:]
+    private var byInode: [FileIdentity: TailedFile] = [:]
     /// The file at each followed path (a detached or closed file is at none).
     private var byPath: [String: TailedFile] = [:]
     /// Paths that are another name (hard link) of a followed file.
-    private var aliases: [String: TailFS.Inode] = [:]
+    private var aliases: [String: FileIdentity] = [:]
     private var awakeFiles: [TailedFile] = []
     private var awakeIsStale = true
     /// Files were closed since closed and acknowledged ones were last removed.
@@ -34,7 +36,7 @@ struct TailFileSet {
     }
 
     /// The followed, not closed file with this inode.
-    func file(inode: TailFS.Inode) -> TailedFile? {
+    func file(inode: FileIdentity) -> TailedFile? {
         byInode[inode]
     }
 
@@ -91,12 +93,12 @@ struct TailFileSet {
     }
 
     /// The followed file's inode `path` is another name of, when `path` is known as one.
-    func alias(at path: String) -> TailFS.Inode? {
+    func alias(at path: String) -> FileIdentity? {
         aliases[path]
     }
 
     /// Notes `path` as another name of the followed file with `inode` (nil: forgets it).
-    mutating func setAlias(_ inode: TailFS.Inode?, at path: String) {
+    mutating func setAlias(_ inode: FileIdentity?, at path: String) {
         aliases[path] = inode
     }
 }
@@ -105,8 +107,8 @@ struct TailFileSet {
 /// continues there instead of being read again. Holds the newest `limit`; the oldest goes first.
 struct TailRecentlyClosed {
     let limit: Int
-    private var checkpoints: [TailFS.Inode: TailCheckpoint] = [:]
-    private var order: [TailFS.Inode] = []
+    private var checkpoints: [FileIdentity: TailCheckpoint] = [:]
+    private var order: [FileIdentity] = []
 
     init(limit: Int) {
         self.limit = limit
@@ -126,7 +128,7 @@ struct TailRecentlyClosed {
     }
 
     /// The checkpoint of `inode`, taken out.
-    mutating func take(_ inode: TailFS.Inode) -> TailCheckpoint? {
+    mutating func take(_ inode: FileIdentity) -> TailCheckpoint? {
         guard let checkpoint = checkpoints.removeValue(forKey: inode) else { return nil }
         order.removeAll { $0 == inode }
         return checkpoint

@@ -11,9 +11,6 @@ import UplinkFiles
 /// other sources share are in `SourceFiles`, a file's status is UplinkFiles' `FileStatus`. None of them blocks for
 /// long on a local file system.
 enum TailFS {
-    /// Device and inode of a file (`FileIdentity`).
-    typealias Inode = FileIdentity
-
     static func isRegularFile(_ path: String) -> Bool {
         FileStatus(path: path)?.isRegular ?? false
     }
@@ -26,7 +23,7 @@ enum TailFS {
     /// The real path (symbolic links resolved, absolute) of the file open as `descriptor`, which was opened at `path`
     /// and has `inode`: read from `/proc/self/fd`, or where that is missing, `realpath(3)` of `path` if it still names
     /// the same file. nil when neither tells.
-    static func realPath(descriptor: Int32, openedAt path: String, inode: Inode) -> String? {
+    static func realPath(descriptor: Int32, openedAt path: String, inode: FileIdentity) -> String? {
         if let real = SymbolicLink.target(of: "/proc/self/fd/\(descriptor)"), real.hasPrefix("/") { return real }
         guard let resolved = realpath(path, nil) else { return nil }
         defer { free(resolved) }

@@ -31,14 +31,14 @@ final class TailOpener: Sendable {
 
     private struct PathState {
         /// The file last seen at the path (nil: nothing, or one that could not be opened).
-        var current: TailFS.Inode?
-        var failedInode: TailFS.Inode?
+        var current: FileIdentity?
+        var failedInode: FileIdentity?
         var events: [Event] = []
         var pendingOpened = 0
         /// Files opened at the path lately, so one seen again under its rotated name is not taken for a new one.
-        var recent: [TailFS.Inode] = []
+        var recent: [FileIdentity] = []
 
-        mutating func remember(_ inode: TailFS.Inode) {
+        mutating func remember(_ inode: FileIdentity) {
             recent.append(inode)
             if recent.count > 64 { recent.removeFirst(recent.count - 64) }
         }
@@ -263,12 +263,12 @@ final class TailOpener: Sendable {
 
     /// Whether the file open as `descriptor` (opened at `path`, with `inode`) may be read: always without
     /// `allowedRealPaths`, else when its real path matches one of them.
-    func allows(descriptor: Int32, path: String, inode: TailFS.Inode) -> Bool {
+    func allows(descriptor: Int32, path: String, inode: FileIdentity) -> Bool {
         Self.refusal(descriptor: descriptor, path: path, inode: inode, allowed: allowedRealPaths) == nil
     }
 
     /// The real path of a file that `allowed` refuses (`(unknown)` when it cannot be told), or nil when it may be read.
-    private static func refusal(descriptor: Int32, path: String, inode: TailFS.Inode, allowed: [TailGlob]?) -> String? {
+    private static func refusal(descriptor: Int32, path: String, inode: FileIdentity, allowed: [TailGlob]?) -> String? {
         guard let allowed else { return nil }
         guard let real = TailFS.realPath(descriptor: descriptor, openedAt: path, inode: inode) else { return "(unknown)" }
         return allowed.contains(where: { $0.matches(real) }) ? nil : real

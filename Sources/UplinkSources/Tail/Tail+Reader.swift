@@ -132,7 +132,7 @@ struct TailLineSplitter {
 final class TailedFile {
     /// -1 while parked or closed.
     private(set) var descriptor: Int32
-    let inode: TailFS.Inode
+    let inode: FileIdentity
     /// The path the file was last seen under (the `path` field of its records).
     var path: String {
         didSet { fields = [Tag("path", path)] }
@@ -184,7 +184,7 @@ final class TailedFile {
     var modifyWatch: Int32?
 
     init(
-        descriptor: Int32, inode: TailFS.Inode, path: String, fingerprint: TailFingerprint, originID: UInt64,
+        descriptor: Int32, inode: FileIdentity, path: String, fingerprint: TailFingerprint, originID: UInt64,
         offset: UInt64, maxLineBytes: Int, multiline: TailMultiline?, now: ContinuousClock.Instant
     ) {
         self.descriptor = descriptor

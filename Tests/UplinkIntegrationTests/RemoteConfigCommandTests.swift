@@ -50,7 +50,7 @@ struct RemoteConfigCommandTests {
         func status() async -> Int? {
             var request = HTTPClientRequest(url: "http://127.0.0.1:\(port)/v1/config")
             request.headers.add(name: "Uplink-Agent", value: "edge-1")
-            guard let response = try? await client.execute(request, timeout: .seconds(5)) else { return nil }
+            guard let response = try? await client.execute(request, timeout: peerRequestTimeout) else { return nil }
             _ = try? await response.body.collect(upTo: 1 << 20)
             return Int(response.status.code)
         }

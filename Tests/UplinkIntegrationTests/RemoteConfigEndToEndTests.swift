@@ -28,7 +28,7 @@ struct RemoteConfigEndToEndTests {
             #expect(FileManager.default.fileExists(atPath: fleet.root + "/state/remote/current"))
             #expect(await fleet.remoteState().sources.sorted() == ["app", "local-load"])
             let metrics = try await fleet.client.execute(
-                HTTPClientRequest(url: "http://127.0.0.1:\(fleet.agentPort)/metrics"), timeout: .seconds(5)
+                HTTPClientRequest(url: "http://127.0.0.1:\(fleet.agentPort)/metrics"), timeout: peerRequestTimeout
             ).body.collect(upTo: 1 << 20)
             #expect(String(buffer: metrics).contains(#"uplink_remote_config_state{state="applied"} 1"#))
             // One document and its envelope, each fetched whole.
@@ -44,7 +44,7 @@ struct RemoteConfigEndToEndTests {
             #expect(rolledBack.sources.sorted() == ["app", "local-load"], "the last-known-good runs again")
             #expect(!fleet.agentStopped(source: "app"), "the unchanged tail source was never restarted")
             let counted = try await fleet.client.execute(
-                HTTPClientRequest(url: "http://127.0.0.1:\(fleet.agentPort)/metrics"), timeout: .seconds(5)
+                HTTPClientRequest(url: "http://127.0.0.1:\(fleet.agentPort)/metrics"), timeout: peerRequestTimeout
             ).body.collect(upTo: 1 << 20)
             #expect(String(buffer: counted).contains(#"uplink_remote_config_applies_total{result="rolled_back"} 1"#))
             #expect(String(buffer: counted).contains(#"uplink_remote_config_applies_total{result="applied"} 1"#))

@@ -123,7 +123,7 @@ final class RemoteConfigFleet: @unchecked Sendable {
     /// The agent's `/v1/status` as JSON, nil while it does not answer.
     func agentStatus(port: Int? = nil) async -> [String: Any]? {
         guard let response = try? await client.execute(
-            HTTPClientRequest(url: "http://127.0.0.1:\(port ?? agentPort)/v1/status"), timeout: .seconds(5)),
+            HTTPClientRequest(url: "http://127.0.0.1:\(port ?? agentPort)/v1/status"), timeout: peerRequestTimeout),
             let body = try? await response.body.collect(upTo: 1 << 20)
         else { return nil }
         return (try? JSONSerialization.jsonObject(with: Data(body.readableBytesView))) as? [String: Any]
@@ -132,7 +132,7 @@ final class RemoteConfigFleet: @unchecked Sendable {
     /// The collector's `/v1/fleet` as text, nil while it does not answer.
     func collectorFleet() async -> String? {
         guard let response = try? await client.execute(
-            HTTPClientRequest(url: "http://127.0.0.1:\(collectorPort)/v1/fleet"), timeout: .seconds(5)),
+            HTTPClientRequest(url: "http://127.0.0.1:\(collectorPort)/v1/fleet"), timeout: peerRequestTimeout),
             let body = try? await response.body.collect(upTo: 1 << 20)
         else { return nil }
         return String(buffer: body)
@@ -347,7 +347,7 @@ extension RemoteConfigFleet {
         var request = HTTPClientRequest(url: "http://127.0.0.1:\(collectorPort)/v1/config")
         request.headers.add(name: "Uplink-Agent", value: agent)
         request.headers.add(name: "Uplink-Labels", value: "site=lab")
-        guard let response = try? await client.execute(request, timeout: .seconds(5)), response.status == .ok,
+        guard let response = try? await client.execute(request, timeout: peerRequestTimeout), response.status == .ok,
             let body = try? await response.body.collect(upTo: 1 << 20),
             let manifest = (try? JSONSerialization.jsonObject(with: Data(body.readableBytesView))) as? [String: Any]
         else { return nil }

@@ -1,3 +1,5 @@
+import NIOCore
+
 /// Polls `condition` every 10 ms until it holds; returns whether it did. `timeout` only bounds a failing test (a
 /// condition that holds returns at once), it measures nothing: generous, since tests run beside hundreds of others
 /// and their peer processes on CI's two cores. The number of polls is bounded too.
@@ -32,3 +34,8 @@ public func settles<Value: Equatable>(
         return accept(last) && ContinuousClock.now - since >= quiet
     }
 }
+
+/// How long a test waits for one HTTP request to a peer process on loopback (an agent's or collector's `/metrics`,
+/// `/v1/status`, `/v1/fleet`). It only bounds a hang: on CI's two cores, beside hundreds of tests and their processes,
+/// an answer has been seen to take more than 5 s.
+public let peerRequestTimeout: TimeAmount = .seconds(30)

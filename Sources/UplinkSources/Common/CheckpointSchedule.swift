@@ -17,6 +17,10 @@ struct CheckpointSchedule {
 
     /// When the last write began (the start, before any): intervals are counted from here.
     private(set) var lastWrite: ContinuousClock.Instant
+    /// One interval, and `trickleIntervals` intervals, after `lastWrite`: kept, since a source asks after every read
+    /// whether a write is due, and `Duration` arithmetic goes through 128-bit integers.
+    private var intervalAfterLastWrite: ContinuousClock.Instant
+    private var trickleAfterLastWrite: ContinuousClock.Instant
     /// Something besides acknowledged progress changed since the last write.
     private var changed = false
     /// Bytes acknowledged since the last write.
@@ -26,6 +30,8 @@ struct CheckpointSchedule {
     init(interval: Duration, now: ContinuousClock.Instant) {
         self.interval = interval
         lastWrite = now
+        intervalAfterLastWrite = now.advanced(by: interval)
+        trickleAfterLastWrite = now.advanced(by: interval * Self.trickleIntervals)
     }
 
     /// Whether anything changed since the last write.
@@ -44,8 +50,8 @@ struct CheckpointSchedule {
 
     /// When the write of what changed is due; nil when nothing changed.
     var due: ContinuousClock.Instant? {
-        if changed || acknowledgedBytes >= Self.trickleBytes { return lastWrite.advanced(by: interval) }
-        if acknowledgedBytes > 0 { return lastWrite.advanced(by: interval * Self.trickleIntervals) }
+        if changed || acknowledgedBytes >= Self.trickleBytes { return intervalAfterLastWrite }
+        if acknowledgedBytes > 0 { return trickleAfterLastWrite }
         return nil
     }
 
@@ -59,8 +65,11 @@ struct CheckpointSchedule {
     /// collector, whose acknowledgements the source takes when it looks) one interval from `now` at the latest; nil
     /// when neither. Never before `now`.
     func nextLook(now: ContinuousClock.Instant, awaitingAcknowledgement: Bool) -> ContinuousClock.Instant? {
-        let look = awaitingAcknowledgement ? now.advanced(by: interval) : nil
-        let next = [due, look].compactMap { $0 }.min()
+        var next = due
+        if awaitingAcknowledgement {
+            let look = now.advanced(by: interval)
+            next = min(next ?? look, look)
+        }
         return next.map { max(now, $0) }
     }
 
@@ -68,6 +77,8 @@ struct CheckpointSchedule {
     /// so it is retried after the interval.
     mutating func writing(at now: ContinuousClock.Instant) {
         lastWrite = now
+        intervalAfterLastWrite = now.advanced(by: interval)
+        trickleAfterLastWrite = now.advanced(by: interval * Self.trickleIntervals)
         changed = false
         acknowledgedBytes = 0
     }

@@ -118,6 +118,42 @@ public final class RecordRing: Sendable {
         frame.withUnsafeBytes { append($0, source: source) }
     }
 
+    /// Appends frames stored back to back in `frames` (frame `i` ends at `ends[i]`) if all of them fit now, without
+    /// waiting and without passing anyone: no append waits for room, and they fit beside the room set aside for
+    /// waiting appends. Then it returns their outcomes, as `appendWaitingForSpace(frames:ends:source:)` would; otherwise
+    /// (and for a frame larger than the ring) nil, and nothing was stored. For a caller that must not wait, such as a
+    /// handler on an event loop, with `appendWaitingForSpace` to fall back on.
+    public func appendIfRoom(frames: [UInt8], ends: [Int], source: SourceID) -> [AppendOutcome]? {
+        let (outcomes, dataWaiter) = frames.withUnsafeBytes { bytes in
+            state.withLock { state -> ([AppendOutcome]?, (@Sendable () -> Void)?) in
+                guard state.spaceWaiters.isEmpty else { return (nil, nil) }
+                var needed = 0
+                var start = 0
+                for end in ends {
+                    let frameNeeds = Self.frameHeaderBytes + end - start
+                    guard frameNeeds <= capacity else { return (nil, nil) }
+                    needed += frameNeeds
+                    start = end
+                }
+                guard state.used + state.reservedForWaiters + needed <= capacity else { return (nil, nil) }
+                var outcomes: [AppendOutcome] = []
+                outcomes.reserveCapacity(ends.count)
+                var appendedAny = false
+                start = 0
+                for end in ends {
+                    let frame = UnsafeRawBufferPointer(rebasing: bytes[start..<end])
+                    let outcome = appendLocked(frame, source: source, state: &state, mayDrop: false, kept: true)
+                    if case .appended = outcome { appendedAny = true }
+                    outcomes.append(outcome)
+                    start = end
+                }
+                return (outcomes, appendedAny ? takeDataWaiter(.appended(sequence: 0), &state) : nil)
+            }
+        }
+        dataWaiter?()
+        return outcomes
+    }
+
     /// Appends one frame, waiting (without dropping anything) until the ring has room for it, in turn with other
     /// appends waiting for room (see `appendWaitingForSpace(frames:ends:source:)`). Returns `.rejectedOversize` at
     /// once for a frame larger than the ring. Cancellation ends the wait and returns `.droppedNewest`, counted as such.

@@ -28,6 +28,11 @@ public struct RingRecordSink: RecordSink {
         return await ring.appendWaitingForSpace(frames: frames, ends: ends, source: sourceID)
     }
 
+    public func emitIfRoom(_ batch: LogLineBatch) -> [AppendOutcome]? {
+        let (frames, ends) = encoder.encodeLogFrames(batch)
+        return ring.appendIfRoom(frames: frames, ends: ends, source: sourceID)
+    }
+
     public var acknowledgedSequence: UInt64 { ring.acknowledgedSequence }
 
     public func waitForAcknowledgement(after sequence: UInt64) async -> UInt64 {

@@ -68,6 +68,12 @@ public protocol RecordSink: Sendable {
     /// the lines not yet stored come back as `.droppedNewest`.
     nonisolated(nonsending) func emitWaitingForSpace(_ batch: LogLineBatch) async -> [AppendOutcome]
 
+    /// Offers every line of `batch` only if all of them can be stored now without waiting (and without dropping):
+    /// then one outcome per line, as `emitWaitingForSpace(_:)-(LogLineBatch)` returns; nil when any would have to
+    /// wait, and then nothing was stored. For a source reading on an event loop, which must not wait there; it falls
+    /// back to `emitWaitingForSpace` in a task.
+    func emitIfRoom(_ batch: LogLineBatch) -> [AppendOutcome]?
+
     /// The highest sequence number (as returned in `AppendOutcome.appended`) that is acknowledged: the collector
     /// has stored every record up to it. A source that checkpoints its input (the log tailer) may forget data
     /// only up to here.
@@ -89,6 +95,10 @@ extension RecordSink {
         }
         return outcomes
     }
+
+    /// For a sink that can only store records one at a time: never without waiting, so callers always take
+    /// `emitWaitingForSpace`.
+    public func emitIfRoom(_ batch: LogLineBatch) -> [AppendOutcome]? { nil }
 
     /// For a sink with nothing downstream to acknowledge (tests, local collection): a record counts as
     /// acknowledged once emitted.

@@ -379,6 +379,52 @@ struct RecordRingKeptFrameTests {
         cancelled.cancel()
         #expect(await cancelled.value == 5)
     }
+
+    // MARK: Appending only if there is room
+
+    @Test func appendIfRoomStoresAWholeBatchThatFitsAndNotifies() {
+        let ring = RecordRing(capacity: 100)
+        let tail = ring.registerSource("tail")
+        let calls = CallCounter()
+        #expect(ring.notifyWhenDataAvailable { calls.increment() })
+        // Three 20-byte frames, 28 bytes each with its header: 84 of 100.
+        let frames = (0..<3).flatMap { [UInt8](repeating: UInt8($0), count: 20) }
+        #expect(ring.appendIfRoom(frames: frames, ends: [20, 40, 60], source: tail) == (1...3).map { .appended(sequence: UInt64($0)) })
+        #expect(calls.value == 1)
+        var sent: [UInt64] = []
+        ring.readUnsent(maxBytes: 1000) { sequence, first, _ in sent.append(sequence); #expect(first.first == UInt8(sequence - 1)) }
+        #expect(sent == [1, 2, 3])
+        #expect(ring.statistics().source("tail")?.appended == 3)
+    }
+
+    @Test func appendIfRoomStoresNothingOfABatchThatDoesNotFitWhole() {
+        let ring = RecordRing(capacity: 100)
+        let tail = ring.registerSource("tail")
+        ring.append([UInt8](repeating: 9, count: 20), source: tail)
+        // 28 used; three more 28-byte frames would need 112.
+        let frames = [UInt8](repeating: 1, count: 60)
+        #expect(ring.appendIfRoom(frames: frames, ends: [20, 40, 60], source: tail) == nil)
+        #expect(ring.statistics().nextToWrite == 2)
+        #expect(ring.statistics().source("tail")?.droppedNewest == 0)
+        // A frame larger than the whole ring is the waiting append's to reject.
+        #expect(ring.appendIfRoom(frames: [UInt8](repeating: 1, count: 200), ends: [200], source: tail) == nil)
+        #expect(ring.statistics().source("tail")?.rejectedOversize == 0)
+    }
+
+    @Test func appendIfRoomNeverPassesAnAppendWaitingForRoom() async throws {
+        let ring = RecordRing(capacity: 100)
+        let source = ring.registerSource("s")
+        ring.append([UInt8](repeating: 1, count: 50), source: source)
+        // 58 used, 42 free: a 40-byte frame (48) waits, a 1-byte one (9) would fit but must not pass it.
+        let waiting = Task { await ring.appendWaitingForSpace([UInt8](repeating: 2, count: 40), source: source) }
+        #expect(await eventually { ring.waitingForSpace == 1 })
+        #expect(ring.appendIfRoom(frames: [7], ends: [1], source: source) == nil)
+        _ = readUnsent(ring)
+        ring.acknowledge(through: 1)
+        #expect(await waiting.value == .appended(sequence: 2))
+        #expect(ring.appendIfRoom(frames: [7], ends: [1], source: source) == [.appended(sequence: 3)])
+    }
+
 }
 
 /// Runs its jobs in order on a thread of its own, except while held: then they wait until `open()`. Lets a test keep a

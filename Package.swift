@@ -335,6 +335,8 @@ let package = Package(
                 "UplinkSources", "UplinkConfig", "UplinkCore", "UplinkTestSupport",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "SystemPackage", package: "swift-system"),
+                // A loop for the tailer's inotify channels and its task, as the agent runs it.
+                .product(name: "NIOPosix", package: "swift-nio"),
             ],
             exclude: ["Fixtures"], swiftSettings: strict
         ),

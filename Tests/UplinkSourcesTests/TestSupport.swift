@@ -30,6 +30,8 @@ final class RecordingSink: RecordSink {
         var appended: UInt64 = 0
         var emitCalls = 0
         var waitingCalls = 0
+        var ifRoomCalls = 0
+        var ifRoomStored = 0
         var batches: [Batch] = []
         var permits: Int?
         var waiters: [(Record, CheckedContinuation<AppendOutcome, Never>)] = []
@@ -98,6 +100,22 @@ final class RecordingSink: RecordSink {
         return outcomes
     }
 
+    /// Stores the whole batch when nothing waits and, with `permits`, there is room for all of it; otherwise nil
+    /// (and, `rejecting`, always: the waiting path counts rejections). Counted in `ifRoomCalls` / `ifRoomStored`.
+    func emitIfRoom(_ batch: LogLineBatch) -> [AppendOutcome]? {
+        state.withLock { state in
+            state.ifRoomCalls += 1
+            if rejecting || !state.waiters.isEmpty { return nil }
+            if let permits = state.permits {
+                guard permits >= batch.count else { return nil }
+                state.permits = permits - batch.count
+            }
+            state.batches.append(Batch(count: batch.count, source: batch.source, fields: batch.fields, originID: batch.originID))
+            state.ifRoomStored += 1
+            return (0..<batch.count).map { state.append(batch.record(at: $0), keeping: keepsRecords) }
+        }
+    }
+
     var acknowledgedSequence: UInt64 { acknowledged.value }
 
     func waitForAcknowledgement(after sequence: UInt64) async -> UInt64 {
@@ -137,6 +155,9 @@ final class RecordingSink: RecordSink {
     var count: Int { state.withLock { Int($0.appended) } }
     var emitCalls: Int { state.withLock { $0.emitCalls } }
     var waitingCalls: Int { state.withLock { $0.waitingCalls } }
+    /// `emitIfRoom` calls, and those that stored their batch.
+    var ifRoomCalls: Int { state.withLock { $0.ifRoomCalls } }
+    var ifRoomStored: Int { state.withLock { $0.ifRoomStored } }
     /// The batches handed over, in order.
     var batches: [Batch] { state.withLock { $0.batches } }
     /// With `permits`: the emitters waiting for room.

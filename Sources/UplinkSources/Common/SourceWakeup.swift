@@ -54,7 +54,8 @@ final class SourceWakeup: Sendable {
         await wait(until: clock.now.advanced(by: timeout))
     }
 
-    private func armTimer(deadline: ContinuousClock.Instant) {
+    /// Makes the current (or next) wait end at `deadline` at the latest; a timer armed for earlier stays.
+    func armTimer(deadline: ContinuousClock.Instant) {
         // Checked, created and recorded under one lock: a timer recorded after it fired (a preempted thread) would
         // leave a deadline in the past that no timer serves, and every later wait would rely on it.
         let replaced = timer.withLock { timer -> TickTimer? in

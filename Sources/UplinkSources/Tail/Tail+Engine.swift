@@ -84,6 +84,8 @@ final class TailEngine {
     /// Set when the sink dropped lines: the task was cancelled.
     var stopped = false
     var statistics = TailStatistics()
+    /// Made on the first idle wait on `L` (`inPlaceReaderIfOnLoop`).
+    private var inPlaceReader: TailInPlaceReader?
 
     /// Bytes read at once: one batch of lines. Everything a batch needs on its way into the ring (the lines, their
     /// frames) scales with it, and a large backlog is read in full chunks, so this sets part of the agent's peak
@@ -182,7 +184,7 @@ final class TailEngine {
                 continue
             }
             inotify?.arm()
-            if linger == .zero { inotify?.setReaderWaitingIdle(true) }
+            if linger == .zero { inotify?.setReaderWaitingIdle(true, inPlace: inPlaceReaderIfOnLoop()) }
             await wakeup.wait(until: idleDeadline())
             inotify?.setReaderWaitingIdle(false)
             if linger > .zero {
@@ -259,9 +261,17 @@ final class TailEngine {
         return more
     }
 
+    /// The in-place reader, when this task runs on `L` (its executor is the loop's: `SourceService` with the send
+    /// path's loop), where the inotify handlers run; nil otherwise (a task on Swift's global executor would race them).
+    private func inPlaceReaderIfOnLoop() -> TailInPlaceReader? {
+        guard let eventLoop, eventLoop.inEventLoop else { return nil }
+        if inPlaceReader == nil { inPlaceReader = TailInPlaceReader(self) }
+        return inPlaceReader
+    }
+
     /// When to stop waiting when idle: at the next timer, at most the poll interval from now (with inotify, whose
     /// events wake the engine, at the next discovery).
-    private func idleDeadline() -> ContinuousClock.Instant {
+    func idleDeadline() -> ContinuousClock.Instant {
         let now = clock.now
         let safetyNet = inotify == nil ? config.pollInterval : max(config.pollInterval, config.discoveryInterval)
         var deadline = min(discovery.next, now.advanced(by: safetyNet))
@@ -306,7 +316,7 @@ final class TailEngine {
                 "truncated_lines": "\(statistics.truncatedLines)", "rejected_oversize": "\(statistics.rejectedOversize)",
                 "truncations": "\(statistics.truncations)", "copies_finished": "\(statistics.copiesFinished)",
                 "rotations": "\(statistics.rotations)",
-                "files_opened": "\(statistics.filesOpened)",
+                "files_opened": "\(statistics.filesOpened)", "reads_in_place": "\(statistics.readsInPlace)",
                 "refused_outside_allowed_paths": "\(statistics.refusedOutsideAllowedPaths)",
             ])
     }
@@ -586,6 +596,25 @@ final class TailEngine {
 
 /// What every `tail` source runs (`TailConfig.Engine`).
 extension TailEngine: LogReaderEngine {}
+
+/// Lets the modification channel's handler read for the engine (`TailEngine.readInPlace`) while the engine's task
+/// waits idle, which saves the task a wake-up per write at ordinary rates. Unchecked `Sendable`, and sound only as
+/// used: the engine hands it to inotify just before its idle wait and takes it back right after, both on `L`, and
+/// only when its task's jobs run on `L` (`inPlaceReaderIfOnLoop`); the handler calls it on `L`. So the handler and the
+/// task never run at once, and the task is suspended between turns, its state whole, whenever `read` runs.
+final class TailInPlaceReader: @unchecked Sendable {
+    private unowned let engine: TailEngine
+
+    init(_ engine: TailEngine) {
+        self.engine = engine
+    }
+
+    /// Whether the engine read everything announced (false: wake its task).
+    func read() -> Bool {
+        engine.eventLoop?.preconditionInEventLoop()
+        return engine.readInPlace()
+    }
+}
 
 /// The opener task's scan interval, changed by the engine when inotify starts or is given up.
 /// nil: inotify makes the looks.

@@ -31,7 +31,8 @@ import Musl
 /// a write that lands after the report was read and before the next `arm()` is reported as soon as it is armed.
 /// While the reader waits idle with nothing to delay its next read (`uplink.linger` 0: `setReaderWaitingIdle`), a
 /// report keeps the channel armed instead: the reader would arm it again right after its read anyway, and staying armed
-/// spares NIO two `epoll_ctl`s per wake-up.
+/// spares NIO two `epoll_ctl`s per wake-up. When that reader's task runs on `L` too, the report does not wake it: the
+/// handler reads the new lines in place (`TailInPlaceReader`), unless they need more than a read (see there).
 /// Modifications of files that are neither open nor parked are read and dropped without waking the reader.
 ///
 /// Starting costs no wait: `make` creates the instances at once (the engine adds its watches and looks at the paths
@@ -91,6 +92,8 @@ final class TailInotify: Sendable {
     private let disarmed = Atomic<Bool>(true)
     /// The reader waits idle and reads at once when woken (`setReaderWaitingIdle`): a report leaves the channel armed.
     private let readerWaitsIdle = Atomic<Bool>(false)
+    /// While the reader waits idle with its task on `L`: reads in the handler instead of waking the task.
+    private let inPlaceReader = Mutex<TailInPlaceReader?>(nil)
 
     /// Directory events that can change which files match or are at a followed path.
     private static let directoryMask = UInt32(IN_CREATE | IN_MOVED_TO | IN_MOVED_FROM | IN_DELETE | IN_DELETE_SELF | IN_MOVE_SELF)
@@ -318,7 +321,10 @@ final class TailInotify: Sendable {
     /// Whether the reader now waits idle and will read as soon as it is woken (set before the wait, cleared after it;
     /// only without `uplink.linger`, whose budget must not be cut short by a wake-up per write). While it is set a
     /// report keeps the channel armed, so the reader's next `arm()` has nothing to do.
-    func setReaderWaitingIdle(_ waiting: Bool) {
+    /// `inPlace`, given only by a reader whose task runs on `L`, reads what a report announces right in the handler
+    /// (`TailInPlaceReader`); the task is woken only when it declines.
+    func setReaderWaitingIdle(_ waiting: Bool, inPlace: TailInPlaceReader? = nil) {
+        inPlaceReader.withLock { $0 = waiting ? inPlace : nil }
         readerWaitsIdle.store(waiting, ordering: .releasing)
     }
 
@@ -374,8 +380,20 @@ final class TailInotify: Sendable {
     fileprivate func modificationsReported() -> Bool {
         let staysArmed = readerWaitsIdle.load(ordering: .acquiring)
         if !staysArmed { disarmed.store(true, ordering: .releasing) }
+        if staysArmed, let reader = inPlaceReader.withLock({ $0 }), onlyOpenFilesModified(), reader.read() {
+            return true
+        }
         wakeup.signal()
         return staysArmed
+    }
+
+    /// Whether nothing but modifications of open files waits for the engine: no named paths, no parked file
+    /// modified, no events lost, no full look asked for.
+    private func onlyOpenFilesModified() -> Bool {
+        state.withLock { state in
+            state.changedPaths.isEmpty && !state.discoveryRequested && state.modifiedPaths.isEmpty
+                && !state.modificationsLost
+        }
     }
 
     // MARK: Events

@@ -201,6 +201,9 @@ final class TailOpener: Sendable {
         }
     }
 
+    /// Whether events wait to be taken.
+    var hasEvents: Bool { state.withLock { !$0.eventful.isEmpty } }
+
     /// Takes the events of every path.
     func takeEvents() -> [(path: String, events: [Event])] {
         state.withLock { state in

@@ -122,7 +122,12 @@ extension TailEngine {
     /// Hands a batch to the sink (waiting for space) and queues each line's sequence and end offset for the
     /// acknowledgement.
     private nonisolated(nonsending) func emit(_ batch: LogLineBatch, from file: TailedFile) async {
-        let outcomes = await sink.emitWaitingForSpace(batch)
+        record(await sink.emitWaitingForSpace(batch), of: batch, from: file)
+    }
+
+    /// Queues the sequence and end offset of each line of `batch` the sink stored (`outcomes`) for the
+    /// acknowledgement, and counts them.
+    private func record(_ outcomes: [AppendOutcome], of batch: LogLineBatch, from file: TailedFile) {
         var appended = 0
         for (index, outcome) in outcomes.prefix(batch.count).enumerated() {
             switch outcome {
@@ -147,6 +152,54 @@ extension TailEngine {
         }
         if outcomes.count < batch.count { stopped = true }
         statistics.records += appended
+    }
+
+    /// Reads the new lines of the one file awake, on `L`, while the task waits idle (`TailInPlaceReader`): what a turn
+    /// would do after a write, without waking the task. Only the common case: one open file at its path, not a
+    /// possible copy, without multi-line joining or a partial line, whose read ends at a newline before the chunk is
+    /// full and whose lines all fit in the buffer now. Anything else (nothing to read, a truncation, more data, a
+    /// partial line, a full buffer, another file's change) is the task's: returns false having changed nothing,
+    /// and the caller wakes the task.
+    func readInPlace() -> Bool {
+        guard !stopped, let file = fileSet.awake.first, fileSet.awake.count == 1, file.isOpen, !file.isDetached,
+            !file.readFailing, file.multiline == nil, !file.splitter.hasCarry, !opener.hasEvents, mayRead(file),
+            case .none = file.copyState
+        else { return false }
+        // A read that finds nothing may follow a truncation, which the turn looks for.
+        guard case .success(let count) = SourceFiles.read(file.descriptor, into: buffer, at: file.readOffset),
+            count > 0, count < buffer.count, buffer[count - 1] == UInt8(ascii: "\n"),
+            let fingerprint = file.fingerprint.verified(descriptor: file.descriptor, scratch: scratch)
+        else { return false }
+        var batch = self.batch
+        self.batch = LogLineBatch(source: name, fields: [], originID: 0)  // `batch` is the only reference now
+        defer { self.batch = batch }
+        batch.removeAll()
+        batch.fields = file.fields
+        batch.originID = file.originID
+        let timestamp = WallClock.nowNanoseconds()
+        var truncated = 0
+        // Ends at a newline and nothing was carried: the splitter keeps no state from it, so declining below is clean.
+        file.splitter.split(UnsafeRawBufferPointer(rebasing: buffer[0..<count]), base: file.readOffset) {
+            message, endOffset, originalLength in
+            Self.append(message, endOffset, originalLength, timestamp, &batch, &truncated)
+        }
+        guard let outcomes = sink.emitIfRoom(batch) else { return false }
+        statistics.truncatedLines += truncated
+        statistics.readsInPlace += 1
+        if fingerprint != file.fingerprint {
+            file.fingerprint = fingerprint
+            checkpointer.markChanged()
+        }
+        file.readOffset += UInt64(count)
+        statistics.bytesRead += UInt64(count)
+        file.atEnd = true
+        file.lastGrowth = clock.now
+        record(outcomes, of: batch, from: file)
+        acknowledge()
+        // The turn the task would have run ends with a wait until the next timer; lines now waiting for their
+        // acknowledgement may have brought that forward (the checkpoint's next look).
+        wakeup.armTimer(deadline: idleDeadline())
+        return !stopped
     }
 
     /// Sends an unfinished last line and a multi-line record being built, as they are.

@@ -48,6 +48,8 @@ struct TailStatistics: Sendable, Equatable {
     var rotations = 0
     /// Files opened.
     var filesOpened = 0
+    /// Reads done by the inotify handler while the task waited (`TailEngine.readInPlace`).
+    var readsInPlace = 0
     /// Paths not followed because the real path of the file there is outside `TailConfig.allowedRealPaths`.
     var refusedOutsideAllowedPaths = 0
 }

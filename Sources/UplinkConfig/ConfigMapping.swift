@@ -75,6 +75,22 @@ public struct ConfigMapping {
         value(key).flatMap { decoder.string($0, at: path(key), allowEmpty: allowEmpty) }
     }
 
+    /// The text of `key` read by `parse`: a text it refuses is reported at the value (`invalid_value`, with the
+    /// error's message and hint) and reads as nil, as do an absent or null key and a value that is not text.
+    public func string<Value>(
+        _ key: String, allowEmpty: Bool = false, _ parse: (String) -> Result<Value, ConfigValueError>
+    ) -> Value? {
+        guard let node = value(key), let text = decoder.string(node, at: path(key), allowEmpty: allowEmpty) else {
+            return nil
+        }
+        switch parse(text) {
+        case .success(let value): return value
+        case .failure(let error):
+            decoder.report(error, at: node.mark, path: path(key))
+            return nil
+        }
+    }
+
     /// The text of `key`, which must be present.
     public func requiredString(_ key: String, hint: String? = nil) -> String? {
         require(key, hint: hint).flatMap { decoder.string($0, at: path(key)) }

@@ -23,14 +23,9 @@ enum EndToEndBenchmark {
     ) async throws -> BenchmarkResult {
         let directory = try temporaryDirectory()
         defer { Directories.removeTree(directory) }
-        var collectorConfiguration = CollectorConfiguration()
-        collectorConfiguration.port = 0
-        collectorConfiguration.dataDirectory = directory
-        collectorConfiguration.stdoutSink = false
-        collectorConfiguration.jsonlSink = true
-        if let tls {
-            collectorConfiguration.tls = CollectorTLS(certificateFile: tls.certificateFile, keyFile: tls.keyFile)
-        }
+        let collectorConfiguration = CollectorConfiguration(
+            port: 0, dataDirectory: directory, stdoutSink: false,
+            tls: tls.map { CollectorTLS(certificateFile: $0.certificateFile, keyFile: $0.keyFile) })
         let background = try await BackgroundCollector.start(configuration: collectorConfiguration, logger: logger)
         let collector = background.collector
 
@@ -45,8 +40,7 @@ enum EndToEndBenchmark {
         )
         let usage = ResourceUsage.now()
         let started = ContinuousClock.now
-        let agentGroup = ServiceGroup(configuration: .init(services: agent.serviceConfigurations, gracefulShutdownSignals: [], logger: logger))
-        let agentTask = Task { try await agentGroup.run() }
+        let agentGroup = BackgroundServices(agent.serviceConfigurations, logger: logger)
         try await waitForAcknowledgements(of: records, agent: agent)
         let elapsed = ContinuousClock.now - started
         let cpu = ResourceUsage.now().cpuSeconds - usage.cpuSeconds
@@ -56,8 +50,7 @@ enum EndToEndBenchmark {
         let bytes = uplinkStatistics.lineBytesWritten
         let wireBytes = uplinkStatistics.bytesWritten
         let peakResident = ResourceUsage.now().maxResidentBytes
-        await agentGroup.triggerGracefulShutdown()
-        try await agentTask.value
+        try await agentGroup.stop()
         try await background.stop()
         precondition(collector.statistics().recordsStored == UInt64(records), "collector stored \(collector.statistics().recordsStored)")
 
@@ -90,21 +83,16 @@ enum EndToEndBenchmark {
         let directory = try temporaryDirectory()
         defer { Directories.removeTree(directory) }
         let output = LatencyRecordingOutput()
-        var collectorConfiguration = CollectorConfiguration()
-        collectorConfiguration.port = 0
-        collectorConfiguration.dataDirectory = directory
-        collectorConfiguration.stdoutSink = true
-        collectorConfiguration.jsonlSink = false
         let background = try await BackgroundCollector.start(
-            configuration: collectorConfiguration, logger: logger, stdout: output)
+            configuration: CollectorConfiguration(port: 0, dataDirectory: directory, jsonlSink: false), logger: logger,
+            stdout: output)
 
         let agent = Agent(
             configuration: AgentConfiguration(
                 uplink: UplinkConfiguration(url: background.url, agentID: "bench"), sources: []),
             logger: logger
         )
-        let agentGroup = ServiceGroup(configuration: .init(services: agent.serviceConfigurations, gracefulShutdownSignals: [], logger: logger))
-        let agentTask = Task { try await agentGroup.run() }
+        let agentGroup = BackgroundServices(agent.serviceConfigurations, logger: logger)
         while agent.uplink.statistics().streamsOpened == 0 { try await Task.sleep(for: .milliseconds(5)) }
 
         let sink = RingRecordSink(ring: agent.ring, sourceName: "latency", encoder: NDJSONFrameEncoder())
@@ -115,8 +103,7 @@ enum EndToEndBenchmark {
             sink.emit(.log("lat \(now)", source: "latency", timestamp: now))
         }
         while output.count < records { try await Task.sleep(for: .milliseconds(5)) }
-        await agentGroup.triggerGracefulShutdown()
-        try await agentTask.value
+        try await agentGroup.stop()
         try await background.stop()
 
         let latencies = output.latenciesMicroseconds.sorted()

@@ -35,25 +35,17 @@ enum IdleBenchmark {
             for name in ["records.jsonl", "marks.log", "rejects.jsonl", "marks.log.tmp"] { unlink(directory + "/" + name) }
             rmdir(directory)
         }
-        var collectorConfiguration = CollectorConfiguration()
-        collectorConfiguration.port = 0
-        collectorConfiguration.dataDirectory = directory
-        collectorConfiguration.stdoutSink = false
-        collectorConfiguration.jsonlSink = true
-        let collector = Collector(configuration: collectorConfiguration, logger: logger)
-        let collectorGroup = ServiceGroup(configuration: .init(services: [collector], gracefulShutdownSignals: [], logger: logger))
-        let collectorTask = Task { try await collectorGroup.run() }
-        let port = try await collector.waitUntilListening()
+        let collector = try await BackgroundCollector.start(
+            configuration: CollectorConfiguration(port: 0, dataDirectory: directory, stdoutSink: false), logger: logger)
 
         let agent = Agent(
             configuration: AgentConfiguration(
-                uplink: UplinkConfiguration(url: "http://127.0.0.1:\(port)", agentID: "idle"),
+                uplink: UplinkConfiguration(url: collector.url, agentID: "idle"),
                 sources: kinds.map { .init(name: $0.typeName, config: $0.defaultConfig) }
             ),
             logger: logger
         )
-        let agentGroup = ServiceGroup(configuration: .init(services: agent.serviceConfigurations, gracefulShutdownSignals: [], logger: logger))
-        let agentTask = Task { try await agentGroup.run() }
+        let agentGroup = BackgroundServices(agent.serviceConfigurations, logger: logger)
         while agent.uplink.statistics().streamsOpened == 0 { try await Task.sleep(for: .milliseconds(5)) }
         // Let start-up work (discovery, first samples, connection set-up) pass before measuring.
         try await Task.sleep(for: .seconds(11))
@@ -72,10 +64,8 @@ enum IdleBenchmark {
         let resident = residentBytes()
         let maxResident = ResourceUsage.now().maxResidentBytes
 
-        await agentGroup.triggerGracefulShutdown()
-        try await agentTask.value
-        await collectorGroup.triggerGracefulShutdown()
-        try await collectorTask.value
+        try await agentGroup.stop()
+        try await collector.stop()
 
         let percent = cpu / elapsed * 100
         return BenchmarkResult(

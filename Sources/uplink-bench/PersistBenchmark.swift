@@ -36,8 +36,7 @@ enum PersistBenchmark {
         let writtenBefore = storageWriteBytes()
         let usage = ResourceUsage.now()
         let started = ContinuousClock.now
-        let group = ServiceGroup(configuration: .init(services: agent.serviceConfigurations, gracefulShutdownSignals: [], logger: logger))
-        let task = Task { try await group.run() }
+        let group = BackgroundServices(agent.serviceConfigurations, logger: logger)
         let ring = agent.ring
         let limit = UInt64(ring.capacity / 4 / (frame.count + RecordRing.frameHeaderBytes))
         let producer = Task.detached {
@@ -58,8 +57,7 @@ enum PersistBenchmark {
         let cpu = ResourceUsage.now().cpuSeconds - usage.cpuSeconds
         let written = storageWriteBytes() - writtenBefore
         let persisted = ring.persistentStatistics()
-        await group.triggerGracefulShutdown()
-        try await task.value
+        try await group.stop()
         try await background.stop()
 
         let recordBytesTotal = Double(records * frame.count)
@@ -110,8 +108,7 @@ enum PersistBenchmark {
         let started = ContinuousClock.now
         let agent = try Agent.open(configuration: configuration, logger: logger)
         let opened = ContinuousClock.now - started
-        let group = ServiceGroup(configuration: .init(services: agent.serviceConfigurations, gracefulShutdownSignals: [], logger: logger))
-        let task = Task { try await group.run() }
+        let group = BackgroundServices(agent.serviceConfigurations, logger: logger)
         var firstAck: Duration?
         while agent.ring.acknowledgedSequence < UInt64(frames) {
             if firstAck == nil, agent.ring.acknowledgedSequence > 0 { firstAck = ContinuousClock.now - started }
@@ -119,8 +116,7 @@ enum PersistBenchmark {
         }
         let delivered = ContinuousClock.now - started
         let peak = ResourceUsage.now().maxResidentBytes
-        await group.triggerGracefulShutdown()
-        try await task.value
+        try await group.stop()
         try await background.stop()
         return BenchmarkResult(
             name: "persistent buffer: restart with a \(backlogBytes >> 20) MiB persisted backlog (spill), collector in this process",
@@ -140,11 +136,7 @@ enum PersistBenchmark {
 
     private static func startCollector(_ directory: String, logger: Logger) async throws -> BackgroundCollector {
         mkdir(directory, 0o755)
-        var configuration = CollectorConfiguration()
-        configuration.port = 0
-        configuration.dataDirectory = directory
-        configuration.stdoutSink = false
-        configuration.jsonlSink = true
-        return try await BackgroundCollector.start(configuration: configuration, logger: logger)
+        return try await BackgroundCollector.start(
+            configuration: CollectorConfiguration(port: 0, dataDirectory: directory, stdoutSink: false), logger: logger)
     }
 }

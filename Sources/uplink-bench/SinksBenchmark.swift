@@ -210,9 +210,7 @@ enum SinksBenchmark {
         let configuration = AgentConfiguration(
             uplink: UplinkConfiguration(url: url, agentID: agent, streamBufferBytes: 256 << 10), sources: [])
         let agentInstance = try Agent.open(configuration: configuration, logger: logger)
-        let group = ServiceGroup(
-            configuration: .init(services: agentInstance.serviceConfigurations, gracefulShutdownSignals: [], logger: logger))
-        let task = Task { try await group.run() }
+        let group = BackgroundServices(agentInstance.serviceConfigurations, logger: logger)
         let ring = agentInstance.ring
         let producer = Task.detached {
             let source = ring.registerSource("bench")
@@ -232,14 +230,11 @@ enum SinksBenchmark {
         }
         await producer.value
         while ring.acknowledgedSequence < UInt64(records) { try await Task.sleep(for: .milliseconds(1)) }
-        await group.triggerGracefulShutdown()
-        try await task.value
+        try await group.stop()
     }
 
     private static func startCollector(_ directory: String, sinks: [SinkConfiguration], logger: Logger) async throws -> BackgroundCollector {
-        var configuration = CollectorConfiguration()
-        configuration.port = 0
-        configuration.dataDirectory = directory
+        var configuration = CollectorConfiguration(port: 0, dataDirectory: directory)
         configuration.sinks = sinks
         return try await BackgroundCollector.start(configuration: configuration, logger: logger)
     }

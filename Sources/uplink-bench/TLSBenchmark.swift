@@ -56,12 +56,9 @@ enum TLSBenchmark {
         var lines: [String] = []
         var perConnection: [Bool: Double] = [:]
         for tls in [false, true] {
-            var configuration = CollectorConfiguration()
-            configuration.port = 0
-            configuration.dataDirectory = files.directory
-            configuration.stdoutSink = false
-            configuration.jsonlSink = false
-            if tls { configuration.tls = CollectorTLS(certificateFile: files.certificateFile, keyFile: files.keyFile) }
+            let configuration = CollectorConfiguration(
+                port: 0, dataDirectory: files.directory, stdoutSink: false, jsonlSink: false,
+                tls: tls ? CollectorTLS(certificateFile: files.certificateFile, keyFile: files.keyFile) : nil)
             let background = try await BackgroundCollector.start(configuration: configuration, logger: logger)
             var clientConfiguration = HTTPClient.Configuration()
             var tlsConfiguration = TLSConfiguration.makeClientConfiguration()

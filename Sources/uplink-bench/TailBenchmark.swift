@@ -21,12 +21,9 @@ enum TailBenchmark {
         let logPath = directory + "/app.log"
         let lines = try writeLogFile(logPath, mebibytes: mebibytes, lineBytes: lineBytes)
 
-        var collectorConfiguration = CollectorConfiguration()
-        collectorConfiguration.port = 0
-        collectorConfiguration.dataDirectory = directory + "/collector"
-        collectorConfiguration.stdoutSink = false
-        collectorConfiguration.jsonlSink = true
-        let background = try await BackgroundCollector.start(configuration: collectorConfiguration, logger: logger)
+        let background = try await BackgroundCollector.start(
+            configuration: CollectorConfiguration(port: 0, dataDirectory: directory + "/collector", stdoutSink: false),
+            logger: logger)
         let collector = background.collector
 
         var tail = TailConfig()
@@ -40,8 +37,7 @@ enum TailBenchmark {
             logger: logger)
         let usage = ResourceUsage.now()
         let started = ContinuousClock.now
-        let group = ServiceGroup(configuration: .init(services: agent.serviceConfigurations, gracefulShutdownSignals: [], logger: logger))
-        let task = Task { try await group.run() }
+        let group = BackgroundServices(agent.serviceConfigurations, logger: logger)
         var fillSamples: [Int] = []
         var polls = 0
         while collector.statistics().recordsStored < UInt64(lines) {
@@ -53,8 +49,7 @@ enum TailBenchmark {
         let cpu = ResourceUsage.now().cpuSeconds - usage.cpuSeconds
         let uplinkStatistics = agent.uplink.statistics()
         let peakResident = ResourceUsage.now().maxResidentBytes
-        await group.triggerGracefulShutdown()
-        try await task.value
+        try await group.stop()
         try await background.stop()
         precondition(collector.statistics().recordsStored == UInt64(lines), "collector stored \(collector.statistics().recordsStored)")
 

@@ -34,12 +34,9 @@ enum TailScaleBenchmark {
         try writeWhole(logs + "/app.log", Array("2026-11-26T00:00:00Z the live file starts here\n".utf8))
 
         let output = LatencyRecordingOutput()
-        var collectorConfiguration = CollectorConfiguration()
-        collectorConfiguration.port = 0
-        collectorConfiguration.dataDirectory = directory + "/collector"
-        collectorConfiguration.stdoutSink = true
-        collectorConfiguration.jsonlSink = false
-        let background = try await BackgroundCollector.start(configuration: collectorConfiguration, logger: logger, stdout: output)
+        let background = try await BackgroundCollector.start(
+            configuration: CollectorConfiguration(port: 0, dataDirectory: directory + "/collector", jsonlSink: false),
+            logger: logger, stdout: output)
 
         let baselineDescriptors = openDescriptors()
         var tail = TailConfig()
@@ -51,8 +48,7 @@ enum TailScaleBenchmark {
                 sources: [.init(name: "tail", config: SourceConfig(tail))],
                 stateDirectory: directory + "/state"),
             logger: logger)
-        let group = ServiceGroup(configuration: .init(services: agent.serviceConfigurations, gracefulShutdownSignals: [], logger: logger))
-        let task = Task { try await group.run() }
+        let group = BackgroundServices(agent.serviceConfigurations, logger: logger)
         while agent.uplink.statistics().streamsOpened == 0 { try await Task.sleep(for: .milliseconds(5)) }
         // Start-up: discovery of every file, the first checkpoints, rotated files read to their end and (new tailer)
         // closed after 5 s of quiet. With 10,000 files that takes until about 15 s (task-clock in 5 s windows:
@@ -95,8 +91,7 @@ enum TailScaleBenchmark {
         let loadSeconds = (ContinuousClock.now - started).seconds
         let written = storageWriteBytes() - writtenBefore
         let resident = residentBytes()
-        await group.triggerGracefulShutdown()
-        try await task.value
+        try await group.stop()
         try await background.stop()
 
         let latencies = output.latenciesMicroseconds.sorted()

@@ -30,9 +30,8 @@ enum WireBenchmark {
     static func metrics(seconds: Int, logger: Logger) async throws -> BenchmarkResult {
         let directory = try temporaryDirectory(prefix: "uplink-bench-wire")
         defer { Directories.removeTree(directory) }
-        var collectorConfiguration = CollectorConfiguration(port: 0, dataDirectory: directory, stdoutSink: false)
-        collectorConfiguration.jsonlSink = true
-        let background = try await BackgroundCollector.start(configuration: collectorConfiguration, logger: logger)
+        let background = try await BackgroundCollector.start(
+            configuration: CollectorConfiguration(port: 0, dataDirectory: directory, stdoutSink: false), logger: logger)
         let second = Duration.seconds(1)
         let sources: [AgentConfiguration.NamedSource] = [
             .init(name: "cpu", config: SourceConfig(CPUConfig(interval: second))),
@@ -42,22 +41,19 @@ enum WireBenchmark {
             .init(name: "diskio", config: SourceConfig(DiskIOConfig(interval: second))),
             .init(name: "disk", config: SourceConfig(DiskConfig(interval: second))),
         ]
-        var agents: [(WireCompression, Agent, ServiceGroup, Task<Void, any Error>)] = []
+        var agents: [(WireCompression, Agent, BackgroundServices)] = []
         for encoding in encodings {
             let agent = Agent(
                 configuration: AgentConfiguration(
                     uplink: UplinkConfiguration(url: background.url, agentID: "wire-\(encoding)", compression: encoding),
                     sources: sources),
                 logger: logger)
-            let group = ServiceGroup(
-                configuration: .init(services: agent.serviceConfigurations, gracefulShutdownSignals: [], logger: logger))
-            agents.append((encoding, agent, group, Task { try await group.run() }))
+            agents.append((encoding, agent, BackgroundServices(agent.serviceConfigurations, logger: logger)))
         }
         try await Task.sleep(for: .seconds(seconds))
         var lines = ["\(seconds) s of this machine's cpu, memory, load, network, diskio and disk sensors at 1 s, one agent per encoding"]
-        for (encoding, agent, group, task) in agents {
-            await group.triggerGracefulShutdown()
-            try await task.value
+        for (encoding, agent, group) in agents {
+            try await group.stop()
             let statistics = agent.uplink.statistics()
             let records = max(statistics.recordsWritten, 1)
             lines.append(

@@ -27,7 +27,7 @@ enum SourceDecoding {
             return []
         }
         let typeNames = SourceKind.allCases.map(\.typeName)
-        var firstUse: [String: ConfigElement] = [:]
+        var names = ConfigItemNames(of: "source")
         var sources: [AgentConfiguration.NamedSource] = []
         for element in elements {
             guard let mapping = decoder.mapping(element.node, at: element.path, allowedKeys: nil) else { continue }
@@ -42,25 +42,11 @@ enum SourceDecoding {
                     }
                     return kind
                 }
-            let name = mapping.require("name", hint: "every source needs a unique name, e.g. 'name: cpu'")
-                .flatMap { node -> String? in
-                    guard let name = decoder.string(node, at: mapping.path("name")) else { return nil }
-                    if let problem = nameProblem(name) {
-                        decoder.report(
-                            .invalidValue, at: node.mark, path: mapping.path("name"), problem,
-                            hint: "use letters, digits, '.', '_' and '-'")
-                        return nil
-                    }
-                    if let first = firstUse[name] {
-                        decoder.report(
-                            .duplicateName, at: node.mark, path: mapping.path("name"),
-                            "duplicate source name '\(name)' (first used by \(first.path) at line \(first.node.mark.line))",
-                            hint: "source names must be unique")
-                        return nil
-                    }
-                    firstUse[name] = ConfigElement(node: node, path: element.path)
-                    return name
-                }
+            let name = names.take(mapping, missing: "every source needs a unique name, e.g. 'name: cpu'") { name in
+                nameProblem(name).map { problem in
+                    .failure(ConfigValueError(message: problem, hint: "use letters, digits, '.', '_' and '-'"))
+                } ?? .success(name)
+            }
             // Without a known type the allowed keys are unknown, so only a known kind's keys are checked.
             guard let kind else { continue }
             mapping.rejectUnknownKeys(allowed: commonKeys + kind.configType.allowedKeys)

@@ -7,18 +7,14 @@ extension UplinkFile.UplinkSection {
     /// before it connects), so a missing file, a broken PEM or a key that does not match its certificate is an issue
     /// at the key that names the file.
     static func decodeNetwork(_ section: ConfigMapping, into uplink: inout Self) {
-        if let node = section.value("proxy"), let text = section.decoder.string(node, at: section.path("proxy")) {
-            if text == "none" {
-                uplink.proxy = .none
-            } else {
-                switch UplinkProxy.parse(text) {
-                case .success(let proxy): uplink.proxy = .proxy(proxy)
-                case .failure(let problem):
-                    section.decoder.report(
-                        .invalidValue, at: node.mark, path: section.path("proxy"), problem.message,
-                        hint: "write 'http://host:port' (optionally 'http://user:password@host:port'), or 'none'")
-                }
+        if let proxy = section.string("proxy", { text -> Result<ProxySetting, ConfigValueError> in
+            guard text != "none" else { return .success(.none) }
+            return UplinkProxy.parse(text).map(ProxySetting.proxy).mapError { problem in
+                ConfigValueError(
+                    message: problem.message, hint: "write 'http://host:port' (optionally 'http://user:password@host:port'), or 'none'")
             }
+        }) {
+            uplink.proxy = proxy
         }
         guard let tls = section.mapping("tls", allowedKeys: tlsKeys) else { return }
         // Judged on the text as written, so an https URL with another problem (already reported) is not also
@@ -48,16 +44,14 @@ extension UplinkFile.UplinkSection {
                     hint: "without 'ca_file' the system trust store is always used")
             }
         }
-        if let node = section.value("server_name"), let name = section.decoder.string(node, at: section.path("server_name")) {
+        if let name = section.string("server_name", { name in
             let valid = name.utf8.count <= 253
                 && name.allSatisfy { $0.isASCII && ($0.isLetter || $0.isNumber || $0 == "-" || $0 == ".") }
-            if valid {
-                settings.serverName = name.lowercased()
-            } else {
-                section.decoder.report(
-                    .invalidValue, at: node.mark, path: section.path("server_name"),
-                    "'\(name)' is not a host name", hint: "the DNS name the collector's certificate carries")
-            }
+            return valid
+                ? .success(name.lowercased())
+                : .failure(ConfigValueError(message: "'\(name)' is not a host name", hint: "the DNS name the collector's certificate carries"))
+        }) {
+            settings.serverName = name
         }
         if let version = section.enumeration("min_version", as: UplinkTLS.MinimumVersion.self) {
             settings.minimumVersion = version

@@ -5,12 +5,10 @@ import UplinkWire
 extension UplinkFile.AgentSection {
     static func decode(_ section: ConfigMapping) -> Self {
         var agent = Self()
-        if let node = section.value("id"), let id = section.decoder.string(node, at: section.path("id")) {
-            if let problem = identifierProblem(id) {
-                section.decoder.report(.invalidValue, at: node.mark, path: section.path("id"), problem)
-            } else {
-                agent.id = id
-            }
+        if let id = section.string("id", { id in
+            identifierProblem(id).map { problem in .failure(ConfigValueError(message: problem)) } ?? .success(id)
+        }) {
+            agent.id = id
         }
         if let directory = section.string("state_dir") { agent.stateDirectory = directory }
         if let listen = section.hostPort("metrics_listen") { agent.metricsListen = listen }

@@ -103,10 +103,10 @@ extension CollectorConfiguration {
                 hint: "e.g. 'sinks: [{ name: file, type: jsonl }]'")
         }
         var decoded: [SinkConfiguration] = []
-        var firstUse: [String: ConfigElement] = [:]
+        var names = ConfigItemNames(of: "sink")
         for element in elements {
             guard let mapping = decoder.mapping(element.node, at: element.path, allowedKeys: nil) else { continue }
-            let sink = SinkConfiguration.decode(mapping, firstUse: &firstUse, at: element.path)
+            let sink = SinkConfiguration.decode(mapping, names: &names)
             if let sink { decoded.append(sink) }
         }
         sinks = decoded
@@ -122,9 +122,9 @@ extension CollectorConfiguration {
 }
 
 extension SinkConfiguration {
-    /// Decodes one item of `collector.sinks`: `name` (checked, and unique against `firstUse`), `type`, the common
-    /// keys and the kind's own; nil when the item cannot make a sink (every problem reported).
-    static func decode(_ mapping: ConfigMapping, firstUse: inout [String: ConfigElement], at path: ConfigPath) -> Self? {
+    /// Decodes one item of `collector.sinks`: `name` (checked, and taken from `names`), `type`, the common keys and
+    /// the kind's own; nil when the item cannot make a sink (every problem reported).
+    static func decode(_ mapping: ConfigMapping, names: inout ConfigItemNames) -> Self? {
         let decoder = mapping.decoder
         let typeNames = SinkRegistry.kinds.map { $0.typeName }
         var kind: (any SinkKindConfig.Type)?
@@ -133,22 +133,8 @@ extension SinkConfiguration {
         {
             kind = SinkRegistry.kind(named: typeName)
         }
-        var name: String?
-        if let node = mapping.require("name", hint: "a unique name such as 'vm'"),
-            let text = decoder.string(node, at: mapping.path("name"))
-        {
-            if !isValidName(text) {
-                decoder.report(
-                    .invalidValue, at: node.mark, path: mapping.path("name"), "invalid sink name '\(text)'", hint: nameRule)
-            } else if let first = firstUse[text] {
-                decoder.report(
-                    .duplicateName, at: node.mark, path: mapping.path("name"),
-                    "duplicate sink name '\(text)' (first used by \(first.path) at line \(first.node.mark.line))",
-                    hint: "sink names must be unique")
-            } else {
-                firstUse[text] = ConfigElement(node: node, path: path)
-                name = text
-            }
+        let name = names.take(mapping, missing: "a unique name such as 'vm'") { text in
+            isValidName(text) ? .success(text) : .failure(ConfigValueError(message: "invalid sink name '\(text)'", hint: nameRule))
         }
         guard let kind else { return nil }
         mapping.rejectUnknownKeys(allowed: ["name", "type", "batch_max_bytes", "batch_linger", "backoff", "timeout"] + kind.allowedKeys)

@@ -33,30 +33,25 @@ extension ConfigMapping {
 
     /// `key` as a metric name: dotted lowercase, `[a-z0-9_]` segments separated by `.`.
     func metricName(_ key: String) -> String? {
-        guard let name = string(key), let node = value(key) else { return nil }
-        let segments = name.split(separator: ".", omittingEmptySubsequences: false)
-        let valid = segments.allSatisfy { segment in
-            !segment.isEmpty && segment.allSatisfy { $0.isASCII && ($0.isLowercase || $0.isNumber || $0 == "_") }
+        string(key) { name in
+            let segments = name.split(separator: ".", omittingEmptySubsequences: false)
+            let valid = segments.allSatisfy { segment in
+                !segment.isEmpty && segment.allSatisfy { $0.isASCII && ($0.isLowercase || $0.isNumber || $0 == "_") }
+            }
+            return valid
+                ? .success(name)
+                : .failure(ConfigValueError(
+                    message: "invalid metric name '\(name)'", hint: "dotted lowercase, e.g. 'enclosure.temperature' (see docs/metrics.md)"))
         }
-        guard valid else {
-            decoder.report(
-                .invalidValue, at: node.mark, path: path(key), "invalid metric name '\(name)'",
-                hint: "dotted lowercase, e.g. 'enclosure.temperature' (see docs/metrics.md)")
-            return nil
-        }
-        return name
     }
 
     /// `key` as a unit of docs/metrics.md (`MetricUnit.all`), or empty (`""`).
     func metricUnit(_ key: String) -> String? {
-        guard let node = value(key) else { return nil }
-        guard let unit = decoder.string(node, at: path(key), allowEmpty: true) else { return nil }
-        guard unit.isEmpty || MetricUnit.all.contains(unit) else {
-            decoder.report(
-                .invalidValue, at: node.mark, path: path(key), "unknown unit '\(unit)'",
-                hint: "one of: " + MetricUnit.all.joined(separator: ", ") + ", or \"\" for none")
-            return nil
+        string(key, allowEmpty: true) { unit in
+            unit.isEmpty || MetricUnit.all.contains(unit)
+                ? .success(unit)
+                : .failure(ConfigValueError(
+                    message: "unknown unit '\(unit)'", hint: "one of: " + MetricUnit.all.joined(separator: ", ") + ", or \"\" for none"))
         }
-        return unit
     }
 }

@@ -22,6 +22,13 @@ struct SysfsChannel: Sendable {
         self.tags = tags
     }
 
+    /// The channel, when its attribute can be read now; nil when it cannot (absent, or a sensor that is powered
+    /// down or disabled). Sensors keep only the attributes that answer at start.
+    init?(readableAt path: String, metric: String, unit: String, divisor: Double, tags: [Tag]) {
+        self.init(path: path, metric: metric, unit: unit, divisor: divisor, tags: tags)
+        guard reader.readInteger() != nil else { return nil }
+    }
+
     /// Reads the attribute and returns the scaled value, or `nil` when it cannot be read. The first failure
     /// after a working read (or at start) is logged at notice level, later ones only at debug level: a sensor
     /// that is powered down fails on every read.

@@ -45,10 +45,10 @@ extension HwmonSource {
                 for file in names where isInput(file, prefix: family.prefix) {
                     let base = String(file.dropLast("_input".count))
                     let label = Sysfs.readText(joinPath(directory, base + "_label")).flatMap { $0.isEmpty ? nil : $0 } ?? base
-                    var channel = SysfsChannel(
-                        path: joinPath(directory, file), metric: family.metric, unit: family.unit, divisor: family.divisor,
-                        tags: [Tag("chip", chipName), Tag("sensor", label)])
-                    guard channel.reader.readInteger() != nil else { continue }
+                    guard let channel = SysfsChannel(
+                        readableAt: joinPath(directory, file), metric: family.metric, unit: family.unit,
+                        divisor: family.divisor, tags: [Tag("chip", chipName), Tag("sensor", label)])
+                    else { continue }
                     channels.append(channel)
                 }
             }

@@ -106,7 +106,6 @@ extension JournaldConfig {
         """#
 
     public static func decode(_ mapping: ConfigMapping) -> JournaldConfig {
-        let decoder = mapping.decoder
         var config = JournaldConfig()
         if let units = mapping.strings("units", { unit in
             JournaldMatch.isUnitPattern(unit)
@@ -126,23 +125,23 @@ extension JournaldConfig {
         }) {
             config.matches = matches
         }
-        if let node = mapping.value("priority"), let text = decoder.string(node, at: mapping.path("priority")) {
-            if let priority = JournaldPriority(parsing: text) {
-                config.priority = priority
-            } else {
-                decoder.report(
-                    .invalidValue, at: node.mark, path: mapping.path("priority"), "unknown priority '\(text)'",
-                    hint: "one of " + JournaldPriority.spellings)
+        if let priority = mapping.string("priority", { text -> Result<JournaldPriority, ConfigValueError> in
+            guard let priority = JournaldPriority(parsing: text) else {
+                return .failure(ConfigValueError(message: "unknown priority '\(text)'", hint: "one of " + JournaldPriority.spellings))
             }
+            return .success(priority)
+        }) {
+            config.priority = priority
         }
-        if let node = mapping.value("since"), let text = decoder.string(node, at: mapping.path("since")) {
-            if let since = JournaldSince(parsing: text, duration: { try? ConfigValueParsing.duration($0) }) {
-                config.since = since
-            } else {
-                decoder.report(
-                    .invalidValue, at: node.mark, path: mapping.path("since"), "invalid since '\(text)'",
-                    hint: "'now', 'beginning', an RFC 3339 time such as 2026-11-20T08:00:00Z, or a duration such as 1h")
+        if let since = mapping.string("since", { text -> Result<JournaldSince, ConfigValueError> in
+            guard let since = JournaldSince(parsing: text, duration: { try? ConfigValueParsing.duration($0) }) else {
+                return .failure(ConfigValueError(
+                    message: "invalid since '\(text)'",
+                    hint: "'now', 'beginning', an RFC 3339 time such as 2026-11-20T08:00:00Z, or a duration such as 1h"))
             }
+            return .success(since)
+        }) {
+            config.since = since
         }
         if let directory = mapping.string("directory") { config.directory = TailConfig.absolutePath(directory) }
         if let bytes = mapping.maxLineBytes() { config.maxLineBytes = bytes }

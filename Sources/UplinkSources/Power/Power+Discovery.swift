@@ -30,25 +30,23 @@ extension PowerSource {
             let directory = joinPath(powerSupplyPath, name)
             guard let type = Sysfs.readText(joinPath(directory, "type")) else { continue }
             let tags = [Tag("supply", name), Tag("type", type)]
-            var channels: [SysfsChannel] = []
+            let channels: [SysfsChannel]
             var statusPath: String?
             switch type {
             case "Battery", "UPS":
-                for attribute in batteryAttributes {
-                    channels.append(SysfsChannel(
-                        path: joinPath(directory, attribute.file), metric: attribute.metric, unit: attribute.unit,
-                        divisor: attribute.divisor, tags: tags))
+                channels = batteryAttributes.compactMap { attribute in
+                    SysfsChannel(
+                        readableAt: joinPath(directory, attribute.file), metric: attribute.metric, unit: attribute.unit,
+                        divisor: attribute.divisor, tags: tags)
                 }
                 statusPath = joinPath(directory, "status")
             case "Mains", "USB":
-                channels.append(SysfsChannel(
-                    path: joinPath(directory, "online"), metric: "power.online", unit: MetricUnit.count, divisor: 1, tags: tags))
+                let online = SysfsChannel(
+                    readableAt: joinPath(directory, "online"), metric: "power.online", unit: MetricUnit.count, divisor: 1,
+                    tags: tags)
+                channels = online.map { [$0] } ?? []
             default:
                 continue
-            }
-            channels.removeAll { channel in
-                var probe = channel
-                return probe.reader.readInteger() == nil
             }
             guard !channels.isEmpty else { continue }
             supplies.append(Supply(channels: channels, statusPath: statusPath, tags: tags))

@@ -141,16 +141,14 @@ extension TailConfig {
         if let timeout = mapping.duration("partial_line_timeout", .greaterThan(.zero)) { config.partialLineTimeout = timeout }
         if let interval = mapping.checkpointInterval() { config.checkpointInterval = interval }
         if let multiline = mapping.mapping("multiline", allowedKeys: ["start_pattern", "timeout"]) {
-            if let node = multiline.require("start_pattern", hint: "a regex matching the first line of a record, e.g. '^\\\\d{4}-'"),
-                let pattern = multiline.string("start_pattern")
+            if multiline.require("start_pattern", hint: "a regex matching the first line of a record, e.g. '^\\\\d{4}-'") != nil,
+                let pattern = multiline.string("start_pattern", { pattern in
+                    validateRegex(pattern).map { problem in
+                        .failure(ConfigValueError(message: "invalid regular expression: \(problem)", hint: "Swift Regex syntax, like PCRE"))
+                    } ?? .success(pattern)
+                })
             {
-                if let problem = validateRegex(pattern) {
-                    mapping.decoder.report(
-                        .invalidValue, at: node.mark, path: multiline.path("start_pattern"),
-                        "invalid regular expression: \(problem)", hint: "Swift Regex syntax, like PCRE")
-                } else {
-                    config.multilineStartPattern = pattern
-                }
+                config.multilineStartPattern = pattern
             }
             if let timeout = multiline.duration("timeout", .greaterThan(.zero)) { config.multilineTimeout = timeout }
         }

@@ -6,18 +6,15 @@ extension ThermalSource {
     /// answer `ENODATA`) are left out.
     static func discover(_ thermalPath: String) -> [SysfsChannel] {
         guard let zones = Sysfs.numbered(thermalPath, prefix: "thermal_zone") else { return [] }
-        var channels: [SysfsChannel] = []
-        for zone in zones {
+        return zones.compactMap { zone in
             let directory = joinPath(thermalPath, zone)
-            var channel = SysfsChannel(
-                path: joinPath(directory, "temp"), metric: "thermal.temperature", unit: MetricUnit.celsius, divisor: 1000,
+            return SysfsChannel(
+                readableAt: joinPath(directory, "temp"), metric: "thermal.temperature", unit: MetricUnit.celsius,
+                divisor: 1000,
                 tags: [
                     Tag("zone", String(zone.dropFirst("thermal_zone".count))),
                     Tag("type", Sysfs.readText(joinPath(directory, "type")) ?? "unknown"),
                 ])
-            guard channel.reader.readInteger() != nil else { continue }
-            channels.append(channel)
         }
-        return channels
     }
 }

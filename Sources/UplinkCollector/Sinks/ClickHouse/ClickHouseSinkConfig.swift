@@ -110,13 +110,11 @@ public struct ClickHouseSinkConfig: SinkKindConfig, Equatable {
     }
 
     private static func identifier(_ mapping: ConfigMapping, _ key: String) -> String? {
-        guard let node = mapping.value(key), let text = mapping.string(key) else { return nil }
-        guard isIdentifier(text) else {
-            mapping.decoder.report(
-                .invalidValue, at: node.mark, path: mapping.path(key), "'\(text)' is not a plain identifier",
-                hint: "letters, digits and '_', not starting with a digit")
-            return nil
+        mapping.string(key) { text in
+            isIdentifier(text)
+                ? .success(text)
+                : .failure(ConfigValueError(
+                    message: "'\(text)' is not a plain identifier", hint: "letters, digits and '_', not starting with a digit"))
         }
-        return text
     }
 }

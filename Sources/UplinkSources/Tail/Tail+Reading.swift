@@ -162,8 +162,8 @@ extension TailEngine {
     /// and the caller wakes the task.
     func readInPlace() -> Bool {
         guard !stopped, let file = fileSet.awake.first, fileSet.awake.count == 1, file.isOpen, !file.isDetached,
-            !file.readFailing, file.multiline == nil, !file.splitter.hasCarry, !opener.hasEvents, mayRead(file),
-            case .none = file.copyState
+            !file.readFailing, file.multiline == nil, !file.splitter.hasCarry, !opener.hasEvents,
+            case .none = file.copyState, mayRead(file)
         else { return false }
         // A read that finds nothing may follow a truncation, which the turn looks for.
         guard case .success(let count) = SourceFiles.read(file.descriptor, into: buffer, at: file.readOffset),

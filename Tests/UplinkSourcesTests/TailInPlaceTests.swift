@@ -13,13 +13,21 @@ import UplinkTestSupport
 /// other case goes to the task, and in both every line arrives once, in order.
 @Suite("Tail reads in place", .timeLimit(.minutes(2)))
 struct TailInPlaceTests {
-    /// A tail source (inotify, linger 0) on `sink`, its task preferring `loop`, with `loop` as its context's loop.
+    /// A tail source (inotify, linger 0) following an empty `app.log` in a temporary directory for `sink`, its task
+    /// preferring its own loop, which is also its context's loop; `writer` appends to the file.
     struct Running {
+        let directory: TailTemporaryDirectory
+        let path: String
+        let writer: TailTestWriter
         let group = MultiThreadedEventLoopGroup(numberOfThreads: 1)
         let task: Task<Void, any Error>
         let health = SourceHealth()
 
-        init(_ path: String, sink: RecordingSink) {
+        init(sink: RecordingSink) throws {
+            directory = try TailTemporaryDirectory()
+            path = directory.file("app.log")
+            writeFile(path, "")
+            writer = TailTestWriter(path)
             let loop = group.next()
             var config = tailTestConfig([path], watch: .auto, startAt: .beginning)
             // Only the handler's reads and the writes' own turns: no look of the safety net's on the way.
@@ -36,29 +44,31 @@ struct TailInPlaceTests {
             }
         }
 
+        /// Whether the source opened the file in time.
+        func opened() async -> Bool {
+            await eventually { health.snapshot.state == .healthy }
+        }
+
         func stop() async throws {
             task.cancel()
             try await task.value
             try await group.shutdownGracefully()
+            writer.close()
+            directory.remove()
         }
     }
 
     @Test("whole lines written one write at a time are read in the handler, each once, in order")
     func wholeLinesAreReadInPlace() async throws {
-        let directory = try TailTemporaryDirectory()
-        defer { directory.remove() }
-        let path = directory.file("app.log")
-        writeFile(path, "")
         let sink = RecordingSink()
-        let tail = Running(path, sink: sink)
-        #expect(await eventually { tail.health.snapshot.state == .healthy })
-        let writer = TailTestWriter(path)
+        let tail = try Running(sink: sink)
+        #expect(await tail.opened())
+        let writer = tail.writer
         for index in 0..<40 {
             writer.write("line \(index)\n")
             // One write at a time: each is its own report, read before the next is written.
             #expect(await eventually { sink.count == index + 1 }, "line \(index)")
         }
-        writer.close()
         #expect(messages(sink.records) == (0..<40).map { "line \($0)" })
         // Most writes find the task idle; a write that lands while it runs a turn (a checkpoint write) is its own.
         #expect(sink.ifRoomStored > 0, "some lines were read in the handler")
@@ -67,14 +77,10 @@ struct TailInPlaceTests {
 
     @Test("a partial line, a truncation and a full buffer are the task's: nothing is lost or read twice")
     func otherCasesGoToTheTask() async throws {
-        let directory = try TailTemporaryDirectory()
-        defer { directory.remove() }
-        let path = directory.file("app.log")
-        writeFile(path, "")
         let sink = RecordingSink(permits: 1)
-        let tail = Running(path, sink: sink)
-        #expect(await eventually { tail.health.snapshot.state == .healthy })
-        let writer = TailTestWriter(path)
+        let tail = try Running(sink: sink)
+        #expect(await tail.opened())
+        let (writer, path) = (tail.writer, tail.path)
 
         // Room for one record: the first line goes in place, the second finds no room and waits in the task.
         writer.write("first\n")
@@ -93,7 +99,6 @@ struct TailInPlaceTests {
 
         // Truncated and rewritten shorter: a read at the old offset finds nothing, so the task looks and restarts
         // the file from its start.
-        writer.close()
         writeFile(path, "new\n")
         #expect(await eventually { sink.count == 4 })
         // Truncated and rewritten longer than was read: the handler's read at the old offset finds data, but the

@@ -23,13 +23,14 @@ struct TailInPlaceTests {
         let task: Task<Void, any Error>
         let health = SourceHealth()
 
-        init(sink: RecordingSink) throws {
+        /// `alsoFollowed`: more files, created empty beside `app.log` and followed too.
+        init(sink: RecordingSink, alsoFollowed: [String] = []) throws {
             directory = try TailTemporaryDirectory()
             path = directory.file("app.log")
-            writeFile(path, "")
+            for file in [path] + alsoFollowed.map(directory.file) { writeFile(file, "") }
             writer = TailTestWriter(path)
             let loop = group.next()
-            var config = tailTestConfig([path], watch: .auto, startAt: .beginning)
+            var config = tailTestConfig([directory.file("*.log")], watch: .auto, startAt: .beginning)
             // Only the handler's reads and the writes' own turns: no look of the safety net's on the way.
             config.discoveryInterval = .seconds(60)
             config.pollInterval = .seconds(60)
@@ -71,6 +72,25 @@ struct TailInPlaceTests {
         }
         #expect(messages(sink.records) == (0..<40).map { "line \($0)" })
         // Most writes find the task idle; a write that lands while it runs a turn (a checkpoint write) is its own.
+        #expect(sink.ifRoomStored > 0, "some lines were read in the handler")
+        try await tail.stop()
+    }
+
+    @Test("two files written in turn are each read in the handler, each line once, in its file's order")
+    func twoFilesAreReadInPlace() async throws {
+        let sink = RecordingSink()
+        let tail = try Running(sink: sink, alsoFollowed: ["other.log"])
+        #expect(await tail.opened())
+        let other = TailTestWriter(tail.directory.file("other.log"))
+        defer { other.close() }
+        for index in 0..<20 {
+            tail.writer.write("app \(index)\n")
+            other.write("other \(index)\n")
+            #expect(await eventually { sink.count == 2 * (index + 1) }, "round \(index)")
+        }
+        let byPath = Dictionary(grouping: sink.records) { $0.tailField("path") ?? "" }
+        #expect(messages(byPath[tail.path] ?? []) == (0..<20).map { "app \($0)" })
+        #expect(messages(byPath[tail.directory.file("other.log")] ?? []) == (0..<20).map { "other \($0)" })
         #expect(sink.ifRoomStored > 0, "some lines were read in the handler")
         try await tail.stop()
     }

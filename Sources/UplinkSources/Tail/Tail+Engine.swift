@@ -609,10 +609,10 @@ final class TailInPlaceReader: @unchecked Sendable {
         self.engine = engine
     }
 
-    /// Whether the engine read everything announced (false: wake its task).
-    func read() -> Bool {
+    /// Whether the engine read everything the open files' `watches` announced (false: wake its task).
+    func read(_ watches: Set<Int32>) -> Bool {
         engine.eventLoop?.preconditionInEventLoop()
-        return engine.readInPlace()
+        return engine.readInPlace(watches: watches)
     }
 }
 

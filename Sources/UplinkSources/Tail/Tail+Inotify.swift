@@ -377,10 +377,13 @@ final class TailInotify: Sendable {
     /// The modification channel read something that concerns the reader, on `L`: the reader is woken, and the channel
     /// stays without a pending read until the reader's next `arm()`, unless the reader waits idle (`setReaderWaitingIdle`).
     /// Returns whether the channel stays armed (its handler then issues the read).
-    fileprivate func modificationsReported() -> Bool {
+    /// `watches`: the open files' own watches that reported a modification.
+    fileprivate func modificationsReported(watches: Set<Int32>) -> Bool {
         let staysArmed = readerWaitsIdle.load(ordering: .acquiring)
         if !staysArmed { disarmed.store(true, ordering: .releasing) }
-        if staysArmed, let reader = inPlaceReader.withLock({ $0 }), onlyOpenFilesModified(), reader.read() {
+        if staysArmed, !watches.isEmpty, let reader = inPlaceReader.withLock({ $0 }), onlyOpenFilesModified(),
+            reader.read(watches)
+        {
             return true
         }
         wakeup.signal()
@@ -463,9 +466,10 @@ final class TailInotify: Sendable {
         return paths
     }
 
-    /// Goes through modification events: returns whether one concerns an open file (a watch of its own) or a
-    /// parked one (noted in `modifiedPaths`); events about other files in the watched directories are dropped.
-    fileprivate func handleModifyEvents(_ events: UnsafeRawBufferPointer) -> Bool {
+    /// Goes through modification events: returns whether one concerns an open file (a watch of its own, added to
+    /// `watches`) or a parked one (noted in `modifiedPaths`); events about other files in the watched directories are
+    /// dropped.
+    fileprivate func handleModifyEvents(_ events: UnsafeRawBufferPointer, watches: inout Set<Int32>) -> Bool {
         var relevant = false
         state.withLock { state in
             Self.forEachEvent(events) { event in
@@ -475,7 +479,10 @@ final class TailInotify: Sendable {
                     return
                 }
                 guard !event.nameBytes.isEmpty, let directory = state.modifyDirectoryOfWatch[event.watch] else {
-                    if event.mask & UInt32(IN_MODIFY) != 0 { relevant = true }  // an open file's own watch
+                    if event.mask & UInt32(IN_MODIFY) != 0 {  // an open file's own watch
+                        relevant = true
+                        watches.insert(event.watch)
+                    }
                     return
                 }
                 // A file in a watched directory, by name: only a parked one concerns the reader.
@@ -552,18 +559,23 @@ private final class DirectoryEventsHandler: InotifyEventsHandler, ChannelInbound
 private final class ModificationEventsHandler: InotifyEventsHandler, ChannelInboundHandler {
     typealias InboundIn = ByteBuffer
     private var relevant = false
+    /// The open files' watches that reported since the last report to the reader.
+    private var watches: Set<Int32> = []
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
         let events = unwrapInboundIn(data)
-        if events.withUnsafeReadableBytes({ inotify.handleModifyEvents($0) }) { relevant = true }
+        if events.withUnsafeReadableBytes({ inotify.handleModifyEvents($0, watches: &watches) }) { relevant = true }
     }
 
     func channelReadComplete(context: ChannelHandlerContext) {
         if relevant {
             relevant = false
-            if inotify.modificationsReported() { context.read() }
+            let reported = watches
+            watches.removeAll(keepingCapacity: true)
+            if inotify.modificationsReported(watches: reported) { context.read() }
         } else {
             // Nothing the reader waits for: stay armed (NIO keeps polling while a read is pending).
+            watches.removeAll(keepingCapacity: true)
             context.read()
         }
     }

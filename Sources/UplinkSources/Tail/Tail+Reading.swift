@@ -154,17 +154,39 @@ extension TailEngine {
         statistics.records += appended
     }
 
-    /// Reads the new lines of the one file awake, on `L`, while the task waits idle (`TailInPlaceReader`): what a turn
-    /// would do after a write, without waking the task. Only the common case: one open file at its path, not a
-    /// possible copy, without multi-line joining or a partial line, whose read ends at a newline before the chunk is
-    /// full and whose lines all fit in the buffer now. Anything else (nothing to read, a truncation, more data, a
-    /// partial line, a full buffer, another file's change) is the task's: returns false having changed nothing,
-    /// and the caller wakes the task.
-    func readInPlace() -> Bool {
-        guard !stopped, let file = fileSet.awake.first, fileSet.awake.count == 1, file.isOpen, !file.isDetached,
-            !file.readFailing, file.multiline == nil, !file.splitter.hasCarry, !opener.hasEvents,
-            case .none = file.copyState, mayRead(file)
-        else { return false }
+    /// Reads the new lines of the open files whose watches reported a modification (`watches`), on `L`, while the
+    /// task waits idle (`TailInPlaceReader`): what a turn would do after a write, without waking the task. Only the
+    /// common case: files at their paths (no rotated file still being read), not possible copies, without multi-line
+    /// joining or a partial line, each read ending at a newline before the chunk is full, with room in the buffer
+    /// for its lines. Anything else (nothing to read, a truncation, more data, a partial line, a full buffer, a change
+    /// the opener saw) is the task's: returns false, and the caller wakes the task for a whole turn. A file is read
+    /// whole or not at all, so what was read before declining is accounted for and the turn goes on from there.
+    func readInPlace(watches: Set<Int32>) -> Bool {
+        guard !stopped, !opener.hasEvents else { return false }
+        var reported: [TailedFile] = []
+        for file in fileSet.awake {
+            guard !file.isDetached else { return false }
+            if let watch = file.modifyWatch, watches.contains(watch) { reported.append(file) }
+        }
+        guard !reported.isEmpty else { return false }
+        for file in reported {
+            guard file.isOpen, !file.readFailing, file.multiline == nil, !file.splitter.hasCarry,
+                case .none = file.copyState, mayRead(file)
+            else { return false }
+        }
+        for file in reported {
+            guard readInPlace(file) else { return false }
+        }
+        acknowledge()
+        // The turn the task would have run ends with a wait until the next timer; lines now waiting for their
+        // acknowledgement may have brought that forward (the checkpoint's next look).
+        wakeup.armTimer(deadline: idleDeadline())
+        return !stopped
+    }
+
+    /// One file of `readInPlace(watches:)`: reads it, and sends its lines when the read ends at a newline before the
+    /// chunk is full, its first bytes are unchanged and the lines fit; otherwise changes nothing. Whether it sent.
+    private func readInPlace(_ file: TailedFile) -> Bool {
         // A read that finds nothing may follow a truncation, which the turn looks for.
         guard case .success(let count) = SourceFiles.read(file.descriptor, into: buffer, at: file.readOffset),
             count > 0, count < buffer.count, buffer[count - 1] == UInt8(ascii: "\n"),
@@ -195,10 +217,6 @@ extension TailEngine {
         file.atEnd = true
         file.lastGrowth = clock.now
         record(outcomes, of: batch, from: file)
-        acknowledge()
-        // The turn the task would have run ends with a wait until the next timer; lines now waiting for their
-        // acknowledgement may have brought that forward (the checkpoint's next look).
-        wakeup.armTimer(deadline: idleDeadline())
         return !stopped
     }
 

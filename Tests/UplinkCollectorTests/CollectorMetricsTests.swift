@@ -16,7 +16,7 @@ struct CollectorMetricsTests {
     {
         var request = HTTPClientRequest(url: "http://127.0.0.1:\(port)\(path)")
         if let authorization { request.headers.add(name: "Authorization", value: authorization) }
-        let response = try await client.execute(request, timeout: .seconds(10))
+        let response = try await client.execute(request, timeout: peerRequestTimeout)
         let body = try await response.body.collect(upTo: 4 << 20)
         return (response.status.code, String(buffer: body))
     }

@@ -48,7 +48,7 @@ func withTLSClient<T>(_ tls: TLSConfiguration, http1Only: Bool = false, _ body: 
 func healthzAnswers(_ client: HTTPClient, port: Int, scheme: String = "http") async -> Bool {
     do {
         let response = try await client.execute(
-            HTTPClientRequest(url: "\(scheme)://127.0.0.1:\(port)/healthz"), timeout: .seconds(10))
+            HTTPClientRequest(url: "\(scheme)://127.0.0.1:\(port)/healthz"), timeout: peerRequestTimeout)
         let body = try await response.body.collect(upTo: 1024)
         return response.status == .ok && String(buffer: body) == "ok"
     } catch {

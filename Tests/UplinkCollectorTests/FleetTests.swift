@@ -280,7 +280,7 @@ struct FleetRouteTests {
     {
         var request = HTTPClientRequest(url: "http://127.0.0.1:\(port)\(path)")
         if let authorization { request.headers.add(name: "Authorization", value: authorization) }
-        let response = try await client.execute(request, timeout: .seconds(10))
+        let response = try await client.execute(request, timeout: peerRequestTimeout)
         let body = try await response.body.collect(upTo: 1 << 20)
         var headers: [String: String] = [:]
         for header in response.headers { headers[header.name.lowercased()] = header.value }

@@ -35,7 +35,7 @@ public func settles<Value: Equatable>(
     }
 }
 
-/// How long a test waits for one HTTP request to a peer process on loopback (an agent's or collector's `/metrics`,
-/// `/v1/status`, `/v1/fleet`). It only bounds a hang: on CI's two cores, beside hundreds of tests and their processes,
-/// an answer has been seen to take more than 5 s.
+/// How long a test waits for one HTTP request to a server on loopback, a peer process or a collector in the test
+/// process (`/metrics`, `/v1/status`, `/v1/fleet`, `/healthz`). It only bounds a hang: on CI's two cores, beside
+/// hundreds of tests and their processes, answers have been seen to take more than 10 s in the suite's first minute.
 public let peerRequestTimeout: TimeAmount = .seconds(30)

@@ -48,7 +48,9 @@ struct RemoteConfigManifestTests {
         try await server.start()
         try await T.withClient(url: server.url) { client in
             #expect(await client.fetchManifest(previousETag: nil) == .manifest(Self.manifest, etag: "\"g17\""))
-            #expect(server.openConnections == 1, "the connection is kept for the next request")
+            // Whether the connection is still open right after the answer depends on when this task runs again (a
+            // busy machine has left it waiting past the idle timeout), so only its closing is checked: with
+            // AsyncHTTPClient's default of 60 s it stays open past this wait.
             let closed = await eventually(timeout: RemoteConfigClient.idleConnectionTimeout * 6) { server.openConnections == 0 }
             #expect(closed, "the idle connection is still open")
         }

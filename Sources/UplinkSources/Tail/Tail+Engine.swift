@@ -271,7 +271,7 @@ final class TailEngine {
 
     /// When to stop waiting when idle: at the next timer, at most the poll interval from now (with inotify, whose
     /// events wake the engine, at the next discovery).
-    func idleDeadline() -> ContinuousClock.Instant {
+    private func idleDeadline() -> ContinuousClock.Instant {
         let now = clock.now
         let safetyNet = inotify == nil ? config.pollInterval : max(config.pollInterval, config.discoveryInterval)
         var deadline = min(discovery.next, now.advanced(by: safetyNet))

@@ -38,10 +38,7 @@ extension TailEngine {
                 await restart(file, reason: "its first bytes changed")
                 continue
             }
-            if fingerprint != file.fingerprint {
-                file.fingerprint = fingerprint
-                checkpointer.markChanged()
-            }
+            adopt(fingerprint, of: file)
             file.fingerprintVerifiedThisTurn = true
             file.atEnd = false
             file.lastGrowth = clock.now
@@ -56,6 +53,14 @@ extension TailEngine {
         return false
     }
 
+    /// Takes `fingerprint`, verified as an extension of the file's, as the file's own (a checkpoint change when it
+    /// grew).
+    private func adopt(_ fingerprint: TailFingerprint, of file: TailedFile) {
+        guard fingerprint != file.fingerprint else { return }
+        file.fingerprint = fingerprint
+        checkpointer.markChanged()
+    }
+
     /// Sends the lines of the `count` bytes just read into `buffer` at `file.readOffset` (from the file, or from its
     /// copy), and moves the offset past them.
     @inline(__always)
@@ -64,16 +69,18 @@ extension TailEngine {
         file.readOffset += UInt64(count)
         statistics.bytesRead += UInt64(count)
         await send(file) { batch, timestamp in
-            self.split(file, UnsafeRawBufferPointer(rebasing: buffer[0..<count]), base: base, timestamp, &batch)
+            statistics.truncatedLines += self.split(
+                file, UnsafeRawBufferPointer(rebasing: buffer[0..<count]), base: base, timestamp, &batch)
         }
     }
 
-    /// Splits a chunk into `batch` (through the multi-line joiner when configured).
+    /// Splits a chunk into `batch` (through the multi-line joiner when configured); returns how many lines were cut
+    /// to `max_line_bytes`, for the caller to count once the lines are sent.
     @inline(__always)
     private func split(
         _ file: TailedFile, _ chunk: UnsafeRawBufferPointer, base: UInt64, _ timestamp: Int64,
         _ batch: inout LogLineBatch
-    ) {
+    ) -> Int {
         var truncated = 0
         if file.multiline == nil {
             file.splitter.split(chunk, base: base) { message, endOffset, originalLength in
@@ -88,7 +95,7 @@ extension TailEngine {
                 }
             }
         }
-        statistics.truncatedLines += truncated
+        return truncated
     }
 
     /// Adds one line, marking it `truncated` (with its full length) when it was cut to `max_line_bytes`.
@@ -109,14 +116,21 @@ extension TailEngine {
 
     /// Fills the engine's batch for `file` with `fill` and sends it.
     private nonisolated(nonsending) func send(_ file: TailedFile, _ fill: (inout LogLineBatch, Int64) -> Void) async {
+        let batch = takeBatch(for: file, fill)
+        if !batch.isEmpty { await emit(batch, from: file) }
+        self.batch = batch
+    }
+
+    /// The engine's reusable batch, emptied, labelled with `file`'s fields and origin, and filled by `fill` (with the
+    /// time now); the caller puts it back (`self.batch = batch`) once sent, so its storage is reused without a copy.
+    private func takeBatch(for file: TailedFile, _ fill: (inout LogLineBatch, Int64) -> Void) -> LogLineBatch {
         var batch = self.batch
         self.batch = LogLineBatch(source: name, fields: [], originID: 0)  // `batch` is the only reference now
         batch.removeAll()
         batch.fields = file.fields
         batch.originID = file.originID
         fill(&batch, WallClock.nowNanoseconds())
-        if !batch.isEmpty { await emit(batch, from: file) }
-        self.batch = batch
+        return batch
     }
 
     /// Hands a batch to the sink (waiting for space) and queues each line's sequence and end offset for the
@@ -178,9 +192,13 @@ extension TailEngine {
             guard readInPlace(file) else { return false }
         }
         acknowledge()
-        // The turn the task would have run ends with a wait until the next timer; lines now waiting for their
-        // acknowledgement may have brought that forward (the checkpoint's next look).
-        wakeup.armTimer(deadline: idleDeadline())
+        // Of the idle wait's deadlines (`idleDeadline`), the read can only have brought the checkpoint's next look
+        // forward (lines now wait for their acknowledgement); the others are later or untouched (parking after the
+        // last growth; no partial line, multi-line record or rotated file here).
+        let awaiting = reported.contains(where: \.hasUnacknowledged)
+        if let look = checkpointer.nextLook(now: clock.now, awaitingAcknowledgement: awaiting) {
+            wakeup.armTimer(deadline: look)
+        }
         return !stopped
     }
 
@@ -192,26 +210,17 @@ extension TailEngine {
             count > 0, count < buffer.count, buffer[count - 1] == UInt8(ascii: "\n"),
             let fingerprint = file.fingerprint.verified(descriptor: file.descriptor, scratch: scratch)
         else { return false }
-        var batch = self.batch
-        self.batch = LogLineBatch(source: name, fields: [], originID: 0)  // `batch` is the only reference now
-        defer { self.batch = batch }
-        batch.removeAll()
-        batch.fields = file.fields
-        batch.originID = file.originID
-        let timestamp = WallClock.nowNanoseconds()
+        // Ends at a newline and nothing was carried (nor joined): the splitter keeps no state from it, so declining
+        // below is clean.
         var truncated = 0
-        // Ends at a newline and nothing was carried: the splitter keeps no state from it, so declining below is clean.
-        file.splitter.split(UnsafeRawBufferPointer(rebasing: buffer[0..<count]), base: file.readOffset) {
-            message, endOffset, originalLength in
-            Self.append(message, endOffset, originalLength, timestamp, &batch, &truncated)
+        let batch = takeBatch(for: file) { batch, timestamp in
+            truncated = split(file, UnsafeRawBufferPointer(rebasing: buffer[0..<count]), base: file.readOffset, timestamp, &batch)
         }
+        defer { self.batch = batch }
         guard let outcomes = sink.emitIfRoom(batch) else { return false }
         statistics.truncatedLines += truncated
         statistics.readsInPlace += 1
-        if fingerprint != file.fingerprint {
-            file.fingerprint = fingerprint
-            checkpointer.markChanged()
-        }
+        adopt(fingerprint, of: file)
         file.readOffset += UInt64(count)
         statistics.bytesRead += UInt64(count)
         file.atEnd = true
@@ -311,10 +320,7 @@ extension TailEngine {
             await restart(file, reason: "its first bytes changed")
             return true
         }
-        if fingerprint != file.fingerprint {
-            file.fingerprint = fingerprint
-            checkpointer.markChanged()
-        }
+        adopt(fingerprint, of: file)
         return false
     }
 

@@ -261,17 +261,22 @@ struct UplinkStateMachine {
     /// The earliest time at which `deadlinePassed` has something to check, or nil.
     var nextDeadline: Instant? {
         guard let stream = currentStream else { return nil }
-        var candidates: [Instant] = []
-        if case .draining(_, let deadline) = state { candidates.append(deadline) }
+        // Asked after every event the driver handles: the earliest is kept as it goes, without a list of candidates.
+        var earliest: Instant?
+        func consider(_ instant: Instant) {
+            if let current = earliest, current <= instant { return }
+            earliest = instant
+        }
+        if case .draining(_, let deadline) = state { consider(deadline) }
         switch stream.phase {
         case .awaitingResponse, .awaitingResume:
-            candidates.append(stream.openedAt + stallTimeout)
+            consider(stream.openedAt + stallTimeout)
         case .flowing:
-            if let since = stream.awaitingAckSince { candidates.append(since + stallTimeout) }
-            if let since = stream.waitingForSpaceSince { candidates.append(since + stallTimeout) }
-            if stream.canWrite { candidates.append(stream.lastLineAt + heartbeatInterval) }
+            if let since = stream.awaitingAckSince { consider(since + stallTimeout) }
+            if let since = stream.waitingForSpaceSince { consider(since + stallTimeout) }
+            if stream.canWrite { consider(stream.lastLineAt + heartbeatInterval) }
         }
-        return candidates.min()
+        return earliest
     }
 
     // MARK: Helpers

@@ -570,9 +570,11 @@ private final class ModificationEventsHandler: InotifyEventsHandler, ChannelInbo
     func channelReadComplete(context: ChannelHandlerContext) {
         if relevant {
             relevant = false
-            let reported = watches
+            let staysArmed = inotify.modificationsReported(watches: watches)
+            // Emptied after the report, not copied before it: the set's storage is then this handler's alone and
+            // is cleared in place instead of being allocated again for every event.
             watches.removeAll(keepingCapacity: true)
-            if inotify.modificationsReported(watches: reported) { context.read() }
+            if staysArmed { context.read() }
         } else {
             // Nothing the reader waits for: stay armed (NIO keeps polling while a read is pending).
             watches.removeAll(keepingCapacity: true)

@@ -253,7 +253,7 @@ public final class RecordRing: Sendable {
             return .rejectedOversize
         }
         if state.used + needed > capacity {
-            if state.disk != nil {
+            if state.hasDisk {
                 // Moving frames to disk loses nothing, whatever the policy: the disk budget applies it.
                 guard mayDrop, canDropOldest(toFit: needed, state), evictToDiskLocked(toFit: needed, &state) else {
                     state.sources[sourceIndex].droppedNewest += 1
@@ -270,7 +270,7 @@ public final class RecordRing: Sendable {
             }
         }
         let sourceWord = kept ? source.rawValue | Self.keptFlag : source.rawValue
-        if state.disk != nil, !writeThroughLocked(frame, sourceWord: sourceWord, &state) {
+        if state.hasDisk, !writeThroughLocked(frame, sourceWord: sourceWord, &state) {
             state.sources[sourceIndex].droppedNewest += 1
             return .droppedNewest
         }
@@ -292,7 +292,10 @@ public final class RecordRing: Sendable {
         state.used += needed
         let sequence = state.nextSequence
         state.nextSequence += 1
-        state.disk?.noteAssigned(next: state.nextSequence)
+        if state.hasDisk {
+            let next = state.nextSequence
+            state.disk!.noteAssigned(next: next)
+        }
         state.sources[sourceIndex].appended += 1
         return .appended(sequence: sequence)
     }
@@ -331,7 +334,7 @@ public final class RecordRing: Sendable {
         state.head = mark.offset
         state.used -= released
         state.headSequence = mark.sequence
-        if state.disk == nil && state.sendSequence < state.headSequence {
+        if !state.hasDisk && state.sendSequence < state.headSequence {
             state.send = state.head
             state.sendSequence = state.headSequence
         }
@@ -343,7 +346,7 @@ public final class RecordRing: Sendable {
         state.used -= frameBytes
         state.headSequence += 1
         // With a disk the send cursor stays: a frame released from memory unsent is read back from disk.
-        if wasNextToSend && state.disk == nil {
+        if wasNextToSend && !state.hasDisk {
             state.send = state.head
             state.sendSequence = state.headSequence
         }
@@ -366,7 +369,7 @@ public final class RecordRing: Sendable {
             var frames = 0
             var bytes = 0
             while state.sendSequence < state.nextSequence {
-                if state.disk != nil {
+                if state.hasDisk {
                     guard readFromDiskLocked(maxBytes: maxBytes, frames: &frames, bytes: &bytes, &state, body) else { break }
                     if state.sendSequence >= state.nextSequence { break }
                 }
@@ -460,8 +463,9 @@ public final class RecordRing: Sendable {
                 releaseHeadLocked(&state, frameBytes: Self.frameHeaderBytes + length)
             }
             state.memory.release(from: oldHead, released: oldUsed - state.used, tail: state.tail, used: state.used, in: storage)
-            if state.disk != nil {
-                state.disk?.release(through: state.acknowledged)
+            if state.hasDisk {
+                let acknowledged = state.acknowledged
+                state.disk!.release(through: acknowledged)
                 if state.sendSequence <= sequence { moveSendCursorLocked(to: sequence &+ 1, &state) }
             }
             return (grantSpaceLocked(&state), state.acknowledged)
@@ -485,9 +489,10 @@ public final class RecordRing: Sendable {
                 state.headSequence = state.nextSequence
                 state.sendMarks.removeAll()
                 state.spilledThrough = state.nextSequence - 1
-                state.disk?.noteAssigned(next: state.nextSequence)
+                let next = state.nextSequence
+                state.disk?.noteAssigned(next: next)
             }
-            if state.disk != nil {
+            if state.hasDisk {
                 moveSendCursorLocked(to: collectorHas &+ 1, &state)
                 return state.sendSequence
             }
@@ -500,7 +505,7 @@ public final class RecordRing: Sendable {
     /// Rewinds the send cursor to the oldest retained frame, so everything not yet acknowledged is sent again.
     public func rewindToAcknowledged() {
         state.withLock { state in
-            if state.disk != nil { return moveSendCursorLocked(to: state.acknowledged &+ 1, &state) }
+            if state.hasDisk { return moveSendCursorLocked(to: state.acknowledged &+ 1, &state) }
             state.send = state.head
             state.sendSequence = state.headSequence
         }
@@ -642,7 +647,12 @@ extension RecordRing {
     struct State {
         var memory: RingMemory
         /// The disk side, with `buffer.persist`.
-        var disk: (any RecordRingDisk)?
+        var disk: (any RecordRingDisk)? {
+            didSet { hasDisk = disk != nil }
+        }
+        /// Whether `disk` is there: asked for every frame appended and read, where testing the existential itself
+        /// goes through its type's value witnesses.
+        private(set) var hasDisk = false
         /// Frames up to this sequence are on disk, or are kept frames that need not be (with a disk only).
         var spilledThrough: UInt64 = 0
         /// The disk side's counters once it was closed.

@@ -1,4 +1,3 @@
-import AsyncHTTPClient
 import Logging
 import ServiceLifecycle
 import UplinkCore
@@ -11,17 +10,17 @@ extension Agent {
     /// Throws when the buffer's directory cannot be created, read or written (the error names the path and the
     /// system's reason).
     public static func open(
-        configuration: AgentConfiguration, logger: Logger, httpClient: HTTPClient? = nil
+        configuration: AgentConfiguration, logger: Logger
     ) throws(PersistentBufferError) -> Agent {
         guard let settings = configuration.persistence else {
-            return Agent(configuration: configuration, logger: logger, httpClient: httpClient)
+            return Agent(configuration: configuration, logger: logger)
         }
         let buffer = try PersistentBuffer.open(settings, proposedEpoch: configuration.uplink.epoch, logger: logger)
         var configuration = configuration
         configuration.uplink.epoch = buffer.epoch
         let ring = RecordRing(
             capacity: configuration.bufferBytes, policy: configuration.overflow, persistentBuffer: buffer)
-        return Agent(configuration: configuration, logger: logger, httpClient: httpClient, ring: ring)
+        return Agent(configuration: configuration, logger: logger, ring: ring)
     }
 
     /// The persistence service when the ring has a disk side, to run before (so it stops after) the uplink.

@@ -1,4 +1,3 @@
-import AsyncHTTPClient
 import Logging
 import NIOCore
 import NIOPosix
@@ -25,7 +24,6 @@ public final class Agent: Sendable {
     /// Runs the sources, and starts or stops single ones on a reload.
     let sourceSupervisor: SourceSupervisor
     let logger: Logger
-    let suppliedClient: HTTPClient?
     let encoder = NDJSONFrameEncoder()
     /// The send path's event loop: the uplink's connection and its driver live there, and a reload's successor uplink
     /// takes the same one (docs/architecture.md, "The agent's send path: one event loop").
@@ -36,23 +34,20 @@ public final class Agent: Sendable {
     public let remoteConfigRelay = RemoteConfigRelay()
 
     /// `ring`: a ring built by the caller (`Agent.open` passes one backed by the persistent buffer). `eventLoop`: the
-    /// send path's loop (by default one of `httpClient`'s group, else of NIO's singleton group); a process that runs
-    /// other work on the singleton's loops (tests, with hundreds of channels) passes a loop of the agent's own, as an
-    /// agent process has.
+    /// send path's loop (by default one of NIO's singleton group); a process that runs other work on the singleton's
+    /// loops (tests, with hundreds of channels) passes a loop of the agent's own, as an agent process has.
     public init(
-        configuration: AgentConfiguration, logger: Logger, httpClient: HTTPClient? = nil, ring: RecordRing? = nil,
-        eventLoop: (any EventLoop)? = nil
+        configuration: AgentConfiguration, logger: Logger, ring: RecordRing? = nil, eventLoop: (any EventLoop)? = nil
     ) {
         self.configuration = configuration
         let ring = ring ?? RecordRing(capacity: configuration.bufferBytes, policy: configuration.overflow)
         self.ring = ring
         self.logger = logger
-        self.suppliedClient = httpClient
-        let eventLoop = eventLoop ?? httpClient?.eventLoopGroup.next() ?? MultiThreadedEventLoopGroup.singleton.next()
+        let eventLoop = eventLoop ?? MultiThreadedEventLoopGroup.singleton.next()
         self.eventLoop = eventLoop
         self.uplinkHost = UplinkHost(
             Uplink(
-                configuration: configuration.uplink, ring: ring, logger: logger, httpClient: httpClient, eventLoop: eventLoop,
+                configuration: configuration.uplink, ring: ring, logger: logger, eventLoop: eventLoop,
                 remoteConfig: remoteConfigRelay),
             logger: logger)
         // Stopping runs code that has not run before (checkpoints, closing streams): the ring's free pages go back

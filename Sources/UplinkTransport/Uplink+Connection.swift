@@ -1,4 +1,3 @@
-import AsyncHTTPClient
 import Logging
 import NIOCore
 import NIOHTTP1
@@ -8,8 +7,8 @@ import UplinkRemoteConfig
 import UplinkWire
 
 extension UplinkDriver {
-    /// Creates a fresh pair and starts the request whose body is the pair's input side, on the driver's loop; the
-    /// response's lines come back as events (`UplinkExchange`).
+    /// Creates a fresh pair and connects the stream whose body is the pair's input side, on the driver's loop; the
+    /// response's lines come back as events (`StreamExchangeHandler`).
     func openStream(_ connection: ConnectionID) {
         let configuration = uplink.configuration
         let driver = bound
@@ -41,28 +40,54 @@ extension UplinkDriver {
                 return
             }
         }
-        let request: HTTPClient.Request
-        do {
-            request = try HTTPClient.Request(
-                url: configuration.requestURL, method: .POST,
-                headers: Self.requestHeaders(
-                    configuration, encoding: compressor?.encoding ?? .none, windowBytes: ring.capacity),
-                body: UplinkBodySink.body(draining: pair), tlsConfiguration: tlsConfiguration)
-        } catch {
-            handleLater(.streamFailed(connection, .transport("cannot make a request to \(configuration.requestURL): \(error)")))
+        guard let endpoint = StreamConnector.Endpoint(configuration) else {
+            handleLater(.streamFailed(connection, .transport("cannot make a request to \(configuration.requestURL)")))
             return
         }
-        let exchange = UplinkExchange(
-            connection: connection, driver: driver, pair: NIOLoopBound(pair, eventLoop: loop),
-            connectTimeout: configuration.effectiveConnectTimeout)
-        // No deadline: the delegate API's would end the stream when it fires; the machine's stall check covers the
-        // response head. `.delegate(on:)`, not `.delegateAndChannel(on:)`: the uplink's own client has no loop but
-        // `loop`, so the channel is there anyway, and AsyncHTTPClient's pool opens a spare connection for a request
-        // that requires a loop when the connection it waited for closes (one attempt would cost two connections).
-        let task = client.execute(
-            request: request, delegate: exchange, eventLoop: .delegate(on: loop), deadline: nil, logger: logger)
-        self.request = task
-        task.futureResult.whenComplete { exchange.requestEnded($0) }
+        var headers = Self.requestHeaders(configuration, encoding: compressor?.encoding ?? .none, windowBytes: ring.capacity)
+        headers.replaceOrAdd(name: "Host", value: endpoint.authority)
+        let head = HTTPRequestHead(version: .http1_1, method: .POST, uri: endpoint.path, headers: headers)
+        let exchange = StreamExchangeHandler(
+            connection: connection, head: head, pair: pair,
+            report: { driver.value.handleLater($0) },
+            relay: { driver.value.uplink.remoteConfig?.relay($0) })
+        self.exchange = exchange
+        let connectTimeout = configuration.effectiveConnectTimeout
+        let loop = self.loop
+        let sslContext = tlsConfiguration.map { tlsContexts.context(for: $0, on: loop).map(Optional.some) }
+        (sslContext ?? loop.makeSucceededFuture(nil)).assumeIsolated().flatMap { sslContext in
+            StreamConnector.connect(
+                endpoint, sslContext: sslContext, connectTimeout: connectTimeout, loop: loop, exchange: exchange)
+        }.whenComplete { result in
+            driver.value.connected(result, exchange: exchange, connectTimeout: connectTimeout)
+        }
+    }
+
+    /// The connection for `exchange` was made (the exchange runs on it now) or could not be.
+    private func connected(
+        _ result: Result<any Channel, any Error>, exchange: StreamExchangeHandler, connectTimeout: Duration
+    ) {
+        switch result {
+        case .success(let channel):
+            // The stream may have been given up meanwhile (a stall, shutdown): its connection goes too.
+            guard self.exchange === exchange else {
+                channel.close(promise: nil)
+                return
+            }
+            self.channel = channel
+        case .failure(let error):
+            exchange.abandon(error)
+            guard self.exchange === exchange else { return }
+            if StreamConnector.isProxyAuthenticationRequired(error) {
+                // The proxy's 407 is as much a configuration problem as a collector's 4xx: back off long, say so.
+                handleLater(.responseHead(
+                    exchange.connection, status: 407,
+                    detail: "the HTTP proxy requires credentials: give them as http://user:password@host:port in uplink.proxy or HTTPS_PROXY"))
+            } else {
+                handleLater(.streamFailed(
+                    exchange.connection, .transport(StreamConnector.describe(error, connectTimeout: connectTimeout))))
+            }
+        }
     }
 
     /// The stream request's headers (docs/protocol.md, "Request"). `windowBytes`: how many bytes of records the ring
@@ -86,23 +111,5 @@ extension UplinkDriver {
             headers.add(name: "Uplink-Labels", value: AgentLabels.header(configuration.labels))
         }
         return headers
-    }
-
-    private static let connectTimeoutErrors: [HTTPClientError] = [
-        .connectTimeout, .getConnectionFromPoolTimeout, .tlsHandshakeTimeout, .httpProxyHandshakeTimeout,
-    ]
-
-    static func describe(_ error: any Error, connectTimeout: Duration) -> String {
-        if let tls = TLSErrorText.describe(error) { return tls }
-        // AHC fails the request with whichever of its connect deadlines fires first (the connection's, the queued
-        // request's, the proxy's or the TLS handshake's); all of them are the one connect timeout here.
-        if let error = error as? HTTPClientError, connectTimeoutErrors.contains(error) {
-            return "no connection within the connect timeout (\(connectTimeout), uplink.connect_timeout): \(error)"
-        }
-        if let error = error as? HTTPClientError { return "\(error)" }
-        if ConnectFailureText.isRefused(error) {
-            return ConnectFailureText.describe(error) + " (nothing accepts connections at that address and port)"
-        }
-        return ConnectFailureText.describe(error)
     }
 }

@@ -1,4 +1,3 @@
-import AsyncHTTPClient
 import Logging
 import NIOCore
 import UplinkCore
@@ -12,7 +11,6 @@ final class UplinkDriver {
     typealias Action = UplinkStateMachine.Action
 
     let uplink: Uplink
-    let client: HTTPClient
     let loop: any EventLoop
     var machine: UplinkStateMachine
     var ring: RecordRing { uplink.ring }
@@ -21,8 +19,12 @@ final class UplinkDriver {
     let finished: EventLoopPromise<Void>
 
     var pair: BoundStreamPair?
-    /// The current stream's request.
-    var request: HTTPClient.Task<Void>?
+    /// The current stream's exchange, from the moment its connection is being made.
+    var exchange: StreamExchangeHandler?
+    /// The current stream's connection, once made.
+    var channel: (any Channel)?
+    /// The TLS context of the connections, for an `https://` URL.
+    let tlsContexts = StreamTLSContexts()
     /// Bytes taken from the ring that the pair has not accepted yet (at most one fill, compressed if the stream is).
     var pending = ByteBuffer()
     /// What the current stream carried that the collector has not acknowledged; bounds what the client queues.
@@ -47,14 +49,15 @@ final class UplinkDriver {
     private var rejectionDetail: String?
     private var endedCleanly = false
     private var stopping = false
+    /// `finished` was completed.
+    private var finishedAlready = false
     /// The current stream's collector sent `Uplink-Config`: it reads `config_status` lines.
     var configAdvertised = false
     /// The version of the status line the current stream carried (`RemoteConfigRelay.publishedVersion`).
     var configStatusSent: UInt64 = 0
 
-    init(uplink: Uplink, client: HTTPClient, loop: any EventLoop) {
+    init(uplink: Uplink, loop: any EventLoop) {
         self.uplink = uplink
-        self.client = client
         self.loop = loop
         self.finished = loop.makePromise()
         let configuration = uplink.configuration
@@ -244,10 +247,10 @@ final class UplinkDriver {
     // MARK: Stream lifecycle
 
     private func closeStream(failing failure: StreamFailure) {
+        // The exchange first: it reports nothing more once the driver gave the stream up.
+        closeConnection()
         pair?.fail(UplinkStreamClosed(failure: failure))
         pair = nil
-        request?.cancel()
-        request = nil
         pending = ByteBuffer()
         inFlight.reset()
         waitingForAcknowledgements = false
@@ -267,26 +270,35 @@ final class UplinkDriver {
         backoff?.cancel()
         backoffTask?.cancel()
         ring.cancelDataNotification()
-        guard waitForCleanEnd, let request else {
+        guard waitForCleanEnd, let exchange else {
             endRequest()
             return
         }
         let driver = bound
         let giveUp = loop.scheduleTask(in: .seconds(2)) { driver.value.endRequest() }
-        request.futureResult.whenComplete { _ in
+        exchange.ended.futureResult.whenComplete { _ in
             giveUp.cancel()
             driver.value.endRequest()
         }
     }
 
-    /// The last step of `stop`: the request is cancelled if it still runs, and the driver is done.
+    /// The last step of `stop`: the connection is closed if it is still open, and the driver is done.
     private func endRequest() {
-        request?.cancel()
-        request = nil
+        guard !finishedAlready else { return }
+        finishedAlready = true
+        closeConnection()
         pair?.fail(UplinkStreamClosed(failure: nil))
         pair = nil
         publishState()
         finished.succeed()
+    }
+
+    /// Closes the current stream's connection, or gives up making it.
+    private func closeConnection() {
+        exchange?.abandon(UplinkStreamClosed(failure: nil))
+        exchange = nil
+        channel?.close(promise: nil)
+        channel = nil
     }
 
     // MARK: Timers

@@ -23,7 +23,6 @@ public final class Uplink: Service {
     public let eventLoop: any EventLoop
     /// Waits out a backoff delay instead of the event loop's timer (tests observe the schedule with it).
     let backoffSleep: (@Sendable (Duration) async throws -> Void)?
-    private let suppliedClient: HTTPClient?
     let statisticsBox = Mutex(UplinkStatistics())
     /// Reads `uplink.tls`'s files and reads them again when they change; nil for an `http://` URL.
     let tlsReloader: TLSReloader?
@@ -33,18 +32,14 @@ public final class Uplink: Service {
     private let control = Mutex<(driver: NIOLoopBound<UplinkDriver>?, handOverRequested: Bool)>((nil, false))
 
     /// - Parameters:
-    ///   - httpClient: the client to use; by default the uplink creates and shuts down its own on `eventLoop` (with
-    ///     the configuration's proxy and server name). A supplied client's proxy settings apply instead.
     ///   - eventLoop: the loop the stream lives on (the agent passes the one its sources read on); by default one of
-    ///     the supplied client's group, or of NIO's shared group. With a supplied client it must belong to the
-    ///     client's group.
+    ///     NIO's shared group. Its connection, TLS and every event of the stream are there.
     ///   - backoffSleep: waits out a backoff delay; by default a timer on `eventLoop`. Tests substitute it to observe
     ///     the schedule.
     public init(
         configuration: UplinkConfiguration,
         ring: RecordRing,
         logger: Logger,
-        httpClient: HTTPClient? = nil,
         eventLoop: (any EventLoop)? = nil,
         backoffSleep: (@Sendable (Duration) async throws -> Void)? = nil,
         remoteConfig: RemoteConfigRelay? = nil
@@ -52,13 +47,7 @@ public final class Uplink: Service {
         self.configuration = configuration
         self.ring = ring
         self.logger = logger
-        self.suppliedClient = httpClient
-        if let httpClient, let eventLoop {
-            precondition(
-                httpClient.eventLoopGroup.makeIterator().contains { $0 === eventLoop },
-                "the uplink's event loop must belong to the supplied HTTP client's group")
-        }
-        self.eventLoop = eventLoop ?? httpClient?.eventLoopGroup.next() ?? MultiThreadedEventLoopGroup.singleton.next()
+        self.eventLoop = eventLoop ?? MultiThreadedEventLoopGroup.singleton.next()
         self.backoffSleep = backoffSleep
         self.remoteConfig = remoteConfig
         self.tlsReloader = configuration.usesTLS ? TLSReloader(settings: configuration.tls, logger: logger) : nil
@@ -72,13 +61,11 @@ public final class Uplink: Service {
     /// Streams until graceful shutdown (then drains, bounded by `drainTimeout`) or cancellation (then stops at once).
     public func run() async throws {
         let loop = eventLoop
-        // A client of our own lives on the stream's loop alone: its connections, TLS and response parts are there.
-        let client = suppliedClient ?? HTTPClient(eventLoopGroup: loop, configuration: Self.clientConfiguration(configuration))
-        if let proxy = configuration.proxy, suppliedClient == nil {
+        if let proxy = configuration.proxy {
             logger.info("uplink tunnels through an HTTP proxy", metadata: ["proxy": "\(proxy)"])
         }
         let (driver, finished) = try await loop.submit {
-            let driver = UplinkDriver(uplink: self, client: client, loop: loop)
+            let driver = UplinkDriver(uplink: self, loop: loop)
             return (NIOLoopBound(driver, eventLoop: loop), driver.finished.futureResult)
         }.get()
         let handOverRequested = control.withLock { control in
@@ -99,7 +86,6 @@ public final class Uplink: Service {
             loop.execute { driver.value.stopNow() }
         }
         control.withLock { $0.driver = nil }
-        if suppliedClient == nil { try await client.shutdown() }
     }
 
     /// Ends this uplink's work in favour of a successor on the same ring (a reload changed the uplink settings):
@@ -115,9 +101,10 @@ public final class Uplink: Service {
         eventLoop.execute { driver.value.handle(.handOver) }
     }
 
-    /// The HTTP client's settings: the connect timeout (`effectiveConnectTimeout`), no read timeout, no
-    /// decompression, no retrying of its own, the proxy and the server name override of `uplink`. (TLS settings go
-    /// with each request, so that rotated certificates apply to the next connection.)
+    /// The settings of the HTTP client the remote configuration's requests go through (`RemoteConfigClient`; the
+    /// stream has a connection of its own, `StreamConnector`): the connect timeout (`effectiveConnectTimeout`), no read
+    /// timeout, no decompression, no retrying of its own, the proxy and the server name override of `uplink`. (TLS
+    /// settings go with each request, so that rotated certificates apply to the next connection.)
     public static func clientConfiguration(_ uplink: UplinkConfiguration) -> HTTPClient.Configuration {
         var configuration = HTTPClient.Configuration()
         // No read timeout: an idle stream legitimately receives nothing; stalls are detected by the uplink itself.

@@ -19,7 +19,7 @@ public struct UplinkConfiguration: Sendable {
     /// no room for this long, or when no response/resume line came this long after connecting. Default 30 s.
     public var stallTimeout: Duration
     /// How long one connection attempt may take: name resolution, TCP connect, the proxy's `CONNECT` and the TLS
-    /// handshake together (AsyncHTTPClient's connect timeout covers all of connection establishment). A connection
+    /// handshake together (one deadline from the first connect to the first byte of the request). A connection
     /// that is refused fails the attempt at once; this bounds one that gets no answer. The attempt is also bounded by
     /// `stallTimeout`, so the smaller of the two applies. Default 5 s.
     public var connectTimeout: Duration

@@ -26,7 +26,7 @@ extension Agent {
             settings.epoch = uplinkHost.newest.configuration.epoch
             await uplinkHost.replace(
                 with: Uplink(
-                    configuration: settings, ring: ring, logger: logger, httpClient: suppliedClient, eventLoop: eventLoop,
+                    configuration: settings, ring: ring, logger: logger, eventLoop: eventLoop,
                     remoteConfig: remoteConfigRelay))
         }
     }

@@ -199,8 +199,18 @@ public final class RemoteConfigClient: Sendable {
         if let error = error as? HTTPClientError, error == .readTimeout {
             return "no data from the collector for \(timeouts.readIdle) (read timeout)"
         }
-        return UplinkDriver.describe(error, connectTimeout: timeouts.connect)
+        // AsyncHTTPClient fails the request with whichever of its connect deadlines fires first (the connection's,
+        // the queued request's, the proxy's or the TLS handshake's); all of them are the one connect timeout here.
+        if let error = error as? HTTPClientError, Self.connectTimeoutErrors.contains(error) {
+            return "no connection within the connect timeout (\(timeouts.connect), uplink.connect_timeout): \(error)"
+        }
+        if let error = error as? HTTPClientError { return "\(error)" }
+        return StreamConnector.describe(error, connectTimeout: timeouts.connect)
     }
+
+    private static let connectTimeoutErrors: [HTTPClientError] = [
+        .connectTimeout, .getConnectionFromPoolTimeout, .tlsHandshakeTimeout, .httpProxyHandshakeTimeout,
+    ]
 
     /// `timeouts.request` passed before the request and its body were done.
     struct RequestDeadlineExceeded: Error {

@@ -1,4 +1,6 @@
 import Logging
+import NIOCore
+import NIOPosix
 import Synchronization
 import Testing
 import UplinkCore
@@ -125,6 +127,31 @@ struct UplinkReconnectTests {
         #expect(text.contains("no connection within the connect timeout (1.0 seconds, uplink.connect_timeout)"), "\(text)")
     }
 
+    @Test("A peer that answers with bytes that are not HTTP: each attempt fails saying so, then backs off; nothing crashes")
+    func answerThatIsNotHTTP() async throws {
+        let group = MultiThreadedEventLoopGroup(numberOfThreads: 1)
+        let garbage = try await ServerBootstrap(group: group)
+            .childChannelInitializer { channel in
+                channel.eventLoop.makeCompletedFuture { try channel.pipeline.syncOperations.addHandler(NotHTTP()) }
+            }
+            .bind(host: "127.0.0.1", port: 0).get()
+        let attempts = 3
+        let recorder = BackoffRecorder(returningAtOnce: attempts - 1)
+        try await Self.run(Self.configuration(port: garbage.localAddress!.port!), recorder: recorder) { _ in
+            #expect(await recorder.waitForCalls(attempts))
+        }
+        try await garbage.close()
+        try await group.shutdownGracefully()
+        for (index, call) in recorder.calls.enumerated() {
+            #expect(call.connectionAttempts == index + 1)
+            guard case .transport(let text) = call.failure else {
+                Issue.record("attempt \(index + 1) failed with \(String(describing: call.failure)), not a transport failure")
+                continue
+            }
+            #expect(text.hasPrefix("the collector's answer is not HTTP"), "attempt \(index + 1): \(text)")
+        }
+    }
+
     @Test("The client's connect timeout is connect_timeout, or stall_timeout when that is smaller")
     func effectiveConnectTimeout() {
         var configuration = UplinkConfiguration(url: "http://127.0.0.1:1", agentID: "a")
@@ -165,6 +192,15 @@ struct UplinkReconnectTests {
         }
         task.cancel()
         try await task.value
+    }
+}
+
+/// Answers every connection at once with a greeting that no HTTP response starts with, and keeps it open.
+private final class NotHTTP: ChannelInboundHandler {
+    typealias InboundIn = ByteBuffer
+
+    func channelActive(context: ChannelHandlerContext) {
+        context.writeAndFlush(NIOAny(ByteBuffer(string: "SSH-2.0-OpenSSH_9.2\r\n\r\n")), promise: nil)
     }
 }
 

@@ -15,7 +15,7 @@
 # UPLINK_STEADY_FLOOR=PATH/uplink-bench adds rows for `uplink-bench one-loop-floor` (a release build of the same
 # source): the agent's own encoder, ring and zstd on one NIO event loop without AsyncHTTPClient, streaming to the first
 # BINARY's collector, once per entry of UPLINK_STEADY_FLOOR_STAGES (default "callback"; also "loop-tasks",
-# "global-tasks" and "callback-ahc", which sends through AsyncHTTPClient as the agent does; see OneLoopFloor.swift).
+# "global-tasks" and "callback-ahc", which sends through AsyncHTTPClient as the agent did; see OneLoopFloor.swift).
 # The gaps between the rows are what each kind of hand-off costs.
 # UPLINK_STEADY_LINGER="1s" adds rows for the last BINARY (the build under test; older builds
 # may lack the key) with `uplink.linger` set to each listed value. UPLINK_STEADY_COMPRESSION (zstd, gzip or none) sets

@@ -21,9 +21,9 @@ import UplinkWire
 ///   `AsyncStream` by the ring's data notification), but both tasks prefer an executor that runs their jobs on the
 ///   connection's event loop;
 /// - `global-tasks`: the same two tasks on Swift's global executor; their writes hop to the loop;
-/// - `callback-ahc`: as `callback`, but the connection and the request are AsyncHTTPClient's, as the agent's are (the
-///   delegate API on the loop, a streamed body whose writer takes each chunk): the gap to `callback` is what
-///   AsyncHTTPClient's write path costs per line.
+/// - `callback-ahc`: as `callback`, but the connection and the request are AsyncHTTPClient's, as the agent's were
+///   before it had a connection of its own (the delegate API on the loop, a streamed body whose writer takes each
+///   chunk): the gap to `callback` is what AsyncHTTPClient's write path costs per line.
 ///
 /// Deliberately missing, because the measurement does not need them: reconnects, resume, checkpoints, rotation,
 /// heartbeats, back-pressure beyond the channel's writability, TLS.

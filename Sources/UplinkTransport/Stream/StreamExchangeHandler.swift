@@ -19,9 +19,8 @@ import UplinkWire
 /// What it learns it hands to `report`, which the driver makes deliver in a later turn of the loop (`handleLater`): the
 /// driver's reaction (a write, a closed stream) must not re-enter the channel pipeline from inside one of its
 /// callbacks. A remote configuration hint (the `Uplink-Config` header or a `config` line) goes to `relay`.
-final class StreamExchangeHandler: ChannelDuplexHandler, BoundStreamSink {
+final class StreamExchangeHandler: ChannelInboundHandler, BoundStreamSink {
     typealias InboundIn = HTTPClientResponsePart
-    typealias OutboundIn = Never
     typealias OutboundOut = HTTPClientRequestPart
     typealias ConnectionID = UplinkStateMachine.ConnectionID
 

@@ -15,18 +15,21 @@ import UplinkCore
 ///
 /// The uplink's own client instead of a general one: a stream is one long request whose body the uplink writes a
 /// chunk at a time, so the chunk goes straight from the pair into the channel, without a general client's request
-/// and connection state machines and promise chains on every chunk (docs/architecture.md, "The send path").
+/// and connection state machines and promise chains on every chunk (docs/architecture.md, "A connection of its
+/// own").
 enum StreamConnector {
     /// Where a stream connects, from the uplink's settings.
     struct Endpoint {
         /// The host and port the TCP connection goes to: the proxy's, or the collector's.
         var connectHost: String
         var connectPort: Int
-        /// The collector's host (bare, without brackets) and port: the `CONNECT` target, `Host` and the TLS name.
+        /// The URL's host (bare, without brackets) and port: where the connection goes, through the proxy's tunnel when
+        /// there is one.
         var host: String
         var port: Int
         var usesTLS: Bool
-        /// The name the collector's certificate must show and the client sends as SNI: `tls.server_name` when set.
+        /// The name the collector's certificate must show, sent as SNI and in `Host`: `tls.server_name` when set, else
+        /// `host`.
         var serverName: String
         var proxy: UplinkProxy?
         /// The request's path (with the URL's own path in front of `/v1/stream`).

@@ -54,11 +54,10 @@ extension UplinkDriver {
         self.exchange = exchange
         let connectTimeout = configuration.effectiveConnectTimeout
         let loop = self.loop
-        let sslContext = tlsConfiguration.map { tlsContexts.context(for: $0, on: loop).map(Optional.some) }
-        (sslContext ?? loop.makeSucceededFuture(nil)).assumeIsolated().flatMap { sslContext in
-            StreamConnector.connect(
-                endpoint, sslContext: sslContext, connectTimeout: connectTimeout, loop: loop, exchange: exchange)
-        }.whenComplete { result in
+        StreamConnector.connect(
+            endpoint, sslContext: tlsConfiguration.map { tlsContexts.context(for: $0, on: loop) },
+            connectTimeout: connectTimeout, loop: loop, exchange: exchange
+        ).assumeIsolated().whenComplete { result in
             driver.value.connected(result, exchange: exchange, connectTimeout: connectTimeout)
         }
     }

@@ -58,11 +58,12 @@ enum StreamConnector {
     }
 
     /// Connects and installs `exchange` as the exchange's last handler; call on `loop`. `sslContext`: for an
-    /// `https://` URL (`StreamTLSContexts`). The future succeeds with the connection's channel once the exchange is in
-    /// place; it fails with why the connection could not be made.
+    /// `https://` URL, the context as it is being made (`StreamTLSContexts`); the connect timeout covers the wait for
+    /// it too. The future succeeds with the connection's channel once the exchange is in place; it fails with why the
+    /// connection could not be made.
     static func connect(
-        _ endpoint: Endpoint, sslContext: NIOSSLContext?, connectTimeout: Duration, loop: any EventLoop,
-        exchange: StreamExchangeHandler
+        _ endpoint: Endpoint, sslContext: EventLoopFuture<NIOSSLContext>?, connectTimeout: Duration,
+        loop: any EventLoop, exchange: StreamExchangeHandler
     ) -> EventLoopFuture<any Channel> {
         let ready = loop.makePromise(of: (any Channel).self)
         let deadline = NIODeadline.now() + .nanoseconds(connectTimeout.nanoseconds)
@@ -70,8 +71,27 @@ enum StreamConnector {
             ready.fail(StreamConnectTimeout(timeout: connectTimeout))
         }
         ready.futureResult.whenComplete { _ in timeout.cancel() }
+        let context = sslContext.map { $0.map(Optional.some) } ?? loop.makeSucceededFuture(nil)
+        context.assumeIsolated().whenComplete { result in
+            switch result {
+            case .failure(let error):
+                ready.fail(error)
+            case .success(let sslContext):
+                connect(endpoint, sslContext: sslContext, deadline: deadline, loop: loop, exchange: exchange, ready: ready)
+            }
+        }
+        return ready.futureResult
+    }
+
+    /// `connect` once the TLS context is there: TCP, the tunnel, TLS and the exchange's handlers, completing `ready`.
+    private static func connect(
+        _ endpoint: Endpoint, sslContext: NIOSSLContext?, deadline: NIODeadline, loop: any EventLoop,
+        exchange: StreamExchangeHandler, ready: EventLoopPromise<any Channel>
+    ) {
+        // A connect timeout that fired while the context was made: nothing more to do.
+        guard deadline > .now() else { return }
         // NIO's client bootstrap sets TCP_NODELAY itself: a chunk goes out when it is written.
-        let bootstrap = ClientBootstrap(group: loop).connectTimeout(.nanoseconds(connectTimeout.nanoseconds))
+        let bootstrap = ClientBootstrap(group: loop).connectTimeout(deadline - .now())
         bootstrap.connect(host: endpoint.connectHost, port: endpoint.connectPort).assumeIsolated().whenComplete { result in
             switch result {
             case .failure(let error):
@@ -91,7 +111,6 @@ enum StreamConnector {
                 }
             }
         }
-        return ready.futureResult
     }
 
     /// Through a proxy: asks it for a `CONNECT` tunnel to the collector, then takes its HTTP handlers off again.

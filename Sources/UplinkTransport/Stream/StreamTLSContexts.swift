@@ -1,10 +1,10 @@
 import NIOCore
-import NIOPosix
 import NIOSSL
 
 /// The TLS context of a stream's connections, kept from one connection to the next and made again only when
-/// `uplink.tls`'s settings or files changed (`TLSReloader` hands over a new configuration then). A context is made on
-/// NIO's thread pool, not on the stream's loop: making one reads the trust store. Lives on the driver's loop.
+/// `uplink.tls`'s settings or files changed (`TLSReloader` hands over a new configuration then). A context is made in
+/// a task of its own, not on the stream's loop (making one reads the trust store) and not on NIO's thread pool, where
+/// it could wait behind checkpoint `fsync`s on a slow disk. Lives on the driver's loop.
 final class StreamTLSContexts {
     /// The protocols the client offers through ALPN, preferred first: HTTP/2 where the collector or the proxy in
     /// front of it speaks it, HTTP/1.1 otherwise.
@@ -19,9 +19,9 @@ final class StreamTLSContexts {
         }
         var offered = configuration
         offered.applicationProtocols = Self.applicationProtocols
-        return NIOThreadPool.singleton.runIfActive(eventLoop: loop) { [offered] in
-            try NIOSSLContext(configuration: offered)
-        }.assumeIsolated().map { context in
+        let made = loop.makePromise(of: NIOSSLContext.self)
+        made.completeWithTask { [offered] in try NIOSSLContext(configuration: offered) }
+        return made.futureResult.assumeIsolated().map { context in
             self.last = (configuration, context)
             return context
         }.nonisolated()

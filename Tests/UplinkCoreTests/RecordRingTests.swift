@@ -580,6 +580,7 @@ struct RecordRingOldestFrameTests {
         // lock: back to back, it mostly waited for the reader's lock and hardly ever acknowledged between two reads
         // (a snapshot read under two locks passed two runs in three, and every run beside another busy test).
         let stop = Atomic<Bool>(false)
+        let rounds = Atomic<Int>(0)
         // On a thread of its own: on the global executor it could wait for the reader's thread the whole time.
         let writer = Task.detached(executorPreference: DedicatedThreads.blocking) {
             var round: UInt64 = 0
@@ -594,14 +595,21 @@ struct RecordRingOldestFrameTests {
                 pause()
                 ring.readUnsent(maxBytes: 1 << 20) { _, _, _ in }
                 ring.acknowledge(through: round)
+                rounds.add(1, ordering: .relaxed)
                 pause()
             }
         }
-        // Bounded in count and in time: 200,000 snapshots or 1 second.
+        // Until the writer went from empty to one frame and back 20,000 times and some snapshot caught a frame held,
+        // not for a fixed time: on a loaded machine the writer may not get a core for a while. Bounded in count and
+        // in time all the same: 20,000,000 snapshots or 30 seconds.
         var inconsistent = 0
         var withFrames = 0
-        let deadline = ContinuousClock.now + .seconds(1)
-        for _ in 0..<200_000 where ContinuousClock.now < deadline {
+        let deadline = ContinuousClock.now + .seconds(30)
+        var snapshots = 0
+        while rounds.load(ordering: .relaxed) < 20_000 || withFrames == 0,
+            snapshots < 20_000_000, ContinuousClock.now < deadline
+        {
+            snapshots += 1
             let snapshot = ring.statistics(oldestPrefixBytes: 5)
             if (snapshot.retainedFrames > 0) != (snapshot.oldestFramePrefix != nil) { inconsistent += 1 }
             if snapshot.retainedFrames > 0 {

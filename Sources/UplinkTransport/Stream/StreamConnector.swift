@@ -257,11 +257,12 @@ private final class HandshakeCompletion: ChannelInboundHandler, RemovableChannel
     }
 
     func userInboundEventTriggered(context: ChannelHandlerContext, event: Any) {
+        context.fireUserInboundEventTriggered(event)
         if let event = event as? TLSUserEvent, case .handshakeCompleted(let negotiated) = event {
+            // The exchange's handlers go in behind this one as the promise completes; then it leaves.
             promise.succeed(negotiated)
             context.pipeline.syncOperations.removeHandler(context: context, promise: nil)
         }
-        context.fireUserInboundEventTriggered(event)
     }
 
     func errorCaught(context: ChannelHandlerContext, error: any Error) {

@@ -20,7 +20,10 @@ struct CollectorLimitsTests {
                 // Long enough that a busy machine still sends the complete head in time (2 s was not, once: a full
                 // run beside 20 SIGKILLed agents), short enough to keep the test quick.
                 configuration.requestHeadTimeout = .seconds(5)
-                configuration.streamIdleTimeout = .seconds(3)
+                // The idle timer starts when the complete head arrives, before the request's handler has answered
+                // it; 3 s let a full run on a loaded machine (the test took 29 s) cut the stream before its answer
+                // was written.
+                configuration.streamIdleTimeout = .seconds(10)
                 let log = LogCapture(level: .info)
                 try await withEdgeCollector(configuration, log: log) { collector, port in
                     // The heads are written as each connection comes up, on its loop: a test task that a loaded

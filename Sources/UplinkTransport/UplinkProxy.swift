@@ -168,18 +168,25 @@ public enum ProxyEnvironment {
         return nil
     }
 
-    /// Scheme, host and port of a collector URL.
+    /// Scheme, host, port and path of a collector URL.
     struct Target {
         var isHTTPS: Bool
         var host: String
         var port: Int
+        /// What follows the authority, without trailing slashes (`/collector` of `https://host/collector/`; empty
+        /// for none).
+        var path: String
 
         init?(url: String) {
             guard let schemeEnd = url.firstRange(of: "://") else { return nil }
             let scheme = url[..<schemeEnd.lowerBound].lowercased()
             guard scheme == "http" || scheme == "https" else { return nil }
             isHTTPS = scheme == "https"
-            let authority = url[schemeEnd.upperBound...].prefix { $0 != "/" }
+            let afterScheme = url[schemeEnd.upperBound...]
+            let authority = afterScheme.prefix { $0 != "/" }
+            var path = afterScheme[authority.endIndex...]
+            while path.hasSuffix("/") { path.removeLast() }
+            self.path = String(path)
             var portText: Substring?
             if authority.hasPrefix("[") {
                 guard let close = authority.firstIndex(of: "]") else { return nil }

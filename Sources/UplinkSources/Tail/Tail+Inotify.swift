@@ -576,8 +576,8 @@ private final class ModificationEventsHandler: InotifyEventsHandler, ChannelInbo
             watches.removeAll(keepingCapacity: true)
             if staysArmed { context.read() }
         } else {
-            // Nothing the reader waits for: stay armed (NIO keeps polling while a read is pending).
-            watches.removeAll(keepingCapacity: true)
+            // Nothing the reader waits for: stay armed (NIO keeps polling while a read is pending). No watch was
+            // noted either: only a relevant event notes one.
             context.read()
         }
     }

@@ -44,16 +44,22 @@ enum StreamConnector {
             proxy = configuration.proxy
             connectHost = proxy?.host ?? target.host
             connectPort = proxy?.port ?? target.port
-            let streamURL = configuration.streamURL
-            let afterScheme = streamURL.drop { $0 != "/" }.dropFirst(2)
-            let pathStart = afterScheme.firstIndex(of: "/") ?? afterScheme.endIndex
-            path = afterScheme[pathStart...].isEmpty ? "/" : String(afterScheme[pathStart...])
+            path = target.path + "/v1/stream"
         }
 
-        /// `host` as a URI authority: an IPv6 address in brackets, the port when it is not the scheme's default.
+        /// `serverName` as a URI authority (`Host`): the port only when it is not the scheme's default.
         var authority: String {
-            let name = serverName.contains(":") ? "[\(serverName)]" : serverName
+            let name = Self.uriHost(serverName)
             return port == (usesTLS ? 443 : 80) ? name : "\(name):\(port)"
+        }
+
+        /// `host` as the proxy's `CONNECT` target writes it (the handler adds `:port`), and `host:port` whole.
+        var tunnelTargetHost: String { Self.uriHost(host) }
+        var tunnelTarget: String { "\(tunnelTargetHost):\(port)" }
+
+        /// A host as a URI writes it: an IPv6 address in brackets.
+        private static func uriHost(_ host: String) -> String {
+            host.contains(":") ? "[\(host)]" : host
         }
     }
 
@@ -77,14 +83,14 @@ enum StreamConnector {
             case .failure(let error):
                 ready.fail(error)
             case .success(let sslContext):
-                connect(endpoint, sslContext: sslContext, deadline: deadline, loop: loop, exchange: exchange, ready: ready)
+                establish(endpoint, sslContext: sslContext, deadline: deadline, loop: loop, exchange: exchange, ready: ready)
             }
         }
         return ready.futureResult
     }
 
     /// `connect` once the TLS context is there: TCP, the tunnel, TLS and the exchange's handlers, completing `ready`.
-    private static func connect(
+    private static func establish(
         _ endpoint: Endpoint, sslContext: NIOSSLContext?, deadline: NIODeadline, loop: any EventLoop,
         exchange: StreamExchangeHandler, ready: EventLoopPromise<any Channel>
     ) {
@@ -118,8 +124,7 @@ enum StreamConnector {
         guard let proxy = endpoint.proxy else { return channel.eventLoop.makeSucceededVoidFuture() }
         let established = channel.eventLoop.makePromise(of: Void.self)
         var headers = HTTPHeaders()
-        let target = endpoint.host.contains(":") ? "[\(endpoint.host)]" : endpoint.host
-        headers.add(name: "Host", value: "\(target):\(endpoint.port)")
+        headers.add(name: "Host", value: endpoint.tunnelTarget)
         if let username = proxy.username {
             let credentials = Base64.encode(Array("\(username):\(proxy.password ?? "")".utf8))
             headers.add(name: "Proxy-Authorization", value: "Basic \(credentials)")
@@ -132,7 +137,7 @@ enum StreamConnector {
             try operations.addHandler(decoder)
             try operations.addHandler(
                 NIOHTTP1ProxyConnectHandler(
-                    targetHost: target, targetPort: endpoint.port, headers: headers, deadline: deadline,
+                    targetHost: endpoint.tunnelTargetHost, targetPort: endpoint.port, headers: headers, deadline: deadline,
                     promise: established))
             return established.futureResult.assumeIsolated().flatMap {
                 channel.pipeline.syncOperations.removeHandler(encoder)

@@ -212,6 +212,28 @@ struct RecordRingTests {
         #expect(readUnsent(ring) == [ReadFrame(sequence: 4, bytes: frames[3])])
     }
 
+    /// One pass of many frames, acknowledged at uneven points (as a collector's batches end): each acknowledgement
+    /// releases exactly the frames through it, whether it lands on one of the ring's marks or between them.
+    @Test func acknowledgementsBetweenTheMarksOfAPassReleaseExactly() {
+        let ring = RecordRing(capacity: 64 << 10)
+        let source = ring.registerSource("s")
+        let frames = (0..<300).map { pattern($0, count: 10 + $0 % 23) }
+        for frame in frames { _ = ring.append(frame, source: source) }
+        #expect(readUnsent(ring).count == 300)
+        var acknowledged = 0
+        for step in [1, 30, 1, 2, 32, 33, 64, 7, 100, 29, 1] {
+            acknowledged += step
+            ring.acknowledge(through: UInt64(acknowledged))
+            let statistics = ring.statistics()
+            let retained = frames[acknowledged...]
+            #expect(statistics.oldestRetained == UInt64(acknowledged + 1), "after \(acknowledged)")
+            #expect(statistics.retainedFrames == retained.count, "after \(acknowledged)")
+            #expect(statistics.usedBytes == retained.reduce(0) { $0 + 8 + $1.count }, "after \(acknowledged)")
+            #expect(ring.oldestFramePrefix(maxBytes: 64) == retained.first, "after \(acknowledged)")
+        }
+        #expect(readUnsent(ring).isEmpty)
+    }
+
     @Test func acknowledgingOldOrRepeatedSequencesChangesNothing() {
         let ring = RecordRing(capacity: 256)
         let source = ring.registerSource("s")

@@ -71,6 +71,9 @@ let package = Package(
         // glibc's mallopt for the collector's heap thresholds, and pipe2 and posix_spawn's closefrom for the exec
         // source's commands.
         .target(name: "CLinuxIO"),
+        // The JSON string byte scan under the wire format's reader and writer (UplinkWire), 16 bytes at a time with
+        // SSE2 where the target has it: Swift's SIMD types do not compile to vector instructions here.
+        .target(name: "CJSONBytes"),
         // The one file layer: open, read, write all, fsync, atomic write, read whole, make and list directories, with
         // one error type (`FileError`). Plain system calls; no uplink module, no Foundation; NIOPosix for the thread
         // pool `BlockingFileWork` runs file work on.
@@ -129,6 +132,7 @@ let package = Package(
             name: "UplinkWire",
             dependencies: [
                 "UplinkCore",
+                "CJSONBytes",
                 "CZstd",
                 "CZlib",
                 .product(name: "NIOCore", package: "swift-nio"),

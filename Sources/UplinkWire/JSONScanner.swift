@@ -1,3 +1,4 @@
+import CJSONBytes
 import UplinkCore
 
 /// Where a JSON string's content lies in a line: the bytes between its quotes, still escaped.
@@ -133,15 +134,9 @@ struct JSONScanner {
         var hasEscapes = false
         let count = bytes.count
         while true {
-            // Eight plain bytes at a time (none a quote, a backslash, a control character or non-ASCII), then
-            // straight to the first byte that is not plain.
-            while index &+ 8 <= count {
-                let attention = JSONScanner.attentionBits(bytes.loadUnaligned(fromByteOffset: index, as: UInt64.self))
-                if attention != 0 {
-                    index &+= attention.trailingZeroBitCount &>> 3
-                    break
-                }
-                index &+= 8
+            // Straight to the first byte that is not plain (a quote, a backslash, a control character or non-ASCII).
+            if index < count, let base = bytes.baseAddress {
+                index &+= uplink_json_plain_prefix(base + index, count &- index)
             }
             guard index < count else {
                 throw syntaxError("unterminated string", at: opening)
@@ -166,22 +161,6 @@ struct JSONScanner {
                 index += 1
             }
         }
-    }
-
-    /// The high bit set in the bytes of `word` (loaded little-endian) that are `"`, `\`, below 0x20 or above
-    /// 0x7F. Bytes above the first such byte may be flagged falsely (borrows), so only the lowest set bit is exact:
-    /// `trailingZeroBitCount / 8` is the position of the first byte that needs attention. The decoder uses it to
-    /// skip plain string bytes, the encoder (`JSONRawWriter`) to copy them.
-    @inline(__always)
-    static func attentionBits(_ word: UInt64) -> UInt64 {
-        let ones: UInt64 = 0x0101_0101_0101_0101
-        let highs: UInt64 = 0x8080_8080_8080_8080
-        let quote = word ^ (ones &* 0x22)
-        let backslash = word ^ (ones &* 0x5C)
-        let control = (word &- ones &* 0x20) & ~word
-        let hasQuote = (quote &- ones) & ~quote
-        let hasBackslash = (backslash &- ones) & ~backslash
-        return (word | control | hasQuote | hasBackslash) & highs
     }
 
     /// Validates one escape sequence; `index` is at the backslash.

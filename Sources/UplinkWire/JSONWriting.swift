@@ -1,3 +1,4 @@
+import CJSONBytes
 import UplinkCore
 
 /// Byte-level JSON output: strings escaped and repaired, integers and doubles written without `JSONEncoder`
@@ -247,21 +248,12 @@ struct JSONRawWriter {
         }
         var index = 0
         while index < count {
-            // Eight bytes at a time, copied before they are checked: the room reserved for the worst case (6 bytes
-            // out per byte in) always covers those 8 bytes, and bytes that need work are simply overwritten.
-            while index &+ 8 <= count {
-                let word = source.loadUnaligned(fromByteOffset: index, as: UInt64.self)
-                UnsafeMutableRawPointer(position).storeBytes(of: word, as: UInt64.self)
-                let attention = JSONScanner.attentionBits(word)
-                if attention != 0 {
-                    let plain = attention.trailingZeroBitCount &>> 3
-                    index &+= plain
-                    position += plain
-                    break
-                }
-                index &+= 8
-                position += 8
-            }
+            // The plain bytes up to the next one that needs work, copied as they are checked: the copy may write
+            // past them, but the room reserved for the worst case (6 bytes out per byte in) covers every byte left,
+            // and what follows the plain ones is overwritten.
+            let plain = uplink_json_copy_plain_prefix(position, source + index, count &- index)
+            index &+= plain
+            position += plain
             guard index < count else { break }
             let value = source.load(fromByteOffset: index, as: UInt8.self)
             if value >= 0x20 && value < 0x80 && value != UInt8(ascii: "\"") && value != UInt8(ascii: "\\") {

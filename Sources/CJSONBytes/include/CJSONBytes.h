@@ -1,0 +1,85 @@
+// The byte scan under the wire format's JSON strings, with SSE2 where the target has it: which bytes at the start of
+// a buffer a JSON string holds as they are. Swift's SIMD types compile to one lane at a time here (checked with
+// swiftc 6.3 at -O and -Osize), so the 16-byte loop is written in C; elsewhere the same test runs eight bytes at a
+// time in a 64-bit word. Inline, so the Swift callers (UplinkWire's JSONScanner and JSONWriter) do not pay a call.
+#ifndef UPLINK_CJSONBYTES_H
+#define UPLINK_CJSONBYTES_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
+
+/// The bits 0x80 of the bytes of `word` (eight bytes loaded little-endian) that are `"`, `\`, below 0x20 or above
+/// 0x7F. Bytes above the first such byte may be flagged falsely (borrows), so only the lowest set bit is exact.
+static inline uint64_t uplink_json_attention_bits(uint64_t word) {
+    const uint64_t ones = 0x0101010101010101ULL, highs = 0x8080808080808080ULL;
+    uint64_t quote = word ^ (ones * 0x22), backslash = word ^ (ones * 0x5C);
+    uint64_t control = (word - ones * 0x20) & ~word;
+    uint64_t has_quote = (quote - ones) & ~quote, has_backslash = (backslash - ones) & ~backslash;
+    return (word | control | has_quote | has_backslash) & highs;
+}
+
+static inline size_t uplink_json_plain_tail(const uint8_t *bytes, size_t index, size_t count) {
+    while (index + 8 <= count) {
+        uint64_t word;
+        memcpy(&word, bytes + index, 8);
+        uint64_t attention = uplink_json_attention_bits(word);
+        if (attention != 0) { return index + ((size_t)__builtin_ctzll(attention) >> 3); }
+        index += 8;
+    }
+    while (index < count) {
+        uint8_t byte = bytes[index];
+        if (byte < 0x20 || byte >= 0x80 || byte == '"' || byte == '\\') { return index; }
+        index += 1;
+    }
+    return count;
+}
+
+/// How many bytes at the start of `bytes` (`count` of them) need no attention in a JSON string: the index of the
+/// first `"`, `\`, control character (below 0x20) or non-ASCII byte (0x80 and above), or `count` when there is none.
+static inline size_t uplink_json_plain_prefix(const void *start, size_t count) {
+    const uint8_t *bytes = (const uint8_t *)start;
+    size_t index = 0;
+#if defined(__SSE2__)
+    // As signed bytes, both control characters and non-ASCII bytes are below 0x20.
+    const __m128i quote = _mm_set1_epi8('"'), backslash = _mm_set1_epi8('\\'), space = _mm_set1_epi8(0x20);
+    while (index + 16 <= count) {
+        __m128i block = _mm_loadu_si128((const __m128i *)(bytes + index));
+        __m128i special = _mm_or_si128(_mm_or_si128(_mm_cmpeq_epi8(block, quote), _mm_cmpeq_epi8(block, backslash)),
+                                       _mm_cmplt_epi8(block, space));
+        int mask = _mm_movemask_epi8(special);
+        if (mask != 0) { return index + (size_t)__builtin_ctz((unsigned)mask); }
+        index += 16;
+    }
+#endif
+    return uplink_json_plain_tail(bytes, index, count);
+}
+
+/// `uplink_json_plain_prefix`, copying those bytes to `to` as it goes. It may also write up to 15 bytes
+/// after them (never beyond `to + count`): the caller's room must hold `count` bytes, and what follows the
+/// plain prefix is the caller's to overwrite.
+static inline size_t uplink_json_copy_plain_prefix(void *to, const void *start, size_t count) {
+    uint8_t *destination = (uint8_t *)to;
+    const uint8_t *bytes = (const uint8_t *)start;
+    size_t index = 0;
+#if defined(__SSE2__)
+    const __m128i quote = _mm_set1_epi8('"'), backslash = _mm_set1_epi8('\\'), space = _mm_set1_epi8(0x20);
+    while (index + 16 <= count) {
+        __m128i block = _mm_loadu_si128((const __m128i *)(bytes + index));
+        _mm_storeu_si128((__m128i *)(destination + index), block);
+        __m128i special = _mm_or_si128(_mm_or_si128(_mm_cmpeq_epi8(block, quote), _mm_cmpeq_epi8(block, backslash)),
+                                       _mm_cmplt_epi8(block, space));
+        int mask = _mm_movemask_epi8(special);
+        if (mask != 0) { return index + (size_t)__builtin_ctz((unsigned)mask); }
+        index += 16;
+    }
+#endif
+    size_t plain = uplink_json_plain_tail(bytes, index, count);
+    memcpy(destination + index, bytes + index, plain - index);
+    return plain;
+}
+
+#endif

@@ -25,6 +25,14 @@ public enum ASCIIDecimal {
             }
             guard run == 8 else { return (length > 0 ? value : nil, length) }
         }
+        // Nineteen digits cannot overflow (10^19 − 1 < 2^64 − 1): the collector's 19-digit timestamps and origins
+        // end here without a check per digit.
+        while length < 19 && length < bytes.count {
+            let digit = bytes[length] &- UInt8(ascii: "0")
+            guard digit < 10 else { return (length > 0 ? value : nil, length) }
+            value = value &* 10 &+ UInt64(digit)
+            length &+= 1
+        }
         while length < bytes.count {
             let digit = bytes[length] &- UInt8(ascii: "0")
             guard digit < 10 else { break }

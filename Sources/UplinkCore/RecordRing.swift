@@ -687,8 +687,11 @@ extension RecordRing {
     /// A mark stays true while its sequence lies between the oldest retained frame and the next to write: frames never
     /// move in the storage, and the only renumbering (`resume` above everything written) clears the marks.
     struct SendMarks {
-        /// At most this many marks are remembered (32 KiB, about 16 MiB of unacknowledged 250-byte frames); older
-        /// ones are forgotten (their frames are then released by reading headers, which is only slower).
+        /// At most this many marks are remembered (32 KiB). When more are noted, every other one is forgotten, so
+        /// the marks thin out evenly over what is unacknowledged instead of leaving its oldest part (the part the
+        /// next acknowledgements release) without any: a collector's pipeline can hold more than the 16 MiB of
+        /// 250-byte frames this many marks cover at `stride`, and then each acknowledgement read every header from
+        /// the oldest frame on.
         static let limit = 2048
         /// A mark is kept at every frame whose sequence is a multiple of this, so an acknowledgement reads at most
         /// this many headers.
@@ -698,7 +701,12 @@ extension RecordRing {
         /// Remembers that frame `sequence` starts at `offset`. A mark at or above it (from before a rewind) goes.
         mutating func note(sequence: UInt64, offset: Int) {
             while let last = marks.last, last.sequence >= sequence { marks.removeLast() }
-            if marks.count == Self.limit { marks.removeFirst() }
+            if marks.count == Self.limit {
+                var kept: Deque<(sequence: UInt64, offset: Int)> = []
+                kept.reserveCapacity(Self.limit)
+                for (index, mark) in marks.enumerated() where index % 2 == 1 { kept.append(mark) }
+                marks = kept
+            }
             marks.append((sequence, offset))
         }
 

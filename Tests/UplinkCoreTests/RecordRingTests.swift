@@ -234,6 +234,28 @@ struct RecordRingTests {
         #expect(readUnsent(ring).isEmpty)
     }
 
+    /// More frames sent and unacknowledged than the ring keeps marks for at its stride (thinned out, not cut off at
+    /// the oldest): acknowledgements anywhere in them still release exactly.
+    @Test func acknowledgementsReleaseExactlyWhenMoreFramesAreUnacknowledgedThanTheMarksCover() {
+        let frameCount = 100_000
+        let ring = RecordRing(capacity: frameCount * 10)
+        let source = ring.registerSource("s")
+        for index in 0..<frameCount { _ = ring.append([UInt8(truncatingIfNeeded: index)], source: source) }
+        var sent = 0
+        while sent < frameCount { sent += ring.readUnsent(maxBytes: 4096) { _, _, _ in } }
+        var acknowledged = 0
+        var step = 1
+        while acknowledged < frameCount {
+            acknowledged = min(frameCount, acknowledged + step)
+            step = step * 7 % 9_973 + 1
+            ring.acknowledge(through: UInt64(acknowledged))
+            let statistics = ring.statistics()
+            #expect(statistics.oldestRetained == UInt64(acknowledged + 1), "after \(acknowledged)")
+            #expect(statistics.usedBytes == (frameCount - acknowledged) * 9, "after \(acknowledged)")
+            #expect(ring.oldestFramePrefix(maxBytes: 1) == (acknowledged < frameCount ? [UInt8(truncatingIfNeeded: acknowledged)] : nil))
+        }
+    }
+
     @Test func acknowledgingOldOrRepeatedSequencesChangesNothing() {
         let ring = RecordRing(capacity: 256)
         let source = ring.registerSource("s")

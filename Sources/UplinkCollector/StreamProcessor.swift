@@ -98,6 +98,8 @@ package struct StreamProcessor {
     /// The agent's origins: id → highest offset accepted so far.
     private(set) var originMarks: [UInt64: UInt64]
     private var splitter: LineSplitter
+    /// Kept between chunks so that noting where lines end does not allocate for each (`takeWholeLines`).
+    private var runEnds: [UInt32] = []
     /// The origin of the latest accepted line and its offset, not yet written to `originMarks` and the batch: a
     /// file's lines come in long runs, so most lines need no dictionary lookup. 0: none (origin ids start at 1).
     private var recentOriginID: UInt64 = 0
@@ -162,16 +164,21 @@ package struct StreamProcessor {
         _ bytes: UnsafeRawBufferPointer, of chunk: ByteBuffer, into batch: inout ReceivedBatch
     ) -> Int {
         let maxLineBytes = splitter.maxLineBytes
-        // Accepted lines since `runStart`, not yet added to the batch.
+        // Accepted lines since `runStart`, not yet added to the batch: where each ends, from `runStart`.
         var runStart = 0
-        var runLines = 0
-        func endRun(at end: Int) {
-            if runLines > 0 {
-                batch.lines.append(run: chunk.getSlice(at: chunk.readerIndex + runStart, length: end - runStart)!, lineCount: runLines)
-            }
-            runLines = 0
+        var runEnds = self.runEnds
+        self.runEnds = []
+        defer {
+            runEnds.removeAll(keepingCapacity: true)
+            self.runEnds = runEnds
         }
-        let consumed = NewlineScan.forEachLine(in: bytes) { text, _ in
+        func endRun(at end: Int) {
+            if !runEnds.isEmpty {
+                batch.lines.append(run: chunk.getSlice(at: chunk.readerIndex + runStart, length: end - runStart)!, lineEnds: runEnds)
+            }
+            runEnds.removeAll(keepingCapacity: true)
+        }
+        let consumed = NewlineScan.forEachLine(in: bytes) { text, next in
             let (position, end) = (text.lowerBound, text.upperBound)
             let verdict: Verdict
             if end - position > maxLineBytes {
@@ -181,8 +188,8 @@ package struct StreamProcessor {
             }
             switch verdict {
             case .accepted:
-                if runLines == 0 { runStart = position }
-                runLines += 1
+                if runEnds.isEmpty { runStart = position }
+                runEnds.append(UInt32(next - runStart))
             case .skipped:
                 endRun(at: position)
             case .rejected(let kind):
@@ -211,7 +218,7 @@ package struct StreamProcessor {
                 case .accepted:
                     var run = line
                     run.writeInteger(UInt8(ascii: "\n"))
-                    batch.lines.append(run: run, lineCount: 1)
+                    batch.lines.append(line: run)
                 case .skipped:
                     break
                 case .rejected(let kind):

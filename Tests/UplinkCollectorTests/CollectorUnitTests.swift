@@ -116,6 +116,25 @@ import UplinkWire
         #expect(next.duplicates == 1)
     }
 
+    /// Where each accepted line ends is noted as the chunk is read and used when the lines are handed out: with
+    /// `\n` and `\r\n` terminators mixed, and runs broken by a duplicate and a malformed line, wherever the chunks
+    /// split, every accepted line comes out whole and without its terminator.
+    @Test func acceptedLinesComeOutWholeWithMixedTerminatorsAndBrokenRuns() {
+        let lines: [(bytes: [UInt8], terminator: [UInt8])] = [
+            (recordLine(1), [0x0A]), (recordLine(2), [0x0D, 0x0A]), (recordLine(1), [0x0A]),
+            (Array("not json".utf8), [0x0D, 0x0A]), (recordLine(3), [0x0D, 0x0A]), (recordLine(4), [0x0A]),
+            (recordLine(5), [0x0D, 0x0A]),
+        ]
+        let bytes = lines.flatMap { $0.bytes + $0.terminator }
+        for split in 0...bytes.count {
+            var processor = StreamProcessor(stream: StreamKey(agent: "p", epoch: 1), mark: 0, maxLineBytes: 1 << 20)
+            var batch = processor.process(ByteBufferAllocator().buffer(bytes: bytes[..<split]))
+            batch.merge(processor.process(ByteBufferAllocator().buffer(bytes: bytes[split...])))
+            #expect(batch.lines.lineArrays == [1, 2, 3, 4, 5].map { recordLine(UInt64($0)) }, "split at \(split)")
+            #expect(batch.lines.count == 5)
+        }
+    }
+
     @Test func storedRecordsAreSplicedAndParsedBack() throws {
         let batch = CollectorBatch(
             stream: StreamKey(agent: "edge-1", epoch: 99),

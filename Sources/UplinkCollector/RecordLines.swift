@@ -39,7 +39,7 @@ public struct RecordLines: Sendable {
     public var isEmpty: Bool { count == 0 }
 
     /// Adds `run`, whose whole lines (each ending in `\n`) end at `lineEnds`, in order, the last at the run's end.
-    mutating func append(run: ByteBuffer, lineEnds: some BidirectionalCollection<UInt32>) {
+    mutating func append(run: ByteBuffer, lineEnds: [UInt32]) {
         guard let last = lineEnds.last else { return }
         precondition(Int(last) == run.readableBytes, "a run's last line ends at the run's end")
         runs.append(run)
@@ -50,7 +50,11 @@ public struct RecordLines: Sendable {
 
     /// Adds `line`, which holds one whole line ending in `\n`.
     mutating func append(line: ByteBuffer) {
-        append(run: line, lineEnds: CollectionOfOne(UInt32(line.readableBytes)))
+        guard line.readableBytes > 0 else { return }
+        runs.append(line)
+        lineEnds.append(UInt32(line.readableBytes))
+        count += 1
+        byteCount += line.readableBytes
     }
 
     /// Adds the lines of `other` after these.

@@ -1,7 +1,8 @@
 // The byte scan under the wire format's JSON strings, with SSE2 where the target has it: which bytes at the start of
 // a buffer a JSON string holds as they are. Swift's SIMD types compile to one lane at a time here (checked with
 // swiftc 6.3 at -O and -Osize), so the 16-byte loop is written in C; elsewhere the same test runs eight bytes at a
-// time in a 64-bit word. Inline, so the Swift callers (UplinkWire's JSONScanner and JSONWriter) do not pay a call.
+// time in a 64-bit word. The 16-byte loop is inline, so the Swift callers (UplinkWire's JSONScanner and JSONRawWriter)
+// do not pay a call for it; the eight-byte and one-byte rest is in json_bytes.c.
 #ifndef UPLINK_CJSONBYTES_H
 #define UPLINK_CJSONBYTES_H
 
@@ -12,31 +13,9 @@
 #include <emmintrin.h>
 #endif
 
-/// The bits 0x80 of the bytes of `word` (eight bytes loaded little-endian) that are `"`, `\`, below 0x20 or above
-/// 0x7F. Bytes above the first such byte may be flagged falsely (borrows), so only the lowest set bit is exact.
-static inline uint64_t uplink_json_attention_bits(uint64_t word) {
-    const uint64_t ones = 0x0101010101010101ULL, highs = 0x8080808080808080ULL;
-    uint64_t quote = word ^ (ones * 0x22), backslash = word ^ (ones * 0x5C);
-    uint64_t control = (word - ones * 0x20) & ~word;
-    uint64_t has_quote = (quote - ones) & ~quote, has_backslash = (backslash - ones) & ~backslash;
-    return (word | control | has_quote | has_backslash) & highs;
-}
-
-static inline size_t uplink_json_plain_tail(const uint8_t *bytes, size_t index, size_t count) {
-    while (index + 8 <= count) {
-        uint64_t word;
-        memcpy(&word, bytes + index, 8);
-        uint64_t attention = uplink_json_attention_bits(word);
-        if (attention != 0) { return index + ((size_t)__builtin_ctzll(attention) >> 3); }
-        index += 8;
-    }
-    while (index < count) {
-        uint8_t byte = bytes[index];
-        if (byte < 0x20 || byte >= 0x80 || byte == '"' || byte == '\\') { return index; }
-        index += 1;
-    }
-    return count;
-}
+/// `uplink_json_plain_prefix` from `index` on, eight bytes at a time and then one at a time: what the 16-byte loop
+/// leaves, and the whole scan where there is no SSE2. Out of line, so that the inlined part stays small.
+size_t uplink_json_plain_tail(const uint8_t *bytes, size_t index, size_t count);
 
 /// How many bytes at the start of `bytes` (`count` of them) need no attention in a JSON string: the index of the
 /// first `"`, `\`, control character (below 0x20) or non-ASCII byte (0x80 and above), or `count` when there is none.

@@ -189,7 +189,7 @@ package struct StreamProcessor {
             switch verdict {
             case .accepted:
                 if runEnds.isEmpty { runStart = position }
-                runEnds.append(UInt32(next - runStart))
+                runEnds.append(UInt32(next - runStart) | (next - end == 2 ? RecordLines.crlfFlag : 0))
             case .skipped:
                 endRun(at: position)
             case .rejected(let kind):

@@ -98,8 +98,6 @@ package struct StreamProcessor {
     /// The agent's origins: id → highest offset accepted so far.
     private(set) var originMarks: [UInt64: UInt64]
     private var splitter: LineSplitter
-    /// Kept between chunks so that noting where lines end does not allocate for each (`takeWholeLines`).
-    private var runEnds: [UInt32] = []
     /// The origin of the latest accepted line and its offset, not yet written to `originMarks` and the batch: a
     /// file's lines come in long runs, so most lines need no dictionary lookup. 0: none (origin ids start at 1).
     private var recentOriginID: UInt64 = 0
@@ -164,21 +162,16 @@ package struct StreamProcessor {
         _ bytes: UnsafeRawBufferPointer, of chunk: ByteBuffer, into batch: inout ReceivedBatch
     ) -> Int {
         let maxLineBytes = splitter.maxLineBytes
-        // Accepted lines since `runStart`, not yet added to the batch: where each ends, from `runStart`.
+        // Accepted lines since `runStart`, not yet added to the batch.
         var runStart = 0
-        var runEnds = self.runEnds
-        self.runEnds = []
-        defer {
-            runEnds.removeAll(keepingCapacity: true)
-            self.runEnds = runEnds
-        }
+        var runLines = 0
         func endRun(at end: Int) {
-            if !runEnds.isEmpty {
-                batch.lines.append(run: chunk.getSlice(at: chunk.readerIndex + runStart, length: end - runStart)!, lineEnds: runEnds)
+            if runLines > 0 {
+                batch.lines.append(run: chunk.getSlice(at: chunk.readerIndex + runStart, length: end - runStart)!, lineCount: runLines)
             }
-            runEnds.removeAll(keepingCapacity: true)
+            runLines = 0
         }
-        let consumed = NewlineScan.forEachLine(in: bytes) { text, next in
+        let consumed = NewlineScan.forEachLine(in: bytes) { text, _ in
             let (position, end) = (text.lowerBound, text.upperBound)
             let verdict: Verdict
             if end - position > maxLineBytes {
@@ -188,8 +181,8 @@ package struct StreamProcessor {
             }
             switch verdict {
             case .accepted:
-                if runEnds.isEmpty { runStart = position }
-                runEnds.append(UInt32(next - runStart) | (next - end == 2 ? RecordLines.crlfFlag : 0))
+                if runLines == 0 { runStart = position }
+                runLines += 1
             case .skipped:
                 endRun(at: position)
             case .rejected(let kind):
@@ -218,7 +211,7 @@ package struct StreamProcessor {
                 case .accepted:
                     var run = line
                     run.writeInteger(UInt8(ascii: "\n"))
-                    batch.lines.append(line: run)
+                    batch.lines.append(run: run, lineCount: 1)
                 case .skipped:
                     break
                 case .rejected(let kind):

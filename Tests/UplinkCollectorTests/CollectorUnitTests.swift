@@ -116,9 +116,8 @@ import UplinkWire
         #expect(next.duplicates == 1)
     }
 
-    /// Where each accepted line ends is noted as the chunk is read and used when the lines are handed out: with
-    /// `\n` and `\r\n` terminators mixed, and runs broken by a duplicate and a malformed line, wherever the chunks
-    /// split, every accepted line comes out whole and without its terminator.
+    /// With `\n` and `\r\n` terminators mixed, and runs of accepted lines broken by a duplicate and a malformed
+    /// line, wherever the chunks split, every accepted line comes out whole and without its terminator.
     @Test func acceptedLinesComeOutWholeWithMixedTerminatorsAndBrokenRuns() {
         let lines: [(bytes: [UInt8], terminator: [UInt8])] = [
             (recordLine(1), [0x0A]), (recordLine(2), [0x0D, 0x0A]), (recordLine(1), [0x0A]),

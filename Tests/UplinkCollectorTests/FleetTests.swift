@@ -157,7 +157,7 @@ struct FleetTableTests {
         lines.append(contentsOf: RecordLines([ByteBuffer(bytes: recordLine(1)), ByteBuffer(bytes: recordLine(2))]))
         var last = ByteBuffer(bytes: recordLine(3))
         last.writeString("\r\n")
-        lines.append(line: last)
+        lines.append(run: last, lineCount: 1)
         var batch = FleetBatch()
         batch.stored(lines)
         #expect(batch.stored == 3)

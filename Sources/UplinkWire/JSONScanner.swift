@@ -130,22 +130,25 @@ struct JSONScanner {
     @inline(__always)
     mutating func scanString() throws(WireDecodingError) -> StringSpan {
         let start = index &+ 1
+        var plainEnd = start
         // Most strings on the wire hold only plain bytes up to their closing quote. Inline, so that a key or a short
-        // value costs no call (8 to 12 strings a record line); anything else continues in `scanString(opening:)`.
+        // value costs no call (8 to 12 strings a record line); anything else continues in `scanString(opening:from:)`
+        // where the plain bytes end.
         if start < bytes.count, let base = bytes.baseAddress {
-            let end = start &+ uplink_json_plain_prefix(base + start, bytes.count &- start)
-            if end < bytes.count && bytes[end] == UInt8(ascii: "\"") {
-                index = end &+ 1
-                return StringSpan(start: start, end: end, hasEscapes: false)
+            plainEnd = start &+ uplink_json_plain_prefix(base + start, bytes.count &- start)
+            if plainEnd < bytes.count && bytes[plainEnd] == UInt8(ascii: "\"") {
+                index = plainEnd &+ 1
+                return StringSpan(start: start, end: plainEnd, hasEscapes: false)
             }
         }
-        return try scanString(opening: index)
+        return try scanString(opening: index, from: plainEnd)
     }
 
-    /// `scanString()` for a string with escapes, non-ASCII bytes or an error.
-    private mutating func scanString(opening: Int) throws(WireDecodingError) -> StringSpan {
-        index = opening + 1
-        let start = index
+    /// `scanString()` for a string with escapes, non-ASCII bytes or an error, from `resume`, where its first byte
+    /// that is not plain stands (or the end of the line).
+    private mutating func scanString(opening: Int, from resume: Int) throws(WireDecodingError) -> StringSpan {
+        index = resume
+        let start = opening + 1
         var hasEscapes = false
         let count = bytes.count
         while true {

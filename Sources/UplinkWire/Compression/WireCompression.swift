@@ -5,7 +5,7 @@ import CZlib
 /// docs/protocol.md, "Compression": one compressor context per stream, flushed at the end of every write pass, so
 /// the collector decodes each pass completely as it arrives and latency does not change.
 public enum WireCompression: String, Sendable, Hashable, CaseIterable, CustomStringConvertible {
-    /// Zstandard (RFC 8878), level 3 with a 128 KiB window. The default.
+    /// Zstandard (RFC 8878) with a 128 KiB window, level 1 while busy and 12 while trickling. The default.
     case zstd
     /// gzip (RFC 1952) through zlib, level 6, sync-flushed.
     case gzip

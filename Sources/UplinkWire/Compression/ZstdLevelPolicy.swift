@@ -2,15 +2,16 @@
 ///
 /// A trickling stream (a box's sensors) sends many small flushes: up to level 12 each costs about what level 3 costs
 /// and saves bytes per sample, while above it every flush pays for a deep match search however little it holds. A
-/// busy stream needs level 3's speed. So a trickling stream gets 12 and a busy one 3 (the measurements:
-/// docs/configuration.md, `uplink.compression`):
+/// busy stream needs speed: with our 2^16-entry tables level 1 compresses record lines about a quarter faster than
+/// level 3 and a few percent smaller (level 3's double-fast search finds shorter matches that cost more bits). So a
+/// trickling stream gets 12 and a busy one 1 (the measurements: docs/configuration.md, `uplink.compression`):
 ///
 /// - a stream starts at `bulkLevel`, so a backlog at start is never compressed slowly;
 /// - a pass of `bulkPassBytes` or more switches to `bulkLevel` at once (only busy streams fill such passes);
 /// - at the end of each `observation`, the rate over it decides: at most `trickleBytesPerSecond` → `trickleLevel`,
 ///   more → `bulkLevel`.
 struct ZstdLevelPolicy {
-    static let bulkLevel: Int32 = 3
+    static let bulkLevel: Int32 = 1
     static let trickleLevel: Int32 = 12
     /// Highest rate, in bytes of record lines per second, that counts as trickling.
     static let trickleBytesPerSecond = 16 << 10

@@ -212,6 +212,38 @@ func decodeRecord(_ text: String, sourceLocation: SourceLocation = #_sourceLocat
         }
     }
 
+    @Test func everyKeyReadsTheSameInTheAgentsFormAndAnyOther() throws {
+        // The agent's form `"key":` is read by one eight-byte load; space before the colon, escapes, near misses and
+        // a key too close to the line's end take the general path. Both must give the same answers.
+        let forms: [(String) -> String] = [
+            { #""\#($0)":"# }, { #""\#($0)" :"# }, { #""\#($0)"\#t: "# },
+            { key in #""\#(key.utf8.map { "\\u00" + String($0, radix: 16) }.joined())":"# },
+        ]
+        for form in forms {
+            let log = #"{\#(form("seq"))5,\#(form("ts"))-3,\#(form("src"))"s",\#(form("log"))"m",\#(form("fields")){"a":"b"},\#(form("origin"))7,\#(form("offset"))9}"#
+            let decoded = try decodeLine(log).get()
+            let origin = RecordOrigin(id: 7, offset: 9)
+            #expect(decoded == .record(sequence: 5, Record(timestamp: -3, source: "s",
+                                                           payload: .log(LogLine(message: "m", fields: [Tag("a", "b")], origin: origin)))),
+                    "\(log)")
+            let metric = #"{\#(form("seq"))1,\#(form("ts"))2,\#(form("src"))"c",\#(form("metric"))"m",\#(form("value"))0.5,\#(form("unit"))"u",\#(form("tags")){}}"#
+            #expect(try decodeLine(metric).get()
+                    == .record(sequence: 1, .metric("m", value: 0.5, unit: "u", tags: [], source: "c", timestamp: 2)))
+            // A repeated key is caught on either path, at the repeat's opening quote.
+            let repeated = #"{"seq":1,"ts":1,"src":"a","log":"",\#(form("src"))"b"}"#
+            let error = try #require(decodeLine(repeated).failure)
+            #expect(error.code == "duplicate_key" && error.offset == 35, "\(repeated): \(error)")
+        }
+        // Keys that share a known key's first bytes or length are other keys, skipped.
+        for near in ["sez", "tsx", "t", "seqq", "Seq", "origins", "offse", "fields2", "lo"] {
+            let line = #"{"seq":1,"ts":1,"src":"a","log":"","\#(near)":{"seq":2}}"#
+            #expect(try decodeLine(line).get() == .record(sequence: 1, .log("", source: "a", timestamp: 1)), "\(line)")
+        }
+        // A known key in the line's last eight bytes, where the load would run past the end.
+        #expect(decodeLine(#"{"seq":1,"ts":1,"src":"a","log":""}"#) == .success(.record(sequence: 1, .log("", source: "a", timestamp: 1))))
+        #expect(decodeLine(#"{"ts":1,"src":"a","log":"","seq":1}"#) == .success(.record(sequence: 1, .log("", source: "a", timestamp: 1))))
+    }
+
     @Test func errorsCarryOffsetsAndNameTheKey() throws {
         let wrongType = try #require(decodeLine(#"{"seq":"1","ts":1,"src":"s","log":"x"}"#).failure)
         #expect(wrongType.code == "wrong_type")

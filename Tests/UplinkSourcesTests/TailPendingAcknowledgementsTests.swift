@@ -38,6 +38,17 @@ struct TailPendingAcknowledgementsTests {
                 offset += UInt64.random(in: 1...100_000, using: &random)
                 queue.append(sequence: sequence, offset: offset)
                 model.lines.append((sequence, offset))
+            case 75..<82:  // a batch of lines stored one after the other, queued together
+                let first = sequence + (Int.random(in: 0..<4, using: &random) == 0 ? UInt64.random(in: 2...50, using: &random) : 1)
+                var offsets: [UInt64] = []
+                for _ in 0..<Int.random(in: 0...min(blockEntries * 2 + 3, 60), using: &random) {
+                    // Now and then a line so long that the batch passes 4 GiB from its run's base.
+                    offset += Int.random(in: 0..<200, using: &random) == 0 ? UInt64(UInt32.max) / 3 : UInt64.random(in: 1...300, using: &random)
+                    offsets.append(offset)
+                }
+                queue.append(firstSequence: first, offsets: offsets)
+                for (index, end) in offsets.enumerated() { model.lines.append((first + UInt64(index), end)) }
+                if !offsets.isEmpty { sequence = first + UInt64(offsets.count - 1) }
             default:  // an acknowledgement, anywhere up to what was sent (or a repeat of the last)
                 acknowledged = max(acknowledged, UInt64.random(in: acknowledged...(sequence + 1), using: &random))
                 let expected = model.acknowledge(through: acknowledged)

@@ -62,6 +62,43 @@ struct TailPendingAcknowledgements {
         appendEnd(0)
     }
 
+    /// Queues lines with consecutive sequences from `firstSequence`, the `i`th ending at `offsets[i]`: what
+    /// `append(sequence:offset:)` of each would do, with the newest run looked at once and the ends copied in runs,
+    /// since the tailer queues every line it reads. The offsets never decrease (they end consecutive lines of a file).
+    mutating func append(firstSequence: UInt64, offsets: some RandomAccessCollection<UInt64>) {
+        guard let first = offsets.first, let last = offsets.last else { return }
+        append(sequence: firstSequence, offset: first)
+        var index = offsets.index(after: offsets.startIndex)
+        guard index < offsets.endIndex else { return }
+        // The first line extends the newest run or starts one; the rest extend it, unless they reach 4 GiB past its
+        // base (each line's own check then decides).
+        let base = runs[runs.count - 1].baseOffset
+        guard last >= first, last - base <= UInt64(UInt32.max) else {
+            var sequence = firstSequence
+            while index < offsets.endIndex {
+                sequence += 1
+                append(sequence: sequence, offset: offsets[index])
+                index = offsets.index(after: index)
+            }
+            return
+        }
+        let count = offsets.distance(from: index, to: offsets.endIndex)
+        while index < offsets.endIndex {
+            if blocks[blocks.count - 1].count == blockEntries {
+                var block = spareBlock ?? []
+                spareBlock = nil
+                block.reserveCapacity(blockEntries)
+                blocks.append(block)
+            }
+            let room = blockEntries - blocks[blocks.count - 1].count
+            let end = offsets.index(index, offsetBy: min(room, offsets.distance(from: index, to: offsets.endIndex)))
+            blocks[blocks.count - 1].append(contentsOf: offsets[index..<end].lazy.map { UInt32(truncatingIfNeeded: $0 &- base) })
+            index = end
+        }
+        runs[runs.count - 1].lineEnd += count
+        endLine += count
+    }
+
     /// Removes the lines whose sequences are at most `acknowledged`; returns the offset just past the last of them,
     /// or nil when none was waiting.
     mutating func acknowledge(through acknowledged: UInt64) -> UInt64? {

@@ -214,6 +214,13 @@ final class TailedFile {
         pending.append(sequence: sequence, offset: offset)
     }
 
+    /// `enqueue(sequence:offset:)` for lines with consecutive sequences from `firstSequence`, ending at `offsets`.
+    func enqueue(firstSequence: UInt64, offsets: some RandomAccessCollection<UInt64>) {
+        guard let last = offsets.last else { return }
+        emittedOffset = last
+        pending.append(firstSequence: firstSequence, offsets: offsets)
+    }
+
     /// Advances `acknowledgedOffset` over the lines with sequence numbers up to `acknowledged`.
     /// Returns whether it moved.
     func acknowledge(through acknowledged: UInt64) -> Bool {

@@ -143,12 +143,20 @@ extension TailEngine {
     /// acknowledgement, and counts them.
     private func record(_ outcomes: [AppendOutcome], of batch: LogLineBatch, from file: TailedFile) {
         var appended = 0
-        for (index, outcome) in outcomes.prefix(batch.count).enumerated() {
-            switch outcome {
-            case .appended(let sequence):
-                lastAppendedSequence = max(lastAppendedSequence, sequence)
-                file.enqueue(sequence: sequence, offset: batch.lines[index].originOffset)
-                appended += 1
+        let outcomes = outcomes.prefix(batch.count)
+        var index = 0
+        while index < outcomes.count {
+            switch outcomes[index] {
+            case .appended(let first):
+                // Lines stored one after the other are queued together (the usual case: the whole batch).
+                var end = index + 1
+                while end < outcomes.count, case .appended(let sequence) = outcomes[end], sequence == first + UInt64(end - index) {
+                    end += 1
+                }
+                lastAppendedSequence = max(lastAppendedSequence, first + UInt64(end - 1 - index))
+                file.enqueue(firstSequence: first, offsets: batch.lines[index..<end].lazy.map(\.originOffset))
+                appended += end - index
+                index = end - 1
             case .rejectedOversize:
                 // Never storable: handled once the lines before it are acknowledged.
                 statistics.rejectedOversize += 1
@@ -163,6 +171,7 @@ extension TailEngine {
                 stopped = true  // only after cancellation: the rest is read again on the next start
             }
             if stopped { break }
+            index += 1
         }
         if outcomes.count < batch.count { stopped = true }
         statistics.records += appended

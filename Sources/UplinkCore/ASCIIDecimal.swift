@@ -9,6 +9,34 @@ public enum ASCIIDecimal {
     /// The ASCII digits at the start of `bytes`: how many there are (`length`, 0 when `bytes` does not start with
     /// one) and their value, nil when there are none or the value does not fit in a `UInt64`.
     public static func leading(_ bytes: UnsafeRawBufferPointer) -> (value: UInt64?, length: Int) {
+        // Up to 19 digits (which cannot overflow) from at most three words whose digits are valued independently,
+        // where room for them: every record line carries two 19-digit integers (its timestamp and origin), and a
+        // loop would chain each word's multiplications on the last.
+        if bytes.count >= 8 {
+            let first = word(bytes, at: 0)
+            let firstRun = leadingDigitCount(first)
+            guard firstRun == 8 else {
+                return firstRun > 0 ? (eightDigits(first &<< UInt64(64 &- 8 &* firstRun)), firstRun) : (nil, 0)
+            }
+            if bytes.count >= 16 {
+                let second = word(bytes, at: 8)
+                let secondRun = leadingDigitCount(second)
+                let high = eightDigits(first)
+                guard secondRun == 8 else {
+                    let low = secondRun > 0 ? eightDigits(second &<< UInt64(64 &- 8 &* secondRun)) : 0
+                    return (high &* powersOfTen[secondRun] &+ low, 8 &+ secondRun)
+                }
+                if bytes.count >= 24 {
+                    let third = word(bytes, at: 16)
+                    let thirdRun = leadingDigitCount(third)
+                    if thirdRun <= 3 {
+                        let sixteen = high &* 100_000_000 &+ eightDigits(second)
+                        let low = thirdRun > 0 ? eightDigits(third &<< UInt64(64 &- 8 &* thirdRun)) : 0
+                        return (sixteen &* powersOfTen[thirdRun] &+ low, 16 &+ thirdRun)
+                    }
+                }
+            }
+        }
         var value: UInt64 = 0
         var overflow = false
         var length = 0
@@ -44,6 +72,12 @@ public enum ASCIIDecimal {
             value = sum
         }
         return (length > 0 && !overflow ? value : nil, length)
+    }
+
+    /// The eight bytes at `offset`, loaded little-endian, each XORed with `0` (a digit becomes its value).
+    @inline(__always)
+    private static func word(_ bytes: UnsafeRawBufferPointer, at offset: Int) -> UInt64 {
+        UInt64(littleEndian: bytes.loadUnaligned(fromByteOffset: offset, as: UInt64.self)) ^ 0x3030_3030_3030_3030
     }
 
     private static let powersOfTen: [UInt64] = [1, 10, 100, 1000, 10000, 100_000, 1_000_000, 10_000_000, 100_000_000]

@@ -209,40 +209,35 @@ private struct LineLayout {
         guard length >= 2, length <= 6, (word &>> UInt64((length &+ 1) &* 8)) & 0xFF == UInt64(UInt8(ascii: ":")) else {
             return nil
         }
-        let key: Key?
-        let keyWord = word & KeyWords.mask(length)
-        switch length {
-        case 2: key = keyWord == KeyWords.ts ? .ts : nil
-        case 3: key = keyWord == KeyWords.seq ? .seq : keyWord == KeyWords.src ? .src : keyWord == KeyWords.log ? .log : nil
-        case 4: key = keyWord == KeyWords.unit ? .unit : keyWord == KeyWords.tags ? .tags : nil
-        case 5: key = keyWord == KeyWords.value ? .value : nil
-        default:
-            key = keyWord == KeyWords.metric ? .metric : keyWord == KeyWords.fields ? .fields
-                : keyWord == KeyWords.origin ? .origin : keyWord == KeyWords.offset ? .offset : nil
-        }
-        guard let key else { return nil }
+        guard let key = shortKey(word & KeyWords.mask(length), length: length) else { return nil }
         scanner.index = start &+ length &+ 2
         scanner.skipWhitespace()
         return key
     }
 
+    /// The known key of `length` bytes (at most eight) whose bytes, as one little-endian word with the bytes past
+    /// `length` cleared, are `word`: one comparison per candidate of that length.
+    @inline(__always)
+    private static func shortKey(_ word: UInt64, length: Int) -> Key? {
+        switch length {
+        case 2: return word == KeyWords.ts ? .ts : nil
+        case 3: return word == KeyWords.seq ? .seq : word == KeyWords.src ? .src : word == KeyWords.log ? .log : nil
+        case 4: return word == KeyWords.unit ? .unit : word == KeyWords.tags ? .tags : nil
+        case 5: return word == KeyWords.value ? .value : nil
+        case 6:
+            if word == KeyWords.metric { return .metric }
+            if word == KeyWords.fields { return .fields }
+            if word == KeyWords.origin { return .origin }
+            return word == KeyWords.offset ? .offset : nil
+        default: return nil
+        }
+    }
+
     private static func knownKey(_ span: StringSpan, _ scanner: JSONScanner) -> Key? {
         let length = span.end - span.start
         if !span.hasEscapes && length <= 8 && span.start + 8 <= scanner.bytes.count {
-            // The key's bytes as one little-endian word: one comparison per candidate.
             let word = scanner.bytes.loadUnaligned(fromByteOffset: span.start, as: UInt64.self) & KeyWords.mask(length)
-            switch length {
-            case 2: return word == KeyWords.ts ? .ts : nil
-            case 3: return word == KeyWords.seq ? .seq : word == KeyWords.src ? .src : word == KeyWords.log ? .log : nil
-            case 4: return word == KeyWords.unit ? .unit : word == KeyWords.tags ? .tags : nil
-            case 5: return word == KeyWords.value ? .value : nil
-            case 6:
-                if word == KeyWords.metric { return .metric }
-                if word == KeyWords.fields { return .fields }
-                if word == KeyWords.origin { return .origin }
-                return word == KeyWords.offset ? .offset : nil
-            default: return nil
-            }
+            return shortKey(word, length: length)
         }
         if !span.hasEscapes {
             // Without escapes the length decides which keys can match (no allocation, no loop over all keys).
@@ -461,7 +456,7 @@ private struct LineLayout {
 }
 
 /// The known keys of up to eight bytes as little-endian words (first character in the lowest byte), for
-/// `LineLayout.knownKey`. Literal constants, so reading them costs no lazy initialisation; every protocol test
+/// `LineLayout.shortKey`. Literal constants, so reading them costs no lazy initialisation; every protocol test
 /// that decodes a key checks its word.
 private enum KeyWords {
     static let ts: UInt64 = 0x73_74  // "ts"

@@ -9,52 +9,37 @@ public enum ASCIIDecimal {
     /// The ASCII digits at the start of `bytes`: how many there are (`length`, 0 when `bytes` does not start with
     /// one) and their value, nil when there are none or the value does not fit in a `UInt64`.
     public static func leading(_ bytes: UnsafeRawBufferPointer) -> (value: UInt64?, length: Int) {
-        // Up to 19 digits (which cannot overflow) from at most three words whose digits are valued independently,
-        // where room for them: every record line carries two 19-digit integers (its timestamp and origin), and a
-        // loop would chain each word's multiplications on the last.
+        // Whole words where there is room: up to 19 digits (which cannot overflow) from at most three words, each
+        // valued on its own and then combined, since every record line carries two 19-digit integers (its timestamp
+        // and origin) and a loop would chain each word's multiplications onto the last.
+        var value: UInt64 = 0
+        var overflow = false
+        var length = 0
         if bytes.count >= 8 {
             let first = word(bytes, at: 0)
             let firstRun = leadingDigitCount(first)
-            guard firstRun == 8 else {
-                return firstRun > 0 ? (eightDigits(first &<< UInt64(64 &- 8 &* firstRun)), firstRun) : (nil, 0)
-            }
+            guard firstRun == 8 else { return firstRun > 0 ? (runValue(first, firstRun), firstRun) : (nil, 0) }
+            value = eightDigits(first)
+            length = 8
             if bytes.count >= 16 {
                 let second = word(bytes, at: 8)
                 let secondRun = leadingDigitCount(second)
-                let high = eightDigits(first)
                 guard secondRun == 8 else {
-                    let low = secondRun > 0 ? eightDigits(second &<< UInt64(64 &- 8 &* secondRun)) : 0
-                    return (high &* powersOfTen[secondRun] &+ low, 8 &+ secondRun)
+                    return (value &* powersOfTen[secondRun] &+ runValue(second, secondRun), 8 &+ secondRun)
                 }
+                value = value &* 100_000_000 &+ eightDigits(second)
+                length = 16
                 if bytes.count >= 24 {
                     let third = word(bytes, at: 16)
                     let thirdRun = leadingDigitCount(third)
                     if thirdRun <= 3 {
-                        let sixteen = high &* 100_000_000 &+ eightDigits(second)
-                        let low = thirdRun > 0 ? eightDigits(third &<< UInt64(64 &- 8 &* thirdRun)) : 0
-                        return (sixteen &* powersOfTen[thirdRun] &+ low, 16 &+ thirdRun)
+                        return (value &* powersOfTen[thirdRun] &+ runValue(third, thirdRun), 16 &+ thirdRun)
                     }
                 }
             }
         }
-        var value: UInt64 = 0
-        var overflow = false
-        var length = 0
-        // Eight bytes at a time while the value cannot overflow (16 digits stay below 10^16): the collector reads
-        // four integers of up to 19 digits on every line, and a digit at a time is a chain of multiplications.
-        while length < 16 && length &+ 8 <= bytes.count {
-            let digits = UInt64(littleEndian: bytes.loadUnaligned(fromByteOffset: length, as: UInt64.self))
-                ^ 0x3030_3030_3030_3030
-            let run = leadingDigitCount(digits)
-            if run > 0 {
-                // The run's digits moved to the high bytes, zeros (leading zeros) below them.
-                value = value &* powersOfTen[run] &+ eightDigits(digits &<< UInt64(64 &- 8 &* run))
-                length &+= run
-            }
-            guard run == 8 else { return (length > 0 ? value : nil, length) }
-        }
-        // Nineteen digits cannot overflow (10^19 − 1 < 2^64 − 1): the collector's 19-digit timestamps and origins
-        // end here without a check per digit.
+        // The rest a digit at a time (near the end of `bytes`, or past 16 digits when the third word has more than
+        // three): unchecked up to the 19th digit (10^19 − 1 < 2^64 − 1), checked for overflow after it.
         while length < 19 && length < bytes.count {
             let digit = bytes[length] &- UInt8(ascii: "0")
             guard digit < 10 else { return (length > 0 ? value : nil, length) }
@@ -72,6 +57,12 @@ public enum ASCIIDecimal {
             value = sum
         }
         return (length > 0 && !overflow ? value : nil, length)
+    }
+
+    /// The value of the first `run` digits of `digits` (a `word`): they move to the high bytes, zeros below them.
+    @inline(__always)
+    private static func runValue(_ digits: UInt64, _ run: Int) -> UInt64 {
+        run > 0 ? eightDigits(digits &<< UInt64(64 &- 8 &* run)) : 0
     }
 
     /// The eight bytes at `offset`, loaded little-endian, each XORed with `0` (a digit becomes its value).

@@ -84,12 +84,7 @@ struct TailPendingAcknowledgements {
         }
         let count = offsets.distance(from: index, to: offsets.endIndex)
         while index < offsets.endIndex {
-            if blocks[blocks.count - 1].count == blockEntries {
-                var block = spareBlock ?? []
-                spareBlock = nil
-                block.reserveCapacity(blockEntries)
-                blocks.append(block)
-            }
+            startBlockIfFull()
             let room = blockEntries - blocks[blocks.count - 1].count
             let end = offsets.index(index, offsetBy: min(room, offsets.distance(from: index, to: offsets.endIndex)))
             blocks[blocks.count - 1].append(contentsOf: offsets[index..<end].lazy.map { UInt32(truncatingIfNeeded: $0 &- base) })
@@ -138,14 +133,19 @@ struct TailPendingAcknowledgements {
     }
 
     private mutating func appendEnd(_ end: UInt32) {
-        if blocks.isEmpty || blocks[blocks.count - 1].count == blockEntries {
-            var block = spareBlock ?? []
-            spareBlock = nil
-            block.reserveCapacity(blockEntries)
-            blocks.append(block)
-        }
+        startBlockIfFull()
         blocks[blocks.count - 1].append(end)
         endLine += 1
+    }
+
+    /// Makes sure the last block has room for an end: a new one (the spare, if there is one) when it is full or
+    /// there is none.
+    private mutating func startBlockIfFull() {
+        guard blocks.isEmpty || blocks[blocks.count - 1].count == blockEntries else { return }
+        var block = spareBlock ?? []
+        spareBlock = nil
+        block.reserveCapacity(blockEntries)
+        blocks.append(block)
     }
 
     private func end(ofLine line: Int) -> UInt32 {

@@ -48,11 +48,21 @@ struct AgentStatusSnapshotTests {
         // Bounded in count and in time: 100,000 statuses or 1 second. With the ring read under two locks (the
         // statistics, then the oldest frame) this found torn statuses in every run on a 2-core machine: 80 to 1,400
         // while it was quiet, 1 to 6 at a load average of 11 (it races, so a busier machine finds fewer).
+        // On a loaded machine the writer may not run at all within that second, so the reader goes on (up to 60 s)
+        // until it has seen the ring both holding frames and empty a hundred times each.
         var withFrames = 0
         var empty = 0
         var inconsistent = 0
-        let deadline = ContinuousClock.now + .seconds(1)
-        for _ in 0..<100_000 where ContinuousClock.now < deadline {
+        let start = ContinuousClock.now
+        var statuses = 0
+        func goOn() -> Bool {
+            let elapsed = ContinuousClock.now - start
+            let raceWindowOpen = statuses < 100_000 && elapsed < .seconds(1)
+            let bothStatesSeen = withFrames >= 100 && empty >= 100
+            return raceWindowOpen || (!bothStatesSeen && elapsed < .seconds(60))
+        }
+        while goOn() {
+            statuses += 1
             let buffer = observer.status().buffer
             if buffer.frames > 0 {
                 withFrames += 1

@@ -192,4 +192,101 @@ struct StreamExchangeHandlerTests {
         fixture.channel.embeddedEventLoop.run()
         #expect(fixture.reports.events.isEmpty)
     }
+
+    // MARK: HTTP/1.1 chunk framing
+
+    /// The request's bytes on the wire, from an HTTP/1.1 pipeline as the connector builds it: NIO's encoder, the
+    /// response decoder, the exchange. `ownFraming`: the exchange frames the chunks below the encoder, as shipped.
+    /// `writes`: how many buffers were written.
+    static func wire(
+        chunkSizes: [Int], ownFraming: Bool, headers: HTTPHeaders = [:]
+    ) throws -> (bytes: [UInt8], writes: Int) {
+        let channel = EmbeddedChannel()
+        let pair = BoundStreamPair(capacity: 4 << 20, loop: channel.embeddedEventLoop) { _ in }
+        let handler = StreamExchangeHandler(
+            connection: UplinkStateMachine.ConnectionID(rawValue: 1),
+            head: HTTPRequestHead(version: .http1_1, method: .POST, uri: "/v1/stream", headers: headers),
+            pair: pair, report: { _ in }, relay: { _ in })
+        try channel.connect(to: SocketAddress(ipAddress: "127.0.0.1", port: 9)).wait()
+        let encoder = HTTPRequestEncoder()
+        try channel.pipeline.syncOperations.addHandler(encoder)
+        try channel.pipeline.syncOperations.addHandler(ByteToMessageHandler(HTTPResponseDecoder()))
+        if ownFraming { handler.frameChunks(below: try channel.pipeline.syncOperations.context(handler: encoder)) }
+        try channel.pipeline.syncOperations.addHandler(handler)
+        for (index, size) in chunkSizes.enumerated() {
+            var chunk = ByteBuffer(repeating: UInt8(ascii: "a") + UInt8(index % 26), count: size)
+            #expect(pair.write(&chunk) == size)
+            channel.embeddedEventLoop.run()
+        }
+        pair.close()
+        channel.embeddedEventLoop.run()
+        var bytes: [UInt8] = []
+        var writes = 0
+        while let part = try channel.readOutbound(as: IOData.self) {
+            guard case .byteBuffer(let buffer) = part else { Issue.record("a file region was written"); continue }
+            bytes += buffer.readableBytesView
+            writes += 1
+        }
+        _ = try? channel.finish()
+        return (bytes, writes)
+    }
+
+    /// The request `bytes` decoded by NIO's server-side parser: the head's URI, the body, and whether it ended.
+    static func decodeRequest(_ bytes: [UInt8]) throws -> (uri: String?, body: [UInt8], ended: Bool) {
+        let server = EmbeddedChannel(handler: ByteToMessageHandler(HTTPRequestDecoder()))
+        try server.writeInbound(ByteBuffer(bytes: bytes))
+        var uri: String?
+        var body: [UInt8] = []
+        var ended = false
+        while let part = try server.readInbound(as: HTTPServerRequestPart.self) {
+            switch part {
+            case .head(let head): uri = head.uri
+            case .body(let buffer): body += buffer.readableBytesView
+            case .end: ended = true
+            }
+        }
+        _ = try? server.finish()
+        return (uri, body, ended)
+    }
+
+    @Test(
+        "HTTP/1.1: the chunks the exchange frames itself are the bytes NIO's encoder would write, and parse as the body",
+        arguments: [[1], [15, 16, 17], [255, 256, 4_095, 4_096], [65_535, 65_536, 65_537], [1 << 20, 3], [10, 1 << 21, 10]])
+    func ownChunkFramingIsTheEncodersBytes(chunkSizes: [Int]) throws {
+        let own = try Self.wire(chunkSizes: chunkSizes, ownFraming: true)
+        let encoders = try Self.wire(chunkSizes: chunkSizes, ownFraming: false)
+        #expect(own.bytes == encoders.bytes)
+        // The head, each chunk (one buffer up to the copy limit, three above it), the last chunk; through the encoder
+        // every chunk is three.
+        let chunkWrites = chunkSizes.map { $0 <= ChunkFraming.copyLimit ? 1 : 3 }.reduce(0, +)
+        #expect(own.writes == 1 + chunkWrites + 1)
+        #expect(encoders.writes == 1 + 3 * chunkSizes.count + 1)
+        let request = try Self.decodeRequest(own.bytes)
+        #expect(request.uri == "/v1/stream")
+        #expect(request.ended)
+        var expected: [UInt8] = []
+        for (index, size) in chunkSizes.enumerated() { expected += repeatElement(UInt8(ascii: "a") + UInt8(index % 26), count: size) }
+        #expect(request.body == expected)
+    }
+
+    @Test("A chunk's size line is its length in lower-case hexadecimal and CRLF")
+    func sizeLines() {
+        let cases: [(Int, String)] = [
+            (1, "1"), (9, "9"), (10, "a"), (15, "f"), (16, "10"), (255, "ff"), (256, "100"), (0xABCDEF, "abcdef"),
+            (65_536, "10000"), (Int.max, "7fffffffffffffff"),
+        ]
+        for (count, hex) in cases {
+            var buffer = ByteBuffer()
+            ChunkFraming.writeSizeLine(count, to: &buffer)
+            #expect(String(buffer: buffer) == hex + "\r\n", "\(count)")
+        }
+    }
+
+    @Test("A head the encoder does not frame as chunked (with Content-Length) keeps the encoder's framing")
+    func contentLengthKeepsTheEncoder() throws {
+        let headers = HTTPHeaders([("Content-Length", "5")])
+        let own = try Self.wire(chunkSizes: [5], ownFraming: true, headers: headers)
+        #expect(own.bytes == (try Self.wire(chunkSizes: [5], ownFraming: false, headers: headers)).bytes)
+        #expect(String(decoding: own.bytes, as: UTF8.self).hasSuffix("\r\n\r\naaaaa"))
+    }
 }

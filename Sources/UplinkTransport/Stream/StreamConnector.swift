@@ -180,8 +180,10 @@ enum StreamConnector {
     ) throws -> EventLoopFuture<Void> {
         let operations = channel.pipeline.syncOperations
         guard http2 else {
-            try operations.addHandler(HTTPRequestEncoder())
+            let encoder = HTTPRequestEncoder()
+            try operations.addHandler(encoder)
             try operations.addHandler(ByteToMessageHandler(HTTPResponseDecoder(leftOverBytesStrategy: .dropBytes)))
+            exchange.frameChunks(below: try operations.context(handler: encoder))
             try operations.addHandler(exchange)
             return channel.eventLoop.makeSucceededVoidFuture()
         }

@@ -36,6 +36,9 @@ final class StreamExchangeHandler: ChannelInboundHandler, BoundStreamSink {
     /// channel. The driver waits on it for a clean end at shutdown.
     let ended: EventLoopPromise<Void>
     private var context: ChannelHandlerContext?
+    /// On HTTP/1.1: the context of NIO's request encoder, below which the exchange writes the body's chunks framed
+    /// by itself (`frameChunks(below:)`). Nil: chunks go through the pipeline as body parts (HTTP/2).
+    private var chunkWriter: ChannelHandlerContext?
     private var started = false
     /// The pair was told to hold its chunks until the channel is writable again.
     private var paused = false
@@ -74,6 +77,17 @@ final class StreamExchangeHandler: ChannelInboundHandler, BoundStreamSink {
         context.fireChannelActive()
     }
 
+    /// Has the exchange frame each body chunk of an HTTP/1.1 request itself (`<size in hex>\r\n<bytes>\r\n`, RFC
+    /// 9112 §7.1) and write it below `encoder`, the context of the `HTTPRequestEncoder` it sits above. Call before
+    /// the exchange is added to the pipeline. Through the encoder a chunk took three writes through two handlers and
+    /// a `String` for its size: with one line per chunk at 100 lines/s, 15 % of the agent's instructions. The encoder
+    /// still writes the head and the last chunk, and the response decoder between them still sees the head (it needs
+    /// the request's method). Only for a head the encoder frames as chunked: HTTP/1.1 without `Content-Length`.
+    func frameChunks(below encoder: ChannelHandlerContext) {
+        guard head.version == .http1_1, !head.headers.contains(name: "content-length") else { return }
+        chunkWriter = encoder
+    }
+
     /// Writes the head and lets the pair's chunks in.
     private func start(_ context: ChannelHandlerContext) {
         guard !started else { return }
@@ -85,7 +99,11 @@ final class StreamExchangeHandler: ChannelInboundHandler, BoundStreamSink {
     func send(_ chunk: ByteBuffer) -> Bool {
         guard let context, !bodyDone else { return false }
         // A failed write closes the channel, which reports why (`errorCaught`, `channelInactive`).
-        context.writeAndFlush(wrapOutboundOut(.body(.byteBuffer(chunk))), promise: nil)
+        if let chunkWriter {
+            ChunkFraming.write(chunk, below: chunkWriter)
+        } else {
+            context.writeAndFlush(wrapOutboundOut(.body(.byteBuffer(chunk))), promise: nil)
+        }
         unsentBytes += chunk.readableBytes
         guard context.channel.isWritable else {
             paused = true
@@ -179,6 +197,7 @@ final class StreamExchangeHandler: ChannelInboundHandler, BoundStreamSink {
     func handlerRemoved(context: ChannelHandlerContext) {
         end(.failure(StreamConnectionClosed()))
         self.context = nil
+        chunkWriter = nil
     }
 
     /// The exchange is over: reports how (once), and ends the body for the pair.
@@ -225,4 +244,52 @@ final class StreamExchangeHandler: ChannelInboundHandler, BoundStreamSink {
 /// The stream's connection closed before the collector ended its response.
 struct StreamConnectionClosed: Error, CustomStringConvertible {
     var description: String { "the connection closed before the collector ended its response" }
+}
+
+/// HTTP/1.1 chunked framing of a request body's bytes, written below NIO's request encoder.
+enum ChunkFraming {
+    /// A chunk up to this size is copied into one buffer with its size line and CRLF (one write, one iovec); a larger
+    /// one goes as three writes without a copy.
+    static let copyLimit = 64 << 10
+
+    private static let hexDigits: StaticString = "0123456789abcdef"
+
+    /// Appends `count` in hexadecimal and CRLF: a chunk's size line.
+    static func writeSizeLine(_ count: Int, to buffer: inout ByteBuffer) {
+        precondition(count > 0)
+        var digits = 1
+        while count >> (4 * digits) > 0 { digits += 1 }
+        buffer.writeWithUnsafeMutableBytes(minimumWritableBytes: digits + 2) { bytes in
+            hexDigits.withUTF8Buffer { hex in
+                var rest = count
+                for index in stride(from: digits - 1, through: 0, by: -1) {
+                    bytes[index] = hex[rest & 0xF]
+                    rest >>= 4
+                }
+            }
+            bytes[digits] = UInt8(ascii: "\r")
+            bytes[digits + 1] = UInt8(ascii: "\n")
+            return digits + 2
+        }
+    }
+
+    /// Writes `chunk`, framed, to the handler below `encoder` and flushes. An empty chunk writes nothing (its framing
+    /// would end the body).
+    static func write(_ chunk: ByteBuffer, below encoder: ChannelHandlerContext) {
+        let count = chunk.readableBytes
+        guard count > 0 else { return }
+        if count <= copyLimit {
+            var framed = encoder.channel.allocator.buffer(capacity: count + 20)
+            writeSizeLine(count, to: &framed)
+            framed.writeImmutableBuffer(chunk)
+            framed.writeStaticString("\r\n")
+            encoder.writeAndFlush(NIOAny(IOData.byteBuffer(framed)), promise: nil)
+        } else {
+            var sizeLine = encoder.channel.allocator.buffer(capacity: 20)
+            writeSizeLine(count, to: &sizeLine)
+            encoder.write(NIOAny(IOData.byteBuffer(sizeLine)), promise: nil)
+            encoder.write(NIOAny(IOData.byteBuffer(chunk)), promise: nil)
+            encoder.writeAndFlush(NIOAny(IOData.byteBuffer(ByteBuffer(staticString: "\r\n"))), promise: nil)
+        }
+    }
 }

@@ -584,6 +584,7 @@ extension Collector {
             noteActivity(activity, of: stream)
             return completion(.success(()))
         }
+        let newestRecordTime = batch.newestRecordTime
         let records =
             batch.raisesMark
             ? CollectorBatch(
@@ -593,7 +594,7 @@ extension Collector {
             var activity = activity
             if case .success = result, let records {
                 self.recorder.stored(records.lines.count)
-                activity.stored(records.lines)
+                activity.stored(count: records.lines.count, newestRecordTime: newestRecordTime)
             }
             self.noteActivity(activity, of: stream)
             if case .success = result, let records,

@@ -54,14 +54,6 @@ public struct RecordLines: Sendable {
         }
     }
 
-    /// Calls `body` with the last line's bytes (without its terminator); nil when there are no lines.
-    func withLastLine<T>(_ body: (UnsafeRawBufferPointer) -> T) -> T? {
-        guard let run = runs.last else { return nil }
-        return run.withUnsafeReadableBytes { bytes -> T? in
-            NewlineScan.lastLine(in: bytes).map { body(UnsafeRawBufferPointer(rebasing: bytes[$0])) }
-        }
-    }
-
     /// Each line's bytes without its terminator (copies; for tests and diagnostics).
     public var lineArrays: [[UInt8]] {
         var lines: [[UInt8]] = []

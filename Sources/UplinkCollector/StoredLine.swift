@@ -86,7 +86,7 @@ public enum StoredLine {
     /// Stream, sequence and origin of a stored line, without decoding the record; nil when the line is not a
     /// stored record (a wrong or cut prefix, a line that is not a record line, numbers out of range).
     public static func key(of line: UnsafeRawBufferPointer) -> Key? {
-        guard let stream = stream(of: line), case .record(let sequence, let origin)? = try? WireLineParser.scan(line) else {
+        guard let stream = stream(of: line), case .record(let sequence, _, let origin)? = try? WireLineParser.scan(line) else {
             return nil
         }
         return Key(stream: stream, sequence: sequence, origin: origin)

@@ -46,6 +46,8 @@ package struct ReceivedBatch: Sendable {
     package var lines = RecordLines()
     /// The stream's mark once `lines` are stored.
     package var highestSequence: UInt64
+    /// The `ts` of the last line of `lines` (nil without lines): the fleet table's newest record time.
+    package var newestRecordTime: Int64?
     /// Whether the batch raises the stream's mark (it may do so without lines: see `resent`).
     var raisesMark = false
     /// Origins whose highest offset the batch raises: origin id → offset.
@@ -247,7 +249,7 @@ package struct StreamProcessor {
         case .configStatus(let status):
             batch.configStatuses.append(status)
             return .skipped
-        case .record(let sequence, let origin):
+        case .record(let sequence, let timestamp, let origin):
             if sequence <= mark {
                 batch.duplicates += 1
                 return .skipped
@@ -271,6 +273,7 @@ package struct StreamProcessor {
                 }
                 recentOriginOffset = origin.offset
             }
+            batch.newestRecordTime = timestamp
             return .accepted
         }
     }
@@ -285,6 +288,7 @@ extension ReceivedBatch {
     mutating func merge(_ later: ReceivedBatch) {
         lines.append(contentsOf: later.lines)
         highestSequence = max(highestSequence, later.highestSequence)
+        if let time = later.newestRecordTime { newestRecordTime = time }
         raisesMark = raisesMark || later.raisesMark
         origins.merge(later.origins) { max($0, $1) }
         duplicates += later.duplicates

@@ -80,8 +80,9 @@ enum FuzzChecks {
             require(a == b, "scan and decode disagree on a heartbeat")
         case (.configStatus(let a)?, .configStatus(let b)?):
             require(a == b, "scan and decode disagree on a config_status line")
-        case (.record(let sequence, let origin)?, .record(let decodedSequence, let record)?):
+        case (.record(let sequence, let timestamp, let origin)?, .record(let decodedSequence, let record)?):
             require(sequence == decodedSequence, "scan and decode disagree on seq")
+            require(timestamp == record.timestamp, "scan and decode disagree on ts")
             require(WireIntegers.sequence.contains(sequence), "seq \(sequence) out of range")
             if let origin {
                 require(WireIntegers.origin.contains(origin.id), "origin out of range")

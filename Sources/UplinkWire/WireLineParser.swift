@@ -3,9 +3,9 @@ import UplinkCore
 
 /// What a body line is, as `WireLineParser.scan` reports it without building the record.
 public enum WireLineSummary: Sendable, Equatable {
-    /// A metric or log record with this sequence number; `origin` for a log line that names where it ends in the
-    /// stream it was read from.
-    case record(sequence: UInt64, origin: RecordOrigin?)
+    /// A metric or log record with this sequence number and `ts` (nanoseconds since the Unix epoch); `origin` for a
+    /// log line that names where it ends in the stream it was read from.
+    case record(sequence: UInt64, timestamp: Int64, origin: RecordOrigin?)
     /// A heartbeat sent at this time (nanoseconds since the Unix epoch).
     case heartbeat(timestamp: Int64)
     /// An agent's remote configuration status, `{"config_status":{…}}` (read in full: these lines are rare).
@@ -42,7 +42,7 @@ public enum WireLineParser {
         let layout = try LineLayout(validating: scanner)
         if let heartbeat = layout.heartbeat { return .heartbeat(timestamp: heartbeat) }
         if layout.has(.configStatus) { return .configStatus(try ConfigStatus.parse(line)) }
-        return .record(sequence: layout.sequence, origin: layout.origin)
+        return .record(sequence: layout.sequence, timestamp: layout.timestamp, origin: layout.origin)
     }
 
     /// Validates `line` (the readable bytes) and tells what it is; see `scan(_:)-(UnsafeRawBufferPointer)`.
@@ -50,17 +50,6 @@ public enum WireLineParser {
         try line.withUnsafeReadableBytes { bytes in
             Result { () throws(WireDecodingError) in try scan(bytes) }
         }.get()
-    }
-
-    /// The `ts` of a record line (nanoseconds since the Unix epoch), validating the line as `scan` does, without
-    /// building the record; nil for a heartbeat or a malformed line. For readers that want one line's time, such
-    /// as the collector's fleet table, which reads the last line of each stored batch.
-    public static func recordTimestamp(_ line: UnsafeRawBufferPointer) -> Int64? {
-        let scanner = JSONScanner(line, maximumDepth: maximumDepth)
-        guard let layout = try? LineLayout(validating: scanner), layout.heartbeat == nil, !layout.has(.configStatus) else {
-            return nil
-        }
-        return layout.timestamp
     }
 
     /// Validates and decodes `line` into a record or a heartbeat.

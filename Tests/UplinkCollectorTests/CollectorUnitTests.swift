@@ -72,6 +72,17 @@ import UplinkWire
             #expect(second.highestSequence == 10)
             #expect(processor.mark == 10)
             #expect(processor.finish() == nil)
+            // The newest record time is the `ts` of the batch's last stored line, also across a merge.
+            func timestamp(_ line: [UInt8]?) -> Int64? {
+                guard let line, case .record(_, let record)? = line.withUnsafeBytes({ try? WireLineParser.decode($0) })
+                else { return nil }
+                return record.timestamp
+            }
+            #expect(first.newestRecordTime == timestamp(first.lines.lineArrays.last), "split at \(split)")
+            #expect(second.newestRecordTime == timestamp(second.lines.lineArrays.last), "split at \(split)")
+            var merged = first
+            merged.merge(second)
+            #expect(merged.newestRecordTime == 1_763_704_818_000_000_010, "split at \(split)")
         }
     }
 

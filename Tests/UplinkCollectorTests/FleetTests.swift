@@ -152,18 +152,15 @@ struct FleetTableTests {
         #expect(FleetTable.address("unix:/run/x") == "unix:/run/x")
     }
 
-    @Test func theNewestRecordTimeComesFromTheLastStoredLine() {
-        var lines = RecordLines()
-        lines.append(contentsOf: RecordLines([ByteBuffer(bytes: recordLine(1)), ByteBuffer(bytes: recordLine(2))]))
-        var last = ByteBuffer(bytes: recordLine(3))
-        last.writeString("\r\n")
-        lines.append(run: last, lineCount: 1)
+    @Test func storedRecordsCountAndKeepTheNewestTimeTheyBring() {
         var batch = FleetBatch()
-        batch.stored(lines)
+        batch.stored(count: 3, newestRecordTime: 1_763_704_818_000_000_003)
         #expect(batch.stored == 3)
         #expect(batch.newestRecordTime == 1_763_704_818_000_000_003)
+        batch.stored(count: 0, newestRecordTime: nil)
+        #expect(batch.stored == 3 && batch.newestRecordTime == 1_763_704_818_000_000_003, "nothing stored keeps the time")
         var empty = FleetBatch()
-        empty.stored(RecordLines())
+        empty.stored(count: 0, newestRecordTime: nil)
         #expect(empty.stored == 0 && empty.newestRecordTime == nil)
     }
 }

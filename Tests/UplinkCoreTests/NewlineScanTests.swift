@@ -53,18 +53,28 @@ struct NewlineScanTests {
         }
     }
 
-    @Test("the last line: terminated, \\r\\n-terminated, unfinished, alone")
-    func lastLine() {
-        func last(_ text: String) -> String? {
-            Array(text.utf8).withUnsafeBytes { raw in
-                NewlineScan.lastLine(in: raw).map { String(decoding: raw[$0], as: UTF8.self) }
+    @Test("the last newline before every end, in buffers of every length up to 40 with a newline at any position")
+    func lastAgainstAByteLoop() {
+        func byteLoop(_ bytes: [UInt8], before end: Int) -> Int? {
+            bytes[..<end].lastIndex(of: UInt8(ascii: "\n"))
+        }
+        // Around a newline: its neighbours in value (\t, \v, \r) and bytes with the high bit set, which a
+        // has-zero-byte test with borrows would flag wrongly above a real match.
+        let fillers: [UInt8] = [0x09, 0x0B, 0x0D, 0x8A, 0xFF, 0x00, UInt8(ascii: "x")]
+        var random = SystemRandomNumberGenerator()
+        for length in 0...40 {
+            for _ in 0..<40 {
+                var bytes = (0..<length).map { _ in fillers.randomElement(using: &random)! }
+                for _ in 0..<Int.random(in: 0...3, using: &random) where length > 0 {
+                    bytes[Int.random(in: 0..<length, using: &random)] = UInt8(ascii: "\n")
+                }
+                bytes.withUnsafeBytes { raw in
+                    for end in 0...length {
+                        #expect(NewlineScan.last(in: raw, before: end) == byteLoop(bytes, before: end), "\(bytes) before \(end)")
+                    }
+                    #expect(NewlineScan.last(in: raw) == byteLoop(bytes, before: length))
+                }
             }
         }
-        #expect(last("a\nb\n") == "b")
-        #expect(last("a\nb\r\n") == "b")
-        #expect(last("a\nb") == "b")
-        #expect(last("only\n") == "only")
-        #expect(last("\n") == "")
-        #expect(last("") == nil)
     }
 }

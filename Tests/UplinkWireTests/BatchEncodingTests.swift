@@ -85,7 +85,9 @@ import UplinkWire
 
                 let line = RoundTripTests.line(sequence: UInt64(index + 1), frame: frame)
                 #expect(decodeLine(line) == .success(.record(sequence: UInt64(index + 1), record)))
-                #expect(scanLine(line) == .success(.record(sequence: UInt64(index + 1), origin: batch.origin(of: index))))
+                #expect(
+                    scanLine(line)
+                        == .success(.record(sequence: UInt64(index + 1), timestamp: record.timestamp, origin: batch.origin(of: index))))
             }
         }
     }

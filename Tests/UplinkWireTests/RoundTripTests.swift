@@ -103,7 +103,7 @@ import UplinkWire
                 Issue.record("\(other) for \(String(decoding: bytes, as: UTF8.self))")
                 continue
             }
-            #expect(scanLine(bytes) == .success(.record(sequence: sequence, origin: nil)))
+            #expect(scanLine(bytes) == .success(.record(sequence: sequence, timestamp: record.timestamp, origin: nil)))
             try Self.expectFoundationAgrees(bytes, sequence: sequence, record: record)
         }
     }
@@ -190,7 +190,7 @@ import UplinkWire
         let decoded = try line.withUnsafeBytes { try WireLineParser.decode($0) }
         #expect(decoded == .record(sequence: 9, record))
         let summary = try line.withUnsafeBytes { try WireLineParser.scan($0) }
-        #expect(summary == .record(sequence: 9, origin: RecordOrigin(id: 1 << 62, offset: 123)))
+        #expect(summary == .record(sequence: 9, timestamp: 5, origin: RecordOrigin(id: 1 << 62, offset: 123)))
     }
 
     @Test func theBatchEncoderWritesWhatTheRecordEncoderWrites() {

@@ -18,7 +18,9 @@ func decodeLine(_ text: String) -> Result<WireLine, WireDecodingError> { decodeL
 func decodeRecord(_ text: String, sourceLocation: SourceLocation = #_sourceLocation) -> (UInt64, Record)? {
     switch decodeLine(text) {
     case .success(.record(let sequence, let record)):
-        #expect(scanLine(Array(text.utf8)) == .success(.record(sequence: sequence, origin: nil)), sourceLocation: sourceLocation)
+        #expect(
+            scanLine(Array(text.utf8)) == .success(.record(sequence: sequence, timestamp: record.timestamp, origin: nil)),
+            sourceLocation: sourceLocation)
         return (sequence, record)
     case .success(let other):
         Issue.record("expected a record, got \(other)", sourceLocation: sourceLocation)
@@ -338,15 +340,17 @@ extension Result {
         for (text, expected) in cases {
             let result = scanLine(Array(#"{"seq":\#(text),"ts":1,\#(base)}"#.utf8))
             switch (result, expected) {
-            case (.success(.record(let sequence, _)), .value(let value)): #expect(sequence == value, "\(text)")
+            case (.success(.record(let sequence, _, _)), .value(let value)): #expect(sequence == value, "\(text)")
             case (.failure(let error), .code(let code)): #expect(error.code == code, "\(text)")
             default: Issue.record("\(text): got \(result), expected \(expected)")
             }
         }
-        #expect(scanLine(Array(#"{"seq":1,"ts":9223372036854775807,\#(base)}"#.utf8)) == .success(.record(sequence: 1, origin: nil)))
+        #expect(
+            scanLine(Array(#"{"seq":1,"ts":9223372036854775807,\#(base)}"#.utf8))
+                == .success(.record(sequence: 1, timestamp: .max, origin: nil)))
         #expect((try? scanLine(Array(#"{"seq":1,"ts":9223372036854775808,\#(base)}"#.utf8)).get()) == nil)
         #expect(scanLine(Array(#"{"seq":1,"ts":1,\#(base),"origin":7,"offset":0}"#.utf8))
-            == .success(.record(sequence: 1, origin: RecordOrigin(id: 7, offset: 0))))
+            == .success(.record(sequence: 1, timestamp: 1, origin: RecordOrigin(id: 7, offset: 0))))
         if case .failure(let error) = scanLine(Array(#"{"seq":1,"ts":1,\#(base),"origin":0,"offset":0}"#.utf8)) {
             #expect(error.code == "invalid_value")
         } else {

@@ -31,10 +31,11 @@ struct FleetBatch: Sendable, Equatable {
         rejected.addSaturating(batch.tooLong)
     }
 
-    /// Notes that `lines` were stored: their count, and the time of the last one, read from that line alone.
-    mutating func stored(_ lines: RecordLines) {
-        stored.addSaturating(UInt64(lines.count))
-        if let time = lines.withLastLine({ WireLineParser.recordTimestamp($0) }) ?? nil { newestRecordTime = time }
+    /// Notes that `count` records were stored, the last of them with `ts` `newestRecordTime` (as the stream's
+    /// processor read it: `ReceivedBatch.newestRecordTime`).
+    mutating func stored(count: Int, newestRecordTime: Int64?) {
+        stored.addSaturating(UInt64(count))
+        if let newestRecordTime { self.newestRecordTime = newestRecordTime }
     }
 }
 
@@ -75,16 +76,19 @@ final class FleetTable: Sendable {
         var generation: UInt64 = 0
         var evicted: UInt64 = 0
 
-        /// The entry of `agent`, created (evicting if the table is full) when there is none.
+        /// The entry of `agent`, created (evicting if the table is full) when there is none. Changed in place,
+        /// after one lookup of the key: this runs once per received chunk, which at a few lines a second per agent
+        /// is once per line.
         mutating func touch(_ agent: String, wall: Int64, capacity: Int, _ body: (inout Entry) -> Void) {
             generation += 1
-            if entries[agent] == nil {
-                if entries.count >= capacity { evictOne() }
-                entries[agent] = Entry(activity: AgentActivity(agent: agent, lastSeen: wall))
+            let touched = generation
+            if entries.count >= capacity && entries.index(forKey: agent) == nil { evictOne() }
+            func update(_ entry: inout Entry) {
+                entry.touched = touched
+                entry.activity.lastSeen = wall
+                body(&entry)
             }
-            entries[agent]!.touched = generation
-            entries[agent]!.activity.lastSeen = wall
-            body(&entries[agent]!)
+            update(&entries[agent, default: Entry(activity: AgentActivity(agent: agent, lastSeen: wall))])
         }
 
         /// Removes the disconnected agent touched least recently, if there is one.

@@ -34,7 +34,7 @@ extension TailEngine {
                 return true
             }
             // Truncated and rewritten since the last check? Then these bytes may be from the new content: start over.
-            guard let fingerprint = file.fingerprint.verified(descriptor: file.descriptor, scratch: scratch) else {
+            guard let fingerprint = file.verifiedFingerprint(scratch: scratch) else {
                 await restart(file, reason: "its first bytes changed")
                 continue
             }
@@ -217,7 +217,7 @@ extension TailEngine {
         // A read that finds nothing may follow a truncation, which the turn looks for.
         guard case .success(let count) = SourceFiles.read(file.descriptor, into: buffer, at: file.readOffset),
             count > 0, count < buffer.count, buffer[count - 1] == UInt8(ascii: "\n"),
-            let fingerprint = file.fingerprint.verified(descriptor: file.descriptor, scratch: scratch)
+            let fingerprint = file.verifiedFingerprint(scratch: scratch)
         else { return false }
         // Ends at a newline and nothing was carried (nor joined): the splitter keeps no state from it, so declining
         // below is clean.
@@ -325,7 +325,7 @@ extension TailEngine {
             await restart(file, reason: "it is shorter than the offset read")
             return true
         }
-        guard let fingerprint = file.fingerprint.verified(descriptor: file.descriptor, scratch: scratch) else {
+        guard let fingerprint = file.verifiedFingerprint(scratch: scratch) else {
             await restart(file, reason: "its first bytes changed")
             return true
         }

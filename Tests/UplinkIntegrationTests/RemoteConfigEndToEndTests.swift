@@ -100,6 +100,9 @@ extension RemoteConfigEndToEndTests {
                 #expect(await eventually(timeout: .seconds(30)) { await fleet.runsOnProbationOrApplied(other: running) },
                     "run \(run): \(fleet.logs)")
                 let trying = try #require(await fleet.remote("desired"), "run \(run)")
+                // The status says `applying` before the sources are swapped, the log line that counts a probation below
+                // comes after: the kill waits for it, or one landing in between would leave the probation unlogged.
+                #expect(await eventually(timeout: .seconds(30)) { fleet.agentLoggedProbation(of: trying) }, "run \(run): \(fleet.logs)")
                 // The moment of the kill, measured in what the agent does: after a random number of its local-load
                 // samples stored (one a second: 4 is past the end of a 3 s probation), then a random number of status
                 // round trips (spread within that second).

@@ -183,6 +183,13 @@ final class RemoteConfigFleet: @unchecked Sendable {
         }
     }
 
+    /// Whether the running agent logged that `revision` (`sha256:…`) was applied and went on probation.
+    func agentLoggedProbation(of revision: String) -> Bool {
+        (agentLog?.text ?? "").split(separator: "\n").contains { line in
+            line.contains("remote configuration applied; on probation") && line.contains("revision=\(revision)")
+        }
+    }
+
     var logs: String { "agent:\n\(agentLog?.text ?? "")\ncollector:\n\(collectorLog?.text ?? "")" }
 }
 

@@ -43,7 +43,12 @@ final class MarkTable: Sendable {
     func raise(_ batches: [CollectorBatch]) {
         state.withLock { state in
             for batch in batches {
-                if batch.highestSequence > state.streams[batch.stream] ?? 0 {
+                // One lookup of the key (an agent id's hash) for a known stream: this runs once per stored chunk.
+                if let index = state.streams.index(forKey: batch.stream) {
+                    if batch.highestSequence > state.streams.values[index] {
+                        state.streams.values[index] = batch.highestSequence
+                    }
+                } else if batch.highestSequence > 0 {
                     state.streams[batch.stream] = batch.highestSequence
                 }
                 for (origin, offset) in batch.origins {

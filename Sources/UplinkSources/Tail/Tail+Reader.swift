@@ -144,8 +144,8 @@ final class TailedFile {
     var chain: String
     var fingerprint: TailFingerprint
     /// The first bytes of the file behind a fingerprint that `verifiedFingerprint(scratch:)` returned: while that is
-    /// still `fingerprint`, the next check compares these bytes instead of hashing the file's again (1,800
-    /// instructions per read, which at a few lines a second is one per line).
+    /// still `fingerprint`, the next check compares these bytes instead of hashing the file's again (a check comes
+    /// with every read, which at a few lines a second is every line; docs/architecture.md).
     private var verifiedHead: (fingerprint: TailFingerprint, bytes: [UInt8])?
     /// The incarnation's origin id (new after a truncation).
     var originID: UInt64

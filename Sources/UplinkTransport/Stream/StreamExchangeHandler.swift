@@ -79,10 +79,11 @@ final class StreamExchangeHandler: ChannelInboundHandler, BoundStreamSink {
 
     /// Has the exchange frame each body chunk of an HTTP/1.1 request itself (`<size in hex>\r\n<bytes>\r\n`, RFC
     /// 9112 §7.1) and write it below `encoder`, the context of the `HTTPRequestEncoder` it sits above. Call before
-    /// the exchange is added to the pipeline. Through the encoder a chunk took three writes through two handlers and
-    /// a `String` for its size: with one line per chunk at 100 lines/s, 15 % of the agent's instructions. The encoder
-    /// still writes the head and the last chunk, and the response decoder between them still sees the head (it needs
-    /// the request's method). Only for a head the encoder frames as chunked: HTTP/1.1 without `Content-Length`.
+    /// the exchange is added to the pipeline. Through the encoder a chunk took three writes through two handlers
+    /// and a `String` for its size, a large part of a line's cost when each line is a chunk (docs/architecture.md).
+    /// The encoder still writes the head and the last chunk, and the response decoder between them still sees the
+    /// head (it needs the request's method). Only for a head the encoder frames as chunked: HTTP/1.1 without
+    /// `Content-Length`.
     func frameChunks(below encoder: ChannelHandlerContext) {
         guard head.version == .http1_1, !head.headers.contains(name: "content-length") else { return }
         chunkWriter = encoder

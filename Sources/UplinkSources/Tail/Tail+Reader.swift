@@ -30,14 +30,20 @@ struct TailFingerprint: Sendable, Equatable {
         return hash
     }
 
-    /// Compares the file's first bytes with `self`. `scratch` must hold `maximumLength` bytes.
+    /// Compares the file's first bytes with `self`. `scratch` must hold `maximumLength` bytes; afterwards it holds
+    /// the bytes the returned fingerprint covers. `knownBytes`: the `length` bytes `self` was made from, when the
+    /// caller kept them: equal bytes have equal hashes, so a match answers without hashing (different bytes are
+    /// still hashed, and decide as without them).
     /// - Returns: nil when they differ (or the file is now shorter than `length`); otherwise the fingerprint
     ///   over as many bytes as the file has now, up to `maximumLength` (an extension of `self`).
-    func verified(descriptor: Int32, scratch: UnsafeMutableRawBufferPointer) -> TailFingerprint? {
+    func verified(descriptor: Int32, scratch: UnsafeMutableRawBufferPointer, knownBytes: [UInt8]? = nil) -> TailFingerprint? {
         let count = SourceFiles.readCount(descriptor, into: scratch, at: 0)
         guard count >= length else { return nil }
         let covered = UnsafeRawBufferPointer(rebasing: scratch[0..<length])
-        guard Self.fnv1a(covered) == hash else { return nil }
+        let known = knownBytes.map { kept in
+            kept.count == length && kept.withUnsafeBytes { length == 0 || memcmp($0.baseAddress!, covered.baseAddress!, length) == 0 }
+        }
+        guard known == true || Self.fnv1a(covered) == hash else { return nil }
         if count == length { return self }
         return TailFingerprint(length: count, hash: Self.fnv1a(UnsafeRawBufferPointer(rebasing: scratch[0..<count])))
     }
@@ -208,28 +214,15 @@ final class TailedFile {
 
     var isDetached: Bool { detachedAt != nil }
 
-    /// `fingerprint.verified(descriptor:scratch:)` for this file's descriptor, the same answer: nil when the file's
-    /// first bytes no longer match `fingerprint`, otherwise the fingerprint over as many as it has now (up to
-    /// `TailFingerprint.maximumLength`). Equal bytes have equal hashes, so the bytes kept from the last check answer
-    /// for the hash where they are the current fingerprint's; different bytes are hashed, as without them.
+    /// `fingerprint.verified(descriptor:scratch:)` for this file's descriptor, the same answer, given the bytes kept
+    /// from the last check while they are still the fingerprint's.
     func verifiedFingerprint(scratch: UnsafeMutableRawBufferPointer) -> TailFingerprint? {
-        let length = fingerprint.length
-        let count = SourceFiles.readCount(descriptor, into: scratch, at: 0)
-        guard count >= length else { return nil }
-        let head = UnsafeRawBufferPointer(rebasing: scratch[0..<length])
-        var matches = false
-        if let verifiedHead, verifiedHead.fingerprint == fingerprint {
-            matches = verifiedHead.bytes.withUnsafeBytes { kept in
-                length == 0 || memcmp(kept.baseAddress!, head.baseAddress!, length) == 0
-            }
+        let known = verifiedHead.flatMap { $0.fingerprint == fingerprint ? $0.bytes : nil }
+        guard let verified = fingerprint.verified(descriptor: descriptor, scratch: scratch, knownBytes: known) else {
+            return nil
         }
-        guard matches || TailFingerprint.fnv1a(head) == fingerprint.hash else { return nil }
-        let verified =
-            count == length
-            ? fingerprint
-            : TailFingerprint(length: count, hash: TailFingerprint.fnv1a(UnsafeRawBufferPointer(rebasing: scratch[0..<count])))
         if verifiedHead?.fingerprint != verified {
-            verifiedHead = (verified, Array(UnsafeRawBufferPointer(rebasing: scratch[0..<count])))
+            verifiedHead = (verified, Array(UnsafeRawBufferPointer(rebasing: scratch[0..<verified.length])))
         }
         return verified
     }

@@ -29,14 +29,10 @@ public enum NewlineScan {
     public static func last(in bytes: UnsafeRawBufferPointer, before end: Int? = nil) -> Int? {
         var index = max(0, min(end ?? bytes.count, bytes.count))
         guard let base = bytes.baseAddress else { return nil }
-        let low7: UInt64 = 0x7F7F_7F7F_7F7F_7F7F
         while index >= 8 {
-            // Bytes equal to `\n` become zero; a zero byte, and only a zero byte, keeps its high bit clear in
-            // `(x & low7) + low7 | x` (no carry crosses a byte), so the flags are exact and the highest is the last.
             let word = UInt64(littleEndian: base.loadUnaligned(fromByteOffset: index - 8, as: UInt64.self))
-                ^ 0x0A0A_0A0A_0A0A_0A0A
-            let zeros = ~(((word & low7) &+ low7) | word | low7)
-            if zeros != 0 { return index - 8 + (63 - zeros.leadingZeroBitCount) / 8 }
+            let newlines = ByteWord.matches(UInt8(ascii: "\n"), in: word)
+            if newlines != 0 { return index - 8 + (63 - newlines.leadingZeroBitCount) / 8 }
             index -= 8
         }
         while index > 0 {

@@ -191,10 +191,7 @@ private struct LineLayout {
         let start = scanner.index &+ 1
         guard start &+ 8 <= scanner.bytes.count, scanner.bytes[scanner.index] == UInt8(ascii: "\"") else { return nil }
         let word = UInt64(littleEndian: scanner.bytes.loadUnaligned(fromByteOffset: start, as: UInt64.self))
-        // The first byte equal to '"' (borrows only run above it, so the lowest flag is exact).
-        let quotes = word ^ 0x2222_2222_2222_2222
-        let flags = (quotes &- 0x0101_0101_0101_0101) & ~quotes & 0x8080_8080_8080_8080
-        let length = flags.trailingZeroBitCount &>> 3
+        let length = ByteWord.matches(UInt8(ascii: "\""), in: word).trailingZeroBitCount &>> 3
         guard length >= 2, length <= 6, (word &>> UInt64((length &+ 1) &* 8)) & 0xFF == UInt64(UInt8(ascii: ":")) else {
             return nil
         }
